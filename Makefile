@@ -1,0 +1,77 @@
+# pocket - build, test, demo.  `make demo` builds and runs the bundled model;
+# `make test` builds and runs every test.  As root, missing Debian packages are
+# installed with apt-get; otherwise they are named in an error.
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+CFLAGS  ?=
+CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
+           -D_GNU_SOURCE -Iinclude -Isrc -pthread -fPIC
+LDLIBS  += -lpcre2-8 -lm -lpthread
+PYTHON  ?= /usr/bin/python3
+PREFIX  ?= /usr/local
+
+# Debian packages the build and tests need: package:probe
+DEB_PKGS = libpcre2-dev python3-numpy
+
+SRC      := $(wildcard src/*.c)
+OBJ      := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRC))
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TOOL_SRC := $(wildcard tests/tool_*.c)
+TOOL_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
+LIB      := $(BUILD)/libpocket.a
+CLI      := $(BUILD)/pocket
+
+# Per-ISA kernel files get their own target flags; the rest stays portable.
+ISA_avx2   = -mavx2 -mfma -mf16c
+ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq \
+             -mavx512vnni -mavx512bf16
+
+.PHONY: all deps demo test sanitize clean install bench
+all: deps $(CLI) $(TEST_BIN) $(TOOL_BIN)
+
+deps:
+	@missing=""; \
+	[ -f /usr/include/pcre2.h ] || missing="$$missing libpcre2-dev"; \
+	$(PYTHON) -c 'import numpy' 2>/dev/null || missing="$$missing python3-numpy"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "error: missing Debian packages:$$missing (run make as root, or: sudo apt-get install$$missing)" >&2; exit 1; \
+	  fi; \
+	fi
+
+$(BUILD)/obj/kernels_avx2.o: CFLAGS += $(ISA_avx2)
+$(BUILD)/obj/kernels_avx512.o: CFLAGS += $(ISA_avx512)
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/pocket.h | $(BUILD)/obj
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(OBJ)
+	rm -f $@; ar rcs $@ $^
+
+$(CLI): tools/pocket.c $(LIB)
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/testhelp.h $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/obj $(BUILD)/tests:
+	mkdir -p $@
+
+demo: all
+	$(CLI) run -p "And God said" -n 48
+
+test: all
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run.sh
+
+sanitize:
+	$(MAKE) BUILD=build-san OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  LDFLAGS="-fsanitize=address,undefined" test
+
+clean:
+	rm -rf build build-san

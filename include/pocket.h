@@ -1,0 +1,147 @@
+/* pocket.h - public API of libpocket: load a GGUF Mixture-of-Experts (or
+ * dense) language model, tokenize, run the forward pass, sample.
+ *
+ * Every type is opaque. Every fallible call returns a status code (PK_OK on
+ * success) and, when given a pk_error, fills it with a one-line message that
+ * names the file, the field and the value at fault. The library never exits
+ * the process and never prints, except through callbacks you install.
+ */
+#ifndef POCKET_H
+#define POCKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status codes ---------------------------------------------------- */
+enum {
+    PK_OK = 0,
+    PK_ERR_IO = 1,          /* file could not be opened, read or mapped */
+    PK_ERR_FORMAT = 2,      /* malformed or inconsistent file contents */
+    PK_ERR_UNSUPPORTED = 3, /* valid, but not something pocket runs (yet) */
+    PK_ERR_NOMEM = 4,       /* allocation failed */
+    PK_ERR_ARG = 5,         /* bad argument from the caller */
+    PK_ERR_CONTEXT = 6,     /* context window is full */
+};
+
+typedef struct pk_error {
+    int code;
+    char msg[512];
+} pk_error;
+
+/* A short name for a status code ("format error", ...). */
+const char *pk_status_str(int code);
+
+/* ---- model ------------------------------------------------------------- */
+typedef struct pk_model pk_model;
+
+/* Load a GGUF model (mapped, not copied). Fails with PK_ERR_IO for an
+ * unreadable file, PK_ERR_FORMAT for a malformed one (missing or inconsistent
+ * key or tensor), PK_ERR_UNSUPPORTED for an architecture or tensor type pocket
+ * does not run. */
+int pk_model_load(const char *path, pk_model **out, pk_error *err);
+void pk_model_free(pk_model *m);
+
+typedef struct pk_model_info {
+    const char *arch;          /* general.architecture */
+    const char *name;          /* general.name, or "" */
+    int n_vocab, n_ctx_train, n_embd, n_layer;
+    int n_head, n_head_kv, head_dim, head_dim_v, n_rot;
+    float rope_base, rms_eps;
+    const char *rope_style;    /* "norm" or "neox" */
+    int qk_norm;
+    int n_ff;                  /* dense FFN (0 for MoE) */
+    int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    const char *gating;        /* "softmax" / "sigmoid" (MoE) */
+    int norm_topk;
+    int tied_output;           /* output head shares token_embd */
+    int64_t n_params;          /* all weights */
+    int64_t n_params_active;   /* weights used per token */
+    uint64_t file_bytes;
+    uint64_t bytes_per_token;  /* weight bytes read per decoded token */
+} pk_model_info;
+
+void pk_model_get_info(const pk_model *m, pk_model_info *out);
+int pk_model_n_vocab(const pk_model *m);
+/* Tensor i (0 <= i < pk_model_n_tensors): name, type name, dims. */
+int pk_model_n_tensors(const pk_model *m);
+int pk_model_tensor(const pk_model *m, int i, const char **name, const char **type,
+                    int64_t ne[4], uint64_t *nbytes);
+
+/* ---- tokenizer (the model's vocabulary) -------------------------------- */
+/* Tokenize len bytes. add_special adds BOS/EOS as the model's GGUF says;
+ * parse_special turns special-token text into those tokens. Writes at most
+ * max ids, returns the count needed (> max: call again with more room), or
+ * -PK_ERR_* on error. */
+int pk_model_tokenize(const pk_model *m, const char *text, size_t len, int32_t *out,
+                      int max, int add_special, int parse_special);
+/* Bytes of a token (no NUL); returns the full length or -PK_ERR_ARG. */
+int pk_model_token_piece(const pk_model *m, int32_t id, char *buf, int buflen);
+int pk_model_is_eog(const pk_model *m, int32_t id);
+int32_t pk_model_bos(const pk_model *m);
+
+/* ---- context: one sequence being decoded -------------------------------- */
+typedef struct pk_context pk_context;
+
+typedef struct pk_context_params {
+    int n_ctx;        /* context window in tokens (0: the model's, capped at 4096) */
+    int n_threads;    /* worker threads (0: all cores) */
+} pk_context_params;
+
+pk_context_params pk_context_default_params(void);
+int pk_context_new(const pk_model *m, const pk_context_params *p, pk_context **out,
+                   pk_error *err);
+void pk_context_free(pk_context *c);
+/* Forget the sequence (positions restart at 0). */
+void pk_context_reset(pk_context *c);
+int pk_context_pos(const pk_context *c);       /* tokens in the sequence */
+int pk_context_n_ctx(const pk_context *c);
+
+/* Append n tokens to the sequence. Afterwards pk_context_logits() holds the
+ * logits after the last of them. Fails with PK_ERR_CONTEXT when the window
+ * would overflow (nothing is appended), PK_ERR_ARG for an out-of-range id. */
+int pk_decode(pk_context *c, const int32_t *tokens, int n, pk_error *err);
+/* Like pk_decode, and copies the logits after each token into
+ * all_logits[n * n_vocab] (for scoring, e.g. perplexity). */
+int pk_decode_all(pk_context *c, const int32_t *tokens, int n, float *all_logits,
+                  pk_error *err);
+const float *pk_context_logits(const pk_context *c);   /* n_vocab floats */
+
+typedef struct pk_stats {
+    uint64_t tokens;          /* tokens decoded since the context was made */
+    uint64_t weight_bytes;    /* weight bytes read by them */
+    const char *isa;          /* kernel variant in use */
+    int n_threads;
+} pk_stats;
+void pk_context_stats(const pk_context *c, pk_stats *out);
+
+/* ---- sampling ------------------------------------------------------------ */
+typedef struct pk_sampler pk_sampler;
+typedef struct pk_sampler_params {
+    float temperature;      /* <= 0: greedy (default 0.8) */
+    int top_k;              /* <= 0: off (default 40) */
+    float top_p;            /* >= 1: off (default 0.95) */
+    float min_p;            /* <= 0: off (default 0.05) */
+    float repeat_penalty;   /* 1: off (default 1.0) */
+    int repeat_last_n;      /* window of recent tokens penalised (default 64) */
+    uint64_t seed;          /* RNG seed */
+} pk_sampler_params;
+
+pk_sampler_params pk_sampler_default_params(void);
+/* NULL on bad params (message in err) or out of memory. */
+pk_sampler *pk_sampler_new(const pk_sampler_params *p, int n_vocab, pk_error *err);
+void pk_sampler_free(pk_sampler *s);
+/* Pick the next token from logits[n_vocab] (not modified). */
+int32_t pk_sampler_sample(pk_sampler *s, const float *logits);
+/* Record a token that entered the context, for the repetition penalty. */
+void pk_sampler_accept(pk_sampler *s, int32_t token);
+/* Forget accepted tokens; reseed the RNG. */
+void pk_sampler_reset(pk_sampler *s, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

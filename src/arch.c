@@ -1,0 +1,18 @@
+/* arch.c - the table of supported architectures (see arch.h). */
+#include <string.h>
+#include "arch.h"
+
+static const pk_arch archs[] = {
+    /* name        rope          qk_norm ffn            gating           norm_topk shexp */
+    {"qwen3moe",   PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0},
+    {"qwen3",      PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0},
+    {"llama",      PK_ROPE_NORM, 0,      PK_FFN_EITHER, PK_GATE_SOFTMAX, 1,        0},
+};
+
+const pk_arch *pk_arch_find(const char *name) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strcmp(archs[i].name, name) == 0) return &archs[i];
+    return NULL;
+}
+
+const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE)"; }

@@ -1,0 +1,44 @@
+/* arch.h - model architectures as data.
+ *
+ * One descriptor per GGUF architecture name says everything the loader and
+ * the forward pass need to know that is not in the hyperparameters: rope
+ * style, per-head q/k norm, FFN kind, router gating and renormalisation. The
+ * forward pass reads these flags; it never compares architecture names.
+ * Adding an architecture that fits the flags means adding one table row.
+ */
+#ifndef PK_ARCH_H
+#define PK_ARCH_H
+
+enum pk_rope_style {
+    PK_ROPE_NORM = 0,   /* rotate adjacent pairs (2i, 2i+1) - llama */
+    PK_ROPE_NEOX = 1,   /* rotate pairs (i, i + n_rot/2) - qwen, gpt-neox */
+};
+
+enum pk_ffn_kind {
+    PK_FFN_DENSE = 0,   /* ffn_gate/ffn_up/ffn_down */
+    PK_FFN_MOE = 1,     /* router + ffn_*_exps */
+    PK_FFN_EITHER = 2,  /* MoE iff <arch>.expert_count > 0 (llama / mixtral) */
+};
+
+enum pk_gating {
+    PK_GATE_SOFTMAX = 0, /* p = softmax(router logits) */
+    PK_GATE_SIGMOID = 1, /* p = sigmoid(router logits) */
+};
+
+typedef struct pk_arch {
+    const char *name;        /* general.architecture */
+    int rope_style;          /* enum pk_rope_style */
+    int qk_norm;             /* per-head RMSNorm of q and k (attn_q_norm/attn_k_norm required) */
+    int ffn;                 /* enum pk_ffn_kind */
+    int gating;              /* enum pk_gating (MoE only) */
+    int norm_topk;           /* renormalise the top-k weights to sum 1 (default; GGUF
+                                <arch>.expert_weights_norm overrides) */
+    int shared_expert;       /* ffn_*_shexp tensors (optional unless set) */
+} pk_arch;
+
+/* The descriptor for a GGUF architecture name, NULL if unsupported. */
+const pk_arch *pk_arch_find(const char *name);
+/* Comma-separated list of supported names, for error messages. */
+const char *pk_arch_names(void);
+
+#endif

@@ -1,0 +1,31 @@
+/* common.h - internal helpers shared by every pocket source file: status
+ * codes, error reporting with a message, checked size arithmetic. */
+#ifndef PK_COMMON_H
+#define PK_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include "pocket.h"
+
+/* Fill e->msg with a printf-style message (if e is not NULL) and return code.
+ * Messages name the file, the field and the value, on one line. */
+int pk_errorf(pk_error *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Overflow-checked arithmetic: return 1 and store the result when it fits,
+ * 0 when it would overflow (the output is then unspecified). */
+static inline int pk_mul_ok(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline int pk_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* Allocation that returns NULL on overflow of n*size; memory is zeroed. */
+void *pk_calloc(size_t n, size_t size);
+
+/* Monotonic wall clock in seconds. */
+double pk_time(void);
+
+#endif

@@ -1,0 +1,49 @@
+/* kernels.h - the per-ISA compute kernels behind one table.
+ *
+ * A matrix row of weights of type T is multiplied with an activation vector
+ * that has been converted once to T's vec_dot_type (F32 for F32 weights, F16
+ * for F16, BF16 for BF16, Q8_0 for Q8_0, ...). Each ISA (scalar reference,
+ * AVX2, AVX-512) fills the same table; pk_kernels_get() picks the best one the
+ * CPU supports at run time. Results of every variant are tested against the
+ * reference (tests/test_kernels.c). Setting POCKET_KERNELS=ref|avx2|avx512
+ * forces a variant.
+ */
+#ifndef PK_KERNELS_H
+#define PK_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "quant.h"
+
+/* s = dot(row w of n weights of type T, x of n activations of vec_dot_type(T)) */
+typedef void (*pk_vec_dot_fn)(int64_t n, float *s, const void *w, const void *x);
+/* y[r] = dot(row r, x) for r in [0, nrows); rows are row_bytes apart. */
+typedef void (*pk_gemv_fn)(int64_t n, int64_t nrows, float *y, const void *w,
+                           size_t row_bytes, const void *x);
+/* Convert n floats to an activation type (n a multiple of its block size).
+ * Every variant is bit-exact with the reference from_float for finite input.
+ * Q8_0 activations fed to vec_dot/gemv must keep qs in [-127, 127] (as every
+ * Q8_0 quantizer produces; the AVX2 kernel relies on it); weights may use
+ * the full int8 range. */
+typedef void (*pk_quantize_fn)(const float *x, void *y, int64_t n);
+
+typedef struct pk_kernels {
+    const char *isa;                          /* "ref", "avx2", "avx512" */
+    pk_vec_dot_fn vec_dot[PK_TYPE_COUNT];     /* by weight type; NULL: unsupported */
+    pk_gemv_fn gemv[PK_TYPE_COUNT];           /* by weight type; NULL: unsupported */
+    pk_quantize_fn quantize[PK_TYPE_COUNT];   /* by activation type */
+} pk_kernels;
+
+/* The selected kernel table (decided once, thread-safe). */
+const pk_kernels *pk_kernels_get(void);
+/* A specific variant, or NULL if not compiled in or the CPU lacks it. */
+const pk_kernels *pk_kernels_by_name(const char *isa);
+/* The variants usable on this CPU, best last; returns the count. */
+int pk_kernels_list(const pk_kernels **out, int max);
+
+/* Per-ISA tables (kernels_ref.c, kernels_avx2.c, kernels_avx512.c). */
+extern const pk_kernels pk_kernels_ref_table;
+extern const pk_kernels pk_kernels_avx2_table;
+extern const pk_kernels pk_kernels_avx512_table;
+
+#endif

@@ -1,0 +1,270 @@
+/* kernels_avx2.c - the AVX2 + FMA + F16C kernel table (Haswell and later,
+ * Zen 1 and later). Compiled with -mavx2 -mfma -mf16c (see the Makefile);
+ * only called after kernels.c has checked the CPU.
+ *
+ * Tuned for: single-token decode, where a gemv streams each weight matrix from
+ * DRAM once per token. The gemvs take 4 rows at a time so one activation load
+ * (and conversion) feeds 4 weight streams, and keep 2 independent
+ * accumulators per row so FMA latency never stalls the loads. Everything here
+ * is bandwidth-bound; the activation vector stays in L1/L2.
+ *
+ * Numerics: float sums are reassociated (8 lanes x several accumulators), so
+ * results differ from the reference by rounding only. Q8_0 products are exact
+ * int32 per block, provided activations are in [-127, 127] (what every Q8_0
+ * quantizer produces); weights may use the full int8 range.
+ * Activation quantizers are bit-exact with the reference for finite input.
+ */
+#include <string.h>
+#include "kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* ---- loads of 8 elements as floats, and scalar tails ------------------- */
+
+static inline __m256 ld8_f32(const float *p) { return _mm256_loadu_ps(p); }
+static inline float ld1_f32(const float *p) { return *p; }
+
+static inline __m256 ld8_f16(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+static inline float ld1_f16(const uint16_t *p) { return _cvtsh_ss(*p); }
+
+static inline __m256 ld8_bf16(const uint16_t *p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+static inline float ld1_bf16(const uint16_t *p) { return pk_bf16_to_fp32(*p); }
+
+/* vec_dot and 4-row gemv for a float-like element type T (block size 1).
+ * Main loop: 32 elements, 4 accumulators; then 8 at a time; then scalars. */
+#define FLOAT_KERNELS(SFX, T)                                                   \
+static void vec_dot_##SFX(int64_t n, float *s, const void *vw, const void *vx) { \
+    const T *w = vw, *x = vx;                                                   \
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                 \
+    int64_t i = 0;                                                              \
+    for (; i + 32 <= n; i += 32) {                                              \
+        a0 = _mm256_fmadd_ps(ld8_##SFX(w + i), ld8_##SFX(x + i), a0);           \
+        a1 = _mm256_fmadd_ps(ld8_##SFX(w + i + 8), ld8_##SFX(x + i + 8), a1);   \
+        a2 = _mm256_fmadd_ps(ld8_##SFX(w + i + 16), ld8_##SFX(x + i + 16), a2); \
+        a3 = _mm256_fmadd_ps(ld8_##SFX(w + i + 24), ld8_##SFX(x + i + 24), a3); \
+    }                                                                           \
+    for (; i + 8 <= n; i += 8)                                                  \
+        a0 = _mm256_fmadd_ps(ld8_##SFX(w + i), ld8_##SFX(x + i), a0);           \
+    float sum = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))); \
+    for (; i < n; i++) sum += ld1_##SFX(w + i) * ld1_##SFX(x + i);              \
+    *s = sum;                                                                   \
+}                                                                               \
+static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      \
+                       size_t rb, const void *vx) {                             \
+    const T *x = vx;                                                            \
+    int64_t r = 0;                                                              \
+    for (; r + 4 <= nrows; r += 4) {                                            \
+        const T *w0 = (const T *)((const char *)vw + (size_t)r * rb);           \
+        const T *w1 = (const T *)((const char *)w0 + rb);                       \
+        const T *w2 = (const T *)((const char *)w1 + rb);                       \
+        const T *w3 = (const T *)((const char *)w2 + rb);                       \
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;             \
+        __m256 a2 = a0, b2 = a0, a3 = a0, b3 = a0;                              \
+        int64_t i = 0;                                                          \
+        for (; i + 16 <= n; i += 16) {                                          \
+            __m256 x0 = ld8_##SFX(x + i), x1 = ld8_##SFX(x + i + 8);            \
+            a0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i), x0, a0);                    \
+            b0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i + 8), x1, b0);                \
+            a1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i), x0, a1);                    \
+            b1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i + 8), x1, b1);                \
+            a2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i), x0, a2);                    \
+            b2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i + 8), x1, b2);                \
+            a3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i), x0, a3);                    \
+            b3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i + 8), x1, b3);                \
+        }                                                                       \
+        for (; i + 8 <= n; i += 8) {                                            \
+            __m256 x0 = ld8_##SFX(x + i);                                       \
+            a0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i), x0, a0);                    \
+            a1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i), x0, a1);                    \
+            a2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i), x0, a2);                    \
+            a3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i), x0, a3);                    \
+        }                                                                       \
+        float s0 = hsum8(_mm256_add_ps(a0, b0)), s1 = hsum8(_mm256_add_ps(a1, b1)); \
+        float s2 = hsum8(_mm256_add_ps(a2, b2)), s3 = hsum8(_mm256_add_ps(a3, b3)); \
+        for (; i < n; i++) {                                                    \
+            float xi = ld1_##SFX(x + i);                                        \
+            s0 += ld1_##SFX(w0 + i) * xi; s1 += ld1_##SFX(w1 + i) * xi;         \
+            s2 += ld1_##SFX(w2 + i) * xi; s3 += ld1_##SFX(w3 + i) * xi;         \
+        }                                                                       \
+        y[r] = s0; y[r + 1] = s1; y[r + 2] = s2; y[r + 3] = s3;                 \
+    }                                                                           \
+    for (; r < nrows; r++)                                                      \
+        vec_dot_##SFX(n, &y[r], (const char *)vw + (size_t)r * rb, vx);         \
+}
+
+FLOAT_KERNELS(f32, float)
+FLOAT_KERNELS(f16, uint16_t)
+FLOAT_KERNELS(bf16, uint16_t)
+
+/* ---- Q8_0 x Q8_0 --------------------------------------------------------- */
+
+/* 8 int32 partial sums of w[i]*x[i] over 32 int8 pairs. maddubs wants
+ * unsigned*signed, so move w's sign onto x: |w| * (x * sign(w)). Exact while
+ * x != -128 (|w| <= 128, |x| <= 127: pair sums stay below 2^15). */
+static inline __m256i dot32_i8(__m256i w, __m256i x) {
+    __m256i aw = _mm256_abs_epi8(w);
+    __m256i sx = _mm256_sign_epi8(x, w);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
+}
+
+static inline __m256i ldq(const pk_block_q8_0 *b) {
+    return _mm256_loadu_si256((const __m256i *)b->qs);
+}
+
+static void vec_dot_q8_0(int64_t n, float *s, const void *vw, const void *vx) {
+    const pk_block_q8_0 *w = vw, *x = vx;
+    int64_t nb = n / PK_QK8_0, i = 0;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (; i + 2 <= nb; i += 2) {
+        __m256i p0 = dot32_i8(ldq(&w[i]), ldq(&x[i]));
+        __m256i p1 = dot32_i8(ldq(&w[i + 1]), ldq(&x[i + 1]));
+        __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(x[i].d));
+        __m256 d1 = _mm256_set1_ps(_cvtsh_ss(w[i + 1].d) * _cvtsh_ss(x[i + 1].d));
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
+        a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);
+    }
+    for (; i < nb; i++) {
+        __m256i p0 = dot32_i8(ldq(&w[i]), ldq(&x[i]));
+        __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(x[i].d));
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
+    }
+    *s = hsum8(_mm256_add_ps(a0, a1));
+}
+
+static void gemv_q8_0(int64_t n, int64_t nrows, float *y, const void *vw,
+                      size_t rb, const void *vx) {
+    const pk_block_q8_0 *x = vx;
+    int64_t nb = n / PK_QK8_0, r = 0;
+    for (; r + 4 <= nrows; r += 4) {
+        const pk_block_q8_0 *w0 = (const void *)((const char *)vw + (size_t)r * rb);
+        const pk_block_q8_0 *w1 = (const void *)((const char *)w0 + rb);
+        const pk_block_q8_0 *w2 = (const void *)((const char *)w1 + rb);
+        const pk_block_q8_0 *w3 = (const void *)((const char *)w2 + rb);
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t i = 0; i < nb; i++) {
+            __m256i xq = ldq(&x[i]);
+            /* the 4 rows' scales in one conversion, times the activation scale */
+            uint64_t dd = (uint64_t)w0[i].d | (uint64_t)w1[i].d << 16 |
+                          (uint64_t)w2[i].d << 32 | (uint64_t)w3[i].d << 48;
+            __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)dd)),
+                                   _mm_set1_ps(_cvtsh_ss(x[i].d)));
+            __m256 d8 = _mm256_castps128_ps256(d4);
+#define ROW(k)                                                                  \
+            a##k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32_i8(ldq(&w##k[i]), xq)),     \
+                                   _mm256_permutevar8x32_ps(d8, _mm256_set1_epi32(k)), a##k);
+            ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+        }
+        y[r] = hsum8(a0); y[r + 1] = hsum8(a1); y[r + 2] = hsum8(a2); y[r + 3] = hsum8(a3);
+    }
+    for (; r < nrows; r++)
+        vec_dot_q8_0(n, &y[r], (const char *)vw + (size_t)r * rb, vx);
+}
+
+/* ---- activation quantizers (bit-exact with quant.c) ----------------------- */
+
+static void quantize_f32(const float *x, void *y, int64_t n) {
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+static void quantize_f16(const float *x, void *vy, int64_t n) {
+    uint16_t *y = vy;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) y[i] = pk_fp32_to_fp16(x[i]);
+}
+
+/* Round-to-nearest-even by integer arithmetic (as quant.c), NaN made quiet. */
+static inline __m256i bf16_round8(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    return _mm256_blendv_epi8(r, q, nan);
+}
+
+static void quantize_bf16(const float *x, void *vy, int64_t n) {
+    uint16_t *y = vy;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i lo = bf16_round8(_mm256_loadu_ps(x + i));
+        __m256i hi = bf16_round8(_mm256_loadu_ps(x + i + 8));
+        __m256i p = _mm256_packus_epi32(lo, hi);        /* lane-interleaved */
+        p = _mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0));
+        _mm256_storeu_si256((__m256i *)(y + i), p);
+    }
+    for (; i < n; i++) y[i] = pk_fp32_to_bf16(x[i]);
+}
+
+/* roundf(): ties away from zero. t = trunc(v); v - t is exact; step away from
+ * zero when |v - t| >= 0.5. */
+static inline __m256i round_away8(__m256 v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 f = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+    __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(sign, v));
+    __m256 step = _mm256_and_ps(_mm256_cmp_ps(f, _mm256_set1_ps(0.5f), _CMP_GE_OQ), one);
+    return _mm256_cvtps_epi32(_mm256_add_ps(t, step));
+}
+
+static void quantize_q8_0(const float *x, void *vy, int64_t n) {
+    pk_block_q8_0 *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / PK_QK8_0; b++) {
+        const float *p = x + b * PK_QK8_0;
+        __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
+        __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                 _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        float amax = _mm_cvtss_f32(h);
+        float d = amax / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = pk_fp32_to_fp16(d);
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i i0 = round_away8(_mm256_mul_ps(v0, vid)), i1 = round_away8(_mm256_mul_ps(v1, vid));
+        __m256i i2 = round_away8(_mm256_mul_ps(v2, vid)), i3 = round_away8(_mm256_mul_ps(v3, vid));
+        __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+    }
+}
+
+const pk_kernels pk_kernels_avx2_table = {
+    .isa = "avx2",
+    .vec_dot = {
+        [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
+        [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,
+    },
+    .gemv = {
+        [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,
+        [PK_TYPE_BF16] = gemv_bf16, [PK_TYPE_Q8_0] = gemv_q8_0,
+    },
+    .quantize = {
+        [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,
+        [PK_TYPE_BF16] = quantize_bf16, [PK_TYPE_Q8_0] = quantize_q8_0,
+    },
+};
+
+#else  /* compiler without AVX2: an empty table, never selected */
+const pk_kernels pk_kernels_avx2_table = { .isa = "avx2" };
+#endif

@@ -1,0 +1,324 @@
+/* kernels_avx512.c - the AVX-512 kernel table (F, BW, VL, DQ, VNNI, BF16:
+ * Cooper Lake, Sapphire Rapids and later, Zen 4 and later). Compiled with the
+ * ISA flags in the Makefile; only called after kernels.c has checked the CPU.
+ *
+ * Tuned for: single-token decode, where each gemv streams a weight matrix
+ * from DRAM once per token. gemvs take 4 rows at a time so one activation
+ * load feeds 4 weight streams, with 2 accumulators per row for the float
+ * types. Tails of block-1 types use masked loads (no scalar loop).
+ *
+ * BF16 uses vdpbf16ps (pairs of bf16 products summed into fp32). Note that
+ * instruction treats bf16 subnormal inputs as zero - a difference from the
+ * reference only for |values| < 1.2e-38.
+ * Q8_0 uses VNNI vpdpbusd (u8 x s8 -> s32). The weights are made unsigned by
+ * adding 128 (w ^ 0x80); the resulting extra 128*sum(x) per block depends only
+ * on the activations, so it is computed once per block and shared across rows
+ * (it seeds the accumulator). Exact for the full int8 range of both operands.
+ * Activation quantizers are bit-exact with the reference for finite input.
+ */
+#include <string.h>
+#include "kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__AVX512BF16__) && defined(__F16C__)
+#include <immintrin.h>
+
+static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline __mmask16 tail16(int64_t k) { return (__mmask16)((1u << k) - 1); }
+static inline __mmask32 tail32(int64_t k) { return (__mmask32)((1ull << k) - 1); }
+
+/* ---- F32, F16: 16 lanes of FMA, masked tail ----------------------------- */
+
+static inline __m512 ld16_f32(const float *p) { return _mm512_loadu_ps(p); }
+static inline __m512 ldm16_f32(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+static inline __m512 ld16_f16(const uint16_t *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline __m512 ldm16_f16(const uint16_t *p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+#define FLOAT_KERNELS(SFX, T)                                                   \
+static void vec_dot_##SFX(int64_t n, float *s, const void *vw, const void *vx) { \
+    const T *w = vw, *x = vx;                                                   \
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                 \
+    int64_t i = 0;                                                              \
+    for (; i + 64 <= n; i += 64) {                                              \
+        a0 = _mm512_fmadd_ps(ld16_##SFX(w + i), ld16_##SFX(x + i), a0);         \
+        a1 = _mm512_fmadd_ps(ld16_##SFX(w + i + 16), ld16_##SFX(x + i + 16), a1); \
+        a2 = _mm512_fmadd_ps(ld16_##SFX(w + i + 32), ld16_##SFX(x + i + 32), a2); \
+        a3 = _mm512_fmadd_ps(ld16_##SFX(w + i + 48), ld16_##SFX(x + i + 48), a3); \
+    }                                                                           \
+    for (; i + 16 <= n; i += 16)                                                \
+        a0 = _mm512_fmadd_ps(ld16_##SFX(w + i), ld16_##SFX(x + i), a0);         \
+    if (i < n) {                                                                \
+        __mmask16 m = tail16(n - i);                                            \
+        a1 = _mm512_fmadd_ps(ldm16_##SFX(w + i, m), ldm16_##SFX(x + i, m), a1); \
+    }                                                                           \
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))); \
+}                                                                               \
+static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      \
+                       size_t rb, const void *vx) {                             \
+    const T *x = vx;                                                            \
+    int64_t r = 0;                                                              \
+    for (; r + 4 <= nrows; r += 4) {                                            \
+        const T *w0 = (const T *)((const char *)vw + (size_t)r * rb);           \
+        const T *w1 = (const T *)((const char *)w0 + rb);                       \
+        const T *w2 = (const T *)((const char *)w1 + rb);                       \
+        const T *w3 = (const T *)((const char *)w2 + rb);                       \
+        __m512 a0 = _mm512_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;             \
+        __m512 a2 = a0, b2 = a0, a3 = a0, b3 = a0;                              \
+        int64_t i = 0;                                                          \
+        for (; i + 32 <= n; i += 32) {                                          \
+            __m512 x0 = ld16_##SFX(x + i), x1 = ld16_##SFX(x + i + 16);         \
+            a0 = _mm512_fmadd_ps(ld16_##SFX(w0 + i), x0, a0);                   \
+            b0 = _mm512_fmadd_ps(ld16_##SFX(w0 + i + 16), x1, b0);              \
+            a1 = _mm512_fmadd_ps(ld16_##SFX(w1 + i), x0, a1);                   \
+            b1 = _mm512_fmadd_ps(ld16_##SFX(w1 + i + 16), x1, b1);              \
+            a2 = _mm512_fmadd_ps(ld16_##SFX(w2 + i), x0, a2);                   \
+            b2 = _mm512_fmadd_ps(ld16_##SFX(w2 + i + 16), x1, b2);              \
+            a3 = _mm512_fmadd_ps(ld16_##SFX(w3 + i), x0, a3);                   \
+            b3 = _mm512_fmadd_ps(ld16_##SFX(w3 + i + 16), x1, b3);              \
+        }                                                                       \
+        for (; i < n; i += 16) {                                                \
+            __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail16(n - i);      \
+            __m512 x0 = ldm16_##SFX(x + i, m);                                  \
+            a0 = _mm512_fmadd_ps(ldm16_##SFX(w0 + i, m), x0, a0);               \
+            a1 = _mm512_fmadd_ps(ldm16_##SFX(w1 + i, m), x0, a1);               \
+            a2 = _mm512_fmadd_ps(ldm16_##SFX(w2 + i, m), x0, a2);               \
+            a3 = _mm512_fmadd_ps(ldm16_##SFX(w3 + i, m), x0, a3);               \
+        }                                                                       \
+        y[r] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));                     \
+        y[r + 1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));                 \
+        y[r + 2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));                 \
+        y[r + 3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));                 \
+    }                                                                           \
+    for (; r < nrows; r++)                                                      \
+        vec_dot_##SFX(n, &y[r], (const char *)vw + (size_t)r * rb, vx);         \
+}
+
+FLOAT_KERNELS(f32, float)
+FLOAT_KERNELS(f16, uint16_t)
+
+/* ---- BF16: vdpbf16ps, 32 elements per instruction -------------------------- */
+
+static inline __m512bh ld32_bf16(const uint16_t *p) {
+    return (__m512bh)_mm512_loadu_si512((const void *)p);
+}
+static inline __m512bh ldm32_bf16(const uint16_t *p, __mmask32 m) {
+    return (__m512bh)_mm512_maskz_loadu_epi16(m, p);
+}
+
+static void vec_dot_bf16(int64_t n, float *s, const void *vw, const void *vx) {
+    const uint16_t *w = vw, *x = vx;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        a0 = _mm512_dpbf16_ps(a0, ld32_bf16(w + i), ld32_bf16(x + i));
+        a1 = _mm512_dpbf16_ps(a1, ld32_bf16(w + i + 32), ld32_bf16(x + i + 32));
+        a2 = _mm512_dpbf16_ps(a2, ld32_bf16(w + i + 64), ld32_bf16(x + i + 64));
+        a3 = _mm512_dpbf16_ps(a3, ld32_bf16(w + i + 96), ld32_bf16(x + i + 96));
+    }
+    for (; i + 32 <= n; i += 32)
+        a0 = _mm512_dpbf16_ps(a0, ld32_bf16(w + i), ld32_bf16(x + i));
+    if (i < n) {
+        __mmask32 m = tail32(n - i);
+        a1 = _mm512_dpbf16_ps(a1, ldm32_bf16(w + i, m), ldm32_bf16(x + i, m));
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+static void gemv_bf16(int64_t n, int64_t nrows, float *y, const void *vw,
+                      size_t rb, const void *vx) {
+    const uint16_t *x = vx;
+    int64_t r = 0;
+    for (; r + 4 <= nrows; r += 4) {
+        const uint16_t *w0 = (const uint16_t *)((const char *)vw + (size_t)r * rb);
+        const uint16_t *w1 = (const uint16_t *)((const char *)w0 + rb);
+        const uint16_t *w2 = (const uint16_t *)((const char *)w1 + rb);
+        const uint16_t *w3 = (const uint16_t *)((const char *)w2 + rb);
+        __m512 a0 = _mm512_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;
+        __m512 a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+        int64_t i = 0;
+        for (; i + 64 <= n; i += 64) {
+            __m512bh x0 = ld32_bf16(x + i), x1 = ld32_bf16(x + i + 32);
+            a0 = _mm512_dpbf16_ps(a0, ld32_bf16(w0 + i), x0);
+            b0 = _mm512_dpbf16_ps(b0, ld32_bf16(w0 + i + 32), x1);
+            a1 = _mm512_dpbf16_ps(a1, ld32_bf16(w1 + i), x0);
+            b1 = _mm512_dpbf16_ps(b1, ld32_bf16(w1 + i + 32), x1);
+            a2 = _mm512_dpbf16_ps(a2, ld32_bf16(w2 + i), x0);
+            b2 = _mm512_dpbf16_ps(b2, ld32_bf16(w2 + i + 32), x1);
+            a3 = _mm512_dpbf16_ps(a3, ld32_bf16(w3 + i), x0);
+            b3 = _mm512_dpbf16_ps(b3, ld32_bf16(w3 + i + 32), x1);
+        }
+        for (; i < n; i += 32) {
+            __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : tail32(n - i);
+            __m512bh x0 = ldm32_bf16(x + i, m);
+            a0 = _mm512_dpbf16_ps(a0, ldm32_bf16(w0 + i, m), x0);
+            a1 = _mm512_dpbf16_ps(a1, ldm32_bf16(w1 + i, m), x0);
+            a2 = _mm512_dpbf16_ps(a2, ldm32_bf16(w2 + i, m), x0);
+            a3 = _mm512_dpbf16_ps(a3, ldm32_bf16(w3 + i, m), x0);
+        }
+        y[r] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));
+        y[r + 1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
+        y[r + 2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
+        y[r + 3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
+    }
+    for (; r < nrows; r++)
+        vec_dot_bf16(n, &y[r], (const char *)vw + (size_t)r * rb, vx);
+}
+
+/* ---- Q8_0 x Q8_0 with VNNI ------------------------------------------------ */
+
+static inline __m256i ldq(const pk_block_q8_0 *b) {
+    return _mm256_loadu_si256((const __m256i *)b->qs);
+}
+
+/* -128 * (sum of x over each group of 4 bytes): the seed that cancels the
+ * +128 added to the weights. */
+static inline __m256i q8_seed(__m256i xq) {
+    return _mm256_sub_epi32(_mm256_setzero_si256(),
+                            _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+                                                _mm256_set1_epi8((char)0x80), xq));
+}
+
+/* 8 int32 partial sums of w[i]*x[i] over one block. */
+static inline __m256i q8_dot(__m256i seed, __m256i wq, __m256i xq) {
+    return _mm256_dpbusd_epi32(seed, _mm256_xor_si256(wq, _mm256_set1_epi8((char)0x80)), xq);
+}
+
+static void vec_dot_q8_0(int64_t n, float *s, const void *vw, const void *vx) {
+    const pk_block_q8_0 *w = vw, *x = vx;
+    int64_t nb = n / PK_QK8_0, i = 0;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (; i + 2 <= nb; i += 2) {
+        __m256i x0 = ldq(&x[i]), x1 = ldq(&x[i + 1]);
+        __m256i p0 = q8_dot(q8_seed(x0), ldq(&w[i]), x0);
+        __m256i p1 = q8_dot(q8_seed(x1), ldq(&w[i + 1]), x1);
+        __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(x[i].d));
+        __m256 d1 = _mm256_set1_ps(_cvtsh_ss(w[i + 1].d) * _cvtsh_ss(x[i + 1].d));
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
+        a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);
+    }
+    for (; i < nb; i++) {
+        __m256i x0 = ldq(&x[i]);
+        __m256i p0 = q8_dot(q8_seed(x0), ldq(&w[i]), x0);
+        __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(x[i].d));
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
+    }
+    *s = hsum8(_mm256_add_ps(a0, a1));
+}
+
+static void gemv_q8_0(int64_t n, int64_t nrows, float *y, const void *vw,
+                      size_t rb, const void *vx) {
+    const pk_block_q8_0 *x = vx;
+    int64_t nb = n / PK_QK8_0, r = 0;
+    for (; r + 4 <= nrows; r += 4) {
+        const pk_block_q8_0 *w0 = (const void *)((const char *)vw + (size_t)r * rb);
+        const pk_block_q8_0 *w1 = (const void *)((const char *)w0 + rb);
+        const pk_block_q8_0 *w2 = (const void *)((const char *)w1 + rb);
+        const pk_block_q8_0 *w3 = (const void *)((const char *)w2 + rb);
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t i = 0; i < nb; i++) {
+            __m256i xq = ldq(&x[i]), seed = q8_seed(xq);
+            /* the 4 rows' scales in one conversion, times the activation scale */
+            uint64_t dd = (uint64_t)w0[i].d | (uint64_t)w1[i].d << 16 |
+                          (uint64_t)w2[i].d << 32 | (uint64_t)w3[i].d << 48;
+            __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)dd)),
+                                   _mm_set1_ps(_cvtsh_ss(x[i].d)));
+            __m256 d8 = _mm256_castps128_ps256(d4);
+#define ROW(k)                                                                  \
+            a##k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_dot(seed, ldq(&w##k[i]), xq)), \
+                                   _mm256_permutevar8x32_ps(d8, _mm256_set1_epi32(k)), a##k);
+            ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+        }
+        y[r] = hsum8(a0); y[r + 1] = hsum8(a1); y[r + 2] = hsum8(a2); y[r + 3] = hsum8(a3);
+    }
+    for (; r < nrows; r++)
+        vec_dot_q8_0(n, &y[r], (const char *)vw + (size_t)r * rb, vx);
+}
+
+/* ---- activation quantizers (bit-exact with quant.c) ----------------------- */
+
+static void quantize_f32(const float *x, void *y, int64_t n) {
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+static void quantize_f16(const float *x, void *vy, int64_t n) {
+    uint16_t *y = vy;
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail16(n - i);
+        __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_mask_storeu_epi16(y + i, m, h);
+    }
+}
+
+/* Integer round-to-nearest-even (vcvtneps2bf16 would flush subnormals). */
+static void quantize_bf16(const float *x, void *vy, int64_t n) {
+    uint16_t *y = vy;
+    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail16(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+        __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(hi, one), bias));
+        r = _mm512_srli_epi32(r, 16);
+        __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtepi32_epi16(r));
+    }
+}
+
+/* roundf(): ties away from zero (see kernels_avx2.c). */
+static inline __m512i round_away16(__m512 v) {
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_abs_ps(_mm512_sub_ps(v, t));
+    __mmask16 step = _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    __m512i sgn = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u));
+    __m512 one = _mm512_castsi512_ps(_mm512_or_si512(sgn, _mm512_castps_si512(_mm512_set1_ps(1.0f))));
+    return _mm512_cvtps_epi32(_mm512_mask_add_ps(t, step, t, one));
+}
+
+static void quantize_q8_0(const float *x, void *vy, int64_t n) {
+    pk_block_q8_0 *y = vy;
+    for (int64_t b = 0; b < n / PK_QK8_0; b++) {
+        const float *p = x + b * PK_QK8_0;
+        __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+        float d = amax / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = pk_fp32_to_fp16(d);
+        __m512 vid = _mm512_set1_ps(id);
+        __m128i q0 = _mm512_cvtsepi32_epi8(round_away16(_mm512_mul_ps(v0, vid)));
+        __m128i q1 = _mm512_cvtsepi32_epi8(round_away16(_mm512_mul_ps(v1, vid)));
+        _mm_storeu_si128((__m128i *)y[b].qs, q0);
+        _mm_storeu_si128((__m128i *)(y[b].qs + 16), q1);
+    }
+}
+
+const pk_kernels pk_kernels_avx512_table = {
+    .isa = "avx512",
+    .vec_dot = {
+        [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
+        [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,
+    },
+    .gemv = {
+        [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,
+        [PK_TYPE_BF16] = gemv_bf16, [PK_TYPE_Q8_0] = gemv_q8_0,
+    },
+    .quantize = {
+        [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,
+        [PK_TYPE_BF16] = quantize_bf16, [PK_TYPE_Q8_0] = quantize_q8_0,
+    },
+};
+
+#else  /* compiler without these ISA extensions: an empty table, never selected */
+const pk_kernels pk_kernels_avx512_table = { .isa = "avx512" };
+#endif

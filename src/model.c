@@ -1,0 +1,399 @@
+/* model.c - load a GGUF model: read hyperparameters from the keys llama.cpp
+ * writes, bind every weight tensor by llama.cpp's names, and check each one's
+ * type and shape against the hyperparameters, so the forward pass can trust
+ * them. What differs between architectures comes from the descriptor
+ * (arch.h); the names and shapes here are shared by all of them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "model.h"
+#include "pocket.h"
+#include "quant.h"
+
+/* ---- hyperparameters ------------------------------------------------------ */
+
+/* Read "<arch>.<suffix>" as an int within [lo, hi]. Some keys (head counts,
+ * FFN sizes) may be per-layer arrays; all elements must then be equal. */
+static int get_hp(const gguf_file *f, const char *arch, const char *suffix, int required,
+                  int64_t lo, int64_t hi, int *out, pk_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    const gguf_kv *kv = gguf_find_kv(f, key);
+    int64_t v = *out;
+    if (kv && kv->type == GGUF_ARRAY && kv->arr_type != GGUF_STRING && kv->arr_n > 0) {
+        v = gguf_arr_int(kv, 0);
+        for (uint64_t i = 1; i < kv->arr_n; i++)
+            if (gguf_arr_int(kv, i) != v)
+                return pk_errorf(err, PK_ERR_UNSUPPORTED,
+                                 "%s: key '%s': per-layer values differ (%lld vs %lld); not supported",
+                                 f->path, key, (long long)v, (long long)gguf_arr_int(kv, i));
+    } else {
+        int rc = gguf_get_int(f, key, required, &v, err);
+        if (rc) return rc;
+        if (!kv) return PK_OK;
+    }
+    if (v < lo || v > hi)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' = %lld is out of range [%lld, %lld]",
+                         f->path, key, (long long)v, (long long)lo, (long long)hi);
+    *out = (int)v;
+    return PK_OK;
+}
+
+static int get_hpf(const gguf_file *f, const char *arch, const char *suffix, float lo, float hi,
+                   float *out, pk_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    double v = *out;
+    int rc = gguf_get_float(f, key, 0, &v, err);
+    if (rc) return rc;
+    if (!(v >= lo && v <= hi))
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' = %g is out of range [%g, %g]", f->path,
+                         key, v, lo, hi);
+    *out = (float)v;
+    return PK_OK;
+}
+
+static int load_hparams(pk_model *m, const char *an, pk_error *err) {
+    const gguf_file *f = m->gguf;
+    pk_hparams *hp = &m->hp;
+    const int BIG = 1 << 20;
+    int rc;
+    hp->n_ctx_train = 4096;
+    hp->rope_base = 10000.0f;
+    hp->rms_eps = 1e-6f;
+    if ((rc = get_hp(f, an, "context_length", 0, 1, 1 << 24, &hp->n_ctx_train, err)) ||
+        (rc = get_hp(f, an, "embedding_length", 1, 1, BIG, &hp->n_embd, err)) ||
+        (rc = get_hp(f, an, "block_count", 1, 1, 4096, &hp->n_layer, err)) ||
+        (rc = get_hp(f, an, "attention.head_count", 1, 1, 4096, &hp->n_head, err)))
+        return rc;
+    hp->n_head_kv = hp->n_head;
+    if ((rc = get_hp(f, an, "attention.head_count_kv", 0, 1, 4096, &hp->n_head_kv, err))) return rc;
+    if (hp->n_head % hp->n_head_kv)
+        return pk_errorf(err, PK_ERR_FORMAT,
+                         "%s: %s.attention.head_count %d is not a multiple of head_count_kv %d",
+                         f->path, an, hp->n_head, hp->n_head_kv);
+    hp->head_dim = hp->n_embd / hp->n_head;
+    if ((rc = get_hp(f, an, "attention.key_length", 0, 1, 65536, &hp->head_dim, err))) return rc;
+    hp->head_dim_v = hp->head_dim;
+    if ((rc = get_hp(f, an, "attention.value_length", 0, 1, 65536, &hp->head_dim_v, err))) return rc;
+    hp->n_rot = hp->head_dim;
+    if ((rc = get_hp(f, an, "rope.dimension_count", 0, 2, 65536, &hp->n_rot, err))) return rc;
+    if (hp->n_rot > hp->head_dim || hp->n_rot % 2)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.rope.dimension_count %d must be even and <= head dim %d",
+                         f->path, an, hp->n_rot, hp->head_dim);
+    if ((rc = get_hpf(f, an, "rope.freq_base", 1e-3f, 1e12f, &hp->rope_base, err)) ||
+        (rc = get_hpf(f, an, "attention.layer_norm_rms_epsilon", 0.0f, 1.0f, &hp->rms_eps, err)))
+        return rc;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
+    const gguf_kv *sc = gguf_find_kv(f, key);
+    if (sc && sc->type == GGUF_STRING &&
+        !(sc->str.len == 4 && memcmp(sc->str.ptr, "none", 4) == 0)) {
+        double factor = 1.0;
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", an);
+        if ((rc = gguf_get_float(f, key, 0, &factor, err))) return rc;
+        if (factor != 1.0 && factor != 0.0)
+            return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s.rope.scaling.type '%.*s' (factor %g) is not supported",
+                             f->path, an, (int)(sc->str.len > 32 ? 32 : sc->str.len), sc->str.ptr, factor);
+    }
+    if ((rc = get_hp(f, an, "feed_forward_length", 0, 0, BIG, &hp->n_ff, err)) ||
+        (rc = get_hp(f, an, "expert_count", 0, 0, 65536, &hp->n_expert, err)) ||
+        (rc = get_hp(f, an, "expert_used_count", 0, 0, 65536, &hp->n_expert_used, err)))
+        return rc;
+    const pk_arch *a = m->arch;
+    hp->moe = a->ffn == PK_FFN_MOE || (a->ffn == PK_FFN_EITHER && hp->n_expert > 0);
+    hp->gating = a->gating;
+    hp->norm_topk = a->norm_topk;
+    if (hp->moe) {
+        if (hp->n_expert < 1 || hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert)
+            return pk_errorf(err, PK_ERR_FORMAT,
+                             "%s: %s.expert_used_count %d must be in 1..expert_count (%d)", f->path,
+                             an, hp->n_expert_used, hp->n_expert);
+        if (hp->n_expert_used > 64)
+            return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s.expert_used_count %d: at most 64 supported",
+                             f->path, an, hp->n_expert_used);
+        hp->n_ff_exp = hp->n_ff;
+        if ((rc = get_hp(f, an, "expert_feed_forward_length", 0, 1, BIG, &hp->n_ff_exp, err)) ||
+            (rc = get_hp(f, an, "expert_shared_feed_forward_length", 0, 0, BIG, &hp->n_ff_shexp, err)))
+            return rc;
+        if (hp->n_ff_exp < 1)
+            return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.expert_feed_forward_length'",
+                             f->path, an);
+        int norm = hp->norm_topk;
+        snprintf(key, sizeof key, "%s.expert_weights_norm", an);
+        if ((rc = gguf_get_bool(f, key, 0, &norm, err))) return rc;
+        hp->norm_topk = norm;
+        int gf = 0;
+        if ((rc = get_hp(f, an, "expert_gating_func", 0, 0, 2, &gf, err))) return rc;
+        if (gf == 1) hp->gating = PK_GATE_SOFTMAX;
+        if (gf == 2) hp->gating = PK_GATE_SIGMOID;
+        hp->n_ff = 0;
+    } else if (hp->n_ff < 1) {
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.feed_forward_length'",
+                         f->path, an);
+    }
+    return PK_OK;
+}
+
+/* ---- tensors ---------------------------------------------------------------- */
+
+/* Bind tensor `name` into *t. Expected dims ne0..ne2 (0 = any is not used:
+ * all given dims must match; unused trailing dims must be 1). A missing
+ * tensor is an error only if required. The type must be computable. */
+static int bind(pk_model *m, pk_tensor *t, const char *name, int required, int n_dims,
+                int64_t ne0, int64_t ne1, int64_t ne2, pk_error *err) {
+    const gguf_tensor *g = gguf_find_tensor(m->gguf, name);
+    memset(t, 0, sizeof *t);
+    if (!g) {
+        if (required)
+            return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required tensor '%s'", m->path, name);
+        return PK_OK;
+    }
+    int64_t want[4] = {ne0, n_dims > 1 ? ne1 : 1, n_dims > 2 ? ne2 : 1, 1};
+    if (g->ne[0] != want[0] || g->ne[1] != want[1] || g->ne[2] != want[2] || g->ne[3] != 1)
+        return pk_errorf(err, PK_ERR_FORMAT,
+                         "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, 1]",
+                         m->path, name, (long long)g->ne[0], (long long)g->ne[1], (long long)g->ne[2],
+                         (long long)g->ne[3], (long long)want[0], (long long)want[1], (long long)want[2]);
+    const pk_type_traits *tt = pk_type_get(g->type);
+    const pk_kernels *k = pk_kernels_get();
+    if (!tt || !tt->to_float || tt->vec_dot_type < 0 || !k->gemv[g->type])
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which pocket cannot compute yet",
+                         m->path, name, pk_type_name(g->type));
+    t->name = g->name;
+    t->data = g->data;
+    t->type = g->type;
+    memcpy(t->ne, g->ne, sizeof t->ne);
+    t->row_bytes = pk_row_size(g->type, g->ne[0]);
+    return PK_OK;
+}
+
+static int64_t nel(const pk_tensor *t) {
+    return t->data ? t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3] : 0;
+}
+static uint64_t nbytes(const pk_tensor *t) {
+    return t->data ? t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]) : 0;
+}
+
+static int bind_layer(pk_model *m, int il, pk_error *err) {
+    const pk_hparams *hp = &m->hp;
+    pk_layer *L = &m->layers[il];
+    const int64_t D = hp->n_embd, hd = hp->head_dim, hdv = hp->head_dim_v;
+    const int64_t q_out = hp->n_head * hd, k_out = hp->n_head_kv * hd, v_out = hp->n_head_kv * hdv;
+    char nm[96];
+    int rc;
+#define B(field, suffix, req, nd, a, b, c)                                      \
+    do {                                                                        \
+        snprintf(nm, sizeof nm, "blk.%d.%s", il, suffix);                       \
+        if ((rc = bind(m, &L->field, nm, req, nd, a, b, c, err))) return rc;    \
+    } while (0)
+    B(attn_norm, "attn_norm.weight", 1, 1, D, 0, 0);
+    B(wq, "attn_q.weight", 1, 2, D, q_out, 0);
+    B(wk, "attn_k.weight", 1, 2, D, k_out, 0);
+    B(wv, "attn_v.weight", 1, 2, D, v_out, 0);
+    B(wo, "attn_output.weight", 1, 2, hp->n_head * hdv, D, 0);
+    B(bq, "attn_q.bias", 0, 1, q_out, 0, 0);
+    B(bk, "attn_k.bias", 0, 1, k_out, 0, 0);
+    B(bv, "attn_v.bias", 0, 1, v_out, 0, 0);
+    B(q_norm, "attn_q_norm.weight", m->arch->qk_norm, 1, hd, 0, 0);
+    B(k_norm, "attn_k_norm.weight", m->arch->qk_norm, 1, hd, 0, 0);
+    B(ffn_norm, "ffn_norm.weight", 1, 1, D, 0, 0);
+    if (hp->moe) {
+        const int64_t E = hp->n_expert, F = hp->n_ff_exp;
+        B(gate_inp, "ffn_gate_inp.weight", 1, 2, D, E, 0);
+        B(gate_exps, "ffn_gate_exps.weight", 1, 3, D, F, E);
+        B(up_exps, "ffn_up_exps.weight", 1, 3, D, F, E);
+        B(down_exps, "ffn_down_exps.weight", 1, 3, F, D, E);
+        if (hp->n_ff_shexp > 0 || m->arch->shared_expert) {
+            const int64_t S = hp->n_ff_shexp;
+            B(gate_shexp, "ffn_gate_shexp.weight", 1, 2, D, S, 0);
+            B(up_shexp, "ffn_up_shexp.weight", 1, 2, D, S, 0);
+            B(down_shexp, "ffn_down_shexp.weight", 1, 2, S, D, 0);
+            B(gate_inp_shexp, "ffn_gate_inp_shexp.weight", 0, 1, D, 0, 0);
+        }
+    } else {
+        const int64_t F = hp->n_ff;
+        B(ffn_gate, "ffn_gate.weight", 1, 2, D, F, 0);
+        B(ffn_up, "ffn_up.weight", 1, 2, D, F, 0);
+        B(ffn_down, "ffn_down.weight", 1, 2, F, D, 0);
+    }
+#undef B
+    return PK_OK;
+}
+
+/* Count parameters and the weight bytes one decoded token reads: everything
+ * but the unselected experts and the embedding table (one row is read). */
+static void count_params(pk_model *m) {
+    const pk_hparams *hp = &m->hp;
+    int64_t total = nel(&m->tok_embd) + nel(&m->output_norm) + nel(&m->rope_freqs);
+    /* active counts the whole embedding table, as model cards do ("A3B");
+       bytes counts the one row a token reads */
+    int64_t active = nel(&m->tok_embd) + nel(&m->output_norm);
+    uint64_t bytes = m->tok_embd.row_bytes + nbytes(&m->output_norm) + nbytes(&m->output);
+    if (m->output.data != m->tok_embd.data) {
+        total += nel(&m->output);
+        active += nel(&m->output);
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        const pk_layer *L = &m->layers[il];
+        const pk_tensor *dense[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->bq, &L->bk, &L->bv,
+                                    &L->wo, &L->q_norm, &L->k_norm, &L->ffn_norm, &L->ffn_gate,
+                                    &L->ffn_up, &L->ffn_down, &L->gate_inp, &L->gate_shexp,
+                                    &L->up_shexp, &L->down_shexp, &L->gate_inp_shexp};
+        for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
+            total += nel(dense[i]);
+            active += nel(dense[i]);
+            bytes += nbytes(dense[i]);
+        }
+        const pk_tensor *exps[] = {&L->gate_exps, &L->up_exps, &L->down_exps};
+        for (size_t i = 0; i < 3; i++) {
+            if (!exps[i]->data) continue;
+            total += nel(exps[i]);
+            active += nel(exps[i]) / hp->n_expert * hp->n_expert_used;
+            bytes += nbytes(exps[i]) / (uint64_t)hp->n_expert * (uint64_t)hp->n_expert_used;
+        }
+    }
+    m->n_params = total;
+    m->n_params_active = active;
+    m->bytes_per_token = bytes;
+}
+
+int pk_model_load(const char *path, pk_model **out, pk_error *err) {
+    *out = NULL;
+    pk_model *m = pk_calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    char *an = NULL;
+    int rc = gguf_open(path, &m->gguf, err);
+    if (rc) goto fail;
+    if ((rc = gguf_get_string(m->gguf, "general.architecture", 1, &an, err))) goto fail;
+    if (!(m->arch = pk_arch_find(an))) {
+        char safe[64];
+        snprintf(safe, sizeof safe, "%s", an);
+        rc = pk_errorf(err, PK_ERR_UNSUPPORTED,
+                       "%s: general.architecture '%s' is not supported (supported: %s)", path, safe,
+                       pk_arch_names());
+        goto fail;
+    }
+    if ((rc = load_hparams(m, an, err))) goto fail;
+
+    pk_hparams *hp = &m->hp;
+    const gguf_tensor *te = gguf_find_tensor(m->gguf, "token_embd.weight");
+    if (!te) {
+        rc = pk_errorf(err, PK_ERR_FORMAT, "%s: missing required tensor 'token_embd.weight'", path);
+        goto fail;
+    }
+    if (te->ne[1] < 1 || te->ne[1] > (1 << 24)) {
+        rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tensor 'token_embd.weight' has %lld rows (vocab), out of range",
+                       path, (long long)te->ne[1]);
+        goto fail;
+    }
+    hp->n_vocab = (int)te->ne[1];
+    if ((rc = bind(m, &m->tok_embd, "token_embd.weight", 1, 2, hp->n_embd, hp->n_vocab, 0, err)) ||
+        (rc = bind(m, &m->output_norm, "output_norm.weight", 1, 1, hp->n_embd, 0, 0, err)) ||
+        (rc = bind(m, &m->output, "output.weight", 0, 2, hp->n_embd, hp->n_vocab, 0, err)) ||
+        (rc = bind(m, &m->rope_freqs, "rope_freqs.weight", 0, 1, hp->n_rot / 2, 0, 0, err)))
+        goto fail;
+    if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
+    if (!(m->layers = pk_calloc((size_t)hp->n_layer, sizeof *m->layers))) {
+        rc = pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    for (int il = 0; il < hp->n_layer; il++)
+        if ((rc = bind_layer(m, il, err))) goto fail;
+    if ((rc = pk_tokenizer_load(m->gguf, &m->tok, err))) goto fail;
+    if (pk_tokenizer_n_vocab(m->tok) > hp->n_vocab) {
+        rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tokenizer has %d tokens but token_embd.weight only %d rows",
+                       path, pk_tokenizer_n_vocab(m->tok), hp->n_vocab);
+        goto fail;
+    }
+    count_params(m);
+    free(an);
+    *out = m;
+    return PK_OK;
+fail:
+    free(an);
+    pk_model_free(m);
+    return rc;
+}
+
+void pk_model_free(pk_model *m) {
+    if (!m) return;
+    pk_tokenizer_free(m->tok);
+    free(m->layers);
+    gguf_close(m->gguf);
+    free(m->path);
+    free(m);
+}
+
+/* ---- public accessors --------------------------------------------------------- */
+
+void pk_model_get_info(const pk_model *m, pk_model_info *o) {
+    const pk_hparams *hp = &m->hp;
+    const gguf_kv *nm = gguf_find_kv(m->gguf, "general.name");
+    memset(o, 0, sizeof *o);
+    o->arch = m->arch->name;
+    o->name = "";
+    static _Thread_local char namebuf[128];
+    if (nm && nm->type == GGUF_STRING) {
+        snprintf(namebuf, sizeof namebuf, "%.*s", (int)(nm->str.len > 127 ? 127 : nm->str.len),
+                 nm->str.ptr);
+        o->name = namebuf;
+    }
+    o->n_vocab = hp->n_vocab;
+    o->n_ctx_train = hp->n_ctx_train;
+    o->n_embd = hp->n_embd;
+    o->n_layer = hp->n_layer;
+    o->n_head = hp->n_head;
+    o->n_head_kv = hp->n_head_kv;
+    o->head_dim = hp->head_dim;
+    o->head_dim_v = hp->head_dim_v;
+    o->n_rot = hp->n_rot;
+    o->rope_base = hp->rope_base;
+    o->rms_eps = hp->rms_eps;
+    o->rope_style = m->arch->rope_style == PK_ROPE_NEOX ? "neox" : "norm";
+    o->qk_norm = m->layers[0].q_norm.data != NULL;
+    o->n_ff = hp->n_ff;
+    o->n_expert = hp->moe ? hp->n_expert : 0;
+    o->n_expert_used = hp->moe ? hp->n_expert_used : 0;
+    o->n_ff_exp = hp->moe ? hp->n_ff_exp : 0;
+    o->n_ff_shexp = hp->n_ff_shexp;
+    o->gating = hp->gating == PK_GATE_SIGMOID ? "sigmoid" : "softmax";
+    o->norm_topk = hp->norm_topk;
+    o->tied_output = m->output.data == m->tok_embd.data;
+    o->n_params = m->n_params;
+    o->n_params_active = m->n_params_active;
+    o->file_bytes = m->gguf->size;
+    o->bytes_per_token = m->bytes_per_token;
+}
+
+int pk_model_n_vocab(const pk_model *m) { return m->hp.n_vocab; }
+int pk_model_n_tensors(const pk_model *m) { return (int)m->gguf->n_tensors; }
+
+int pk_model_tensor(const pk_model *m, int i, const char **name, const char **type,
+                    int64_t ne[4], uint64_t *nb) {
+    if (i < 0 || (uint64_t)i >= m->gguf->n_tensors) return PK_ERR_ARG;
+    const gguf_tensor *t = &m->gguf->tensors[i];
+    *name = t->name;
+    *type = pk_type_name(t->type);
+    memcpy(ne, t->ne, sizeof t->ne);
+    *nb = t->nbytes;
+    return PK_OK;
+}
+
+int pk_model_tokenize(const pk_model *m, const char *text, size_t len, int32_t *out, int max,
+                      int add_special, int parse_special) {
+    return pk_tokenize(m->tok, text, len, out, max, add_special, parse_special);
+}
+
+int pk_model_token_piece(const pk_model *m, int32_t id, char *buf, int buflen) {
+    return pk_token_to_piece(m->tok, id, buf, buflen, 0);
+}
+
+int pk_model_is_eog(const pk_model *m, int32_t id) { return pk_tokenizer_is_eog(m->tok, id); }
+int32_t pk_model_bos(const pk_model *m) { return pk_tokenizer_bos(m->tok); }

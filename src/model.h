@@ -1,0 +1,75 @@
+/* model.h - a loaded model: hyperparameters, weight views into the mapped
+ * GGUF file, and the tokenizer. Read-only after load, so any number of
+ * contexts (sequences) can share one model.
+ */
+#ifndef PK_MODEL_H
+#define PK_MODEL_H
+
+#include <stdint.h>
+#include "arch.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+/* A weight tensor: a view into the mapping. A matrix has ne[0] columns (the
+ * input size) and ne[1] rows (the output size); expert tensors stack ne[2]
+ * such matrices. data == NULL means absent (optional tensor). */
+typedef struct pk_tensor {
+    const char *name;
+    const void *data;
+    int type;            /* enum pk_type */
+    int64_t ne[4];
+    size_t row_bytes;    /* bytes of one row of ne[0] elements */
+} pk_tensor;
+
+typedef struct pk_hparams {
+    int n_vocab;
+    int n_ctx_train;
+    int n_embd;          /* hidden size D */
+    int n_layer;
+    int n_head, n_head_kv;
+    int head_dim;        /* key (= query) head size */
+    int head_dim_v;      /* value head size */
+    int n_rot;           /* rotated dims per head */
+    float rope_base;
+    float rms_eps;
+    int n_ff;            /* dense FFN size */
+    int n_expert, n_expert_used;
+    int n_ff_exp;        /* expert FFN size */
+    int n_ff_shexp;      /* shared expert FFN size (0: none) */
+    int moe;             /* layers use experts */
+    int norm_topk;       /* renormalise the top-k router weights */
+    int gating;          /* enum pk_gating */
+} pk_hparams;
+
+typedef struct pk_layer {
+    pk_tensor attn_norm;                 /* (D) */
+    pk_tensor wq, wk, wv;                /* (D -> n_head*hd), (D -> n_head_kv*hd), (D -> n_head_kv*hd_v) */
+    pk_tensor bq, bk, bv;                /* optional biases */
+    pk_tensor wo;                        /* (n_head*hd_v -> D) */
+    pk_tensor q_norm, k_norm;            /* (hd), qk_norm archs */
+    pk_tensor ffn_norm;                  /* (D) */
+    pk_tensor ffn_gate, ffn_up, ffn_down;/* dense: (D -> F), (D -> F), (F -> D) */
+    pk_tensor gate_inp;                  /* router: (D -> n_expert) */
+    pk_tensor gate_exps, up_exps;        /* (D -> F_exp) x n_expert */
+    pk_tensor down_exps;                 /* (F_exp -> D) x n_expert */
+    pk_tensor gate_shexp, up_shexp, down_shexp; /* shared expert */
+    pk_tensor gate_inp_shexp;            /* (D) shared expert gate, optional */
+} pk_layer;
+
+struct pk_model {
+    char *path;
+    gguf_file *gguf;
+    const pk_arch *arch;
+    pk_hparams hp;
+    pk_tensor tok_embd;                  /* (D) x n_vocab rows */
+    pk_tensor output_norm;               /* (D) */
+    pk_tensor output;                    /* (D -> n_vocab); tok_embd if tied */
+    pk_tensor rope_freqs;                /* optional (n_rot/2) frequency divisors */
+    pk_layer *layers;
+    pk_tokenizer *tok;
+    int64_t n_params;                    /* all weights */
+    int64_t n_params_active;             /* weights used per token */
+    uint64_t bytes_per_token;            /* weight bytes read per decoded token */
+};
+
+#endif

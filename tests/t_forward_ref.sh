@@ -1,0 +1,95 @@
+#!/bin/sh
+# t_forward_ref.sh - compare pocket's logits with an independent float64 numpy
+# reference (tests/ref_forward.py) on small random models written by
+# tests/gen_model.py: qwen3moe (untied, tied, F16), qwen3 dense, llama dense,
+# mixtral (llama with experts). For each model, build/tests/tool_logits feeds
+# a fixed 12-token sequence (including ids V-1, V-2, V-3) one token at a time
+# and the max |pocket - ref| over all logits must stay under the tolerance:
+# 1e-3 for F32 weights, 2e-2 for F16 weights (pocket rounds activations to
+# F16 for F16 matmuls, as llama.cpp does). One model also runs with -t 2.
+# Run from the project root; uses $BUILD (default build) and $PYTHON.
+# The seeds are chosen so that no router decision on this sequence is close
+# to a tie (a flipped expert choice would be a legitimate, large difference).
+BUILD=${BUILD:-build}
+PYTHON=${PYTHON:-/usr/bin/python3}
+TOOL="$BUILD/tests/tool_logits"
+TOL_F32=1e-3
+TOL_F16=2e-2
+
+if [ ! -x "$TOOL" ]; then
+    echo "error: $TOOL not found (build it with make)" >&2
+    exit 1
+fi
+
+mkdir -p "$BUILD/tmp" || exit 1
+TMP=$(mktemp -d "$BUILD/tmp/forward_ref.XXXXXX") || exit 1
+
+echo "== gguf_py reader/writer round trip"
+"$PYTHON" tests/gguf_py.py --selftest || { echo "FAIL: gguf_py selftest"; exit 1; }
+
+fail=0
+
+# compare LABEL REF.npy POCKET.f32 TOL -> prints the max diff, 0 if < TOL
+compare() {
+    "$PYTHON" - "$@" <<'EOF'
+import sys
+import numpy as np
+label, ref_path, got_path, tol = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+ref = np.load(ref_path)
+raw = np.fromfile(got_path, dtype="<f4")
+if raw.size != ref.size:
+    print("FAIL %-22s %s has %d floats, expected %d x %d = %d"
+          % (label, got_path, raw.size, ref.shape[0], ref.shape[1], ref.size))
+    sys.exit(1)
+got = raw.astype(np.float64).reshape(ref.shape)
+if not np.all(np.isfinite(got)):
+    print("FAIL %-22s non-finite logits from pocket" % label)
+    sys.exit(1)
+d = np.abs(got - ref)
+worst = np.unravel_index(np.argmax(d), d.shape)
+am_ok = np.mean(np.argmax(got, axis=1) == np.argmax(ref, axis=1))
+ok = d.max() < tol
+print("%s %-22s max|pocket-ref| = %.3e (tol %.0e) at token %d id %d; "
+      "ref logit spread %.2f; argmax agree %.0f%%"
+      % ("ok  " if ok else "FAIL", label, d.max(), tol, worst[0], worst[1],
+         ref.std(), 100 * am_ok))
+sys.exit(0 if ok else 1)
+EOF
+}
+
+# check NAME ARCH TOL THREADS... -- generator options
+check() {
+    name=$1; arch=$2; tol=$3; threads=$4; shift 4
+    model="$TMP/$name.gguf"
+    if ! "$PYTHON" tests/gen_model.py "$arch" "$model" "$@"; then
+        echo "FAIL $name: gen_model.py failed"; fail=1; return
+    fi
+    v=$("$PYTHON" -c 'import sys; sys.path.insert(0, "tests"); import gguf_py as G; print(G.read_gguf(sys.argv[1], False).tinfo["token_embd.weight"]["ne"][1])' "$model")
+    ids="1,17,$((v - 1)),255,256,42,$((v - 2)),100,7,200,$((v - 3)),5"
+    echo "== $name ($arch $*; n_vocab $v; ids $ids)"
+    if ! "$PYTHON" tests/ref_forward.py "$model" "$ids" "$TMP/$name.ref.npy"; then
+        echo "FAIL $name: ref_forward.py failed"; fail=1; return
+    fi
+    for t in $threads; do
+        out="$TMP/$name.t$t.f32"
+        if ! "$TOOL" -t "$t" "$model" "$out" "$ids"; then
+            echo "FAIL $name: tool_logits -t $t exited with an error"; fail=1; continue
+        fi
+        compare "$name -t $t" "$TMP/$name.ref.npy" "$out" "$tol" || fail=1
+    done
+}
+
+check qwen3moe       qwen3moe $TOL_F32 "1 2" --seed 6
+check qwen3moe-tied  qwen3moe $TOL_F32 "1"   --seed 6 --tied
+check qwen3moe-f16   qwen3moe $TOL_F16 "1"   --seed 6 --type f16
+check qwen3          qwen3    $TOL_F32 "1"   --seed 2
+check llama          llama    $TOL_F32 "1"   --seed 3
+check mixtral        mixtral  $TOL_F32 "1"   --seed 1
+
+if [ $fail -ne 0 ]; then
+    echo "t_forward_ref: FAILED (files kept in $TMP)"
+    exit 1
+fi
+rm -rf "$TMP"
+echo "t_forward_ref: all models match the reference"
+exit 0

@@ -1,0 +1,49 @@
+/* tool_logits - write the logits pocket computes at every position, for the
+ * independent numpy reference (tests/t_forward_ref.sh) to compare with.
+ *
+ *   tool_logits [-t THREADS] MODEL.gguf OUT.f32 ID,ID,...
+ *
+ * Feeds the ids one at a time (token i at position i) and writes
+ * n_ids x n_vocab little-endian float32 logits to OUT.f32. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pocket.h"
+
+int main(int argc, char **argv) {
+    int threads = 1, a = 1;
+    if (argc > 2 && strcmp(argv[1], "-t") == 0) { threads = atoi(argv[2]); a = 3; }
+    if (argc - a != 3) {
+        fprintf(stderr, "usage: tool_logits [-t THREADS] MODEL.gguf OUT.f32 ID,ID,...\n");
+        return 2;
+    }
+    pk_error err = {0};
+    pk_model *m;
+    if (pk_model_load(argv[a], &m, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+    int32_t ids[4096];
+    int n = 0;
+    for (char *s = argv[a + 2]; *s && n < 4096;) {
+        ids[n++] = (int32_t)strtol(s, &s, 10);
+        if (*s == ',') s++;
+    }
+    pk_context_params cp = pk_context_default_params();
+    cp.n_threads = threads;
+    cp.n_ctx = n;
+    pk_context *c;
+    if (pk_context_new(m, &cp, &c, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+    int V = pk_model_n_vocab(m);
+    float *logits = malloc((size_t)n * V * sizeof(float));
+    if (!logits || pk_decode_all(c, ids, n, logits, &err)) {
+        fprintf(stderr, "error: %s\n", logits ? err.msg : "out of memory");
+        return 1;
+    }
+    FILE *f = fopen(argv[a + 1], "wb");
+    if (!f || fwrite(logits, sizeof(float), (size_t)n * V, f) != (size_t)n * V || fclose(f)) {
+        fprintf(stderr, "error: cannot write %s\n", argv[a + 1]);
+        return 1;
+    }
+    free(logits);
+    pk_context_free(c);
+    pk_model_free(m);
+    return 0;
+}

@@ -93,16 +93,14 @@ typedef struct att_task {
     int layer, pos;
 } att_task;
 
-/* Heads are split across threads; each head attends over positions 0..pos. */
-static void att_run(void *arg, int ith, int nth) {
+/* One chunk per head: it attends over positions 0..pos. */
+static void att_run(void *arg, int h) {
     const att_task *t = arg;
     pk_context *c = t->c;
     const pk_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, hdv = hp->head_dim_v, group = hp->n_head / hp->n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
-    long h0, h1;
-    pk_split(hp->n_head, ith, nth, &h0, &h1);
-    for (long h = h0; h < h1; h++) {
+    {
         const float *q = c->q + h * hd;
         const int kvh = (int)h / group;
         float *sc = c->att + h * c->n_ctx;
@@ -157,7 +155,11 @@ static void attention(pk_context *c, const pk_layer *L, int il) {
     rope_apply(c, kc, hp->n_head_kv, hd);
 
     att_task t = {c, il, pos};
-    pk_pool_run(c->pool, att_run, &t);
+    /* small attention spans are not worth a hand-off: run them on the caller */
+    if ((int64_t)(pos + 1) * hp->n_head * (hd + hp->head_dim_v) < (1 << 15))
+        for (int h = 0; h < hp->n_head; h++) att_run(&t, h);
+    else
+        pk_pool_run(c->pool, att_run, &t, hp->n_head);
 
     pk_act_set(c, PK_SLOT_ATT, c->att_out);
     pk_mv o = {&L->wo, 0, L->wo.ne[1], PK_SLOT_ATT, c->xb2};

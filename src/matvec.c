@@ -34,16 +34,15 @@ typedef struct mv_task {
     const void **x;
     int n_jobs;
     int64_t total_rows;
+    int64_t chunk_rows;
     const pk_kernels *kern;
 } mv_task;
 
-static void mv_run(void *arg, int ith, int nth) {
+/* Chunk i covers rows [i * chunk_rows, ...) of the jobs' concatenated rows. */
+static void mv_run(void *arg, int chunk) {
     const mv_task *t = arg;
-    long b, e;
-    /* rows in multiples of 8 keep multi-row kernels on full groups */
-    long units = (long)((t->total_rows + 7) / 8);
-    pk_split(units, ith, nth, &b, &e);
-    int64_t lo = b * 8, hi = e * 8 < t->total_rows ? e * 8 : t->total_rows;
+    int64_t lo = chunk * t->chunk_rows;
+    int64_t hi = lo + t->chunk_rows < t->total_rows ? lo + t->chunk_rows : t->total_rows;
     int64_t base = 0;
     for (int j = 0; j < t->n_jobs && base < hi; j++) {
         const pk_mv *mv = &t->jobs[j];
@@ -60,14 +59,24 @@ static void mv_run(void *arg, int ith, int nth) {
 
 void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs) {
     const void *x[PK_MAX_JOBS];
-    mv_task t = {jobs, x, n_jobs, 0, c->kern};
+    mv_task t = {jobs, x, n_jobs, 0, 0, c->kern};
     for (int j = 0; j < n_jobs; j++) {
         const pk_tensor *w = jobs[j].w;
         x[j] = act_get(c, jobs[j].slot, pk_type_get(w->type)->vec_dot_type, w->ne[0]);
         t.total_rows += jobs[j].nrows;
         c->weight_bytes += (uint64_t)jobs[j].nrows * w->row_bytes;
     }
-    pk_pool_run(c->pool, mv_run, &t);
+    /* About 8 chunks per thread for balance, but at least ~32 KiB of weights
+       per chunk: a hand-off costs microseconds, so small products run on the
+       caller alone. Rows go in multiples of 8 for the multi-row kernels. */
+    uint64_t bytes = 0;
+    for (int j = 0; j < n_jobs; j++) bytes += (uint64_t)jobs[j].nrows * jobs[j].w->row_bytes;
+    int64_t chunks = 8 * (int64_t)pk_pool_size(c->pool);
+    if ((int64_t)(bytes >> 15) < chunks) chunks = (int64_t)(bytes >> 15);
+    if (chunks < 1) chunks = 1;
+    int64_t cr = (t.total_rows + chunks - 1) / chunks;
+    t.chunk_rows = (cr + 7) / 8 * 8;
+    pk_pool_run(c->pool, mv_run, &t, (int)((t.total_rows + t.chunk_rows - 1) / t.chunk_rows));
 }
 
 void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out) {

@@ -61,4 +61,221 @@ typedef struct {
 } pk_block_q8_0;
 _Static_assert(sizeof(pk_block_q8_0) == 2 + PK_QK8_0, "wrong q8_0 block size");
 
+/* Legacy 32-element blocks. Elements j and j + 16 of a block share byte
+ * qs[j] (low nibble: j, high nibble: j + 16). For the 5-bit types, bit j of
+ * the little-endian 32-bit word qh is the fifth bit of element j. */
+#define PK_QK4_0 32
+/* Q4_0: w[j] = d * (q[j] - 8), q in [0, 15]: 4.5 bits per weight. */
+typedef struct {
+    uint16_t d;                 /* fp16 scale */
+    uint8_t qs[PK_QK4_0 / 2];   /* nibbles */
+} pk_block_q4_0;
+_Static_assert(sizeof(pk_block_q4_0) == 2 + PK_QK4_0 / 2, "wrong q4_0 block size");
+
+#define PK_QK4_1 32
+/* Q4_1: w[j] = d * q[j] + m, q in [0, 15]: 5 bits per weight. */
+typedef struct {
+    uint16_t d;                 /* fp16 scale */
+    uint16_t m;                 /* fp16 minimum (offset) */
+    uint8_t qs[PK_QK4_1 / 2];
+} pk_block_q4_1;
+_Static_assert(sizeof(pk_block_q4_1) == 4 + PK_QK4_1 / 2, "wrong q4_1 block size");
+
+#define PK_QK5_0 32
+/* Q5_0: w[j] = d * (q[j] - 16), q in [0, 31]: 5.5 bits per weight. */
+typedef struct {
+    uint16_t d;
+    uint8_t qh[4];              /* fifth bits, little-endian uint32 */
+    uint8_t qs[PK_QK5_0 / 2];   /* low nibbles */
+} pk_block_q5_0;
+_Static_assert(sizeof(pk_block_q5_0) == 6 + PK_QK5_0 / 2, "wrong q5_0 block size");
+
+#define PK_QK5_1 32
+/* Q5_1: w[j] = d * q[j] + m, q in [0, 31]: 6 bits per weight. */
+typedef struct {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qh[4];
+    uint8_t qs[PK_QK5_1 / 2];
+} pk_block_q5_1;
+_Static_assert(sizeof(pk_block_q5_1) == 8 + PK_QK5_1 / 2, "wrong q5_1 block size");
+
+#define PK_QK8_1 32
+/* Q8_1 (activations for Q4_1 / Q5_1): x[j] = d * qs[j]; s = fp16(d * sum(qs))
+ * with the unrounded float d, so the weight offsets m multiply one number. */
+typedef struct {
+    uint16_t d;
+    uint16_t s;
+    int8_t qs[PK_QK8_1];
+} pk_block_q8_1;
+_Static_assert(sizeof(pk_block_q8_1) == 4 + PK_QK8_1, "wrong q8_1 block size");
+
+/* K-quants: super-blocks of 256 elements made of 16 or 8 sub-blocks, each
+ * with a 4-, 6- or 8-bit scale (and min) relative to fp16 super-scales. */
+#define PK_QK_K 256
+#define PK_K_SCALE_SIZE 12
+
+/* Q2_K: 16 sub-blocks of 16. w = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4),
+ * q in [0, 3]: 2.625 bits per weight. Element 128h + 32k + l (h < 2, k < 4,
+ * l < 32) is bits 2k..2k+1 of qs[32h + l]; its sub-block is (128h + 32k + l) / 16. */
+typedef struct {
+    uint8_t scales[PK_QK_K / 16];   /* low nibble: scale, high nibble: min */
+    uint8_t qs[PK_QK_K / 4];
+    uint16_t d;                     /* fp16 super-scale of the scales */
+    uint16_t dmin;                  /* fp16 super-scale of the mins */
+} pk_block_q2_K;
+_Static_assert(sizeof(pk_block_q2_K) == 4 + PK_QK_K / 16 + PK_QK_K / 4, "wrong q2_K block size");
+
+/* Q3_K: 16 sub-blocks of 16. w = d * (sc[s] - 32) * (q - 4), q in [0, 7]:
+ * 3.4375 bits per weight. The low two bits of q sit as in Q2_K; the third is
+ * bit (e / 32) of hmask[e % 32] for element e. The 6-bit sc[s]: low nibble is
+ * nibble (s / 8) of scales[s % 8]; high two bits are bits 2(s/4)..2(s/4)+1
+ * of scales[8 + s % 4]. */
+typedef struct {
+    uint8_t hmask[PK_QK_K / 8];
+    uint8_t qs[PK_QK_K / 4];
+    uint8_t scales[12];
+    uint16_t d;
+} pk_block_q3_K;
+_Static_assert(sizeof(pk_block_q3_K) == 2 + PK_QK_K / 4 + PK_QK_K / 8 + 12, "wrong q3_K block size");
+
+/* Q4_K: 8 sub-blocks of 32. w = d * sc[s] * q - dmin * m[s], q in [0, 15]:
+ * 4.5 bits per weight. Element 64h + l (l < 32) is the low nibble of
+ * qs[32h + l], element 64h + 32 + l its high nibble. 6-bit sc/m packing: see
+ * pk_get_scale_min_k4. */
+typedef struct {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[PK_K_SCALE_SIZE];
+    uint8_t qs[PK_QK_K / 2];
+} pk_block_q4_K;
+_Static_assert(sizeof(pk_block_q4_K) == 4 + PK_K_SCALE_SIZE + PK_QK_K / 2, "wrong q4_K block size");
+
+/* Q5_K: Q4_K plus a fifth bit: bit 2h of qh[l] for element 64h + l, bit
+ * 2h + 1 for element 64h + 32 + l. q in [0, 31]: 5.5 bits per weight. */
+typedef struct {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[PK_K_SCALE_SIZE];
+    uint8_t qh[PK_QK_K / 8];
+    uint8_t qs[PK_QK_K / 2];
+} pk_block_q5_K;
+_Static_assert(sizeof(pk_block_q5_K) == 4 + PK_K_SCALE_SIZE + PK_QK_K / 8 + PK_QK_K / 2,
+               "wrong q5_K block size");
+
+/* Q6_K: 16 sub-blocks of 16. w = d * scales[s] * (q - 32), q in [0, 63]:
+ * 6.5625 bits per weight. For element 128h + 32k + l: the low nibble comes
+ * from ql[64h + l + 32(k & 1)] (low nibble for k < 2, high for k >= 2), the
+ * top two bits are bits 2k..2k+1 of qh[32h + l]. */
+typedef struct {
+    uint8_t ql[PK_QK_K / 2];
+    uint8_t qh[PK_QK_K / 4];
+    int8_t scales[PK_QK_K / 16];
+    uint16_t d;
+} pk_block_q6_K;
+_Static_assert(sizeof(pk_block_q6_K) == 2 + PK_QK_K / 16 + 3 * PK_QK_K / 4, "wrong q6_K block size");
+
+/* Q8_K (activations for the K-quants and IQ4_XS): x = d * qs with a float
+ * d; bsums[g] = sum of qs[16g .. 16g + 15] (for the mins / offsets). */
+typedef struct {
+    float d;
+    int8_t qs[PK_QK_K];
+    int16_t bsums[PK_QK_K / 16];
+} pk_block_q8_K;
+_Static_assert(sizeof(pk_block_q8_K) == 4 + PK_QK_K + PK_QK_K / 8, "wrong q8_K block size");
+
+/* IQ4_NL: 32 elements, w[j] = d * pk_iq4nl_values[q[j]], nibbles as Q4_0. */
+#define PK_QK4_NL 32
+typedef struct {
+    uint16_t d;
+    uint8_t qs[PK_QK4_NL / 2];
+} pk_block_iq4_nl;
+_Static_assert(sizeof(pk_block_iq4_nl) == 2 + PK_QK4_NL / 2, "wrong iq4_nl block size");
+
+/* IQ4_XS: 8 sub-blocks of 32, w = d * (ls[s] - 32) * pk_iq4nl_values[q]:
+ * 4.25 bits per weight. ls[s] = nibble (s % 2) of scales_l[s / 2] | bits
+ * 2s..2s+1 of scales_h << 4. Sub-block s uses qs[16s .. 16s + 15] with the
+ * IQ4_NL nibble order. */
+typedef struct {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[PK_QK_K / 64];
+    uint8_t qs[PK_QK_K / 2];
+} pk_block_iq4_xs;
+_Static_assert(sizeof(pk_block_iq4_xs) == 4 + PK_QK_K / 64 + PK_QK_K / 2, "wrong iq4_xs block size");
+
+/* The 16 non-linear levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl). */
+extern const int8_t pk_iq4nl_values[16];
+
+/* 6-bit scale and min j (0..7) of a Q4_K / Q5_K block's 12 scale bytes:
+ * j < 4: sc = q[j] & 63, m = q[j + 4] & 63; j >= 4: low nibbles from
+ * q[j + 4], top two bits from bits 6-7 of q[j - 4] (sc) and q[j] (m). */
+static inline void pk_get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* The 16 signed 6-bit sub-block scales (sc - 32) of a Q3_K block. */
+static inline void pk_q3_K_scales(const uint8_t *scales, int8_t out[16]) {
+    for (int s = 0; s < 16; s++) {
+        int lo = (scales[s % 8] >> (4 * (s / 8))) & 0xF;
+        int hi = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+        out[s] = (int8_t)((lo | hi << 4) - 32);
+    }
+}
+
+/* ---- quantizers with an importance weight per column ------------------
+ * Row quantizers (n a multiple of the block size) taking an optional array
+ * `imp` of n non-negative per-column importances (an imatrix row); imp ==
+ * NULL gives exactly the type's from_float, which matches ggml's
+ * quantize_row_<type>_ref byte for byte. Which types use imp: see the
+ * per-file comments (quant_legacy.c, quant_k.c, quant_iq.c). */
+void pk_quantize_q4_0(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q4_1(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q5_0(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q5_1(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q2_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q3_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q4_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q5_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q6_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq4_nl(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq4_xs(const float *src, void *dst, int64_t n, const float *imp);
+/* IQ4_NL as llama-quantize writes it (ggml's quantize_iq4_nl: 7 extra scale
+ * trials per block); from_float is the faster quantize_row_iq4_nl_ref. */
+void pk_quantize_iq4_nl_full(const float *src, void *dst, int64_t n, const float *imp);
+
+/* Reference conversions of the types above (used by the type table). */
+void pk_q4_0_to_float(const void *src, float *dst, int64_t n);
+void pk_q4_1_to_float(const void *src, float *dst, int64_t n);
+void pk_q5_0_to_float(const void *src, float *dst, int64_t n);
+void pk_q5_1_to_float(const void *src, float *dst, int64_t n);
+void pk_q8_1_to_float(const void *src, float *dst, int64_t n);
+void pk_q8_1_from_float(const float *src, void *dst, int64_t n);
+void pk_q2_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q3_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q4_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q5_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q6_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q8_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q8_K_from_float(const float *src, void *dst, int64_t n);
+void pk_iq4_nl_to_float(const void *src, float *dst, int64_t n);
+void pk_iq4_xs_to_float(const void *src, float *dst, int64_t n);
+void pk_q4_0_from_float(const float *src, void *dst, int64_t n);
+void pk_q4_1_from_float(const float *src, void *dst, int64_t n);
+void pk_q5_0_from_float(const float *src, void *dst, int64_t n);
+void pk_q5_1_from_float(const float *src, void *dst, int64_t n);
+void pk_q2_K_from_float(const float *src, void *dst, int64_t n);
+void pk_q3_K_from_float(const float *src, void *dst, int64_t n);
+void pk_q4_K_from_float(const float *src, void *dst, int64_t n);
+void pk_q5_K_from_float(const float *src, void *dst, int64_t n);
+void pk_q6_K_from_float(const float *src, void *dst, int64_t n);
+void pk_iq4_nl_from_float(const float *src, void *dst, int64_t n);
+void pk_iq4_xs_from_float(const float *src, void *dst, int64_t n);
+
 #endif

@@ -1,33 +1,45 @@
 /* threads.c - the thread pool (see threads.h).
  *
- * Tuned for decode: hundreds of short parallel sections per token, so the
- * hand-off must be cheap. A generation counter announces work; workers spin
- * on it for a bounded time (yielding the CPU between checks) and then block
- * on a condition variable. The caller spins on a completion counter the same
- * way. Bounded spinning keeps a 2-vCPU machine with a competing process from
- * collapsing into threads that spin while the thread they wait for is
- * descheduled.
+ * Tuned for decode: a few hundred short parallel sections per token, on
+ * machines that may have fewer free cores than threads.
+ *
+ * One 64-bit atomic word holds the job: generation (16 bits), chunk count
+ * (24 bits) and next unclaimed chunk (24 bits). A thread claims a chunk with
+ * a compare-and-swap that succeeds only while the word still names the same
+ * job and chunks remain, so a late worker can never run a chunk of a job
+ * that has ended. The caller claims chunks too; once none remain it waits
+ * only for the chunks in flight (counted in `done`). fn and arg are written
+ * before the job word is published and read only after a successful claim,
+ * which proves the job is still running.
  */
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
-#include "threads.h"
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "common.h"
+#include "threads.h"
 
-#define SPIN_ITERS 20000
+#define SPIN_ITERS 4000 /* ~50-100 us of polling before sleeping */
 
 struct pk_pool {
     int n;
     pthread_t *tid;
-    pthread_mutex_t mu;
-    pthread_cond_t work_cv, done_cv;
-    atomic_uint gen;        /* incremented for each job */
-    atomic_int pending;     /* workers still running the current job */
+    _Atomic uint64_t job;   /* gen:16 | n_chunks:24 | next:24 */
+    atomic_int done;        /* chunks finished in the current job */
+    atomic_uint wake;       /* futex word: bumped when a job is published */
+    atomic_int sleepers;
     atomic_int stop;
-    pk_task_fn fn;
+    pk_chunk_fn fn;
     void *arg;
 };
+
+#define JOB(gen, n, next) (((uint64_t)(gen) << 48) | ((uint64_t)(n) << 24) | (uint64_t)(next))
+#define JOB_N(w) ((int)(((w) >> 24) & 0xFFFFFF))
+#define JOB_NEXT(w) ((int)((w) & 0xFFFFFF))
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -35,31 +47,45 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-typedef struct { pk_pool *p; int ith; } worker_arg;
+static void futex_wait(atomic_uint *addr, unsigned val) {
+    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+static void futex_wake(atomic_uint *addr) {
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Claim and run chunks of the current job until none remain. */
+static void work(pk_pool *p) {
+    uint64_t w = atomic_load_explicit(&p->job, memory_order_acquire);
+    while (JOB_NEXT(w) < JOB_N(w)) {
+        if (!atomic_compare_exchange_weak_explicit(&p->job, &w, w + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        p->fn(p->arg, JOB_NEXT(w));
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        w = atomic_load_explicit(&p->job, memory_order_acquire);
+    }
+}
 
 static void *worker(void *va) {
-    worker_arg wa = *(worker_arg *)va;
-    free(va);
-    pk_pool *p = wa.p;
-    unsigned seen = 0;
+    pk_pool *p = va;
     for (;;) {
-        unsigned g;
+        unsigned seen = atomic_load_explicit(&p->wake, memory_order_acquire);
+        work(p);
         int spins = 0;
-        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
-               !atomic_load(&p->stop)) {
-            if (++spins < SPIN_ITERS) { cpu_relax(); continue; }
-            pthread_mutex_lock(&p->mu);
-            while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
-                pthread_cond_wait(&p->work_cv, &p->mu);
-            pthread_mutex_unlock(&p->mu);
-        }
-        if (atomic_load(&p->stop)) return NULL;
-        seen = g;
-        p->fn(p->arg, wa.ith, p->n);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done_cv);
-            pthread_mutex_unlock(&p->mu);
+        while (atomic_load_explicit(&p->wake, memory_order_acquire) == seen) {
+            if (atomic_load(&p->stop)) return NULL;
+            if (++spins < SPIN_ITERS) {
+                /* yield now and then: if another process wants this core,
+                   let it run rather than polling */
+                if (spins % 64 == 0) sched_yield();
+                else cpu_relax();
+                continue;
+            }
+            atomic_fetch_add(&p->sleepers, 1);
+            futex_wait(&p->wake, seen);
+            atomic_fetch_sub(&p->sleepers, 1);
+            spins = 0;
         }
     }
 }
@@ -69,53 +95,47 @@ pk_pool *pk_pool_new(int n_threads) {
     pk_pool *p = pk_calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n_threads;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->work_cv, NULL);
-    pthread_cond_init(&p->done_cv, NULL);
     p->tid = pk_calloc((size_t)n_threads, sizeof *p->tid);
     if (!p->tid) { free(p); return NULL; }
-    for (int i = 1; i < n_threads; i++) {
-        worker_arg *wa = malloc(sizeof *wa);
-        if (!wa || (wa->p = p, wa->ith = i, pthread_create(&p->tid[i], NULL, worker, wa)) != 0) {
-            free(wa);
-            p->n = i;  /* run with the threads we have */
+    for (int i = 1; i < n_threads; i++)
+        if (pthread_create(&p->tid[i], NULL, worker, p) != 0) {
+            p->n = i; /* run with the threads we have */
             break;
         }
-    }
     return p;
 }
 
 void pk_pool_free(pk_pool *p) {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
     atomic_store(&p->stop, 1);
-    pthread_cond_broadcast(&p->work_cv);
-    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add(&p->wake, 1);
+    futex_wake(&p->wake);
     for (int i = 1; i < p->n; i++) pthread_join(p->tid[i], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->work_cv);
-    pthread_cond_destroy(&p->done_cv);
     free(p->tid);
     free(p);
 }
 
 int pk_pool_size(const pk_pool *p) { return p ? p->n : 1; }
 
-void pk_pool_run(pk_pool *p, pk_task_fn fn, void *arg) {
-    if (!p || p->n == 1) { fn(arg, 0, 1); return; }
+void pk_pool_run(pk_pool *p, pk_chunk_fn fn, void *arg, int n_chunks) {
+    if (n_chunks <= 0) return;
+    if (!p || p->n == 1 || n_chunks == 1) {
+        for (int i = 0; i < n_chunks; i++) fn(arg, i);
+        return;
+    }
+    uint64_t old = atomic_load_explicit(&p->job, memory_order_relaxed);
     p->fn = fn;
     p->arg = arg;
-    atomic_store(&p->pending, p->n - 1);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&p->work_cv);
-    pthread_mutex_unlock(&p->mu);
-    fn(arg, 0, p->n);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->job, JOB((old >> 48) + 1, n_chunks, 0), memory_order_release);
+    atomic_fetch_add_explicit(&p->wake, 1, memory_order_release);
+    if (atomic_load(&p->sleepers) > 0) futex_wake(&p->wake);
+    work(p);
+    /* wait for chunks still in flight on workers; yield if that takes long,
+       in case the worker shares our core */
     int spins = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-        if (++spins < SPIN_ITERS) { cpu_relax(); continue; }
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done_cv, &p->mu);
-        pthread_mutex_unlock(&p->mu);
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks) {
+        if (++spins < SPIN_ITERS) cpu_relax();
+        else sched_yield();
     }
 }

@@ -1,22 +1,25 @@
 /* threads.h - a small fixed thread pool for data-parallel work.
  *
- * pk_pool_run(pool, fn, arg) calls fn(arg, ith, nth) once on each of the nth
- * threads (the caller is thread 0) and returns when all are done. Workers
- * wait for work by spinning briefly and then sleeping on a condition
- * variable, so an idle or oversubscribed machine does not burn a core.
+ * pk_pool_run(pool, fn, arg, n) calls fn(arg, i) for every chunk i in [0, n)
+ * and returns when all calls are done. Chunks are claimed dynamically by the
+ * caller and by whichever workers are running, so the caller never waits for
+ * a worker that is not scheduled (a 2-vCPU VM with a competing process):
+ * it only waits for chunks a worker has actually started. Idle workers spin
+ * briefly, then sleep on a futex.
  */
 #ifndef PK_THREADS_H
 #define PK_THREADS_H
 
 typedef struct pk_pool pk_pool;
-typedef void (*pk_task_fn)(void *arg, int ith, int nth);
+typedef void (*pk_chunk_fn)(void *arg, int chunk);
 
 /* n_threads >= 1 (1 = run everything on the caller). NULL on failure. */
 pk_pool *pk_pool_new(int n_threads);
 void pk_pool_free(pk_pool *p);
 int pk_pool_size(const pk_pool *p);
-/* Run fn on every thread; not reentrant (call from one thread at a time). */
-void pk_pool_run(pk_pool *p, pk_task_fn fn, void *arg);
+/* Run fn on chunks 0..n_chunks-1 (n_chunks < 2^24); not reentrant: one
+ * caller at a time. */
+void pk_pool_run(pk_pool *p, pk_chunk_fn fn, void *arg, int n_chunks);
 
 /* Split [0, n) into nth near-equal parts; part ith is [*b, *e). */
 static inline void pk_split(long n, int ith, int nth, long *b, long *e) {

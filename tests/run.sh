@@ -6,10 +6,11 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 export BUILD PYTHON
 pass=0; fail=0; failed=""
+mkdir -p "$BUILD/logs"
 for t in "$BUILD"/tests/test_* tests/t_*.sh; do
-    [ -e "$t" ] || continue
+    [ -x "$t" ] || [ "${t%.sh}" != "$t" ] || continue
     name=$(basename "$t")
-    log="$BUILD/tests/$name.log"
+    log="$BUILD/logs/$name.log"
     start=$(date +%s)
     case "$t" in
         *.sh) sh "$t" >"$log" 2>&1 ;;

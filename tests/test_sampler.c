@@ -171,17 +171,18 @@ static void check_truncation(int n, int top_k, float top_p, float min_p, float s
 
     pk_sampler *s = make(params(1.0f, top_k, top_p, min_p), n);
     pk_sampler *hot = make(params(1000.0f, top_k, top_p, min_p), n);
-    int bad = 0, draws = 4000 + 40 * n_keep;
-    double t0 = pk_time();
+    int bad = 0, draws = 2000 + 15 * n_keep;
     for (int i = 0; i < draws; i++) {
-        int a = pk_sampler_sample(s, v), b = pk_sampler_sample(hot, v);
-        if (a < 0 || a >= n || !keep[a]) bad++;
+        if (i < 2000) {     /* temperature 1: the usual draws */
+            int a = pk_sampler_sample(s, v);
+            if (a < 0 || a >= n || !keep[a]) bad++;
+        }
+        int b = pk_sampler_sample(hot, v);  /* near-uniform over the kept set */
         if (b < 0 || b >= n || !keep[b]) bad++;
         else hit[b] = 1;
     }
     int n_hit = 0;
     for (int i = 0; i < n; i++) n_hit += hit[i];
-    fprintf(stderr, "DBG n=%d keep=%d %.2fs\n", n, n_keep, pk_time() - t0);
     TEST_CHECK(bad == 0, "n=%d top_k=%d top_p=%g min_p=%g: %d draws outside the %d allowed",
                n, top_k, (double)top_p, (double)min_p, bad, n_keep);
     TEST_CHECK(n_hit == n_keep, "n=%d top_k=%d top_p=%g min_p=%g: drew %d of %d allowed tokens",
@@ -198,8 +199,8 @@ static void test_truncation(void) {
     check_truncation(1000, 40, 0.9f, 0.05f, 8, 0);      /* defaults-like chain */
     check_truncation(1000, 5, 0.99f, 0.0f, 1, 0);       /* top-k binds, not top-p */
     check_truncation(1000, 200, 0.3f, 0.0f, 3, 0);      /* top-p binds past 64 */
-    check_truncation(50000, 0, 0.5f, 0.0f, 2.5f, 300);  /* nucleus > 64, no top-k */
-    check_truncation(50000, 0, 0.9f, 0.2f, 2.5f, 300);  /* min-p binds after top-p */
+    check_truncation(20000, 0, 0.5f, 0.0f, 2.5f, 150);  /* nucleus > 64, no top-k */
+    check_truncation(20000, 0, 0.9f, 0.2f, 2.5f, 150);  /* min-p binds after top-p */
     check_truncation(151936, 40, 0.95f, 0.05f, 12, 0);  /* Qwen-sized vocabulary */
     check_truncation(7, 0, 0.0001f, 0.0f, 1, 0);        /* top-p keeps at least one */
     check_truncation(7, 0, 1.0f, 1.0f, 1, 0);           /* min-p 1: only the max */
@@ -268,7 +269,7 @@ static void draw_seq(pk_sampler *s, const float *l, int *out, int n) {
 static void test_seeds(void) {
     enum { V = 64, N = 200 };
     float l[V];
-    for (int i = 0; i < V; i++) l[i] = (float)(tr_uniform() * 3);
+    for (int i = 0; i < V; i++) l[i] = (float)((i * 37) % 11) * 0.3f;
     pk_sampler_params p = params(1.0f, 0, 1.0f, 0.0f);
     p.seed = 42;
     pk_sampler *a = make(p, V), *b = make(p, V);
@@ -288,7 +289,7 @@ static void test_seeds(void) {
     draw_seq(a, l, sr, N);
     TEST_CHECK(memcmp(sc, sr, sizeof sc) == 0, "reset(43) != fresh sampler with seed 43");
     /* pinned: the first draws for seed 42 must not change across platforms */
-    static const int pinned[8] = {-1};
+    static const int pinned[8] = {6, 25, 43, 60, 63, 51, 47, 54};
     if (pinned[0] >= 0) {
         TEST_CHECK(memcmp(sa, pinned, sizeof pinned) == 0, "seed 42 sequence changed");
     } else {

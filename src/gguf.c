@@ -427,10 +427,9 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err) {
         close(fd);
         return pk_errorf(err, PK_ERR_IO, "%s: not a regular file", path);
     }
-    if (st.st_size < 24) {
+    if (st.st_size == 0) {
         close(fd);
-        return pk_errorf(err, PK_ERR_FORMAT, "%s: file is %lld bytes, too small for a GGUF header",
-                         path, (long long)st.st_size);
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: file is empty, not a GGUF file", path);
     }
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;

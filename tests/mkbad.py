@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""mkbad.py - write well-formed GGUF files that are wrong as models.
+
+usage: mkbad.py GOOD.gguf OUTDIR
+
+Reads GOOD.gguf (a small F32 model from gen_model.py) and writes one file per
+kind of mistake into OUTDIR; the file name says the mistake and the line after
+it in stdout names what pocket's error message must mention:
+    NAME.gguf<TAB>expected substring
+"""
+import os
+import sys
+
+import gguf_py as G
+
+
+def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None):
+    w = G.GGUFWriter()
+    for k in g.kv_order:
+        if k in drop_keys:
+            continue
+        vt, at = g.kv_types[k]
+        v = g.kv[k]
+        if set_keys and k in set_keys:
+            v, vt = set_keys[k]
+        w.add(k, v, vt, at if vt == G.ARRAY else None)
+    for name in g.tensor_order:
+        if name in drop_tensors:
+            continue
+        a = g.tensors[name]
+        if reshape and name in reshape:
+            a = reshape[name](a)
+        w.add_tensor(name, a, G.T_F32)
+    w.write(path)
+
+
+def main():
+    good, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    g = G.read_gguf(good)
+    arch = g.kv["general.architecture"]
+    cases = [
+        ("unknown_arch", dict(set_keys={"general.architecture": ("gpt-j", G.STRING)}), "gpt-j"),
+        ("no_block_count", dict(drop_keys=(arch + ".block_count",)), arch + ".block_count"),
+        ("bad_head_count", dict(set_keys={arch + ".attention.head_count": (3, G.UINT32)}), "head_count"),
+        ("missing_tensor", dict(drop_tensors=("blk.1.attn_q.weight",)), "blk.1.attn_q.weight"),
+        ("wrong_shape", dict(reshape={"blk.0.attn_k.weight": lambda a: a[:-1]}), "blk.0.attn_k.weight"),
+        ("no_vocab", dict(drop_keys=("tokenizer.ggml.tokens",)), "tokenizer.ggml.tokens"),
+        ("type_string_for_int", dict(set_keys={arch + ".block_count": ("two", G.STRING)}), arch + ".block_count"),
+    ]
+    for name, kw, expect in cases:
+        rewrite(g, os.path.join(out, name + ".gguf"), **kw)
+        print(f"{name}.gguf\t{expect}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -271,9 +271,12 @@ static int parse_tensor_info(cursor *c, gguf_tensor *t, uint64_t i) {
         return pk_errorf(c->err, PK_ERR_FORMAT,
                          "%s: tensor '%s': row length %lld is not a multiple of the %s block size %d",
                          c->name, tn, (long long)t->ne[0], tt->name, tt->blck);
-    uint64_t rows = (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]); /* bounded by nel */
-    uint64_t row_bytes = (uint64_t)(t->ne[0] / tt->blck) * tt->type_size;
-    if (!pk_mul_ok(row_bytes, rows, &t->nbytes))
+    uint64_t rows = 1, row_bytes;
+    for (int d = 1; d < GGUF_MAX_DIMS; d++)
+        if (!pk_mul_ok(rows, (uint64_t)t->ne[d], &rows))
+            return pk_errorf(c->err, PK_ERR_FORMAT, "%s: tensor '%s': row count overflows", c->name, tn);
+    if (!pk_mul_ok((uint64_t)(t->ne[0] / tt->blck), tt->type_size, &row_bytes) ||
+        !pk_mul_ok(row_bytes, rows, &t->nbytes))
         return pk_errorf(c->err, PK_ERR_FORMAT, "%s: tensor '%s': byte size overflows", c->name, tn);
     snprintf(what, sizeof what, "offset of tensor '%s'", tn);
     return cur_u64(c, &t->offset, what);
@@ -391,15 +394,17 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         gguf_tensor *t = &f->tensors[i];
         uint64_t end;
+        char tn[128];
+        safe_str(t->name, strlen(t->name), tn, sizeof tn);
         if (t->offset % f->alignment) {
             rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tensor '%s': offset %llu is not a multiple of the alignment %llu",
-                           name, t->name, (unsigned long long)t->offset, (unsigned long long)f->alignment);
+                           name, tn, (unsigned long long)t->offset, (unsigned long long)f->alignment);
             goto fail;
         }
         if (!pk_add_ok(t->offset, t->nbytes, &end) || end > data_size) {
             rc = pk_errorf(err, PK_ERR_FORMAT,
                            "%s: tensor '%s': data [%llu, +%llu) lies past the end of the file (data section is %llu bytes)",
-                           name, t->name, (unsigned long long)t->offset,
+                           name, tn, (unsigned long long)t->offset,
                            (unsigned long long)t->nbytes, (unsigned long long)data_size);
             goto fail;
         }
@@ -535,7 +540,8 @@ int64_t gguf_arr_int(const gguf_kv *kv, uint64_t i) {
     if (kv->type != GGUF_ARRAY || i >= kv->arr_n || kv->arr_type == GGUF_STRING) return 0;
     int sz = vtypes[kv->arr_type].size;
     decode_scalar(kv->arr_type, (const uint8_t *)kv->arr_data + i * (uint64_t)sz, &tmp);
-    if (kv->arr_type == GGUF_FLOAT32 || kv->arr_type == GGUF_FLOAT64) return (int64_t)tmp.f64;
+    if (kv->arr_type == GGUF_FLOAT32 || kv->arr_type == GGUF_FLOAT64)  /* NaN, huge: 0 */
+        return tmp.f64 > -9.2e18 && tmp.f64 < 9.2e18 ? (int64_t)tmp.f64 : 0;
     return tmp.i64;
 }
 

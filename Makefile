@@ -54,8 +54,8 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/pocket.h | $(BUILD)/obj
 $(LIB): $(OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(CLI): tools/pocket.c $(LIB)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+$(CLI): $(wildcard tools/*.c) tools/cli.h $(LIB)
+	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testhelp.h $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)

@@ -10,6 +10,12 @@
 #include "model.h"
 #include "threads.h"
 
+/* Called for each matrix-vector product with its input vector x (F32,
+ * w->ne[0] floats) and the rows it reads; for expert tensors the expert is
+ * row0 / w->ne[1]. Runs on the decoding thread, before the product. */
+typedef void (*pk_matvec_observer)(void *ud, const pk_tensor *w, int64_t row0, int64_t nrows,
+                                   const float *x);
+
 /* Activation slots: an input vector converted once to the format each
  * weight type's dot product wants, reused by every matrix that reads it. */
 enum { PK_SLOT_X = 0, PK_SLOT_ATT = 1, PK_SLOT_FFN = 2, PK_SLOT_EXP0 = 3 };
@@ -43,6 +49,10 @@ struct pk_context {
     void **slot;                  /* [n_slots * PK_TYPE_COUNT] lazily allocated */
     const float **slot_src;       /* [n_slots] vector a slot was prepared from */
     uint64_t *slot_ready;         /* [n_slots] bitmask of prepared activation types */
+
+    /* optional observer of every matrix input (importance matrix) */
+    pk_matvec_observer observer;
+    void *observer_ud;
 
     uint64_t n_tokens;            /* decoded since creation */
     uint64_t weight_bytes;        /* weight bytes read (counted in matvec) */

@@ -64,6 +64,7 @@ void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs) {
         const pk_tensor *w = jobs[j].w;
         x[j] = act_get(c, jobs[j].slot, pk_type_get(w->type)->vec_dot_type, w->ne[0]);
         t.total_rows += jobs[j].nrows;
+        if (c->observer) c->observer(c->observer_ud, w, jobs[j].row0, jobs[j].nrows, c->slot_src[jobs[j].slot]);
         c->weight_bytes += (uint64_t)jobs[j].nrows * w->row_bytes;
     }
     /* About 8 chunks per thread for balance, but at least ~32 KiB of weights

@@ -1,0 +1,165 @@
+/* cli.c - helpers shared by the pocket commands (see cli.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ---- small utilities ------------------------------------------------------- */
+
+void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("pocket: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+long parse_long(const char *flag, const char *v, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        die("%s: '%s' is not an integer in [%ld, %ld]", flag, v, lo, hi);
+    return x;
+}
+
+double parse_double(const char *flag, const char *v, double lo, double hi) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi))
+        die("%s: '%s' is not a number in [%g, %g]", flag, v, lo, hi);
+    return x;
+}
+
+/* Read a whole file; dies with a message naming it on failure. */
+char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die("%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) die("%s: out of memory", path);
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        cap *= 2;
+        buf = realloc(buf, cap);
+    }
+    if (ferror(f)) die("%s: read error", path);
+    fclose(f);
+    buf[n < cap ? n : cap - 1] = 0;
+    *len = n;
+    return buf;
+}
+
+/* The bundled model: $POCKET_MODEL, ./models/, or models/ beside the binary's
+ * build directory, or the installed share directory. */
+const char *default_model(void) {
+    static char path[PATH_MAX + 64];
+    const char *env = getenv("POCKET_MODEL");
+    if (env && *env) return env;
+    if (access("models/" DEFAULT_MODEL_NAME, R_OK) == 0) return "models/" DEFAULT_MODEL_NAME;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        const char *rel[] = {"/../models/", "/../share/pocket/"};
+        for (int i = 0; i < 2; i++) {
+            snprintf(path, sizeof path, "%s%s%s", exe, rel[i], DEFAULT_MODEL_NAME);
+            if (access(path, R_OK) == 0) return path;
+        }
+    }
+    return "models/" DEFAULT_MODEL_NAME;
+}
+
+pk_model *load_model(const char *path, double *secs) {
+    pk_error err = {0};
+    pk_model *m;
+    double t0 = now();
+    if (pk_model_load(path, &m, &err)) die("%s", err.msg);
+    if (secs) *secs = now() - t0;
+    return m;
+}
+
+/* Tokenize, growing the buffer as needed. */
+int32_t *tokenize(const pk_model *m, const char *text, size_t len, int add_special,
+                         int parse_special, int *n_out) {
+    int cap = (int)(len < (1 << 20) ? len : (1 << 20)) + 16;
+    int32_t *ids = malloc((size_t)cap * sizeof *ids);
+    if (!ids) die("out of memory");
+    int n = pk_model_tokenize(m, text, len, ids, cap, add_special, parse_special);
+    if (n > cap) {
+        ids = realloc(ids, (size_t)n * sizeof *ids);
+        if (!ids) die("out of memory");
+        n = pk_model_tokenize(m, text, len, ids, n, add_special, parse_special);
+    }
+    if (n < 0) die("tokenizer failed: %s", pk_status_str(-n));
+    *n_out = n;
+    return ids;
+}
+
+void print_piece(const pk_model *m, int32_t id, FILE *out) {
+    char buf[256];
+    int n = pk_model_token_piece(m, id, buf, sizeof buf);
+    if (n > (int)sizeof buf) {
+        char *big = malloc((size_t)n);
+        if (big && pk_model_token_piece(m, id, big, n) == n) fwrite(big, 1, (size_t)n, out);
+        free(big);
+    } else if (n > 0) {
+        fwrite(buf, 1, (size_t)n, out);
+    }
+}
+
+/* ---- shared option parsing ---------------------------------------------------- */
+
+void opts_init(opts *o) {
+    memset(o, 0, sizeof *o);
+    o->n_predict = 128;
+    o->n_chunks = -1;
+    o->sp = pk_sampler_default_params();
+}
+
+int parse_common(opts *o, int argc, char **argv, int *i) {
+    const char *a = argv[*i];
+#define NEXT() (*i + 1 < argc ? argv[++*i] : (die("%s needs a value", a), (char *)0))
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = NEXT();
+    else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o->n_threads = (int)parse_long(a, NEXT(), 1, 512);
+    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) o->n_ctx = (int)parse_long(a, NEXT(), 0, 1 << 22);
+    else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = NEXT();
+    else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->text_file = NEXT();
+    else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) o->n_predict = (int)parse_long(a, NEXT(), -1, INT_MAX);
+    else if (!strcmp(a, "--temp")) o->sp.temperature = (float)parse_double(a, NEXT(), 0, 100);
+    else if (!strcmp(a, "--top-k")) o->sp.top_k = (int)parse_long(a, NEXT(), 0, INT_MAX);
+    else if (!strcmp(a, "--top-p")) o->sp.top_p = (float)parse_double(a, NEXT(), 0, 1);
+    else if (!strcmp(a, "--min-p")) o->sp.min_p = (float)parse_double(a, NEXT(), 0, 1);
+    else if (!strcmp(a, "--repeat-penalty")) o->sp.repeat_penalty = (float)parse_double(a, NEXT(), 0.01, 100);
+    else if (!strcmp(a, "--repeat-last-n")) o->sp.repeat_last_n = (int)parse_long(a, NEXT(), 0, 1 << 20);
+    else if (!strcmp(a, "--seed")) { o->sp.seed = (uint64_t)parse_long(a, NEXT(), 0, LONG_MAX); o->seed_given = 1; }
+    else if (!strcmp(a, "--chunks")) o->n_chunks = (int)parse_long(a, NEXT(), 1, INT_MAX);
+    else if (!strcmp(a, "--no-special")) o->no_special = 1;
+    else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
+    else if (!strcmp(a, "--tensors")) o->show_tensors = 1;
+    else if (!strcmp(a, "--kl-divergence-base")) o->kld_base = NEXT();
+    else if (!strcmp(a, "--kl-divergence")) o->kld = NEXT();
+    else return 0;
+#undef NEXT
+    return 1;
+}
+
+int is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }

@@ -1,0 +1,48 @@
+/* cli.h - shared helpers of the pocket command-line tool: option parsing,
+ * one-line fatal errors, model loading, tokenizing. Each command lives in its
+ * own tools/cmd_*.c file. */
+#ifndef POCKET_CLI_H
+#define POCKET_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "pocket.h"
+
+#define DEFAULT_MODEL_NAME "kjv-moe-f16.gguf"
+
+/* Print "pocket: error: ..." on one line and exit 1. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+double now(void);
+long parse_long(const char *flag, const char *v, long lo, long hi);
+double parse_double(const char *flag, const char *v, double lo, double hi);
+/* Whole file, NUL-terminated; dies naming the file on failure. */
+char *read_file(const char *path, size_t *len);
+/* The bundled model's path (see pocket --help). */
+const char *default_model(void);
+pk_model *load_model(const char *path, double *secs);
+int32_t *tokenize(const pk_model *m, const char *text, size_t len, int add_special,
+                  int parse_special, int *n_out);
+void print_piece(const pk_model *m, int32_t id, FILE *out);
+
+typedef struct opts {
+    const char *model, *prompt, *prompt_file, *text_file;
+    int n_predict, n_threads, n_ctx, n_chunks;
+    int no_special, ignore_eos, quiet, show_tensors;
+    const char *kld_base, *kld;
+    pk_sampler_params sp;
+    int seed_given;
+} opts;
+
+void opts_init(opts *o);
+/* Parse one of the flags common to the commands at argv[*i] (advancing *i
+ * past its value); returns 0 if argv[*i] is not one. */
+int parse_common(opts *o, int argc, char **argv, int *i);
+/* 1 if argv[i] asks for help. */
+int is_help(const char *a);
+
+int cmd_run(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+
+#endif

@@ -1,0 +1,103 @@
+/* cmd_info.c - `pocket info`: describe a GGUF model. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ---- pocket info ------------------------------------------------------------------ */
+
+static const char *info_help =
+    "usage: pocket info [--tensors] [MODEL]\n"
+    "\n"
+    "Describe a GGUF model: architecture, geometry, total and active parameters\n"
+    "per token, tensor types, and the weight bytes read per decoded token.\n"
+    "  --tensors   also list every tensor with its type and shape\n";
+
+static void human_bytes(double b, char *out, size_t cap) {
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4) { b /= 1024; i++; }
+    snprintf(out, cap, "%.2f %s", b, u[i]);
+}
+
+int cmd_info(int argc, char **argv) {
+    opts o;
+    opts_init(&o);
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(info_help, stdout); return 0; }
+        if (argv[i][0] != '-' && !o.model) { o.model = argv[i]; continue; }
+        if (!parse_common(&o, argc, argv, &i)) die("info: unknown option '%s' (see pocket info --help)", argv[i]);
+    }
+    const char *path = o.model ? o.model : default_model();
+    pk_model *m = load_model(path, NULL);
+    pk_model_info mi;
+    pk_model_get_info(m, &mi);
+    char b1[32], b2[32];
+    printf("file            %s\n", path);
+    printf("architecture    %s%s%s\n", mi.arch, *mi.name ? "  name: " : "", mi.name);
+    printf("vocab           %d\n", mi.n_vocab);
+    printf("context (train) %d\n", mi.n_ctx_train);
+    printf("hidden          %d\n", mi.n_embd);
+    printf("layers          %d\n", mi.n_layer);
+    printf("attention       %d q heads, %d kv heads, head dim %d (v %d)%s\n", mi.n_head, mi.n_head_kv,
+           mi.head_dim, mi.head_dim_v, mi.qk_norm ? ", per-head q/k RMSNorm" : "");
+    printf("rope            %s, %d of %d dims rotated, base %g\n", mi.rope_style, mi.n_rot, mi.head_dim,
+           mi.rope_base);
+    printf("rms eps         %g\n", mi.rms_eps);
+    if (mi.n_expert)
+        printf("ffn             MoE: %d experts, top-%d, expert FFN %d, %s router%s%s\n", mi.n_expert,
+               mi.n_expert_used, mi.n_ff_exp, mi.gating,
+               mi.norm_topk ? ", top-k weights renormalised" : "",
+               mi.n_ff_shexp ? ", shared expert" : "");
+    else
+        printf("ffn             dense SwiGLU, FFN %d\n", mi.n_ff);
+    printf("output head     %s\n", mi.tied_output ? "tied to token_embd" : "separate (output.weight)");
+    printf("parameters      %.2f M total, %.2f M active per token (%.1f%%)\n", mi.n_params / 1e6,
+           mi.n_params_active / 1e6, 100.0 * mi.n_params_active / (mi.n_params ? mi.n_params : 1));
+    human_bytes((double)mi.file_bytes, b1, sizeof b1);
+    human_bytes((double)mi.bytes_per_token, b2, sizeof b2);
+    printf("file size       %s\n", b1);
+    printf("bytes/token     %s of weights read per decoded token\n", b2);
+
+    /* tensor types summary */
+    const char *tnames[64];
+    int tcount[64] = {0};
+    uint64_t tbytes[64] = {0};
+    int nt = 0, N = pk_model_n_tensors(m);
+    for (int i = 0; i < N; i++) {
+        const char *name, *type;
+        int64_t ne[4];
+        uint64_t nb;
+        pk_model_tensor(m, i, &name, &type, ne, &nb);
+        int j = 0;
+        while (j < nt && strcmp(tnames[j], type)) j++;
+        if (j == nt && nt < 64) tnames[nt++] = type;
+        if (j < 64) { tcount[j]++; tbytes[j] += nb; }
+    }
+    printf("tensor types   ");
+    for (int j = 0; j < nt; j++) {
+        human_bytes((double)tbytes[j], b1, sizeof b1);
+        printf(" %s: %d (%s)%s", tnames[j], tcount[j], b1, j + 1 < nt ? "," : "");
+    }
+    printf("\n");
+    if (o.show_tensors) {
+        printf("\n%-40s %-6s %s\n", "tensor", "type", "shape");
+        for (int i = 0; i < N; i++) {
+            const char *name, *type;
+            int64_t ne[4];
+            uint64_t nb;
+            pk_model_tensor(m, i, &name, &type, ne, &nb);
+            printf("%-40s %-6s [%lld, %lld, %lld, %lld]\n", name, type, (long long)ne[0],
+                   (long long)ne[1], (long long)ne[2], (long long)ne[3]);
+        }
+    }
+    pk_model_free(m);
+    return 0;
+}
+

@@ -1,0 +1,110 @@
+/* cmd_run.c - `pocket run`: generate a continuation of a prompt, streaming. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ---- pocket run ------------------------------------------------------------------ */
+
+static const char *const run_help =
+    "usage: pocket run [-m MODEL] -p PROMPT [options]\n"
+    "\n"
+    "Generate a continuation of PROMPT. Tokens stream to stdout as they are made;\n"
+    "a summary (load time, prompt and generation speed) goes to stderr.\n"
+    "\n"
+    "  -m, --model FILE       GGUF model (default: the bundled " DEFAULT_MODEL_NAME ")\n"
+    "  -p, --prompt TEXT      prompt text\n"
+    "  -f, --file FILE        read the prompt from FILE\n"
+    "  -n, --n-predict N      tokens to generate (default 128; -1: until end of text or context)\n"
+    "  -t, --threads N        threads (default: all cores)\n"
+    "  -c, --ctx-size N       context window (default: the model's, at most 4096)\n"
+    "      --temp T           temperature (default 0.8; 0 = greedy)\n"
+    "      --top-k N          keep the N most likely tokens (default 40; 0 = off)\n"
+    "      --top-p P          nucleus sampling (default 0.95; 1 = off)\n"
+    "      --min-p P          drop tokens below P x the top probability (default 0.05; 0 = off)\n"
+    "      --repeat-penalty R penalise recent tokens (default 1.0 = off)\n"
+    "      --repeat-last-n N  how many recent tokens (default 64)\n"
+    "      --seed S           random seed (default: from the clock; printed in the summary)\n"
+    "      --ignore-eos       keep generating past end-of-text tokens\n"
+    "      --no-special       treat special-token text in the prompt as plain text\n";
+
+int cmd_run(int argc, char **argv) {
+    opts o;
+    opts_init(&o);
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(run_help, stdout); return 0; }
+        if (!parse_common(&o, argc, argv, &i)) die("run: unknown option '%s' (see pocket run --help)", argv[i]);
+    }
+    size_t plen = 0;
+    char *ptext = NULL;
+    if (o.text_file) ptext = read_file(o.text_file, &plen);
+    else if (o.prompt) { ptext = strdup(o.prompt); plen = strlen(o.prompt); }
+    else die("run: no prompt: give -p TEXT or -f FILE (see pocket run --help)");
+    if (!o.seed_given) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
+
+    double t_load;
+    pk_model *m = load_model(o.model ? o.model : default_model(), &t_load);
+    int n_prompt;
+    int32_t *prompt = tokenize(m, ptext, plen, 1, !o.no_special, &n_prompt);
+    if (n_prompt == 0) die("run: the prompt is empty after tokenization");
+
+    pk_error err = {0};
+    pk_context_params cp = pk_context_default_params();
+    cp.n_ctx = o.n_ctx;
+    cp.n_threads = o.n_threads;
+    pk_context *c;
+    if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
+    int n_ctx = pk_context_n_ctx(c);
+    if (n_prompt >= n_ctx)
+        die("run: the prompt has %d tokens, which does not fit the context of %d (use -c)", n_prompt, n_ctx);
+    pk_sampler *s = pk_sampler_new(&o.sp, pk_model_n_vocab(m), &err);
+    if (!s) die("%s", err.msg);
+
+    double t0 = now();
+    if (pk_decode(c, prompt, n_prompt, &err)) die("%s", err.msg);
+    double t_prompt = now() - t0;
+    for (int i = 0; i < n_prompt; i++) pk_sampler_accept(s, prompt[i]);
+    pk_stats st0;
+    pk_context_stats(c, &st0);
+
+    fwrite(ptext, 1, plen, stdout);
+    fflush(stdout);
+    int n_gen = 0, limit = o.n_predict < 0 ? INT_MAX : o.n_predict;
+    const char *stop = "length";
+    t0 = now();
+    while (n_gen < limit) {
+        int32_t id = pk_sampler_sample(s, pk_context_logits(c));
+        if (!o.ignore_eos && pk_model_is_eog(m, id)) { stop = "end of text"; break; }
+        print_piece(m, id, stdout);
+        fflush(stdout);
+        n_gen++;
+        pk_sampler_accept(s, id);
+        if (pk_context_pos(c) >= n_ctx) { stop = "context full"; break; }
+        if (n_gen < limit && pk_decode(c, &id, 1, &err)) die("%s", err.msg);
+    }
+    double t_gen = now() - t0;
+    putchar('\n');
+    pk_stats st;
+    pk_context_stats(c, &st);
+    uint64_t gen_tokens = st.tokens - st0.tokens;
+    fprintf(stderr,
+            "\nload %.2f s | prompt %d tokens, %.2f s, %.1f tok/s | generated %d tokens (%s), %.2f s, %.1f tok/s\n"
+            "threads %d, kernels %s, seed %llu, %.1f MB of weights read per generated token\n",
+            t_load, n_prompt, t_prompt, n_prompt / (t_prompt > 0 ? t_prompt : 1e-9), n_gen, stop,
+            t_gen, n_gen / (t_gen > 0 ? t_gen : 1e-9), st.n_threads, st.isa,
+            (unsigned long long)o.sp.seed,
+            gen_tokens ? (double)(st.weight_bytes - st0.weight_bytes) / gen_tokens / 1e6 : 0.0);
+    pk_sampler_free(s);
+    pk_context_free(c);
+    pk_model_free(m);
+    free(prompt);
+    free(ptext);
+    return 0;
+}
+

@@ -97,4 +97,42 @@ int gguf_get_string(const gguf_file *f, const char *key, int required,
 int64_t gguf_arr_int(const gguf_kv *kv, uint64_t i);
 double gguf_arr_float(const gguf_kv *kv, uint64_t i);
 
+/* ---- writing (gguf_write.c) ------------------------------------------------
+ * Describe the file (metadata, then tensor infos in data order), then
+ * gguf_writer_begin creates PATH.tmp and writes everything but the tensor
+ * data; stream each tensor's bytes in order with gguf_writer_write (any
+ * chunking; alignment padding is inserted); gguf_writer_finish fsyncs and
+ * renames PATH.tmp to PATH. PATH is never touched before the rename; after a
+ * failure, or gguf_writer_free without a finish, PATH.tmp is removed.
+ * The alignment is general.alignment if present (power of two), else 32.
+ * I/O failures return PK_ERR_IO naming PATH.tmp, the byte offset and errno's
+ * text; misuse (wrong order, too much or too little data) PK_ERR_ARG. */
+typedef struct gguf_writer gguf_writer;
+
+int gguf_writer_new(const char *path, gguf_writer **out, pk_error *err);
+void gguf_writer_free(gguf_writer *w);
+const char *gguf_writer_tmp_path(const gguf_writer *w);   /* "PATH.tmp" */
+
+/* Metadata. Setting an existing key replaces its value where it stands; a new
+ * key is appended. gguf_writer_copy_kv does not copy the value's bytes: the
+ * source (e.g. an open gguf_file) must stay alive until gguf_writer_begin. */
+int gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv, pk_error *err);
+int gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v, pk_error *err);
+int gguf_writer_set_bool(gguf_writer *w, const char *key, int v, pk_error *err);
+int gguf_writer_set_str(gguf_writer *w, const char *key, const char *v, pk_error *err);
+int gguf_writer_set_str_arr(gguf_writer *w, const char *key, const char *const *v, uint64_t n,
+                            pk_error *err);
+/* 1 if the key was present. */
+int gguf_writer_remove_kv(gguf_writer *w, const char *key);
+
+/* A tensor (ne[0] innermost; entries past n_dims ignored), in data order.
+ * Fails on a duplicate name, an unknown type, or a row length that is not a
+ * multiple of the type's block size. */
+int gguf_writer_add_tensor(gguf_writer *w, const char *name, int n_dims, const int64_t ne[4],
+                           int type, pk_error *err);
+
+int gguf_writer_begin(gguf_writer *w, pk_error *err);
+int gguf_writer_write(gguf_writer *w, const void *data, size_t n, pk_error *err);
+int gguf_writer_finish(gguf_writer *w, pk_error *err);
+
 #endif

@@ -13,6 +13,9 @@
  * int32 per block, provided activations are in [-127, 127] (what every Q8_0
  * quantizer produces); weights may use the full int8 range.
  * Activation quantizers are bit-exact with the reference for finite input.
+ *
+ * The block-quantized types (Q4_0, IQ4_NL, Q2_K..Q6_K, IQ4_XS, and the Q8_K /
+ * Q8_1 activation quantizers) come from kernels_x86_quant.h, included below.
  */
 #include <string.h>
 #include "kernels.h"
@@ -249,19 +252,26 @@ static void quantize_q8_0(const float *x, void *vy, int64_t n) {
     }
 }
 
+/* ---- block-quantized types (shared 256-bit code, this file's flags) ------- */
+
+#include "kernels_x86_quant.h"
+
 const pk_kernels pk_kernels_avx2_table = {
     .isa = "avx2",
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,
+        QX_VEC_DOT_ENTRIES
     },
     .gemv = {
         [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,
         [PK_TYPE_BF16] = gemv_bf16, [PK_TYPE_Q8_0] = gemv_q8_0,
+        QX_GEMV_ENTRIES
     },
     .quantize = {
         [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,
         [PK_TYPE_BF16] = quantize_bf16, [PK_TYPE_Q8_0] = quantize_q8_0,
+        QX_QUANTIZE_ENTRIES
     },
 };
 

@@ -6,8 +6,9 @@
  * what files we write must match llama.cpp bit for bit). Conversions used on
  * hot paths live in the per-ISA kernel files.
  *
- * Adding a type: declare its block struct in quant.h, write a static
- * <type>_to_float / <type>_from_float pair below, and fill its row in
+ * Adding a type: declare its block struct in quant.h, write a
+ * <type>_to_float / <type>_from_float pair (static here, or in the family's
+ * file: quant_legacy.c, quant_k.c, quant_iq.c), and fill its row in
  * type_table (to_float, from_float, vec_dot_type).
  */
 #include <math.h>
@@ -134,27 +135,41 @@ static void q8_0_from_float(const float *src, void *dst, int64_t n) {
 static const pk_type_traits type_table[PK_TYPE_COUNT] = {
     [PK_TYPE_F32]     = { "F32", 1, 4, PK_TYPE_F32, f32_to_float, f32_from_float },
     [PK_TYPE_F16]     = { "F16", 1, 2, PK_TYPE_F16, f16_to_float, f16_from_float },
-    [PK_TYPE_Q4_0]    = SIZED("Q4_0", 32, 18),
-    [PK_TYPE_Q4_1]    = SIZED("Q4_1", 32, 20),
-    [PK_TYPE_Q5_0]    = SIZED("Q5_0", 32, 22),
-    [PK_TYPE_Q5_1]    = SIZED("Q5_1", 32, 24),
+    [PK_TYPE_Q4_0]    = { "Q4_0", PK_QK4_0, sizeof(pk_block_q4_0), PK_TYPE_Q8_0,
+                          pk_q4_0_to_float, pk_q4_0_from_float },
+    [PK_TYPE_Q4_1]    = { "Q4_1", PK_QK4_1, sizeof(pk_block_q4_1), PK_TYPE_Q8_1,
+                          pk_q4_1_to_float, pk_q4_1_from_float },
+    [PK_TYPE_Q5_0]    = { "Q5_0", PK_QK5_0, sizeof(pk_block_q5_0), PK_TYPE_Q8_0,
+                          pk_q5_0_to_float, pk_q5_0_from_float },
+    [PK_TYPE_Q5_1]    = { "Q5_1", PK_QK5_1, sizeof(pk_block_q5_1), PK_TYPE_Q8_1,
+                          pk_q5_1_to_float, pk_q5_1_from_float },
     [PK_TYPE_Q8_0]    = { "Q8_0", PK_QK8_0, sizeof(pk_block_q8_0), PK_TYPE_Q8_0,
                           q8_0_to_float, q8_0_from_float },
-    [PK_TYPE_Q8_1]    = SIZED("Q8_1", 32, 36),
-    [PK_TYPE_Q2_K]    = SIZED("Q2_K", 256, 84),
-    [PK_TYPE_Q3_K]    = SIZED("Q3_K", 256, 110),
-    [PK_TYPE_Q4_K]    = SIZED("Q4_K", 256, 144),
-    [PK_TYPE_Q5_K]    = SIZED("Q5_K", 256, 176),
-    [PK_TYPE_Q6_K]    = SIZED("Q6_K", 256, 210),
-    [PK_TYPE_Q8_K]    = SIZED("Q8_K", 256, 292),
+    /* Q8_1 and Q8_K are activation formats: their own vec_dot_type is -1 */
+    [PK_TYPE_Q8_1]    = { "Q8_1", PK_QK8_1, sizeof(pk_block_q8_1), -1,
+                          pk_q8_1_to_float, pk_q8_1_from_float },
+    [PK_TYPE_Q2_K]    = { "Q2_K", PK_QK_K, sizeof(pk_block_q2_K), PK_TYPE_Q8_K,
+                          pk_q2_K_to_float, pk_q2_K_from_float },
+    [PK_TYPE_Q3_K]    = { "Q3_K", PK_QK_K, sizeof(pk_block_q3_K), PK_TYPE_Q8_K,
+                          pk_q3_K_to_float, pk_q3_K_from_float },
+    [PK_TYPE_Q4_K]    = { "Q4_K", PK_QK_K, sizeof(pk_block_q4_K), PK_TYPE_Q8_K,
+                          pk_q4_K_to_float, pk_q4_K_from_float },
+    [PK_TYPE_Q5_K]    = { "Q5_K", PK_QK_K, sizeof(pk_block_q5_K), PK_TYPE_Q8_K,
+                          pk_q5_K_to_float, pk_q5_K_from_float },
+    [PK_TYPE_Q6_K]    = { "Q6_K", PK_QK_K, sizeof(pk_block_q6_K), PK_TYPE_Q8_K,
+                          pk_q6_K_to_float, pk_q6_K_from_float },
+    [PK_TYPE_Q8_K]    = { "Q8_K", PK_QK_K, sizeof(pk_block_q8_K), -1,
+                          pk_q8_K_to_float, pk_q8_K_from_float },
     [PK_TYPE_IQ2_XXS] = SIZED("IQ2_XXS", 256, 66),
     [PK_TYPE_IQ2_XS]  = SIZED("IQ2_XS", 256, 74),
     [PK_TYPE_IQ3_XXS] = SIZED("IQ3_XXS", 256, 98),
     [PK_TYPE_IQ1_S]   = SIZED("IQ1_S", 256, 50),
-    [PK_TYPE_IQ4_NL]  = SIZED("IQ4_NL", 32, 18),
+    [PK_TYPE_IQ4_NL]  = { "IQ4_NL", PK_QK4_NL, sizeof(pk_block_iq4_nl), PK_TYPE_Q8_0,
+                          pk_iq4_nl_to_float, pk_iq4_nl_from_float },
     [PK_TYPE_IQ3_S]   = SIZED("IQ3_S", 256, 110),
     [PK_TYPE_IQ2_S]   = SIZED("IQ2_S", 256, 82),
-    [PK_TYPE_IQ4_XS]  = SIZED("IQ4_XS", 256, 136),
+    [PK_TYPE_IQ4_XS]  = { "IQ4_XS", PK_QK_K, sizeof(pk_block_iq4_xs), PK_TYPE_Q8_K,
+                          pk_iq4_xs_to_float, pk_iq4_xs_from_float },
     [PK_TYPE_I8]      = SIZED("I8", 1, 1),
     [PK_TYPE_I16]     = SIZED("I16", 1, 2),
     [PK_TYPE_I32]     = SIZED("I32", 1, 4),

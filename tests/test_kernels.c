@@ -73,8 +73,11 @@ static void test_types(void) {
         TEST_CHECK(tt->to_float && tt->from_float && tt->vec_dot_type == comp[i][1],
                    "%s computable", tt->name);
     }
-    TEST_CHECK(pk_type_get(PK_TYPE_Q4_K)->to_float == NULL &&
-               pk_type_get(PK_TYPE_Q4_K)->vec_dot_type == -1, "Q4_K not computable yet");
+    /* Q4_K and the other block types: tests/test_kernels_quant.c */
+    TEST_CHECK(pk_type_get(PK_TYPE_Q4_K)->to_float != NULL &&
+               pk_type_get(PK_TYPE_Q4_K)->vec_dot_type == PK_TYPE_Q8_K, "Q4_K computable");
+    TEST_CHECK(pk_type_get(PK_TYPE_IQ2_XXS)->to_float == NULL &&
+               pk_type_get(PK_TYPE_IQ2_XXS)->vec_dot_type == -1, "IQ2_XXS not computable yet");
 
     TEST_CHECK(pk_row_size(PK_TYPE_F32, 10) == 40, "row F32");
     TEST_CHECK(pk_row_size(PK_TYPE_F16, 7) == 14, "row F16");

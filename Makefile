@@ -4,7 +4,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-OPT     ?= -O2
+OPT     ?= -O3
 CFLAGS  ?=
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
            -D_GNU_SOURCE -Iinclude -Isrc -pthread -fPIC

@@ -93,38 +93,36 @@ typedef struct att_task {
     int layer, pos;
 } att_task;
 
-/* One chunk per head: it attends over positions 0..pos. */
+/* One chunk per head: it attends over positions 0..pos. Scores are one
+ * F32 matrix-vector product over the cached keys of the head's kv group. */
 static void att_run(void *arg, int h) {
     const att_task *t = arg;
     pk_context *c = t->c;
     const pk_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, hdv = hp->head_dim_v, group = hp->n_head / hp->n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
-    {
-        const float *q = c->q + h * hd;
-        const int kvh = (int)h / group;
-        float *sc = c->att + h * c->n_ctx;
-        float mx = -INFINITY;
-        for (int p = 0; p <= t->pos; p++) {
-            const float *k = pk_kv_k(&c->kv, t->layer, p) + (size_t)kvh * hd;
-            float s = 0.0f;
-            for (int i = 0; i < hd; i++) s += q[i] * k[i];
-            sc[p] = s * scale;
-            if (sc[p] > mx) mx = sc[p];
-        }
-        double sum = 0.0;
-        for (int p = 0; p <= t->pos; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += sc[p];
-        }
-        const float inv = (float)(1.0 / sum);
-        float *o = c->att_out + h * hdv;
-        memset(o, 0, (size_t)hdv * sizeof *o);
-        for (int p = 0; p <= t->pos; p++) {
-            const float *v = pk_kv_v(&c->kv, t->layer, p) + (size_t)kvh * hdv;
-            const float a = sc[p] * inv;
-            for (int i = 0; i < hdv; i++) o[i] += a * v[i];
-        }
+    const float *q = c->q + (size_t)h * hd;
+    const int kvh = h / group;
+    float *sc = c->att + (size_t)h * c->n_ctx;
+    c->kern->gemv[PK_TYPE_F32](hd, t->pos + 1, sc, pk_kv_k(&c->kv, t->layer, 0) + (size_t)kvh * hd,
+                               (size_t)c->kv.k_dim * sizeof(float), q);
+    float mx = -INFINITY;
+    for (int p = 0; p <= t->pos; p++) {
+        sc[p] *= scale;
+        if (sc[p] > mx) mx = sc[p];
+    }
+    double sum = 0.0;
+    for (int p = 0; p <= t->pos; p++) {
+        sc[p] = expf(sc[p] - mx);
+        sum += sc[p];
+    }
+    const float inv = (float)(1.0 / sum);
+    float *o = c->att_out + (size_t)h * hdv;
+    memset(o, 0, (size_t)hdv * sizeof *o);
+    for (int p = 0; p <= t->pos; p++) {
+        const float *v = pk_kv_v(&c->kv, t->layer, p) + (size_t)kvh * hdv;
+        const float a = sc[p] * inv;
+        for (int i = 0; i < hdv; i++) o[i] += a * v[i];
     }
 }
 

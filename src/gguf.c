@@ -155,8 +155,8 @@ static int parse_value(cursor *c, gguf_kv *kv, const char *key) {
                              c->name, key, tmp[0]);
         return PK_OK;
     }
-    uint32_t at;
-    uint64_t n;
+    uint32_t at = 0;
+    uint64_t n = 0;
     snprintf(what, sizeof what, "array header of key '%s'", key);
     int rc = cur_u32(c, &at, what);
     if (!rc) rc = cur_u64(c, &n, what);
@@ -228,8 +228,8 @@ static int build_index(name_idx **out, const char *const *names, size_t stride, 
 }
 
 static int parse_tensor_info(cursor *c, gguf_tensor *t, uint64_t i) {
-    char what[96], nb[128];
-    gguf_str name;
+    char what[200], nb[128];
+    gguf_str name = {0};
     snprintf(what, sizeof what, "name of tensor %llu", (unsigned long long)i);
     int rc = cur_str(c, &name, what);
     if (rc) return rc;
@@ -240,7 +240,7 @@ static int parse_tensor_info(cursor *c, gguf_tensor *t, uint64_t i) {
     if (!(t->name = dup_str(&name)))
         return pk_errorf(c->err, PK_ERR_NOMEM, "%s: out of memory", c->name);
     const char *tn = safe_str(name.ptr, name.len, nb, sizeof nb);
-    uint32_t nd, type;
+    uint32_t nd = 0, type = 0;
     snprintf(what, sizeof what, "n_dims of tensor '%s'", tn);
     if ((rc = cur_u32(c, &nd, what))) return rc;
     if (nd < 1 || nd > GGUF_MAX_DIMS)
@@ -250,7 +250,7 @@ static int parse_tensor_info(cursor *c, gguf_tensor *t, uint64_t i) {
     for (int d = 0; d < GGUF_MAX_DIMS; d++) t->ne[d] = 1;
     uint64_t nel = 1;
     for (uint32_t d = 0; d < nd; d++) {
-        uint64_t ne;
+        uint64_t ne = 0;
         snprintf(what, sizeof what, "dimension %u of tensor '%s'", d, tn);
         if ((rc = cur_u64(c, &ne, what))) return rc;
         if (ne > (uint64_t)INT64_MAX || !pk_mul_ok(nel, ne, &nel) || nel > (uint64_t)INT64_MAX)
@@ -293,7 +293,7 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
     f->map = buf;
     f->size = size;
     cursor cc = {buf, size, 0, name, err}, *c = &cc;
-    uint32_t magic;
+    uint32_t magic = 0;
     int rc = cur_u32(c, &magic, "magic");
     if (rc) goto fail;
     if (magic != GGUF_MAGIC) {
@@ -332,7 +332,7 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
     for (uint64_t i = 0; i < f->n_kv; i++) {
         gguf_kv *kv = &f->kv[i];
-        gguf_str key;
+        gguf_str key = {0};
         char what[64], kb[128];
         snprintf(what, sizeof what, "key of metadata entry %llu", (unsigned long long)i);
         if ((rc = cur_str(c, &key, what))) goto fail;
@@ -346,7 +346,7 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
             rc = pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", name);
             goto fail;
         }
-        uint32_t type;
+        uint32_t type = 0;
         snprintf(what, sizeof what, "value type of metadata entry %llu", (unsigned long long)i);
         if ((rc = cur_u32(c, &type, what))) goto fail;
         kv->type = type >= GGUF_VTYPE_COUNT ? -1 : (int)type;
@@ -440,6 +440,10 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err) {
     int e = errno;
     close(fd);
     if (map == MAP_FAILED) return pk_errorf(err, PK_ERR_IO, "%s: cannot mmap: %s", path, strerror(e));
+    /* weights are streamed: ask for huge pages (fewer TLB misses) and
+       read-ahead; both are hints, failures are harmless */
+    madvise(map, (size_t)st.st_size, MADV_HUGEPAGE);
+    madvise(map, (size_t)st.st_size, MADV_WILLNEED);
     int rc = gguf_parse(map, (uint64_t)st.st_size, path, out, err);
     if (rc) {
         munmap(map, (size_t)st.st_size);

@@ -53,6 +53,10 @@ typedef struct pk_model_info {
     float rope_base, rms_eps;
     const char *rope_style;    /* "norm" or "neox" */
     int qk_norm;
+    int attn_gate;             /* sigmoid output gate on attention */
+    int n_layer_recurrent;     /* Gated DeltaNet layers (hybrid archs), else 0 */
+    int full_attn_interval;    /* every n-th layer is full attention (hybrid) */
+    int ssm_conv, ssm_state, ssm_k_heads, ssm_v_heads; /* DeltaNet geometry */
     int n_ff;                  /* dense FFN (0 for MoE) */
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     const char *gating;        /* "softmax" / "sigmoid" (MoE) */

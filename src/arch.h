@@ -34,6 +34,11 @@ typedef struct pk_arch {
     int norm_topk;           /* renormalise the top-k weights to sum 1 (default; GGUF
                                 <arch>.expert_weights_norm overrides) */
     int shared_expert;       /* ffn_*_shexp tensors (optional unless set) */
+    int hybrid;              /* Gated DeltaNet layers, with full attention on every
+                                <arch>.full_attention_interval-th layer */
+    int attn_gate;           /* attn_q holds q and a sigmoid output gate, interleaved per head */
+    const char *ffn_norm;    /* name of the pre-FFN norm tensor: "ffn_norm" or
+                                "post_attention_norm" */
 } pk_arch;
 
 /* The descriptor for a GGUF architecture name, NULL if unsupported. */

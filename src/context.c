@@ -45,14 +45,23 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, vd = hp->n_head * hp->head_dim_v;
     const int K = hp->moe ? hp->n_expert_used : 0;
     const int ffh = max3(hp->n_ff, K * hp->n_ff_exp, hp->n_ff_shexp);
-    int ok = pk_kv_init(&c->kv, hp->n_layer, p.n_ctx, hp->n_head_kv * hp->head_dim,
-                        hp->n_head_kv * hp->head_dim_v) == PK_OK;
+    const int C = hp->ssm_channels, VD = hp->ssm_v_heads * hp->ssm_state;
+    int ok = pk_kv_init(&c->kv, hp->n_layer, m->recurrent, p.n_ctx, hp->n_head_kv * hp->head_dim,
+                        hp->n_head_kv * hp->head_dim_v, hp->ssm_conv > 0 ? hp->ssm_conv - 1 : 0, C,
+                        hp->ssm_v_heads * hp->ssm_state * hp->ssm_state) == PK_OK;
     ok = ok && (c->pool = pk_pool_new(p.n_threads));
 #define ALLOC(ptr, n) ok = ok && ((ptr) = pk_calloc((size_t)(n), sizeof *(ptr)))
     ALLOC(c->x, D);
     ALLOC(c->xb, D);
     ALLOC(c->xb2, D);
     ALLOC(c->q, qd);
+    ALLOC(c->qg, 2 * qd);
+    ALLOC(c->gate, qd);
+    ALLOC(c->ssm_qkv, C > 0 ? C : 1);
+    ALLOC(c->ssm_z, VD > 0 ? VD : 1);
+    ALLOC(c->ssm_beta, hp->ssm_v_heads > 0 ? hp->ssm_v_heads : 1);
+    ALLOC(c->ssm_alpha, hp->ssm_v_heads > 0 ? hp->ssm_v_heads : 1);
+    ALLOC(c->ssm_o, VD > 0 ? VD : 1);
     ALLOC(c->att, (size_t)hp->n_head * p.n_ctx);
     ALLOC(c->att_out, vd);
     ALLOC(c->hb, ffh);
@@ -65,7 +74,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     ALLOC(c->rope_sin, hp->n_rot / 2);
     ALLOC(c->logits, hp->n_vocab);
     c->n_slots = PK_SLOT_EXP0 + (K > 0 ? K : 1);
-    c->slot_cap = max3(D, qd > vd ? qd : vd, ffh);
+    c->slot_cap = max3(max3(D, qd > vd ? qd : vd, ffh), C, VD);
     ALLOC(c->slot, (size_t)c->n_slots * PK_TYPE_COUNT);
     ALLOC(c->slot_src, c->n_slots);
     ALLOC(c->slot_ready, c->n_slots);
@@ -90,14 +99,18 @@ void pk_context_free(pk_context *c) {
     pk_kv_free(&c->kv);
     if (c->slot)
         for (int i = 0; i < c->n_slots * PK_TYPE_COUNT; i++) free(c->slot[i]);
-    void *bufs[] = {c->x, c->xb, c->xb2, c->q, c->att, c->att_out, c->hb, c->hb2, c->exp_out,
+    void *bufs[] = {c->x, c->xb, c->xb2, c->q, c->qg, c->gate, c->ssm_qkv, c->ssm_z, c->ssm_beta,
+                    c->ssm_alpha, c->ssm_o, c->att, c->att_out, c->hb, c->hb2, c->exp_out,
                     c->router, c->sel, c->sel_w, c->rope_cos, c->rope_sin, c->logits, c->slot,
                     c->slot_src, c->slot_ready};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }
 
-void pk_context_reset(pk_context *c) { c->pos = 0; }
+void pk_context_reset(pk_context *c) {
+    c->pos = 0;
+    pk_kv_clear(&c->kv);
+}
 int pk_context_pos(const pk_context *c) { return c->pos; }
 int pk_context_n_ctx(const pk_context *c) { return c->n_ctx; }
 const float *pk_context_logits(const pk_context *c) { return c->logits; }

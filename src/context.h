@@ -33,6 +33,8 @@ struct pk_context {
     float *xb;                    /* (D) normed input of a block */
     float *xb2;                   /* (D) block output */
     float *q;                     /* (n_head * hd) */
+    float *qg;                    /* (2 * n_head * hd) joint q|gate projection (attn_gate) */
+    float *gate;                  /* (n_head * hd) attention output gate */
     float *k, *v;                 /* (n_head_kv * hd), (n_head_kv * hd_v) */
     float *att;                   /* (n_head * n_ctx) attention scores */
     float *att_out;               /* (n_head * hd_v) */
@@ -43,6 +45,11 @@ struct pk_context {
     float *sel_w;                 /* (k) their weights */
     float *rope_cos, *rope_sin;   /* (n_rot/2) for the current position */
     float *logits;                /* (n_vocab) */
+    /* Gated DeltaNet (hybrid archs) */
+    float *ssm_qkv;               /* (channels) projection, then conv output */
+    float *ssm_z;                 /* (v_heads * state) */
+    float *ssm_beta, *ssm_alpha;  /* (v_heads) */
+    float *ssm_o;                 /* (v_heads * state) */
 
     int n_slots;
     int64_t slot_cap;             /* elements each slot holds */
@@ -85,6 +92,8 @@ void pk_rmsnorm_t(pk_context *c, float *out, const float *x, const pk_tensor *w,
 void pk_silu_mul(float *g, const float *u, int n);
 /* c->xb2 = FFN of c->xb through the routed experts (and shared expert). */
 void pk_moe_forward(pk_context *c, const pk_layer *L);
+/* c->xb2 = Gated DeltaNet mixer of c->xb for layer il (deltanet.c). */
+void pk_deltanet_forward(pk_context *c, const pk_layer *L, int il);
 /* One token at the next position; computes logits if want_logits. */
 int pk_forward_token(pk_context *c, int32_t token, int want_logits);
 

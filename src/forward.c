@@ -132,14 +132,20 @@ static void attention(pk_context *c, const pk_layer *L, int il) {
     const int pos = c->pos;
     float *kc = pk_kv_k(&c->kv, il, pos), *vc = pk_kv_v(&c->kv, il, pos);
 
+    const int gated = c->m->arch->attn_gate;
     pk_act_set(c, PK_SLOT_X, c->xb);
     pk_mv qkv[3] = {
-        {&L->wq, 0, L->wq.ne[1], PK_SLOT_X, c->q},
+        {&L->wq, 0, L->wq.ne[1], PK_SLOT_X, gated ? c->qg : c->q},
         {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, kc},
         {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, vc},
     };
     pk_matvec(c, qkv, 3);
-    add_bias(c, c->q, &L->bq, (int)L->wq.ne[1]);
+    if (gated) /* q and gate are interleaved per head: [q_h | gate_h] */
+        for (int h = 0; h < hp->n_head; h++) {
+            memcpy(c->q + (size_t)h * hd, c->qg + (size_t)h * 2 * hd, (size_t)hd * sizeof(float));
+            memcpy(c->gate + (size_t)h * hd, c->qg + (size_t)h * 2 * hd + hd, (size_t)hd * sizeof(float));
+        }
+    add_bias(c, c->q, &L->bq, hp->n_head * hd);
     add_bias(c, kc, &L->bk, (int)L->wk.ne[1]);
     add_bias(c, vc, &L->bv, (int)L->wv.ne[1]);
     if (L->q_norm.data) {
@@ -159,6 +165,9 @@ static void attention(pk_context *c, const pk_layer *L, int il) {
     else
         pk_pool_run(c->pool, att_run, &t, hp->n_head);
 
+    if (gated)
+        for (int i = 0; i < hp->n_head * hp->head_dim_v; i++)
+            c->att_out[i] *= 1.0f / (1.0f + expf(-c->gate[i]));
     pk_act_set(c, PK_SLOT_ATT, c->att_out);
     pk_mv o = {&L->wo, 0, L->wo.ne[1], PK_SLOT_ATT, c->xb2};
     pk_matvec(c, &o, 1);
@@ -191,7 +200,8 @@ int pk_forward_token(pk_context *c, int32_t token, int want_logits) {
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_layer *L = &m->layers[il];
         pk_rmsnorm_t(c, c->xb, c->x, &L->attn_norm, D);
-        attention(c, L, il);
+        if (m->recurrent && m->recurrent[il]) pk_deltanet_forward(c, L, il);
+        else attention(c, L, il);
         for (int i = 0; i < D; i++) c->x[i] += c->xb2[i];
         pk_rmsnorm_t(c, c->xb, c->x, &L->ffn_norm, D);
         if (hp->moe) pk_moe_forward(c, L);

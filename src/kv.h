@@ -1,6 +1,12 @@
-/* kv.h - the attention key/value cache of one sequence.
- * K and V of layer l at position p: F32 vectors of n_head_kv * head_dim
- * (resp. head_dim_v) floats, stored contiguously per layer by position. */
+/* kv.h - the sequence memory of one context: everything a sequence carries
+ * from one token to the next.
+ *  - attention layers: the key/value cache, F32 vectors of k_dim (v_dim)
+ *    floats per position, contiguous per layer by position;
+ *  - Gated DeltaNet layers: the conv state (the last conv-1 pre-conv input
+ *    rows, oldest first) and the recurrent state (per v head a
+ *    state x state matrix, key dim by value dim).
+ * Each layer owns one kind; a per-layer slot index maps into the arrays.
+ */
 #ifndef PK_KV_H
 #define PK_KV_H
 
@@ -9,18 +15,35 @@
 
 typedef struct pk_kv {
     int n_layer, n_ctx;
-    int k_dim, v_dim;      /* floats per position */
-    float *k, *v;          /* [n_layer][n_ctx][dim] */
+    int k_dim, v_dim;      /* floats per position (attention layers) */
+    int conv_rows, conv_dim; /* conv state rows x channels (DeltaNet layers) */
+    int ssm_size;          /* recurrent state floats per DeltaNet layer */
+    int n_rec;             /* DeltaNet layers */
+    int *slot;             /* [n_layer] index among the layers of the same kind */
+    float *k, *v;          /* [attention layers][n_ctx][dim] */
+    float *conv, *ssm;     /* [DeltaNet layers][...] */
 } pk_kv;
 
-/* Allocate for n_ctx positions; returns PK_OK or PK_ERR_NOMEM. */
-int pk_kv_init(pk_kv *kv, int n_layer, int n_ctx, int k_dim, int v_dim);
+/* Allocate for n_ctx positions; recurrent[il] != 0 marks DeltaNet layers
+ * (recurrent may be NULL: all attention). Returns PK_OK or PK_ERR_NOMEM. */
+int pk_kv_init(pk_kv *kv, int n_layer, const uint8_t *recurrent, int n_ctx, int k_dim, int v_dim,
+               int conv_rows, int conv_dim, int ssm_size);
 void pk_kv_free(pk_kv *kv);
+/* Forget the sequence: zero the recurrent states (cached keys/values are
+ * simply overwritten as positions are reused). */
+void pk_kv_clear(pk_kv *kv);
+
 static inline float *pk_kv_k(const pk_kv *kv, int l, int pos) {
-    return kv->k + ((size_t)l * kv->n_ctx + pos) * kv->k_dim;
+    return kv->k + ((size_t)kv->slot[l] * kv->n_ctx + pos) * kv->k_dim;
 }
 static inline float *pk_kv_v(const pk_kv *kv, int l, int pos) {
-    return kv->v + ((size_t)l * kv->n_ctx + pos) * kv->v_dim;
+    return kv->v + ((size_t)kv->slot[l] * kv->n_ctx + pos) * kv->v_dim;
+}
+static inline float *pk_kv_conv(const pk_kv *kv, int l) {
+    return kv->conv + (size_t)kv->slot[l] * kv->conv_rows * kv->conv_dim;
+}
+static inline float *pk_kv_ssm(const pk_kv *kv, int l) {
+    return kv->ssm + (size_t)kv->slot[l] * kv->ssm_size;
 }
 
 #endif

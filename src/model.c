@@ -56,6 +56,42 @@ static int get_hpf(const gguf_file *f, const char *arch, const char *suffix, flo
     return PK_OK;
 }
 
+/* Gated DeltaNet geometry and the layer pattern. */
+static int load_hybrid_hparams(pk_model *m, const char *an, pk_error *err) {
+    const gguf_file *f = m->gguf;
+    pk_hparams *hp = &m->hp;
+    int rc, inner = 0;
+    hp->full_attn_interval = 4;
+    if ((rc = get_hp(f, an, "full_attention_interval", 0, 1, 4096, &hp->full_attn_interval, err)) ||
+        (rc = get_hp(f, an, "ssm.conv_kernel", 1, 1, 64, &hp->ssm_conv, err)) ||
+        (rc = get_hp(f, an, "ssm.state_size", 1, 1, 4096, &hp->ssm_state, err)) ||
+        (rc = get_hp(f, an, "ssm.group_count", 1, 1, 4096, &hp->ssm_k_heads, err)) ||
+        (rc = get_hp(f, an, "ssm.time_step_rank", 1, 1, 4096, &hp->ssm_v_heads, err)) ||
+        (rc = get_hp(f, an, "ssm.inner_size", 1, 1, 1 << 20, &inner, err)))
+        return rc;
+    if (inner != hp->ssm_state * hp->ssm_v_heads)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.ssm.inner_size %d != state_size %d x time_step_rank %d",
+                         f->path, an, inner, hp->ssm_state, hp->ssm_v_heads);
+    if (hp->ssm_v_heads % hp->ssm_k_heads)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.ssm.time_step_rank %d is not a multiple of group_count %d",
+                         f->path, an, hp->ssm_v_heads, hp->ssm_k_heads);
+    hp->ssm_channels = 2 * hp->ssm_k_heads * hp->ssm_state + hp->ssm_v_heads * hp->ssm_state;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", an);
+    const gguf_kv *sec = gguf_find_kv(f, key);
+    if (sec && (sec->type != GGUF_ARRAY || sec->arr_type == GGUF_STRING || sec->arr_n > 4))
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' must be an integer array of at most 4", f->path, key);
+    /* Text positions use the same position for every IMROPE section, which
+       makes it NEOX rope on the first n_rot dims: the sections do not matter. */
+    if (!(m->recurrent = pk_calloc((size_t)hp->n_layer, 1)))
+        return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
+    for (int il = 0; il < hp->n_layer; il++) {
+        m->recurrent[il] = (il + 1) % hp->full_attn_interval != 0;
+        hp->n_layer_rec += m->recurrent[il];
+    }
+    return PK_OK;
+}
+
 static int load_hparams(pk_model *m, const char *an, pk_error *err) {
     const gguf_file *f = m->gguf;
     pk_hparams *hp = &m->hp;
@@ -135,6 +171,7 @@ static int load_hparams(pk_model *m, const char *an, pk_error *err) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.feed_forward_length'",
                          f->path, an);
     }
+    if (a->hybrid) return load_hybrid_hparams(m, an, err);
     return PK_OK;
 }
 
@@ -191,16 +228,35 @@ static int bind_layer(pk_model *m, int il, pk_error *err) {
         if ((rc = bind(m, &L->field, nm, req, nd, a, b, c, err))) return rc;    \
     } while (0)
     B(attn_norm, "attn_norm.weight", 1, 1, D, 0, 0);
-    B(wq, "attn_q.weight", 1, 2, D, q_out, 0);
-    B(wk, "attn_k.weight", 1, 2, D, k_out, 0);
-    B(wv, "attn_v.weight", 1, 2, D, v_out, 0);
-    B(wo, "attn_output.weight", 1, 2, hp->n_head * hdv, D, 0);
-    B(bq, "attn_q.bias", 0, 1, q_out, 0, 0);
-    B(bk, "attn_k.bias", 0, 1, k_out, 0, 0);
-    B(bv, "attn_v.bias", 0, 1, v_out, 0, 0);
-    B(q_norm, "attn_q_norm.weight", m->arch->qk_norm, 1, hd, 0, 0);
-    B(k_norm, "attn_k_norm.weight", m->arch->qk_norm, 1, hd, 0, 0);
-    B(ffn_norm, "ffn_norm.weight", 1, 1, D, 0, 0);
+    if (m->recurrent && m->recurrent[il]) {
+        const int64_t C = hp->ssm_channels, HV = hp->ssm_v_heads, VD = (int64_t)HV * hp->ssm_state;
+        B(attn_qkv, "attn_qkv.weight", 1, 2, D, C, 0);
+        B(attn_z, "attn_gate.weight", 1, 2, D, VD, 0);
+        B(ssm_conv1d, "ssm_conv1d.weight", 1, 2, hp->ssm_conv, C, 0);
+        B(ssm_dt, "ssm_dt.bias", 1, 1, HV, 0, 0);
+        B(ssm_a, "ssm_a", 1, 1, HV, 0, 0);
+        B(ssm_beta, "ssm_beta.weight", 1, 2, D, HV, 0);
+        B(ssm_alpha, "ssm_alpha.weight", 1, 2, D, HV, 0);
+        B(ssm_norm, "ssm_norm.weight", 1, 1, hp->ssm_state, 0, 0);
+        B(ssm_out, "ssm_out.weight", 1, 2, VD, D, 0);
+        const pk_tensor *f32[] = {&L->ssm_conv1d, &L->ssm_dt, &L->ssm_a, &L->ssm_norm};
+        for (int i = 0; i < 4; i++)
+            if (f32[i]->type != PK_TYPE_F32)
+                return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s; pocket needs F32 here",
+                                 m->path, f32[i]->name, pk_type_name(f32[i]->type));
+    } else {
+        B(wq, "attn_q.weight", 1, 2, D, m->arch->attn_gate ? 2 * q_out : q_out, 0);
+        B(wk, "attn_k.weight", 1, 2, D, k_out, 0);
+        B(wv, "attn_v.weight", 1, 2, D, v_out, 0);
+        B(wo, "attn_output.weight", 1, 2, hp->n_head * hdv, D, 0);
+        B(bq, "attn_q.bias", 0, 1, q_out, 0, 0);
+        B(bk, "attn_k.bias", 0, 1, k_out, 0, 0);
+        B(bv, "attn_v.bias", 0, 1, v_out, 0, 0);
+        B(q_norm, "attn_q_norm.weight", m->arch->qk_norm, 1, hd, 0, 0);
+        B(k_norm, "attn_k_norm.weight", m->arch->qk_norm, 1, hd, 0, 0);
+    }
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", il, m->arch->ffn_norm);
+    if ((rc = bind(m, &L->ffn_norm, nm, 1, 1, D, 0, 0, err))) return rc;
     if (hp->moe) {
         const int64_t E = hp->n_expert, F = hp->n_ff_exp;
         B(gate_inp, "ffn_gate_inp.weight", 1, 2, D, E, 0);
@@ -238,22 +294,15 @@ static void count_params(pk_model *m) {
         active += nel(&m->output);
     }
     for (int il = 0; il < hp->n_layer; il++) {
-        const pk_layer *L = &m->layers[il];
-        const pk_tensor *dense[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->bq, &L->bk, &L->bv,
-                                    &L->wo, &L->q_norm, &L->k_norm, &L->ffn_norm, &L->ffn_gate,
-                                    &L->ffn_up, &L->ffn_down, &L->gate_inp, &L->gate_shexp,
-                                    &L->up_shexp, &L->down_shexp, &L->gate_inp_shexp};
-        for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
-            total += nel(dense[i]);
-            active += nel(dense[i]);
-            bytes += nbytes(dense[i]);
-        }
-        const pk_tensor *exps[] = {&L->gate_exps, &L->up_exps, &L->down_exps};
-        for (size_t i = 0; i < 3; i++) {
-            if (!exps[i]->data) continue;
-            total += nel(exps[i]);
-            active += nel(exps[i]) / hp->n_expert * hp->n_expert_used;
-            bytes += nbytes(exps[i]) / (uint64_t)hp->n_expert * (uint64_t)hp->n_expert_used;
+        const pk_tensor *t = (const pk_tensor *)&m->layers[il];
+        for (size_t i = 0; i < sizeof(pk_layer) / sizeof(pk_tensor); i++) {
+            if (!t[i].data) continue;
+            const int exps = &t[i] == &m->layers[il].gate_exps || &t[i] == &m->layers[il].up_exps ||
+                             &t[i] == &m->layers[il].down_exps;
+            total += nel(&t[i]);
+            active += exps ? nel(&t[i]) / hp->n_expert * hp->n_expert_used : nel(&t[i]);
+            bytes += exps ? nbytes(&t[i]) / (uint64_t)hp->n_expert * (uint64_t)hp->n_expert_used
+                          : nbytes(&t[i]);
         }
     }
     m->n_params = total;
@@ -326,6 +375,7 @@ void pk_model_free(pk_model *m) {
     if (!m) return;
     pk_tokenizer_free(m->tok);
     free(m->layers);
+    free(m->recurrent);
     gguf_close(m->gguf);
     free(m->path);
     free(m);
@@ -357,7 +407,14 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->rope_base = hp->rope_base;
     o->rms_eps = hp->rms_eps;
     o->rope_style = m->arch->rope_style == PK_ROPE_NEOX ? "neox" : "norm";
-    o->qk_norm = m->layers[0].q_norm.data != NULL;
+    o->qk_norm = m->arch->qk_norm;
+    o->n_layer_recurrent = hp->n_layer_rec;
+    o->full_attn_interval = hp->n_layer_rec ? hp->full_attn_interval : 0;
+    o->attn_gate = m->arch->attn_gate;
+    o->ssm_conv = hp->ssm_conv;
+    o->ssm_state = hp->ssm_state;
+    o->ssm_k_heads = hp->ssm_k_heads;
+    o->ssm_v_heads = hp->ssm_v_heads;
     o->n_ff = hp->n_ff;
     o->n_expert = hp->moe ? hp->n_expert : 0;
     o->n_expert_used = hp->moe ? hp->n_expert_used : 0;

@@ -39,8 +39,17 @@ typedef struct pk_hparams {
     int moe;             /* layers use experts */
     int norm_topk;       /* renormalise the top-k router weights */
     int gating;          /* enum pk_gating */
+    /* hybrid (Gated DeltaNet) architectures */
+    int full_attn_interval; /* layer il is full attention iff (il + 1) % interval == 0 */
+    int n_layer_rec;     /* DeltaNet layers */
+    int ssm_conv;        /* conv taps (ssm.conv_kernel) */
+    int ssm_state;       /* head dim of q/k and v (ssm.state_size) */
+    int ssm_k_heads;     /* q/k heads (ssm.group_count) */
+    int ssm_v_heads;     /* v heads (ssm.time_step_rank) */
+    int ssm_channels;    /* conv channels: 2 * k_heads * state + v_heads * state */
 } pk_hparams;
 
+/* Every field is a pk_tensor (model.c walks them as an array). */
 typedef struct pk_layer {
     pk_tensor attn_norm;                 /* (D) */
     pk_tensor wq, wk, wv;                /* (D -> n_head*hd), (D -> n_head_kv*hd), (D -> n_head_kv*hd_v) */
@@ -54,6 +63,15 @@ typedef struct pk_layer {
     pk_tensor down_exps;                 /* (F_exp -> D) x n_expert */
     pk_tensor gate_shexp, up_shexp, down_shexp; /* shared expert */
     pk_tensor gate_inp_shexp;            /* (D) shared expert gate, optional */
+    /* Gated DeltaNet layers (hybrid archs) */
+    pk_tensor attn_qkv;                  /* (D -> channels): q | k | v */
+    pk_tensor attn_z;                    /* attn_gate: (D -> v_heads * state), output gate z */
+    pk_tensor ssm_conv1d;                /* (conv taps) x channels, F32 */
+    pk_tensor ssm_dt;                    /* (v_heads) dt bias, F32 */
+    pk_tensor ssm_a;                     /* (v_heads) -exp(A_log), F32 */
+    pk_tensor ssm_beta, ssm_alpha;       /* (D -> v_heads) */
+    pk_tensor ssm_norm;                  /* (state) gated RMSNorm weight, F32 */
+    pk_tensor ssm_out;                   /* (v_heads * state -> D) */
 } pk_layer;
 
 struct pk_model {
@@ -66,6 +84,7 @@ struct pk_model {
     pk_tensor output;                    /* (D -> n_vocab); tok_embd if tied */
     pk_tensor rope_freqs;                /* optional (n_rot/2) frequency divisors */
     pk_layer *layers;
+    uint8_t *recurrent;                  /* [n_layer] 1: DeltaNet layer, 0: attention */
     pk_tokenizer *tok;
     int64_t n_params;                    /* all weights */
     int64_t n_params_active;             /* weights used per token */

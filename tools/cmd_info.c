@@ -44,9 +44,18 @@ int cmd_info(int argc, char **argv) {
     printf("vocab           %d\n", mi.n_vocab);
     printf("context (train) %d\n", mi.n_ctx_train);
     printf("hidden          %d\n", mi.n_embd);
-    printf("layers          %d\n", mi.n_layer);
-    printf("attention       %d q heads, %d kv heads, head dim %d (v %d)%s\n", mi.n_head, mi.n_head_kv,
-           mi.head_dim, mi.head_dim_v, mi.qk_norm ? ", per-head q/k RMSNorm" : "");
+    if (mi.n_layer_recurrent)
+        printf("layers          %d: %d Gated DeltaNet + %d full attention (every %d%s)\n", mi.n_layer,
+               mi.n_layer_recurrent, mi.n_layer - mi.n_layer_recurrent, mi.full_attn_interval,
+               mi.full_attn_interval == 2 ? "nd" : mi.full_attn_interval == 3 ? "rd" : "th");
+    else
+        printf("layers          %d\n", mi.n_layer);
+    if (mi.n_layer_recurrent)
+        printf("deltanet        %d q/k heads, %d v heads, head dim %d, conv %d taps\n", mi.ssm_k_heads,
+               mi.ssm_v_heads, mi.ssm_state, mi.ssm_conv);
+    printf("attention       %d q heads, %d kv heads, head dim %d (v %d)%s%s\n", mi.n_head, mi.n_head_kv,
+           mi.head_dim, mi.head_dim_v, mi.qk_norm ? ", per-head q/k RMSNorm" : "",
+           mi.attn_gate ? ", sigmoid output gate" : "");
     printf("rope            %s, %d of %d dims rotated, base %g\n", mi.rope_style, mi.n_rot, mi.head_dim,
            mi.rope_base);
     printf("rms eps         %g\n", mi.rms_eps);

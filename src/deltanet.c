@@ -1,0 +1,116 @@
+/* deltanet.c - the Gated DeltaNet mixer of hybrid architectures (Qwen3.5 /
+ * POCKET-35B's linear-attention layers), one token at a time.
+ *
+ * For the layer input h:
+ *   qkv = attn_qkv . h,  z = attn_gate . h,
+ *   beta = sigmoid(ssm_beta . h),  g = softplus(ssm_alpha . h + dt_bias) * ssm_a
+ *   c = silu(causal depthwise conv over the last `conv` qkv rows)
+ *   q, k, v = split(c); q, k L2-normalised per head, q scaled by 1/sqrt(state)
+ *   per v head j (using q/k head j mod k_heads), state S (key x value):
+ *     S = exp(g) S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q
+ *   o_j = rmsnorm(o_j, ssm_norm) * silu(z_j);  out = ssm_out . o
+ * The conv state and S live in the sequence memory (kv.h). The recurrent
+ * update is O(state^2) per head: heads are split across threads.
+ */
+#include <math.h>
+#include <string.h>
+#include "context.h"
+
+static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+static float softplusf(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+/* x /= max(||x||, eps) */
+static void l2_normalize(float *x, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float norm = sqrtf((float)ss);
+    float inv = 1.0f / (norm > eps ? norm : eps);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+typedef struct dn_task {
+    pk_context *c;
+    int layer;
+} dn_task;
+
+/* One v head: decay, delta-rule update, read; then the gated RMSNorm. */
+static void dn_head(void *arg, int j) {
+    const dn_task *t = arg;
+    pk_context *c = t->c;
+    const pk_hparams *hp = &c->m->hp;
+    const pk_layer *L = &c->m->layers[t->layer];
+    const int d = hp->ssm_state, hk = j % hp->ssm_k_heads;
+    const float *q = c->ssm_qkv + (size_t)hk * d;
+    const float *k = c->ssm_qkv + (size_t)(hp->ssm_k_heads + hk) * d;
+    const float *v = c->ssm_qkv + (size_t)2 * hp->ssm_k_heads * d + (size_t)j * d;
+    float *S = pk_kv_ssm(&c->kv, t->layer) + (size_t)j * d * d;   /* [key i][value] */
+    float *o = c->ssm_o + (size_t)j * d;
+    const float decay = expf(softplusf(c->ssm_alpha[j] + ((const float *)L->ssm_dt.data)[j]) *
+                             ((const float *)L->ssm_a.data)[j]);
+    const float beta = sigmoidf(c->ssm_beta[j]);
+    float kv[d > 0 ? d : 1];
+    memset(kv, 0, sizeof kv);
+    for (int i = 0; i < d; i++) {
+        float *row = S + (size_t)i * d;
+        for (int e = 0; e < d; e++) {
+            row[e] *= decay;
+            kv[e] += row[e] * k[i];
+        }
+    }
+    for (int e = 0; e < d; e++) kv[e] = beta * (v[e] - kv[e]);   /* delta */
+    memset(o, 0, (size_t)d * sizeof *o);
+    for (int i = 0; i < d; i++) {
+        float *row = S + (size_t)i * d;
+        for (int e = 0; e < d; e++) {
+            row[e] += k[i] * kv[e];
+            o[e] += row[e] * q[i];
+        }
+    }
+    pk_rmsnorm(o, o, L->ssm_norm.data, d, hp->rms_eps);
+    const float *z = c->ssm_z + (size_t)j * d;
+    for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
+}
+
+void pk_deltanet_forward(pk_context *c, const pk_layer *L, int il) {
+    const pk_hparams *hp = &c->m->hp;
+    const int C = hp->ssm_channels, HV = hp->ssm_v_heads, d = hp->ssm_state, K = hp->ssm_conv;
+    pk_act_set(c, PK_SLOT_X, c->xb);
+    pk_mv proj[4] = {
+        {&L->attn_qkv, 0, C, PK_SLOT_X, c->ssm_qkv},
+        {&L->attn_z, 0, (int64_t)HV * d, PK_SLOT_X, c->ssm_z},
+        {&L->ssm_beta, 0, HV, PK_SLOT_X, c->ssm_beta},
+        {&L->ssm_alpha, 0, HV, PK_SLOT_X, c->ssm_alpha},
+    };
+    pk_matvec(c, proj, 4);
+
+    /* causal depthwise conv: taps 0..K-2 on the state rows (oldest first),
+       tap K-1 on the current row; then shift the state and apply SiLU */
+    float *st = pk_kv_conv(&c->kv, il);
+    const float *w = L->ssm_conv1d.data;
+    c->weight_bytes += (uint64_t)C * L->ssm_conv1d.row_bytes + L->ssm_dt.row_bytes +
+                       L->ssm_a.row_bytes + L->ssm_norm.row_bytes;
+    for (int ch = 0; ch < C; ch++) {
+        const float *wc = w + (size_t)ch * K;
+        float x = c->ssm_qkv[ch], acc = wc[K - 1] * x;
+        for (int j = 0; j < K - 1; j++) acc += wc[j] * st[(size_t)j * C + ch];
+        for (int j = 0; j + 1 < K - 1; j++) st[(size_t)j * C + ch] = st[(size_t)(j + 1) * C + ch];
+        if (K > 1) st[(size_t)(K - 2) * C + ch] = x;
+        c->ssm_qkv[ch] = acc / (1.0f + expf(-acc));
+    }
+    const float qscale = 1.0f / sqrtf((float)d);
+    for (int h = 0; h < hp->ssm_k_heads; h++) {
+        float *q = c->ssm_qkv + (size_t)h * d, *k = c->ssm_qkv + (size_t)(hp->ssm_k_heads + h) * d;
+        l2_normalize(q, d, hp->rms_eps);
+        l2_normalize(k, d, hp->rms_eps);
+        for (int i = 0; i < d; i++) q[i] *= qscale;
+    }
+    dn_task t = {c, il};
+    if ((int64_t)HV * d * d < (1 << 14))
+        for (int j = 0; j < HV; j++) dn_head(&t, j);
+    else
+        pk_pool_run(c->pool, dn_head, &t, HV);
+
+    pk_act_set(c, PK_SLOT_ATT, c->ssm_o);
+    pk_mv out = {&L->ssm_out, 0, L->ssm_out.ne[1], PK_SLOT_ATT, c->xb2};
+    pk_matvec(c, &out, 1);
+}

@@ -93,6 +93,8 @@ typedef struct pk_context pk_context;
 typedef struct pk_context_params {
     int n_ctx;        /* context window in tokens (0: the model's, capped at 4096) */
     int n_threads;    /* worker threads (0: all cores) */
+    int n_batch;      /* most prompt tokens per forward pass (0: 64); prompts are
+                         processed in batches that read each weight once */
 } pk_context_params;
 
 pk_context_params pk_context_default_params(void);
@@ -104,8 +106,8 @@ void pk_context_reset(pk_context *c);
 int pk_context_pos(const pk_context *c);       /* tokens in the sequence */
 int pk_context_n_ctx(const pk_context *c);
 
-/* Append n tokens to the sequence. Afterwards pk_context_logits() holds the
- * logits after the last of them. Fails with PK_ERR_CONTEXT when the window
+/* Append n tokens to the sequence (in batches of up to n_batch). Afterwards
+ * pk_context_logits() holds the logits after the last of them. Fails with PK_ERR_CONTEXT when the window
  * would overflow (nothing is appended), PK_ERR_ARG for an out-of-range id. */
 int pk_decode(pk_context *c, const int32_t *tokens, int n, pk_error *err);
 /* Like pk_decode, and copies the logits after each token into

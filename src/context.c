@@ -1,17 +1,20 @@
 /* context.c - create and drive a decoding context (public API in pocket.h).
- * Everything a token needs is allocated here, once: decoding allocates
+ * Everything a batch needs is allocated here, once: decoding allocates
  * nothing. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "context.h"
 
+#define DEFAULT_BATCH 64
+
 pk_context_params pk_context_default_params(void) {
-    pk_context_params p = {0, 0};
+    pk_context_params p = {0, 0, 0};
     return p;
 }
 
-static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+static int64_t max2(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* Bitmask of activation types the model's matrices want. */
 static uint64_t act_types(const pk_model *m) {
@@ -23,6 +26,24 @@ static uint64_t act_types(const pk_model *m) {
     return mask;
 }
 
+/* cos/sin of pos * theta_i for every position and i < n_rot/2,
+ * theta_i = base^(-2i/n_rot) / freq_factor_i */
+static void rope_table(pk_context *c) {
+    const pk_model *m = c->m;
+    const pk_hparams *hp = &m->hp;
+    const int half = hp->n_rot / 2;
+    float ff[half > 0 ? half : 1];
+    for (int i = 0; i < half; i++) ff[i] = 1.0f;
+    if (m->rope_freqs.data) pk_type_get(m->rope_freqs.type)->to_float(m->rope_freqs.data, ff, half);
+    for (int i = 0; i < half; i++) {
+        double theta = pow((double)hp->rope_base, -2.0 * i / hp->n_rot) / ff[i];
+        for (int p = 0; p < c->n_ctx; p++) {
+            c->rope_cos[(size_t)p * half + i] = (float)cos(p * theta);
+            c->rope_sin[(size_t)p * half + i] = (float)sin(p * theta);
+        }
+    }
+}
+
 int pk_context_new(const pk_model *m, const pk_context_params *params, pk_context **out,
                    pk_error *err) {
     *out = NULL;
@@ -32,63 +53,82 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
         return pk_errorf(err, PK_ERR_ARG, "context size %d is out of range [1, %d]", p.n_ctx, 1 << 22);
     if (p.n_threads < 0 || p.n_threads > 512)
         return pk_errorf(err, PK_ERR_ARG, "thread count %d is out of range [1, 512]", p.n_threads);
+    if (p.n_batch < 0 || p.n_batch > 4096)
+        return pk_errorf(err, PK_ERR_ARG, "batch size %d is out of range [1, 4096]", p.n_batch);
     if (p.n_ctx == 0) p.n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     if (p.n_threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         p.n_threads = n > 0 ? (int)n : 1;
     }
+    if (p.n_batch == 0) p.n_batch = DEFAULT_BATCH;
+    if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
     pk_context *c = pk_calloc(1, sizeof *c);
     if (!c) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
     c->m = m;
     c->n_ctx = p.n_ctx;
+    c->n_batch = p.n_batch;
     c->kern = pk_kernels_get();
-    const int D = hp->n_embd, qd = hp->n_head * hp->head_dim, vd = hp->n_head * hp->head_dim_v;
-    const int K = hp->moe ? hp->n_expert_used : 0;
-    const int ffh = max3(hp->n_ff, K * hp->n_ff_exp, hp->n_ff_shexp);
-    const int C = hp->ssm_channels, VD = hp->ssm_v_heads * hp->ssm_state;
+    const int64_t B = p.n_batch, D = hp->n_embd;
+    const int64_t qd = (int64_t)hp->n_head * hp->head_dim, vd = (int64_t)hp->n_head * hp->head_dim_v;
+    const int64_t K = hp->moe ? hp->n_expert_used : 0, E = hp->moe ? hp->n_expert : 0;
+    const int64_t P = B * (K > 0 ? K : 1);              /* (token, expert) pairs */
+    const int64_t F = max2(hp->n_ff, hp->n_ff_shexp), FE = hp->n_ff_exp;
+    const int64_t C = hp->ssm_channels, VD = (int64_t)hp->ssm_v_heads * hp->ssm_state;
     int ok = pk_kv_init(&c->kv, hp->n_layer, m->recurrent, p.n_ctx, hp->n_head_kv * hp->head_dim,
-                        hp->n_head_kv * hp->head_dim_v, hp->ssm_conv > 0 ? hp->ssm_conv - 1 : 0, C,
-                        hp->ssm_v_heads * hp->ssm_state * hp->ssm_state) == PK_OK;
+                        hp->n_head_kv * hp->head_dim_v, hp->ssm_conv > 0 ? hp->ssm_conv - 1 : 0,
+                        (int)C, hp->ssm_v_heads * hp->ssm_state * hp->ssm_state) == PK_OK;
     ok = ok && (c->pool = pk_pool_new(p.n_threads));
-#define ALLOC(ptr, n) ok = ok && ((ptr) = pk_calloc((size_t)(n), sizeof *(ptr)))
-    ALLOC(c->x, D);
-    ALLOC(c->xb, D);
-    ALLOC(c->xb2, D);
-    ALLOC(c->q, qd);
-    ALLOC(c->qg, 2 * qd);
-    ALLOC(c->gate, qd);
-    ALLOC(c->ssm_qkv, C > 0 ? C : 1);
-    ALLOC(c->ssm_z, VD > 0 ? VD : 1);
-    ALLOC(c->ssm_beta, hp->ssm_v_heads > 0 ? hp->ssm_v_heads : 1);
-    ALLOC(c->ssm_alpha, hp->ssm_v_heads > 0 ? hp->ssm_v_heads : 1);
-    ALLOC(c->ssm_o, VD > 0 ? VD : 1);
-    ALLOC(c->att, (size_t)hp->n_head * p.n_ctx);
-    ALLOC(c->att_out, vd);
-    ALLOC(c->hb, ffh);
-    ALLOC(c->hb2, ffh);
-    ALLOC(c->exp_out, (size_t)(K > 1 ? K : 1) * D);
-    ALLOC(c->router, hp->n_expert > 0 ? hp->n_expert : 1);
-    ALLOC(c->sel, K > 0 ? K : 1);
-    ALLOC(c->sel_w, K > 0 ? K : 1);
-    ALLOC(c->rope_cos, hp->n_rot / 2);
-    ALLOC(c->rope_sin, hp->n_rot / 2);
+#define ALLOC(ptr, n) ok = ok && ((ptr) = pk_calloc((size_t)max2((n), 1), sizeof *(ptr)))
+    ALLOC(c->x, B * D);
+    ALLOC(c->xb, B * D);
+    ALLOC(c->xb2, B * D);
+    ALLOC(c->q, B * qd);
+    ALLOC(c->qg, m->arch->attn_gate ? B * 2 * qd : 0);
+    ALLOC(c->gate, m->arch->attn_gate ? B * qd : 0);
+    ALLOC(c->att, (int64_t)hp->n_head * p.n_ctx);
+    ALLOC(c->att_out, B * vd);
+    ALLOC(c->hb, B * F);
+    ALLOC(c->hb2, B * F);
+    ALLOC(c->exp_h, P * FE);
+    ALLOC(c->exp_h2, P * FE);
+    ALLOC(c->exp_out, max2(P, B) * D);
+    ALLOC(c->router, B * E);
+    ALLOC(c->sel, P);
+    ALLOC(c->sel_w, P);
+    ALLOC(c->pair_of, P);
+    ALLOC(c->tok_idx, P);
+    ALLOC(c->pair_seq, P);
+    ALLOC(c->exp_count, E);
+    ALLOC(c->exp_off, E);
+    ALLOC(c->rope_cos, (int64_t)p.n_ctx * (hp->n_rot / 2));
+    ALLOC(c->rope_sin, (int64_t)p.n_ctx * (hp->n_rot / 2));
     ALLOC(c->logits, hp->n_vocab);
-    c->n_slots = PK_SLOT_EXP0 + (K > 0 ? K : 1);
-    c->slot_cap = max3(max3(D, qd > vd ? qd : vd, ffh), C, VD);
-    ALLOC(c->slot, (size_t)c->n_slots * PK_TYPE_COUNT);
-    ALLOC(c->slot_src, c->n_slots);
-    ALLOC(c->slot_ready, c->n_slots);
+    ALLOC(c->ssm_qkv, B * C);
+    ALLOC(c->ssm_z, B * VD);
+    ALLOC(c->ssm_beta, B * hp->ssm_v_heads);
+    ALLOC(c->ssm_alpha, B * hp->ssm_v_heads);
+    ALLOC(c->ssm_o, B * VD);
+    c->n_jobs_cap = (int)(2 * E + 8);
+    ALLOC(c->jobs, c->n_jobs_cap);
+    ALLOC(c->job_x, c->n_jobs_cap);
+    ALLOC(c->job_xs, c->n_jobs_cap);
+    /* activation slots: capacity in elements (rows x row length) */
+    c->slot[PK_SLOT_X].cap = B * max2(D, 1);
+    c->slot[PK_SLOT_ATT].cap = B * max2(vd, VD);
+    c->slot[PK_SLOT_FFN].cap = B * F;
+    c->slot[PK_SLOT_EXP].cap = P * FE;
     uint64_t types = act_types(m) & ~1ull; /* F32 activations need no buffer */
-    for (int s = 0; ok && s < c->n_slots; s++)
+    for (int s = 0; ok && s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++)
-            if (types >> t & 1)
-                ALLOC(*(uint8_t **)&c->slot[(size_t)s * PK_TYPE_COUNT + t],
-                      pk_row_size(t, c->slot_cap) + 64);
+            if (types >> t & 1 && c->slot[s].cap > 0)
+                ALLOC(*(uint8_t **)&c->slot[s].buf[t], pk_row_size(t, c->slot[s].cap) + 64);
 #undef ALLOC
     if (!ok) {
         pk_context_free(c);
         return pk_errorf(err, PK_ERR_NOMEM, "out of memory for a context of %d tokens", p.n_ctx);
     }
+    for (int64_t i = 0; i < P; i++) c->pair_seq[i] = (int32_t)i;
+    rope_table(c);
     *out = c;
     return PK_OK;
 }
@@ -97,12 +137,13 @@ void pk_context_free(pk_context *c) {
     if (!c) return;
     pk_pool_free(c->pool);
     pk_kv_free(&c->kv);
-    if (c->slot)
-        for (int i = 0; i < c->n_slots * PK_TYPE_COUNT; i++) free(c->slot[i]);
-    void *bufs[] = {c->x, c->xb, c->xb2, c->q, c->qg, c->gate, c->ssm_qkv, c->ssm_z, c->ssm_beta,
-                    c->ssm_alpha, c->ssm_o, c->att, c->att_out, c->hb, c->hb2, c->exp_out,
-                    c->router, c->sel, c->sel_w, c->rope_cos, c->rope_sin, c->logits, c->slot,
-                    c->slot_src, c->slot_ready};
+    for (int s = 0; s < PK_N_SLOTS; s++)
+        for (int t = 0; t < PK_TYPE_COUNT; t++) free(c->slot[s].buf[t]);
+    void *bufs[] = {c->x, c->xb, c->xb2, c->q, c->qg, c->gate, c->att, c->att_out, c->hb, c->hb2,
+                    c->exp_h, c->exp_h2, c->exp_out, c->router, c->sel, c->sel_w, c->pair_of,
+                    c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
+                    c->logits, c->ssm_qkv, c->ssm_z, c->ssm_beta, c->ssm_alpha, c->ssm_o, c->jobs,
+                    c->job_x, c->job_xs};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }
@@ -131,8 +172,10 @@ static int check_batch(pk_context *c, const int32_t *tokens, int n, pk_error *er
 int pk_decode(pk_context *c, const int32_t *tokens, int n, pk_error *err) {
     int rc = check_batch(c, tokens, n, err);
     if (rc) return rc;
-    for (int i = 0; i < n; i++)
-        if ((rc = pk_forward_token(c, tokens[i], i == n - 1))) return rc;
+    for (int i = 0; i < n; i += c->n_batch) {
+        int nb = n - i < c->n_batch ? n - i : c->n_batch;
+        if ((rc = pk_forward_batch(c, tokens + i, nb, i + nb == n ? c->logits : NULL, 0))) return rc;
+    }
     return PK_OK;
 }
 
@@ -140,10 +183,11 @@ int pk_decode_all(pk_context *c, const int32_t *tokens, int n, float *all_logits
     int rc = check_batch(c, tokens, n, err);
     if (rc) return rc;
     const size_t V = (size_t)c->m->hp.n_vocab;
-    for (int i = 0; i < n; i++) {
-        if ((rc = pk_forward_token(c, tokens[i], 1))) return rc;
-        memcpy(all_logits + (size_t)i * V, c->logits, V * sizeof(float));
+    for (int i = 0; i < n; i += c->n_batch) {
+        int nb = n - i < c->n_batch ? n - i : c->n_batch;
+        if ((rc = pk_forward_batch(c, tokens + i, nb, all_logits + (size_t)i * V, 1))) return rc;
     }
+    if (n > 0) memcpy(c->logits, all_logits + (size_t)(n - 1) * V, V * sizeof(float));
     return PK_OK;
 }
 

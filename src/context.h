@@ -16,46 +16,63 @@
 typedef void (*pk_matvec_observer)(void *ud, const pk_tensor *w, int64_t row0, int64_t nrows,
                                    const float *x);
 
-/* Activation slots: an input vector converted once to the format each
- * weight type's dot product wants, reused by every matrix that reads it. */
-enum { PK_SLOT_X = 0, PK_SLOT_ATT = 1, PK_SLOT_FFN = 2, PK_SLOT_EXP0 = 3 };
+/* Activation slots: a batch of input rows converted once to the format each
+ * weight type's dot product wants, reused by every matrix that reads them.
+ * PK_SLOT_EXP holds the hidden rows of all (token, expert) pairs. */
+enum { PK_SLOT_X = 0, PK_SLOT_ATT = 1, PK_SLOT_FFN = 2, PK_SLOT_EXP = 3, PK_N_SLOTS = 4 };
 
+typedef struct pk_slot {
+    const float *src;             /* rows of F32 input, `stride` floats apart */
+    int64_t n_rows, row_len, stride;
+    int64_t cap;                  /* elements the buffers hold */
+    uint64_t ready;               /* bitmask of prepared activation types */
+    void *buf[PK_TYPE_COUNT];     /* converted rows, allocated at context creation */
+} pk_slot;
+
+/* The whole forward pass works on a batch of B <= n_batch tokens at
+ * consecutive positions; decoding one token is B = 1. Buffers hold B rows. */
 struct pk_context {
     const pk_model *m;
     int n_ctx;
+    int n_batch;                  /* most tokens per forward pass */
     int pos;                      /* tokens in the sequence */
     pk_pool *pool;
     const pk_kernels *kern;
     pk_kv kv;
 
-    /* activations (sizes in comments) */
+    /* activations, per token of the batch (sizes per row in comments) */
     float *x;                     /* (D) residual stream */
     float *xb;                    /* (D) normed input of a block */
     float *xb2;                   /* (D) block output */
     float *q;                     /* (n_head * hd) */
     float *qg;                    /* (2 * n_head * hd) joint q|gate projection (attn_gate) */
     float *gate;                  /* (n_head * hd) attention output gate */
-    float *k, *v;                 /* (n_head_kv * hd), (n_head_kv * hd_v) */
-    float *att;                   /* (n_head * n_ctx) attention scores */
+    float *att;                   /* (n_head x n_ctx), not per token: attention scores */
     float *att_out;               /* (n_head * hd_v) */
-    float *hb, *hb2;              /* (max(F, k * F_exp, F_shexp)) FFN hidden */
-    float *exp_out;               /* (k * D) per selected expert outputs */
+    float *hb, *hb2;              /* (max(F, F_shexp)) dense / shared-expert hidden */
+    float *exp_h, *exp_h2;        /* (F_exp) per (token, expert) pair: B * k rows */
+    float *exp_out;               /* (D) per pair */
     float *router;                /* (n_expert) */
     int *sel;                     /* (k) selected experts */
     float *sel_w;                 /* (k) their weights */
-    float *rope_cos, *rope_sin;   /* (n_rot/2) for the current position */
-    float *logits;                /* (n_vocab) */
+    int *pair_of;                 /* [B * k] pair index of (token, j) */
+    int *exp_count, *exp_off;     /* [n_expert] */
+    int32_t *tok_idx;             /* [B * k] token of each pair, as matvec input rows */
+    int32_t *pair_seq;            /* [B * k] 0, 1, 2, ... */
+    float *rope_cos, *rope_sin;   /* (n_rot/2) per position of the context: a table */
+    float *logits;                /* (n_vocab) for the rows asked for */
     /* Gated DeltaNet (hybrid archs) */
     float *ssm_qkv;               /* (channels) projection, then conv output */
     float *ssm_z;                 /* (v_heads * state) */
     float *ssm_beta, *ssm_alpha;  /* (v_heads) */
     float *ssm_o;                 /* (v_heads * state) */
+    int cur_batch;                /* tokens in the batch being processed */
 
-    int n_slots;
-    int64_t slot_cap;             /* elements each slot holds */
-    void **slot;                  /* [n_slots * PK_TYPE_COUNT] lazily allocated */
-    const float **slot_src;       /* [n_slots] vector a slot was prepared from */
-    uint64_t *slot_ready;         /* [n_slots] bitmask of prepared activation types */
+    pk_slot slot[PK_N_SLOTS];
+    struct pk_mv *jobs;           /* [n_jobs_cap] scratch job list */
+    const uint8_t **job_x;        /* [n_jobs_cap] matvec scratch */
+    size_t *job_xs;
+    int n_jobs_cap;
 
     /* optional observer of every matrix input (importance matrix) */
     pk_matvec_observer observer;
@@ -67,19 +84,23 @@ struct pk_context {
 
 /* ---- weight reads (matvec.c): the one place weights are read ----------- */
 
-/* One matrix-vector product: y[r] = W[row0 + r] . x for r in [0, nrows). */
+/* Rows [row0, row0 + nrows) of W times n_tok input rows of a slot:
+ * y[t * y_stride + r] = W[row0 + r] . x[idx ? idx[t] : t]. */
 typedef struct pk_mv {
     const pk_tensor *w;
     int64_t row0, nrows;
-    int slot;                     /* activation slot holding x (see pk_act_set) */
+    int slot;                     /* activation slot holding the inputs */
+    int n_tok;
+    const int32_t *idx;           /* input rows (NULL: 0..n_tok-1) */
     float *y;
+    int64_t y_stride;
 } pk_mv;
 
-/* Declare that slot s now holds vector x (n elements); conversions to
- * activation types happen on demand in pk_matvec. */
-void pk_act_set(pk_context *c, int s, const float *x);
-#define PK_MAX_JOBS 128   /* 2 * the largest top-k the loader accepts */
-/* Run all jobs (n_jobs <= PK_MAX_JOBS), rows split across the pool's threads; counts weight bytes. */
+/* Declare that slot s now holds n_rows rows of row_len floats, stride apart
+ * (stride 0: row_len); conversions happen on demand in pk_matvec. */
+void pk_act_set(pk_context *c, int s, const float *x, int64_t n_rows, int64_t row_len, int64_t stride);
+/* Run all jobs as one parallel section (weight rows split across the pool's
+ * threads); counts weight bytes: each weight row once per call. */
 void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs);
 /* Dequantize row r of w into out (ne[0] floats); counts its bytes. */
 void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out);
@@ -92,9 +113,14 @@ void pk_rmsnorm_t(pk_context *c, float *out, const float *x, const pk_tensor *w,
 void pk_silu_mul(float *g, const float *u, int n);
 /* c->xb2 = FFN of c->xb through the routed experts (and shared expert). */
 void pk_moe_forward(pk_context *c, const pk_layer *L);
-/* c->xb2 = Gated DeltaNet mixer of c->xb for layer il (deltanet.c). */
+/* c->xb2 rows = FFN of c->xb rows through the routed experts (and shared
+ * expert), for the c->cur_batch tokens of the batch (moe.c). */
+void pk_moe_forward(pk_context *c, const pk_layer *L);
+/* c->xb2 rows = Gated DeltaNet mixer of c->xb rows for layer il (deltanet.c). */
 void pk_deltanet_forward(pk_context *c, const pk_layer *L, int il);
-/* One token at the next position; computes logits if want_logits. */
-int pk_forward_token(pk_context *c, int32_t token, int want_logits);
+/* Process n <= n_batch tokens at positions pos.. pos+n-1. logits: NULL for
+ * none, else n_vocab floats for the last token (all_rows == 0) or for each
+ * token (all_rows == 1, n * n_vocab). */
+int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits, int all_rows);
 
 #endif

@@ -1,7 +1,7 @@
 /* deltanet.c - the Gated DeltaNet mixer of hybrid architectures (Qwen3.5 /
- * POCKET-35B's linear-attention layers), one token at a time.
+ * POCKET-35B's linear-attention layers), for a batch of tokens.
  *
- * For the layer input h:
+ * For the layer input h of each token:
  *   qkv = attn_qkv . h,  z = attn_gate . h,
  *   beta = sigmoid(ssm_beta . h),  g = softplus(ssm_alpha . h + dt_bias) * ssm_a
  *   c = silu(causal depthwise conv over the last `conv` qkv rows)
@@ -9,8 +9,11 @@
  *   per v head j (using q/k head j mod k_heads), state S (key x value):
  *     S = exp(g) S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q
  *   o_j = rmsnorm(o_j, ssm_norm) * silu(z_j);  out = ssm_out . o
- * The conv state and S live in the sequence memory (kv.h). The recurrent
- * update is O(state^2) per head: heads are split across threads.
+ * The projections run batched (weights read once per batch); the conv and
+ * the recurrence then step through the batch token by token, so a prompt
+ * gives exactly the states and outputs of one-token decoding. Heads are
+ * independent: each thread takes whole heads through the whole batch. The
+ * conv state and S live in the sequence memory (kv.h).
  */
 #include <math.h>
 #include <string.h>
@@ -33,84 +36,93 @@ typedef struct dn_task {
     int layer;
 } dn_task;
 
-/* One v head: decay, delta-rule update, read; then the gated RMSNorm. */
+/* One v head through the batch: decay, delta-rule update, read; then the
+ * gated RMSNorm of its output. */
 static void dn_head(void *arg, int j) {
     const dn_task *t = arg;
     pk_context *c = t->c;
     const pk_hparams *hp = &c->m->hp;
     const pk_layer *L = &c->m->layers[t->layer];
-    const int d = hp->ssm_state, hk = j % hp->ssm_k_heads;
-    const float *q = c->ssm_qkv + (size_t)hk * d;
-    const float *k = c->ssm_qkv + (size_t)(hp->ssm_k_heads + hk) * d;
-    const float *v = c->ssm_qkv + (size_t)2 * hp->ssm_k_heads * d + (size_t)j * d;
+    const int d = hp->ssm_state, hk = j % hp->ssm_k_heads, C = hp->ssm_channels;
+    const int VD = hp->ssm_v_heads * d, HV = hp->ssm_v_heads;
     float *S = pk_kv_ssm(&c->kv, t->layer) + (size_t)j * d * d;   /* [key i][value] */
-    float *o = c->ssm_o + (size_t)j * d;
-    const float decay = expf(softplusf(c->ssm_alpha[j] + ((const float *)L->ssm_dt.data)[j]) *
-                             ((const float *)L->ssm_a.data)[j]);
-    const float beta = sigmoidf(c->ssm_beta[j]);
+    const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
     float kv[d > 0 ? d : 1];
-    memset(kv, 0, sizeof kv);
-    for (int i = 0; i < d; i++) {
-        float *row = S + (size_t)i * d;
-        for (int e = 0; e < d; e++) {
-            row[e] *= decay;
-            kv[e] += row[e] * k[i];
+    for (int b = 0; b < c->cur_batch; b++) {
+        const float *qkv = c->ssm_qkv + (size_t)b * C;
+        const float *q = qkv + (size_t)hk * d;
+        const float *k = qkv + (size_t)(hp->ssm_k_heads + hk) * d;
+        const float *v = qkv + (size_t)2 * hp->ssm_k_heads * d + (size_t)j * d;
+        float *o = c->ssm_o + (size_t)b * VD + (size_t)j * d;
+        const float decay = expf(softplusf(c->ssm_alpha[(size_t)b * HV + j] + dt) * a);
+        const float beta = sigmoidf(c->ssm_beta[(size_t)b * HV + j]);
+        memset(kv, 0, sizeof kv);
+        for (int i = 0; i < d; i++) {
+            float *row = S + (size_t)i * d;
+            for (int e = 0; e < d; e++) {
+                row[e] *= decay;
+                kv[e] += row[e] * k[i];
+            }
         }
-    }
-    for (int e = 0; e < d; e++) kv[e] = beta * (v[e] - kv[e]);   /* delta */
-    memset(o, 0, (size_t)d * sizeof *o);
-    for (int i = 0; i < d; i++) {
-        float *row = S + (size_t)i * d;
-        for (int e = 0; e < d; e++) {
-            row[e] += k[i] * kv[e];
-            o[e] += row[e] * q[i];
+        for (int e = 0; e < d; e++) kv[e] = beta * (v[e] - kv[e]);   /* delta */
+        memset(o, 0, (size_t)d * sizeof *o);
+        for (int i = 0; i < d; i++) {
+            float *row = S + (size_t)i * d;
+            for (int e = 0; e < d; e++) {
+                row[e] += k[i] * kv[e];
+                o[e] += row[e] * q[i];
+            }
         }
+        pk_rmsnorm(o, o, L->ssm_norm.data, d, hp->rms_eps);
+        const float *z = c->ssm_z + (size_t)b * VD + (size_t)j * d;
+        for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
     }
-    pk_rmsnorm(o, o, L->ssm_norm.data, d, hp->rms_eps);
-    const float *z = c->ssm_z + (size_t)j * d;
-    for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
 }
 
 void pk_deltanet_forward(pk_context *c, const pk_layer *L, int il) {
     const pk_hparams *hp = &c->m->hp;
     const int C = hp->ssm_channels, HV = hp->ssm_v_heads, d = hp->ssm_state, K = hp->ssm_conv;
-    pk_act_set(c, PK_SLOT_X, c->xb);
+    const int B = c->cur_batch, D = hp->n_embd, VD = HV * d;
+    pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv proj[4] = {
-        {&L->attn_qkv, 0, C, PK_SLOT_X, c->ssm_qkv},
-        {&L->attn_z, 0, (int64_t)HV * d, PK_SLOT_X, c->ssm_z},
-        {&L->ssm_beta, 0, HV, PK_SLOT_X, c->ssm_beta},
-        {&L->ssm_alpha, 0, HV, PK_SLOT_X, c->ssm_alpha},
+        {&L->attn_qkv, 0, C, PK_SLOT_X, B, NULL, c->ssm_qkv, C},
+        {&L->attn_z, 0, VD, PK_SLOT_X, B, NULL, c->ssm_z, VD},
+        {&L->ssm_beta, 0, HV, PK_SLOT_X, B, NULL, c->ssm_beta, HV},
+        {&L->ssm_alpha, 0, HV, PK_SLOT_X, B, NULL, c->ssm_alpha, HV},
     };
     pk_matvec(c, proj, 4);
 
-    /* causal depthwise conv: taps 0..K-2 on the state rows (oldest first),
-       tap K-1 on the current row; then shift the state and apply SiLU */
+    /* causal depthwise conv, token by token: taps 0..K-2 on the state rows
+       (oldest first), tap K-1 on the current row; shift the state; SiLU */
     float *st = pk_kv_conv(&c->kv, il);
     const float *w = L->ssm_conv1d.data;
     c->weight_bytes += (uint64_t)C * L->ssm_conv1d.row_bytes + L->ssm_dt.row_bytes +
                        L->ssm_a.row_bytes + L->ssm_norm.row_bytes;
-    for (int ch = 0; ch < C; ch++) {
-        const float *wc = w + (size_t)ch * K;
-        float x = c->ssm_qkv[ch], acc = wc[K - 1] * x;
-        for (int j = 0; j < K - 1; j++) acc += wc[j] * st[(size_t)j * C + ch];
-        for (int j = 0; j + 1 < K - 1; j++) st[(size_t)j * C + ch] = st[(size_t)(j + 1) * C + ch];
-        if (K > 1) st[(size_t)(K - 2) * C + ch] = x;
-        c->ssm_qkv[ch] = acc / (1.0f + expf(-acc));
-    }
     const float qscale = 1.0f / sqrtf((float)d);
-    for (int h = 0; h < hp->ssm_k_heads; h++) {
-        float *q = c->ssm_qkv + (size_t)h * d, *k = c->ssm_qkv + (size_t)(hp->ssm_k_heads + h) * d;
-        l2_normalize(q, d, hp->rms_eps);
-        l2_normalize(k, d, hp->rms_eps);
-        for (int i = 0; i < d; i++) q[i] *= qscale;
+    for (int b = 0; b < B; b++) {
+        float *qkv = c->ssm_qkv + (size_t)b * C;
+        for (int ch = 0; ch < C; ch++) {
+            const float *wc = w + (size_t)ch * K;
+            float x = qkv[ch], acc = wc[K - 1] * x;
+            for (int j = 0; j < K - 1; j++) acc += wc[j] * st[(size_t)j * C + ch];
+            for (int j = 0; j + 1 < K - 1; j++) st[(size_t)j * C + ch] = st[(size_t)(j + 1) * C + ch];
+            if (K > 1) st[(size_t)(K - 2) * C + ch] = x;
+            qkv[ch] = acc / (1.0f + expf(-acc));
+        }
+        for (int h = 0; h < hp->ssm_k_heads; h++) {
+            float *q = qkv + (size_t)h * d, *k = qkv + (size_t)(hp->ssm_k_heads + h) * d;
+            l2_normalize(q, d, hp->rms_eps);
+            l2_normalize(k, d, hp->rms_eps);
+            for (int i = 0; i < d; i++) q[i] *= qscale;
+        }
     }
     dn_task t = {c, il};
-    if ((int64_t)HV * d * d < (1 << 14))
+    if ((int64_t)B * HV * d * d < (1 << 14))
         for (int j = 0; j < HV; j++) dn_head(&t, j);
     else
         pk_pool_run(c->pool, dn_head, &t, HV);
 
-    pk_act_set(c, PK_SLOT_ATT, c->ssm_o);
-    pk_mv out = {&L->ssm_out, 0, L->ssm_out.ne[1], PK_SLOT_ATT, c->xb2};
+    pk_act_set(c, PK_SLOT_ATT, c->ssm_o, B, VD, 0);
+    pk_mv out = {&L->ssm_out, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
     pk_matvec(c, &out, 1);
 }

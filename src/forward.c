@@ -1,11 +1,16 @@
-/* forward.c - the transformer forward pass for one token (batch 1).
+/* forward.c - the transformer forward pass over a batch of B tokens at
+ * consecutive positions (B = 1 when decoding).
  *
- * Reads top to bottom like the maths:
+ * Reads top to bottom like the maths, each step applied to every row:
  *   x = token_embd[token]
- *   per layer:  x += attention(rmsnorm(x))   (q/k norm, rope, GQA, KV cache)
- *               x += ffn(rmsnorm(x))         (dense SwiGLU or MoE, moe.c)
+ *   per layer:  x += mixer(rmsnorm(x))   attention (q/k norm, rope, GQA, KV
+ *                                        cache, optional output gate) or a
+ *                                        Gated DeltaNet (deltanet.c)
+ *               x += ffn(rmsnorm(x))     dense SwiGLU or MoE (moe.c)
  *   logits = output . rmsnorm(x)
  * Architecture differences come from flags (arch.h) and optional tensors.
+ * Batching changes how often weights are read, never the result of a row:
+ * a prompt processed in one batch gives the logits of one token at a time.
  */
 #include <math.h>
 #include <string.h>
@@ -20,64 +25,45 @@ void pk_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
     for (int i = 0; i < n; i++) out[i] = x[i] * scale * (w ? w[i] : 1.0f);
 }
 
-void pk_rmsnorm_t(pk_context *c, float *out, const float *x, const pk_tensor *w, int n) {
-    float wf[1024];
-    if (w->type == PK_TYPE_F32) {
-        c->weight_bytes += w->row_bytes;
-        pk_rmsnorm(out, x, w->data, n, c->m->hp.rms_eps);
-        return;
+/* rows x (n floats each, stride apart) normed with weight tensor w into out */
+static void rmsnorm_rows(pk_context *c, float *out, const float *x, const pk_tensor *w, int n,
+                         int rows, int64_t stride) {
+    const float *wf = w->data;
+    float tmp[w->type == PK_TYPE_F32 ? 1 : n];
+    if (w->type != PK_TYPE_F32) {  /* norm weights are F32 in practice */
+        pk_type_get(w->type)->to_float(w->data, tmp, n);
+        wf = tmp;
     }
-    /* norm weights are F32 in practice; other types are converted in pieces */
-    pk_rmsnorm(out, x, NULL, n, c->m->hp.rms_eps);
-    for (int i0 = 0; i0 < n; i0 += 1024) {
-        int len = n - i0 < 1024 ? n - i0 : 1024;
-        const pk_type_traits *tt = pk_type_get(w->type);
-        if (i0 % tt->blck || len % tt->blck) { len = n - i0; } /* blocked types: whole row */
-        if (len > 1024) {
-            float big[len];  /* only for exotic blocked norm types */
-            tt->to_float((const uint8_t *)w->data + pk_row_size(w->type, i0), big, len);
-            for (int i = 0; i < len; i++) out[i0 + i] *= big[i];
-        } else {
-            tt->to_float((const uint8_t *)w->data + pk_row_size(w->type, i0), wf, len);
-            for (int i = 0; i < len; i++) out[i0 + i] *= wf[i];
-        }
-    }
+    for (int r = 0; r < rows; r++)
+        pk_rmsnorm(out + r * stride, x + r * stride, wf, n, c->m->hp.rms_eps);
     c->weight_bytes += w->row_bytes;
 }
 
-static void add_bias(pk_context *c, float *y, const pk_tensor *b, int n) {
+void pk_rmsnorm_t(pk_context *c, float *out, const float *x, const pk_tensor *w, int n) {
+    rmsnorm_rows(c, out, x, w, n, 1, n);
+}
+
+static void add_bias(pk_context *c, float *y, const pk_tensor *b, int n, int rows, int64_t stride) {
     if (!b->data) return;
     float tmp[n];
     pk_get_row(c, b, 0, tmp);
-    for (int i = 0; i < n; i++) y[i] += tmp[i];
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++) y[r * stride + i] += tmp[i];
 }
 
-/* cos/sin of pos * theta_i for i < n_rot/2, theta_i = base^(-2i/n_rot) / freq_factor_i */
-static void rope_prepare(pk_context *c, int pos) {
-    const pk_hparams *hp = &c->m->hp;
-    const int half = hp->n_rot / 2;
-    float ff[half > 0 ? half : 1];
-    if (c->m->rope_freqs.data) pk_get_row(c, &c->m->rope_freqs, 0, ff);
-    for (int i = 0; i < half; i++) {
-        double theta = pow((double)hp->rope_base, -2.0 * i / hp->n_rot);
-        if (c->m->rope_freqs.data) theta /= ff[i];
-        double a = pos * theta;
-        c->rope_cos[i] = (float)cos(a);
-        c->rope_sin[i] = (float)sin(a);
-    }
-}
-
-/* Rotate the first n_rot dims of each of n_heads heads of size hd in place. */
-static void rope_apply(const pk_context *c, float *v, int n_heads, int hd) {
+/* Rotate the first n_rot dims of each of n_heads heads of size hd in place,
+ * for position pos (table made in context.c). */
+static void rope_apply(const pk_context *c, float *v, int n_heads, int hd, int pos) {
     const int n_rot = c->m->hp.n_rot, half = n_rot / 2;
     const int neox = c->m->arch->rope_style == PK_ROPE_NEOX;
+    const float *cs = c->rope_cos + (size_t)pos * half, *sn = c->rope_sin + (size_t)pos * half;
     for (int h = 0; h < n_heads; h++) {
         float *p = v + (size_t)h * hd;
         for (int i = 0; i < half; i++) {
             int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
             float a = p[i0], b = p[i1];
-            p[i0] = a * c->rope_cos[i] - b * c->rope_sin[i];
-            p[i1] = a * c->rope_sin[i] + b * c->rope_cos[i];
+            p[i0] = a * cs[i] - b * sn[i];
+            p[i1] = a * sn[i] + b * cs[i];
         }
     }
 }
@@ -90,130 +76,145 @@ void pk_silu_mul(float *g, const float *u, int n) {
 
 typedef struct att_task {
     pk_context *c;
-    int layer, pos;
+    int layer, pos0, n;
 } att_task;
 
-/* One chunk per head: it attends over positions 0..pos. Scores are one
- * F32 matrix-vector product over the cached keys of the head's kv group. */
+/* One chunk per head: for each token b of the batch (position pos0 + b) the
+ * head attends over positions 0..pos0+b. Scores are one F32 matrix-vector
+ * product over the cached keys of the head's kv group. */
 static void att_run(void *arg, int h) {
     const att_task *t = arg;
     pk_context *c = t->c;
     const pk_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, hdv = hp->head_dim_v, group = hp->n_head / hp->n_head_kv;
+    const int qd = hp->n_head * hd, od = hp->n_head * hdv;
     const float scale = 1.0f / sqrtf((float)hd);
-    const float *q = c->q + (size_t)h * hd;
     const int kvh = h / group;
     float *sc = c->att + (size_t)h * c->n_ctx;
-    c->kern->gemv[PK_TYPE_F32](hd, t->pos + 1, sc, pk_kv_k(&c->kv, t->layer, 0) + (size_t)kvh * hd,
-                               (size_t)c->kv.k_dim * sizeof(float), q);
-    float mx = -INFINITY;
-    for (int p = 0; p <= t->pos; p++) {
-        sc[p] *= scale;
-        if (sc[p] > mx) mx = sc[p];
-    }
-    double sum = 0.0;
-    for (int p = 0; p <= t->pos; p++) {
-        sc[p] = expf(sc[p] - mx);
-        sum += sc[p];
-    }
-    const float inv = (float)(1.0 / sum);
-    float *o = c->att_out + (size_t)h * hdv;
-    memset(o, 0, (size_t)hdv * sizeof *o);
-    for (int p = 0; p <= t->pos; p++) {
-        const float *v = pk_kv_v(&c->kv, t->layer, p) + (size_t)kvh * hdv;
-        const float a = sc[p] * inv;
-        for (int i = 0; i < hdv; i++) o[i] += a * v[i];
+    for (int b = 0; b < t->n; b++) {
+        const int last = t->pos0 + b;
+        const float *q = c->q + (size_t)b * qd + (size_t)h * hd;
+        c->kern->gemv[PK_TYPE_F32](hd, last + 1, sc, pk_kv_k(&c->kv, t->layer, 0) + (size_t)kvh * hd,
+                                   (size_t)c->kv.k_dim * sizeof(float), q);
+        float mx = -INFINITY;
+        for (int p = 0; p <= last; p++) {
+            sc[p] *= scale;
+            if (sc[p] > mx) mx = sc[p];
+        }
+        double sum = 0.0;
+        for (int p = 0; p <= last; p++) {
+            sc[p] = expf(sc[p] - mx);
+            sum += sc[p];
+        }
+        const float inv = (float)(1.0 / sum);
+        float *o = c->att_out + (size_t)b * od + (size_t)h * hdv;
+        memset(o, 0, (size_t)hdv * sizeof *o);
+        for (int p = 0; p <= last; p++) {
+            const float *v = pk_kv_v(&c->kv, t->layer, p) + (size_t)kvh * hdv;
+            const float a = sc[p] * inv;
+            for (int i = 0; i < hdv; i++) o[i] += a * v[i];
+        }
     }
 }
 
 static void attention(pk_context *c, const pk_layer *L, int il) {
     const pk_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim;
-    const int pos = c->pos;
-    float *kc = pk_kv_k(&c->kv, il, pos), *vc = pk_kv_v(&c->kv, il, pos);
-
+    const int hd = hp->head_dim, B = c->cur_batch, pos0 = c->pos, D = hp->n_embd;
+    const int qd = hp->n_head * hd, od = hp->n_head * hp->head_dim_v;
+    const int kd = c->kv.k_dim, vd = c->kv.v_dim;
     const int gated = c->m->arch->attn_gate;
-    pk_act_set(c, PK_SLOT_X, c->xb);
+
+    /* K and V rows go straight into the cache at their positions */
+    pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv qkv[3] = {
-        {&L->wq, 0, L->wq.ne[1], PK_SLOT_X, gated ? c->qg : c->q},
-        {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, kc},
-        {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, vc},
+        {&L->wq, 0, L->wq.ne[1], PK_SLOT_X, B, NULL, gated ? c->qg : c->q, L->wq.ne[1]},
+        {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, B, NULL, pk_kv_k(&c->kv, il, pos0), kd},
+        {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, B, NULL, pk_kv_v(&c->kv, il, pos0), vd},
     };
     pk_matvec(c, qkv, 3);
-    if (gated) /* q and gate are interleaved per head: [q_h | gate_h] */
-        for (int h = 0; h < hp->n_head; h++) {
-            memcpy(c->q + (size_t)h * hd, c->qg + (size_t)h * 2 * hd, (size_t)hd * sizeof(float));
-            memcpy(c->gate + (size_t)h * hd, c->qg + (size_t)h * 2 * hd + hd, (size_t)hd * sizeof(float));
+    add_bias(c, c->q, &L->bq, qd, B, qd);
+    add_bias(c, pk_kv_k(&c->kv, il, pos0), &L->bk, kd, B, kd);
+    add_bias(c, pk_kv_v(&c->kv, il, pos0), &L->bv, vd, B, vd);
+    for (int b = 0; b < B; b++) {
+        float *q = c->q + (size_t)b * qd, *k = pk_kv_k(&c->kv, il, pos0 + b);
+        if (gated) { /* q and gate are interleaved per head: [q_h | gate_h] */
+            const float *qg = c->qg + (size_t)b * 2 * qd;
+            for (int h = 0; h < hp->n_head; h++) {
+                memcpy(q + (size_t)h * hd, qg + (size_t)h * 2 * hd, (size_t)hd * sizeof(float));
+                memcpy(c->gate + (size_t)b * qd + (size_t)h * hd, qg + (size_t)h * 2 * hd + hd,
+                       (size_t)hd * sizeof(float));
+            }
         }
-    add_bias(c, c->q, &L->bq, hp->n_head * hd);
-    add_bias(c, kc, &L->bk, (int)L->wk.ne[1]);
-    add_bias(c, vc, &L->bv, (int)L->wv.ne[1]);
-    if (L->q_norm.data) {
-        for (int h = 0; h < hp->n_head; h++) pk_rmsnorm_t(c, c->q + h * hd, c->q + h * hd, &L->q_norm, hd);
-        for (int h = 0; h < hp->n_head_kv; h++) pk_rmsnorm_t(c, kc + h * hd, kc + h * hd, &L->k_norm, hd);
-        /* one read of each norm vector per token, not per head */
-        c->weight_bytes -= (uint64_t)(hp->n_head - 1) * L->q_norm.row_bytes +
-                           (uint64_t)(hp->n_head_kv - 1) * L->k_norm.row_bytes;
+        if (L->q_norm.data) {
+            rmsnorm_rows(c, q, q, &L->q_norm, hd, hp->n_head, hd);
+            rmsnorm_rows(c, k, k, &L->k_norm, hd, hp->n_head_kv, hd);
+        }
     }
-    rope_apply(c, c->q, hp->n_head, hd);
-    rope_apply(c, kc, hp->n_head_kv, hd);
+    if (L->q_norm.data) /* one read of each norm vector per batch, not per row */
+        c->weight_bytes -= (uint64_t)(B * hp->n_head - 1) * L->q_norm.row_bytes +
+                           (uint64_t)(B * hp->n_head_kv - 1) * L->k_norm.row_bytes;
+    for (int b = 0; b < B; b++) {
+        rope_apply(c, c->q + (size_t)b * qd, hp->n_head, hd, pos0 + b);
+        rope_apply(c, pk_kv_k(&c->kv, il, pos0 + b), hp->n_head_kv, hd, pos0 + b);
+    }
 
-    att_task t = {c, il, pos};
+    att_task t = {c, il, pos0, B};
     /* small attention spans are not worth a hand-off: run them on the caller */
-    if ((int64_t)(pos + 1) * hp->n_head * (hd + hp->head_dim_v) < (1 << 15))
+    if ((int64_t)B * (pos0 + B) * hp->n_head * (hd + hp->head_dim_v) < (1 << 15))
         for (int h = 0; h < hp->n_head; h++) att_run(&t, h);
     else
         pk_pool_run(c->pool, att_run, &t, hp->n_head);
 
     if (gated)
-        for (int i = 0; i < hp->n_head * hp->head_dim_v; i++)
-            c->att_out[i] *= 1.0f / (1.0f + expf(-c->gate[i]));
-    pk_act_set(c, PK_SLOT_ATT, c->att_out);
-    pk_mv o = {&L->wo, 0, L->wo.ne[1], PK_SLOT_ATT, c->xb2};
+        for (int i = 0; i < B * od; i++) c->att_out[i] *= 1.0f / (1.0f + expf(-c->gate[i]));
+    pk_act_set(c, PK_SLOT_ATT, c->att_out, B, od, 0);
+    pk_mv o = {&L->wo, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
     pk_matvec(c, &o, 1);
 }
 
 /* ---- feed-forward ----------------------------------------------------------------- */
 
 static void ffn_dense(pk_context *c, const pk_layer *L) {
-    const int F = (int)L->ffn_gate.ne[1];
-    pk_act_set(c, PK_SLOT_X, c->xb);
+    const int F = (int)L->ffn_gate.ne[1], D = c->m->hp.n_embd, B = c->cur_batch;
+    pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv gu[2] = {
-        {&L->ffn_gate, 0, F, PK_SLOT_X, c->hb},
-        {&L->ffn_up, 0, F, PK_SLOT_X, c->hb2},
+        {&L->ffn_gate, 0, F, PK_SLOT_X, B, NULL, c->hb, F},
+        {&L->ffn_up, 0, F, PK_SLOT_X, B, NULL, c->hb2, F},
     };
     pk_matvec(c, gu, 2);
-    pk_silu_mul(c->hb, c->hb2, F);
-    pk_act_set(c, PK_SLOT_FFN, c->hb);
-    pk_mv d = {&L->ffn_down, 0, L->ffn_down.ne[1], PK_SLOT_FFN, c->xb2};
+    pk_silu_mul(c->hb, c->hb2, B * F);
+    pk_act_set(c, PK_SLOT_FFN, c->hb, B, F, 0);
+    pk_mv d = {&L->ffn_down, 0, D, PK_SLOT_FFN, B, NULL, c->xb2, D};
     pk_matvec(c, &d, 1);
 }
 
-/* ---- one token ------------------------------------------------------------------------ */
+/* ---- a batch ---------------------------------------------------------------------------- */
 
-int pk_forward_token(pk_context *c, int32_t token, int want_logits) {
+int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits, int all_rows) {
     const pk_model *m = c->m;
     const pk_hparams *hp = &m->hp;
     const int D = hp->n_embd;
-    pk_get_row(c, &m->tok_embd, token, c->x);
-    rope_prepare(c, c->pos);
+    c->cur_batch = n;
+    for (int b = 0; b < n; b++) pk_get_row(c, &m->tok_embd, tokens[b], c->x + (size_t)b * D);
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_layer *L = &m->layers[il];
-        pk_rmsnorm_t(c, c->xb, c->x, &L->attn_norm, D);
+        rmsnorm_rows(c, c->xb, c->x, &L->attn_norm, D, n, D);
         if (m->recurrent && m->recurrent[il]) pk_deltanet_forward(c, L, il);
         else attention(c, L, il);
-        for (int i = 0; i < D; i++) c->x[i] += c->xb2[i];
-        pk_rmsnorm_t(c, c->xb, c->x, &L->ffn_norm, D);
+        for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
+        rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, n, D);
         if (hp->moe) pk_moe_forward(c, L);
         else ffn_dense(c, L);
-        for (int i = 0; i < D; i++) c->x[i] += c->xb2[i];
+        for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
     }
-    c->pos++;
-    c->n_tokens++;
-    if (!want_logits) return PK_OK;
-    pk_rmsnorm_t(c, c->xb, c->x, &m->output_norm, D);
-    pk_act_set(c, PK_SLOT_X, c->xb);
-    pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, c->logits};
+    c->pos += n;
+    c->n_tokens += (uint64_t)n;
+    if (!logits) return PK_OK;
+    /* the output head for the last row, or for every row */
+    const int first = all_rows ? 0 : n - 1, rows = n - first;
+    rmsnorm_rows(c, c->xb, c->x + (size_t)first * D, &m->output_norm, D, rows, D);
+    pk_act_set(c, PK_SLOT_X, c->xb, rows, D, 0);
+    pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, rows, NULL, logits, hp->n_vocab};
     pk_matvec(c, &o, 1);
     return PK_OK;
 }

@@ -2,43 +2,55 @@
  * that the bytes read per token are counted in one place (pocket bench
  * reports them against the machine's memory bandwidth).
  *
- * A call runs a list of matrix-vector products as one parallel section: the
- * rows of all jobs are concatenated and split evenly across the threads, so
- * small matrices (one expert's slice) cost no extra synchronisation.
- * Activations are converted to each weight type's dot-product format once per
- * input vector (the "slot"), not once per matrix.
+ * A call runs a list of products "rows of W times a few input rows" as one
+ * parallel section: the weight rows of all jobs are concatenated and cut into
+ * chunks claimed by the threads, so small matrices (one expert's slice) cost
+ * no extra synchronisation. A chunk of weight rows is applied to every input
+ * row of its job while it sits in cache: with a batch of B tokens each weight
+ * byte is read from memory once, not B times. Activations are converted to
+ * each weight type's dot-product format once per slot, not once per matrix.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "context.h"
 
-void pk_act_set(pk_context *c, int s, const float *x) {
-    c->slot_src[s] = x;
-    c->slot_ready[s] = 0;
+void pk_act_set(pk_context *c, int s, const float *x, int64_t n_rows, int64_t row_len, int64_t stride) {
+    pk_slot *sl = &c->slot[s];
+    sl->src = x;
+    sl->n_rows = n_rows;
+    sl->row_len = row_len;
+    sl->stride = stride ? stride : row_len;
+    sl->ready = 0;
 }
 
-/* x of slot s in activation type t (t = vec_dot_type of some weight). */
-static const void *act_get(pk_context *c, int s, int t, int64_t n) {
-    if (t == PK_TYPE_F32) return c->slot_src[s];
-    void **buf = &c->slot[(size_t)s * PK_TYPE_COUNT + t];
-    if (!(c->slot_ready[s] >> t & 1)) {
-        /* allocated by pk_context_new for every type the model's weights want */
-        c->kern->quantize[t](c->slot_src[s], *buf, n);
-        c->slot_ready[s] |= 1ull << t;
+/* The slot's rows in activation type t; *row_bytes receives their stride. */
+static const uint8_t *act_get(pk_context *c, int s, int t, size_t *row_bytes) {
+    pk_slot *sl = &c->slot[s];
+    if (t == PK_TYPE_F32) {
+        *row_bytes = (size_t)sl->stride * sizeof(float);
+        return (const uint8_t *)sl->src;
     }
-    return *buf;
+    *row_bytes = pk_row_size(t, sl->row_len);
+    if (!(sl->ready >> t & 1)) {
+        /* buffers exist for every type the model's weights want (context.c) */
+        for (int64_t r = 0; r < sl->n_rows; r++)
+            c->kern->quantize[t](sl->src + r * sl->stride, (uint8_t *)sl->buf[t] + r * *row_bytes,
+                                 sl->row_len);
+        sl->ready |= 1ull << t;
+    }
+    return sl->buf[t];
 }
 
 typedef struct mv_task {
     const pk_mv *jobs;
-    const void **x;
+    const uint8_t **x;
+    size_t *x_stride;
     int n_jobs;
-    int64_t total_rows;
-    int64_t chunk_rows;
+    int64_t total_rows, chunk_rows;
     const pk_kernels *kern;
 } mv_task;
 
-/* Chunk i covers rows [i * chunk_rows, ...) of the jobs' concatenated rows. */
+/* Chunk i covers weight rows [i * chunk_rows, ...) of the jobs' concatenation. */
 static void mv_run(void *arg, int chunk) {
     const mv_task *t = arg;
     int64_t lo = chunk * t->chunk_rows;
@@ -51,29 +63,43 @@ static void mv_run(void *arg, int chunk) {
         if (r0 < r1) {
             const pk_tensor *w = mv->w;
             const uint8_t *rows = (const uint8_t *)w->data + (size_t)(mv->row0 + r0) * w->row_bytes;
-            t->kern->gemv[w->type](w->ne[0], r1 - r0, mv->y + r0, rows, w->row_bytes, t->x[j]);
+            for (int k = 0; k < mv->n_tok; k++) {
+                int64_t in = mv->idx ? mv->idx[k] : k;
+                t->kern->gemv[w->type](w->ne[0], r1 - r0, mv->y + k * mv->y_stride + r0, rows,
+                                       w->row_bytes, t->x[j] + (size_t)in * t->x_stride[j]);
+            }
         }
         base += mv->nrows;
     }
 }
 
 void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs) {
-    const void *x[PK_MAX_JOBS];
-    mv_task t = {jobs, x, n_jobs, 0, 0, c->kern};
+    /* n_jobs <= c->n_jobs_cap: callers batch at most 2 jobs per expert + a few */
+    const uint8_t **x = c->job_x;
+    size_t *x_stride = c->job_xs;
+    mv_task t = {jobs, x, x_stride, n_jobs, 0, 0, c->kern};
+    uint64_t work = 0, bytes = 0;
     for (int j = 0; j < n_jobs; j++) {
         const pk_tensor *w = jobs[j].w;
-        x[j] = act_get(c, jobs[j].slot, pk_type_get(w->type)->vec_dot_type, w->ne[0]);
+        x[j] = act_get(c, jobs[j].slot, pk_type_get(w->type)->vec_dot_type, &x_stride[j]);
         t.total_rows += jobs[j].nrows;
-        if (c->observer) c->observer(c->observer_ud, w, jobs[j].row0, jobs[j].nrows, c->slot_src[jobs[j].slot]);
-        c->weight_bytes += (uint64_t)jobs[j].nrows * w->row_bytes;
+        bytes += (uint64_t)jobs[j].nrows * w->row_bytes;
+        work += (uint64_t)jobs[j].nrows * w->row_bytes * (uint64_t)jobs[j].n_tok;
+        if (c->observer) {
+            const pk_slot *sl = &c->slot[jobs[j].slot];
+            for (int k = 0; k < jobs[j].n_tok; k++)
+                c->observer(c->observer_ud, w, jobs[j].row0, jobs[j].nrows,
+                            sl->src + (jobs[j].idx ? jobs[j].idx[k] : k) * sl->stride);
+        }
     }
-    /* About 8 chunks per thread for balance, but at least ~32 KiB of weights
-       per chunk: a hand-off costs microseconds, so small products run on the
-       caller alone. Rows go in multiples of 8 for the multi-row kernels. */
-    uint64_t bytes = 0;
-    for (int j = 0; j < n_jobs; j++) bytes += (uint64_t)jobs[j].nrows * jobs[j].w->row_bytes;
+    c->weight_bytes += bytes;
+    /* About 8 chunks per thread for balance, but at least ~32 KiB of
+       weight-times-tokens work per chunk: a hand-off costs microseconds, so
+       small products run on the caller alone. Rows in multiples of 8 keep the
+       multi-row kernels on full groups. */
     int64_t chunks = 8 * (int64_t)pk_pool_size(c->pool);
-    if ((int64_t)(bytes >> 15) < chunks) chunks = (int64_t)(bytes >> 15);
+    if ((int64_t)(work >> 15) < chunks) chunks = (int64_t)(work >> 15);
+    if (chunks > t.total_rows / 8) chunks = t.total_rows / 8;
     if (chunks < 1) chunks = 1;
     int64_t cr = (t.total_rows + chunks - 1) / chunks;
     t.chunk_rows = (cr + 7) / 8 * 8;

@@ -85,8 +85,17 @@ static int load_hybrid_hparams(pk_model *m, const char *an, pk_error *err) {
        makes it NEOX rope on the first n_rot dims: the sections do not matter. */
     if (!(m->recurrent = pk_calloc((size_t)hp->n_layer, 1)))
         return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
+    /* <arch>.attention.recurrent_layers (bool per layer, or one for all)
+       overrides the interval rule */
+    snprintf(key, sizeof key, "%s.attention.recurrent_layers", an);
+    const gguf_kv *rl = gguf_find_kv(f, key);
+    if (rl && !(rl->type == GGUF_ARRAY ? rl->arr_type != GGUF_STRING && rl->arr_n >= (uint64_t)hp->n_layer
+                                       : rl->type != GGUF_STRING))
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' must be a bool/int per layer (%d)", f->path,
+                         key, hp->n_layer);
     for (int il = 0; il < hp->n_layer; il++) {
-        m->recurrent[il] = (il + 1) % hp->full_attn_interval != 0;
+        if (rl) m->recurrent[il] = (rl->type == GGUF_ARRAY ? gguf_arr_int(rl, (uint64_t)il) : rl->i64) != 0;
+        else m->recurrent[il] = (il + 1) % hp->full_attn_interval != 0;
         hp->n_layer_rec += m->recurrent[il];
     }
     return PK_OK;

@@ -6,9 +6,10 @@
  *   w_e = p_e, renormalised over S if norm_topk
  *   y = sum_{e in S} w_e * down_e(silu(gate_e . x) * up_e . x)  [+ shared expert]
  *
- * The gate and up products of all selected experts run as one parallel
- * section, the down products as another: two hand-offs per layer, and only
- * the selected experts' rows are read.
+ * For a batch, the (token, expert) pairs are grouped by expert, so each
+ * selected expert's weights are read once for all the tokens routed to it.
+ * The gate and up products of all experts run as one parallel section, the
+ * down products as another: two hand-offs per layer.
  */
 #include <math.h>
 #include <string.h>
@@ -26,78 +27,104 @@ static void top_k(const float *p, int n, int k, int *sel) {
     }
 }
 
+/* Router for every row: c->sel / c->sel_w get k entries per token. */
 static void route(pk_context *c, const pk_layer *L) {
     const pk_hparams *hp = &c->m->hp;
-    const int E = hp->n_expert, K = hp->n_expert_used;
-    pk_mv r = {&L->gate_inp, 0, E, PK_SLOT_X, c->router};
+    const int E = hp->n_expert, K = hp->n_expert_used, B = c->cur_batch;
+    pk_mv r = {&L->gate_inp, 0, E, PK_SLOT_X, B, NULL, c->router, E};
     pk_matvec(c, &r, 1);
-    float *p = c->router;
-    if (hp->gating == PK_GATE_SIGMOID) {
-        for (int e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
-    } else {
-        float mx = p[0];
-        for (int e = 1; e < E; e++) mx = p[e] > mx ? p[e] : mx;
-        double sum = 0.0;
-        for (int e = 0; e < E; e++) sum += (p[e] = expf(p[e] - mx));
-        for (int e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
+    for (int b = 0; b < B; b++) {
+        float *p = c->router + (size_t)b * E;
+        if (hp->gating == PK_GATE_SIGMOID) {
+            for (int e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
+        } else {
+            float mx = p[0];
+            for (int e = 1; e < E; e++) mx = p[e] > mx ? p[e] : mx;
+            double sum = 0.0;
+            for (int e = 0; e < E; e++) sum += (p[e] = expf(p[e] - mx));
+            for (int e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
+        }
+        int *sel = c->sel + (size_t)b * K;
+        float *w = c->sel_w + (size_t)b * K;
+        top_k(p, E, K, sel);
+        double wsum = 0.0;
+        for (int j = 0; j < K; j++) wsum += (w[j] = p[sel[j]]);
+        if (hp->norm_topk && wsum > 0)
+            for (int j = 0; j < K; j++) w[j] = (float)(w[j] / wsum);
     }
-    top_k(p, E, K, c->sel);
-    double wsum = 0.0;
-    for (int j = 0; j < K; j++) wsum += (c->sel_w[j] = p[c->sel[j]]);
-    if (hp->norm_topk && wsum > 0)
-        for (int j = 0; j < K; j++) c->sel_w[j] = (float)(c->sel_w[j] / wsum);
 }
 
 static void shared_expert(pk_context *c, const pk_layer *L) {
-    const int D = c->m->hp.n_embd, S = (int)L->gate_shexp.ne[1];
+    const int D = c->m->hp.n_embd, S = (int)L->gate_shexp.ne[1], B = c->cur_batch;
     pk_mv gu[2] = {
-        {&L->gate_shexp, 0, S, PK_SLOT_X, c->hb},
-        {&L->up_shexp, 0, S, PK_SLOT_X, c->hb2},
+        {&L->gate_shexp, 0, S, PK_SLOT_X, B, NULL, c->hb, S},
+        {&L->up_shexp, 0, S, PK_SLOT_X, B, NULL, c->hb2, S},
     };
     pk_matvec(c, gu, 2);
-    pk_silu_mul(c->hb, c->hb2, S);
-    pk_act_set(c, PK_SLOT_FFN, c->hb);
+    pk_silu_mul(c->hb, c->hb2, B * S);
+    pk_act_set(c, PK_SLOT_FFN, c->hb, B, S, 0);
     float *out = c->exp_out; /* free again: routed outputs are summed already */
-    pk_mv d = {&L->down_shexp, 0, D, PK_SLOT_FFN, out};
+    pk_mv d = {&L->down_shexp, 0, D, PK_SLOT_FFN, B, NULL, out, D};
     pk_matvec(c, &d, 1);
-    float g = 1.0f;
-    if (L->gate_inp_shexp.data) {
-        float w[D];
-        pk_get_row(c, &L->gate_inp_shexp, 0, w);
-        double s = 0.0;
-        for (int i = 0; i < D; i++) s += (double)w[i] * c->xb[i];
-        g = 1.0f / (1.0f + expf(-(float)s));
+    float w[L->gate_inp_shexp.data ? D : 1];
+    if (L->gate_inp_shexp.data) pk_get_row(c, &L->gate_inp_shexp, 0, w);
+    for (int b = 0; b < B; b++) {
+        float g = 1.0f;
+        if (L->gate_inp_shexp.data) {
+            double s = 0.0;
+            for (int i = 0; i < D; i++) s += (double)w[i] * c->xb[(size_t)b * D + i];
+            g = 1.0f / (1.0f + expf(-(float)s));
+        }
+        for (int i = 0; i < D; i++) c->xb2[(size_t)b * D + i] += g * out[(size_t)b * D + i];
     }
-    for (int i = 0; i < D; i++) c->xb2[i] += g * out[i];
 }
 
 void pk_moe_forward(pk_context *c, const pk_layer *L) {
     const pk_hparams *hp = &c->m->hp;
-    const int D = hp->n_embd, K = hp->n_expert_used, F = hp->n_ff_exp;
-    pk_act_set(c, PK_SLOT_X, c->xb);
+    const int D = hp->n_embd, K = hp->n_expert_used, F = hp->n_ff_exp, E = hp->n_expert;
+    const int B = c->cur_batch, P = B * K;
+    pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     route(c, L);
 
-    pk_mv jobs[PK_MAX_JOBS];
+    /* group the P = B*k (token, expert) pairs by expert (counting sort):
+       pair p = exp_off[e] + i is the i-th token routed to e */
+    memset(c->exp_count, 0, (size_t)E * sizeof *c->exp_count);
+    for (int i = 0; i < P; i++) c->exp_count[c->sel[i]]++;
+    for (int e = 0, off = 0; e < E; e++) { c->exp_off[e] = off; off += c->exp_count[e]; }
+    for (int i = 0; i < P; i++) {
+        int p = c->exp_off[c->sel[i]]++;
+        c->tok_idx[p] = i / K;
+        c->pair_of[i] = p;
+    }
+    for (int e = 0; e < E; e++) c->exp_off[e] -= c->exp_count[e];
+
+    pk_mv *jobs = c->jobs;
     int nj = 0;
-    for (int j = 0; j < K; j++) {
-        const int64_t e = c->sel[j];
-        jobs[nj++] = (pk_mv){&L->gate_exps, e * F, F, PK_SLOT_X, c->hb + (size_t)j * F};
-        jobs[nj++] = (pk_mv){&L->up_exps, e * F, F, PK_SLOT_X, c->hb2 + (size_t)j * F};
+    for (int e = 0; e < E; e++) {
+        if (!c->exp_count[e]) continue;
+        const int off = c->exp_off[e], n = c->exp_count[e];
+        jobs[nj++] = (pk_mv){&L->gate_exps, (int64_t)e * F, F, PK_SLOT_X, n, c->tok_idx + off,
+                             c->exp_h + (size_t)off * F, F};
+        jobs[nj++] = (pk_mv){&L->up_exps, (int64_t)e * F, F, PK_SLOT_X, n, c->tok_idx + off,
+                             c->exp_h2 + (size_t)off * F, F};
     }
     pk_matvec(c, jobs, nj);
+    pk_silu_mul(c->exp_h, c->exp_h2, P * F);
+    pk_act_set(c, PK_SLOT_EXP, c->exp_h, P, F, 0);
     nj = 0;
-    for (int j = 0; j < K; j++) {
-        float *h = c->hb + (size_t)j * F;
-        pk_silu_mul(h, c->hb2 + (size_t)j * F, F);
-        pk_act_set(c, PK_SLOT_EXP0 + j, h);
-        jobs[nj++] = (pk_mv){&L->down_exps, c->sel[j] * (int64_t)D, D, PK_SLOT_EXP0 + j,
-                             c->exp_out + (size_t)j * D};
+    for (int e = 0; e < E; e++) {
+        if (!c->exp_count[e]) continue;
+        const int off = c->exp_off[e], n = c->exp_count[e];
+        /* inputs: the hidden rows of pairs off..off+n-1 */
+        jobs[nj++] = (pk_mv){&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, n, c->pair_seq + off,
+                             c->exp_out + (size_t)off * D, D};
     }
     pk_matvec(c, jobs, nj);
-    memset(c->xb2, 0, (size_t)D * sizeof *c->xb2);
-    for (int j = 0; j < K; j++) {
-        const float w = c->sel_w[j], *o = c->exp_out + (size_t)j * D;
-        for (int i = 0; i < D; i++) c->xb2[i] += w * o[i];
+    memset(c->xb2, 0, (size_t)B * D * sizeof *c->xb2);
+    for (int i = 0; i < P; i++) {
+        const float w = c->sel_w[i], *o = c->exp_out + (size_t)c->pair_of[i] * D;
+        float *y = c->xb2 + (size_t)(i / K) * D;
+        for (int d = 0; d < D; d++) y[d] += w * o[d];
     }
     if (L->gate_shexp.data) shared_expert(c, L);
 }

@@ -13,6 +13,21 @@ ARCH is one of
   llama     LLaMA dense: no q/k norm, head_dim = D/heads, NORM RoPE
   mixtral   architecture "llama" with experts (llama.expert_count, ...);
             expert FFN size = llama.feed_forward_length
+  qwen35moe Qwen3.5-MoE hybrid: Gated DeltaNet layers + a gated full-attention
+            layer every --interval-th layer, routed experts + sigmoid-gated
+            shared expert (--shared-ff); the key/tensor names and layout of
+            ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf
+  qwen35    Qwen3.5 dense hybrid: the same mixers, dense ffn_gate/up/down (--ff)
+
+Hybrid options (qwen35moe, qwen35): --ssm-k-heads (ssm.group_count),
+--ssm-v-heads (ssm.time_step_rank), --ssm-state (head dim of q/k/v),
+--conv (conv kernel), --n-rot (rope.dimension_count), --sections a,b,c,d
+(rope.dimension_sections), --interval (full_attention_interval), or
+--recurrent-layers 1,1,0,... (writes <arch>.attention.recurrent_layers
+instead of the interval). Hybrid init follows the fixture README: ssm_alpha
+x 0.5, ssm_a = -U(1, 16), ssm_dt.bias = log(expm1(dt)) with dt log-uniform
+in [1e-3, 1e-1], conv N(0, 1/kernel); ssm_conv1d, ssm_a, ssm_dt.bias, norms,
+the router and the shared-expert gate stay F32 whatever --type is.
 
 Key and tensor names follow llama.cpp. Matrices are N(0, 1/fan_in), norm
 weights 1 + 0.1 N(0,1), token_embd N(0,1), output.weight scaled by
@@ -43,7 +58,18 @@ DEFAULTS = {
                      head_dim=None, ff=128, experts=0, used=0, expert_ff=0),
     "mixtral":  dict(vocab=310, embd=64, layers=2, heads=4, heads_kv=1,
                      head_dim=None, ff=48, experts=4, used=2, expert_ff=0),
+    "qwen35moe": dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
+                      head_dim=32, ff=32, experts=8, used=2, expert_ff=32,
+                      shared_ff=32, ssm_k_heads=2, ssm_v_heads=4,
+                      ssm_state=16, conv=4, n_rot=8, sections="2,1,1,0",
+                      interval=4, recurrent_layers=None),
+    "qwen35":   dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
+                     head_dim=32, ff=96, experts=0, used=0, expert_ff=0,
+                     shared_ff=0, ssm_k_heads=2, ssm_v_heads=4,
+                     ssm_state=16, conv=4, n_rot=8, sections="2,1,1,0",
+                     interval=4, recurrent_layers=None),
 }
+HYBRID = ("qwen35moe", "qwen35")
 
 TYPES = {"f32": G.T_F32, "f16": G.T_F16, "bf16": G.T_BF16, "q8_0": G.T_Q8_0}
 FILE_TYPES = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}   # llama_ftype
@@ -73,23 +99,188 @@ def parse_args(argv):
     p.add_argument("--type", choices=sorted(TYPES), default="f32")
     p.add_argument("--tied", action="store_true")
     for name in ("vocab", "embd", "layers", "heads", "heads-kv", "head-dim",
-                 "ff", "experts", "used", "expert-ff", "ctx"):
+                 "ff", "experts", "used", "expert-ff", "ctx", "shared-ff",
+                 "ssm-k-heads", "ssm-v-heads", "ssm-state", "conv", "n-rot",
+                 "interval"):
         p.add_argument("--" + name, type=int, default=None)
+    p.add_argument("--sections", default=None)
+    p.add_argument("--recurrent-layers", default=None)
     p.add_argument("--rope-base", type=float, default=10000.0)
     p.add_argument("--eps", type=float, default=1e-6)
     p.add_argument("--out-scale", type=float, default=3.0)
     a = p.parse_args(argv)
     cfg = dict(DEFAULTS[a.arch])
     for k in list(cfg):
-        v = getattr(a, k)
+        v = getattr(a, k, None)
         if v is not None:
             cfg[k] = v
     cfg["ctx"] = a.ctx if a.ctx is not None else 256
     return a, cfg
 
 
+def add_tokenizer(w, V):
+    """Minimal valid GPT-2 byte-level tokenizer: the 256 byte characters,
+    then "tok256", "tok257", ...; no merges."""
+    tokens = gpt2_byte_chars() + ["tok%d" % i for i in range(256, V)]
+    w.add_str("tokenizer.ggml.model", "gpt2")
+    w.add_str("tokenizer.ggml.pre", "gpt-2")
+    w.add_arr("tokenizer.ggml.tokens", tokens, G.STRING)
+    w.add_arr("tokenizer.ggml.token_type", np.ones(V, dtype=np.int32),
+              G.INT32)
+    w.add_arr("tokenizer.ggml.merges", [], G.STRING)
+    w.add_u32("tokenizer.ggml.bos_token_id", 256)
+    w.add_u32("tokenizer.ggml.eos_token_id", 257)
+    w.add_bool("tokenizer.ggml.add_bos_token", False)
+
+
+def int_list(s, what):
+    try:
+        return [int(x) for x in str(s).split(",") if x.strip() != ""]
+    except ValueError:
+        sys.exit("gen_model: bad %s %r" % (what, s))
+
+
+def build_hybrid(a, cfg):
+    """qwen35moe / qwen35 (Gated DeltaNet + gated attention hybrids)."""
+    arch = a.arch
+    moe = arch == "qwen35moe"
+    rng = np.random.default_rng(a.seed)
+    V, D, L = cfg["vocab"], cfg["embd"], cfg["layers"]
+    Hq, Hkv, hd = cfg["heads"], cfg["heads_kv"], cfg["head_dim"]
+    E, K, F_exp, F_sh, F = (cfg["experts"], cfg["used"], cfg["expert_ff"],
+                            cfg["shared_ff"], cfg["ff"])
+    Hk, Hv, ds, Kc = (cfg["ssm_k_heads"], cfg["ssm_v_heads"],
+                      cfg["ssm_state"], cfg["conv"])
+    n_rot = cfg["n_rot"]
+    sections = int_list(cfg["sections"], "--sections")
+    if hd is None:
+        sys.exit("gen_model: %s needs --head-dim" % arch)
+    if Hq % Hkv:
+        sys.exit("gen_model: heads %d not a multiple of heads_kv %d"
+                 % (Hq, Hkv))
+    if Hv % Hk:
+        sys.exit("gen_model: ssm v heads %d not a multiple of k heads %d"
+                 % (Hv, Hk))
+    if n_rot % 2 or not 0 < n_rot <= hd:
+        sys.exit("gen_model: n_rot %d must be even and in (0, head_dim]"
+                 % n_rot)
+    if len(sections) > 4:
+        sys.exit("gen_model: at most 4 rope sections")
+    sections = sections + [0] * (4 - len(sections))
+    if V < 258:
+        sys.exit("gen_model: vocab must be >= 258")
+    if moe and not (0 < K <= E):
+        sys.exit("gen_model: need 0 < used <= experts for %s" % arch)
+    if cfg["recurrent_layers"] is not None:
+        recr = [bool(v) for v in int_list(cfg["recurrent_layers"],
+                                          "--recurrent-layers")]
+        if len(recr) != L:
+            sys.exit("gen_model: --recurrent-layers needs %d entries" % L)
+    else:
+        iv = cfg["interval"]
+        if iv <= 0:
+            sys.exit("gen_model: --interval must be > 0")
+        recr = [(i + 1) % iv != 0 for i in range(L)]
+    wtype = TYPES[a.type]
+    key_dim, val_dim = Hk * ds, Hv * ds
+    conv_dim = 2 * key_dim + val_dim
+
+    w = G.GGUFWriter()
+    pre = arch + "."
+    w.add_str("general.architecture", arch)
+    w.add_str("general.type", "model")
+    w.add_str("general.name", "pocket-test-%s%s-%s" % (
+        arch, "-tied" if a.tied else "", a.type))
+    w.add_u32("general.file_type", FILE_TYPES[a.type])
+    w.add_u32("general.quantization_version", 2)
+    w.add_u32(pre + "block_count", L)
+    w.add_u32(pre + "context_length", cfg["ctx"])
+    w.add_u32(pre + "embedding_length", D)
+    w.add_u32(pre + "feed_forward_length", F)
+    w.add_u32(pre + "attention.head_count", Hq)
+    w.add_u32(pre + "attention.head_count_kv", Hkv)
+    w.add_f32(pre + "rope.freq_base", a.rope_base)
+    w.add_f32(pre + "attention.layer_norm_rms_epsilon", a.eps)
+    if moe:
+        w.add_u32(pre + "expert_count", E)
+        w.add_u32(pre + "expert_used_count", K)
+    w.add_u32(pre + "attention.key_length", hd)
+    w.add_u32(pre + "attention.value_length", hd)
+    if moe:
+        w.add_u32(pre + "expert_feed_forward_length", F_exp)
+        w.add_u32(pre + "expert_shared_feed_forward_length", F_sh)
+    w.add_u32(pre + "rope.dimension_count", n_rot)
+    w.add_arr(pre + "rope.dimension_sections",
+              np.array(sections, dtype=np.int32), G.INT32)
+    w.add_u32(pre + "ssm.conv_kernel", Kc)
+    w.add_u32(pre + "ssm.state_size", ds)
+    w.add_u32(pre + "ssm.group_count", Hk)
+    w.add_u32(pre + "ssm.time_step_rank", Hv)
+    w.add_u32(pre + "ssm.inner_size", val_dim)
+    if cfg["recurrent_layers"] is not None:
+        w.add_arr(pre + "attention.recurrent_layers",
+                  np.array(recr, dtype=bool), G.BOOL)
+    else:
+        w.add_u32(pre + "full_attention_interval", cfg["interval"])
+    add_tokenizer(w, V)
+
+    def mat(*shape):   # numpy order, last dim = fan_in
+        return rng.standard_normal(shape) / np.sqrt(shape[-1])
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    def put(name, arr, big=True):
+        w.add_tensor(name, arr, wtype if big else G.T_F32)
+
+    put("token_embd.weight", rng.standard_normal((V, D)))
+    for i in range(L):
+        b = "blk.%d." % i
+        put(b + "attn_norm.weight", norm(D), False)
+        if recr[i]:
+            put(b + "attn_qkv.weight", mat(conv_dim, D))
+            put(b + "attn_gate.weight", mat(val_dim, D))
+            put(b + "ssm_conv1d.weight",
+                rng.standard_normal((conv_dim, Kc)) / np.sqrt(Kc), False)
+            dt = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), Hv))
+            put(b + "ssm_dt.bias", np.log(np.expm1(dt)), False)
+            put(b + "ssm_a", -rng.uniform(1.0, 16.0, Hv), False)
+            put(b + "ssm_beta.weight", mat(Hv, D))
+            put(b + "ssm_alpha.weight", 0.5 * mat(Hv, D))
+            put(b + "ssm_norm.weight", norm(ds), False)
+            put(b + "ssm_out.weight", mat(D, val_dim))
+        else:
+            put(b + "attn_q.weight", mat(2 * Hq * hd, D))
+            put(b + "attn_k.weight", mat(Hkv * hd, D))
+            put(b + "attn_v.weight", mat(Hkv * hd, D))
+            put(b + "attn_output.weight", mat(D, Hq * hd))
+            put(b + "attn_q_norm.weight", norm(hd), False)
+            put(b + "attn_k_norm.weight", norm(hd), False)
+        put(b + "post_attention_norm.weight", norm(D), False)
+        if moe:
+            # router scaled up a little so the expert choice is clear-cut
+            put(b + "ffn_gate_inp.weight", 2.0 * mat(E, D), False)
+            put(b + "ffn_gate_exps.weight", mat(E, F_exp, D))
+            put(b + "ffn_down_exps.weight", mat(E, D, F_exp))
+            put(b + "ffn_up_exps.weight", mat(E, F_exp, D))
+            put(b + "ffn_gate_inp_shexp.weight", mat(D), False)
+            put(b + "ffn_gate_shexp.weight", mat(F_sh, D))
+            put(b + "ffn_down_shexp.weight", mat(D, F_sh))
+            put(b + "ffn_up_shexp.weight", mat(F_sh, D))
+        else:
+            put(b + "ffn_gate.weight", mat(F, D))
+            put(b + "ffn_down.weight", mat(D, F))
+            put(b + "ffn_up.weight", mat(F, D))
+    put("output_norm.weight", norm(D), False)
+    if not a.tied:
+        put("output.weight", a.out_scale * mat(V, D))
+    return w
+
+
 def build(a, cfg):
     arch = a.arch
+    if arch in HYBRID:
+        return build_hybrid(a, cfg)
     rng = np.random.default_rng(a.seed)
     V, D, L = cfg["vocab"], cfg["embd"], cfg["layers"]
     Hq, Hkv = cfg["heads"], cfg["heads_kv"]
@@ -143,17 +334,7 @@ def build(a, cfg):
         if arch == "qwen3moe":
             w.add_u32(pre + "expert_feed_forward_length", F_exp)
 
-    # tokenizer
-    tokens = gpt2_byte_chars() + ["tok%d" % i for i in range(256, V)]
-    w.add_str("tokenizer.ggml.model", "gpt2")
-    w.add_str("tokenizer.ggml.pre", "gpt-2")
-    w.add_arr("tokenizer.ggml.tokens", tokens, G.STRING)
-    w.add_arr("tokenizer.ggml.token_type", np.ones(V, dtype=np.int32),
-              G.INT32)
-    w.add_arr("tokenizer.ggml.merges", [], G.STRING)
-    w.add_u32("tokenizer.ggml.bos_token_id", 256)
-    w.add_u32("tokenizer.ggml.eos_token_id", 257)
-    w.add_bool("tokenizer.ggml.add_bos_token", False)
+    add_tokenizer(w, V)
 
     def mat(*shape):   # numpy order, last dim = fan_in
         return rng.standard_normal(shape) / np.sqrt(shape[-1])

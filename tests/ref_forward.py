@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """ref_forward.py - independent float64 numpy reference of the forward pass.
 
-usage: ref_forward.py MODEL.gguf IDS OUT.npy      (IDS: comma-separated ids)
+usage: ref_forward.py [--deltanet recurrent|chunked[:C]] [--stats]
+                      MODEL.gguf IDS OUT.npy      (IDS: comma-separated ids)
 
 Reads everything from the GGUF file (keys and tensors, nothing from the
 generator) and writes an (n_tokens, n_vocab) float64 array: row i holds the
 logits after token i at position i, attending causally to positions 0..i.
 Supported architectures: llama (dense, or MoE "mixtral" with expert tensors),
-qwen3, qwen3moe. Semantics follow llama.cpp:
+qwen3, qwen3moe, and the hybrid qwen35moe / qwen35 (see below). Semantics
+follow llama.cpp:
   rms(x, w) = x / sqrt(mean(x^2) + eps) * w
   attention: optional per-head q/k RMS norm, RoPE (NEOX for qwen3*, NORM for
   llama), scale 1/sqrt(head_dim), grouped-query heads (q head h -> kv head
@@ -15,6 +17,29 @@ qwen3, qwen3moe. Semantics follow llama.cpp:
   FFN: down(silu(gate h) * up h); MoE: softmax router over all experts, top-k
   (ties -> lower index), weights renormalised to sum 1.
   logits = output (or token_embd when output.weight is absent) . rms(x)
+
+qwen35moe / qwen35 (Qwen3.5 hybrids, llama.cpp's models/qwen35*.cpp):
+  x += mixer(rms(x, attn_norm)); x += ffn(rms(x, post_attention_norm)).
+  Layer i is recurrent (Gated DeltaNet) unless (i+1) % full_attention_interval
+  == 0 (default interval 4); <arch>.attention.recurrent_layers (array, or a
+  scalar for all layers) overrides the interval when present.
+  Full attention: attn_q gives q|gate interleaved per head, q/k per-head RMS
+  norm, IMROPE (rope.dimension_sections; text positions t=h=w=pos, e=0) on
+  the first n_rot dims in NEOX pairing, causal GQA softmax attention with
+  scale 1/sqrt(head_dim), output * sigmoid(gate), attn_output.
+  Gated DeltaNet: qkv = attn_qkv h, z = attn_gate h, beta = sigmoid(ssm_beta
+  h), g = softplus(ssm_alpha h + ssm_dt.bias) * ssm_a; causal depthwise conv
+  (last tap = current token) + SiLU over qkv; q, k L2-normalised per head
+  (x / max(|x|, eps)), q scaled by 1/sqrt(d_k); v head j uses q/k head
+  j % H_k; per v head S <- exp(g) S; S <- S + k (beta (v - S^T k))^T;
+  o = S^T q; then rms(o, ssm_norm) * silu(z) per head and ssm_out.
+  --deltanet chunked[:C] computes the same delta rule over the whole
+  sequence in chunks of C tokens (default 64) with the WY / UT-transform form
+  (an independent algorithm); the default is the token-by-token recurrence.
+  FFN: qwen35moe = routed experts (softmax, top-k, renormalised) + shared
+  expert * sigmoid(ffn_gate_inp_shexp . h); qwen35 = dense SiLU FFN.
+  Norm weights are used as stored (no +1).
+  --stats prints the smallest router top-k margin (p_k - p_k+1) to stdout.
 """
 
 import os
@@ -27,14 +52,20 @@ import gguf_py as G  # noqa: E402
 
 NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe")
 NORM_ARCHS = ("llama",)
+HYBRID_ARCHS = ("qwen35moe", "qwen35")
 
 
 class Model:
-    def __init__(self, path):
+    def __init__(self, path, deltanet="recurrent", chunk=64):
         g = G.read_gguf(path)
         self.g = g
+        self.deltanet_mode = deltanet
+        self.chunk = int(chunk)
+        if deltanet not in ("recurrent", "chunked") or self.chunk < 1:
+            raise SystemExit("ref_forward: bad --deltanet mode")
+        self.min_router_margin = np.inf
         arch = g.get("general.architecture")
-        if arch not in NEOX_ARCHS + NORM_ARCHS:
+        if arch not in NEOX_ARCHS + NORM_ARCHS + HYBRID_ARCHS:
             raise SystemExit("ref_forward: unsupported architecture %r" % arch)
         self.arch = arch
 
@@ -58,9 +89,14 @@ class Model:
                              required=True))
         self.rope_base = float(key("rope.freq_base", 10000.0))
         self.n_rot = int(key("rope.dimension_count", self.head_dim))
-        self.neox = arch in NEOX_ARCHS
+        self.neox = arch in NEOX_ARCHS + HYBRID_ARCHS
         self.n_expert = int(key("expert_count", 0))
         self.n_expert_used = int(key("expert_used_count", 0))
+        self.hybrid = arch in HYBRID_ARCHS
+        self.sections = None
+        if self.hybrid:
+            self._load_hybrid(key)
+            return
 
         self.tok_embd = self.t("token_embd.weight")          # (V, D)
         self.n_vocab = self.tok_embd.shape[0]
@@ -99,6 +135,117 @@ class Model:
                 ly["down"] = self.t(b + "ffn_down.weight")
             self.layers.append(ly)
 
+    def _load_hybrid(self, key):
+        """qwen35moe / qwen35: hyperparameters and per-layer tensors."""
+        sec = key("rope.dimension_sections", required=True)
+        sec = [int(v) for v in np.atleast_1d(sec)][:4]
+        self.sections = sec + [0] * (4 - len(sec))
+        if self.head_dim != self.head_dim_v:
+            raise SystemExit("ref_forward: %s needs key_length == "
+                             "value_length" % self.arch)
+        self.d_conv = int(key("ssm.conv_kernel", required=True))
+        self.d_inner = int(key("ssm.inner_size", required=True))
+        self.d_state = int(key("ssm.state_size", required=True))
+        self.H_v = int(key("ssm.time_step_rank", required=True))
+        self.H_k = int(key("ssm.group_count", required=True))
+        if self.d_inner != self.d_state * self.H_v:
+            raise SystemExit("ref_forward: ssm.inner_size %d != state_size "
+                             "%d * time_step_rank %d"
+                             % (self.d_inner, self.d_state, self.H_v))
+        if self.H_v % self.H_k:
+            raise SystemExit("ref_forward: ssm v heads %d not a multiple of "
+                             "k heads %d" % (self.H_v, self.H_k))
+        rl = key("attention.recurrent_layers")
+        if rl is not None:
+            rl = np.atleast_1d(np.asarray(rl))
+            if rl.size == 1:
+                rl = np.repeat(rl, self.n_layer)
+            if rl.size < self.n_layer:
+                raise SystemExit("ref_forward: recurrent_layers has %d "
+                                 "entries for %d layers"
+                                 % (rl.size, self.n_layer))
+            self.is_recr = [bool(rl[i]) for i in range(self.n_layer)]
+        else:
+            iv = int(key("full_attention_interval", 4))
+            if iv <= 0:
+                raise SystemExit("ref_forward: full_attention_interval %d"
+                                 % iv)
+            self.is_recr = [(i + 1) % iv != 0 for i in range(self.n_layer)]
+        moe = self.arch == "qwen35moe"
+        if moe and not (0 < self.n_expert_used <= self.n_expert):
+            raise SystemExit("ref_forward: qwen35moe needs 0 < "
+                             "expert_used_count <= expert_count")
+
+        self.tok_embd = self.t("token_embd.weight")          # (V, D)
+        self.n_vocab = self.tok_embd.shape[0]
+        self.out_norm = self.t("output_norm.weight")
+        out = self.t("output.weight", required=False)
+        self.output = self.tok_embd if out is None else out
+        self.tied = out is None
+        conv_dim = 2 * self.H_k * self.d_state + self.d_inner
+        self.layers = []
+        for i in range(self.n_layer):
+            b = "blk.%d." % i
+            ly = dict(recurrent=self.is_recr[i],
+                      attn_norm=self.t(b + "attn_norm.weight"),
+                      ffn_norm=self.t(b + "post_attention_norm.weight"))
+            if ly["recurrent"]:
+                ly.update(
+                    wqkv=self.t(b + "attn_qkv.weight"),      # (conv_dim, D)
+                    wz=self.t(b + "attn_gate.weight"),       # (d_inner, D)
+                    conv=self.t(b + "ssm_conv1d.weight"),    # (conv_dim, K)
+                    dt_bias=self.t(b + "ssm_dt.bias"),       # (H_v,)
+                    ssm_a=self.t(b + "ssm_a"),               # (H_v,)
+                    wbeta=self.t(b + "ssm_beta.weight"),     # (H_v, D)
+                    walpha=self.t(b + "ssm_alpha.weight"),   # (H_v, D)
+                    ssm_norm=self.t(b + "ssm_norm.weight"),  # (d_state,)
+                    ssm_out=self.t(b + "ssm_out.weight"))    # (D, d_inner)
+                want = {"wqkv": (conv_dim, self.n_embd),
+                        "wz": (self.d_inner, self.n_embd),
+                        "conv": (conv_dim, self.d_conv),
+                        "dt_bias": (self.H_v,), "ssm_a": (self.H_v,),
+                        "wbeta": (self.H_v, self.n_embd),
+                        "walpha": (self.H_v, self.n_embd),
+                        "ssm_norm": (self.d_state,),
+                        "ssm_out": (self.n_embd, self.d_inner)}
+            else:
+                hd = self.head_dim
+                ly.update(
+                    wq=self.t(b + "attn_q.weight"),          # (2 Hq hd, D)
+                    wk=self.t(b + "attn_k.weight"),
+                    wv=self.t(b + "attn_v.weight"),
+                    wo=self.t(b + "attn_output.weight"),
+                    q_norm=self.t(b + "attn_q_norm.weight"),
+                    k_norm=self.t(b + "attn_k_norm.weight"))
+                want = {"wq": (2 * self.n_head * hd, self.n_embd),
+                        "wk": (self.n_head_kv * hd, self.n_embd),
+                        "wv": (self.n_head_kv * hd, self.n_embd),
+                        "wo": (self.n_embd, self.n_head * hd),
+                        "q_norm": (hd,), "k_norm": (hd,)}
+            if moe:
+                ly.update(
+                    router=self.t(b + "ffn_gate_inp.weight"),
+                    gate_exps=self.t(b + "ffn_gate_exps.weight"),
+                    up_exps=self.t(b + "ffn_up_exps.weight"),
+                    down_exps=self.t(b + "ffn_down_exps.weight"),
+                    shexp_gate_inp=self.t(b + "ffn_gate_inp_shexp.weight")
+                    .reshape(-1),
+                    gate_shexp=self.t(b + "ffn_gate_shexp.weight"),
+                    up_shexp=self.t(b + "ffn_up_shexp.weight"),
+                    down_shexp=self.t(b + "ffn_down_shexp.weight"))
+                want["router"] = (self.n_expert, self.n_embd)
+                want["shexp_gate_inp"] = (self.n_embd,)
+            else:
+                ly.update(router=None,
+                          gate=self.t(b + "ffn_gate.weight"),
+                          up=self.t(b + "ffn_up.weight"),
+                          down=self.t(b + "ffn_down.weight"))
+            for k, shp in want.items():
+                if ly[k].shape != shp:
+                    raise SystemExit("ref_forward: blk.%d %s has shape %s, "
+                                     "expected %s" % (i, k, ly[k].shape, shp))
+            self.layers.append(ly)
+
     def t(self, name, required=True):
         a = self.g.tensor(name, np.float64)
         if a is None and required:
@@ -117,7 +264,11 @@ class Model:
         half = n_rot // 2
         p = np.arange(half, dtype=np.float64)
         inv_freq = self.rope_base ** (-2.0 * p / n_rot)          # (half,)
-        theta = pos[:, None].astype(np.float64) * inv_freq[None]  # (T, half)
+        if self.sections is not None:
+            ppos = self.imrope_positions(pos, half)              # (T, half)
+        else:
+            ppos = np.repeat(pos[:, None], half, axis=1)
+        theta = ppos.astype(np.float64) * inv_freq[None]         # (T, half)
         cos = np.cos(theta)[:, None, :]
         sin = np.sin(theta)[:, None, :]
         y = x.copy()
@@ -133,9 +284,180 @@ class Model:
             y[..., 1:n_rot:2] = a * sin + b * cos
         return y
 
+    def imrope_positions(self, pos, half):
+        """IMROPE (interleaved multi-section RoPE): the position each rotated
+        pair p uses. Sections [s0, s1, s2, s3]; sector = p % (s0+s1+s2+s3);
+        position t if sector % 3 == 0 and sector < 3 s0, h if sector % 3 == 1
+        and sector < 3 s1, w if sector % 3 == 2 and sector < 3 s2, else e.
+        Text tokens: t = h = w = pos, e = 0."""
+        s0, s1, s2, s3 = self.sections
+        total = s0 + s1 + s2 + s3
+        comp = {"t": pos, "h": pos, "w": pos, "e": np.zeros_like(pos)}
+        out = np.zeros((len(pos), half), dtype=np.int64)
+        for pp in range(half):
+            sec = pp % total if total > 0 else pp
+            if sec % 3 == 0 and sec < 3 * s0:
+                c = "t"
+            elif sec % 3 == 1 and sec < 3 * s1:
+                c = "h"
+            elif sec % 3 == 2 and sec < 3 * s2:
+                c = "w"
+            else:
+                c = "e"
+            out[:, pp] = comp[c]
+        return out
+
     @staticmethod
     def silu(x):
         return x / (1.0 + np.exp(-x))
+
+    @staticmethod
+    def sigmoid(x):
+        return 1.0 / (1.0 + np.exp(-x))
+
+    @staticmethod
+    def softplus(x):
+        return np.logaddexp(0.0, x)
+
+    @staticmethod
+    def causal_softmax_attention(q, k, v, scale):
+        """q (T, Hq, hd), k (T, Hkv, hd), v (T, Hkv, hdv); q head h uses kv
+        head h // (Hq / Hkv). Returns (T, Hq, hdv)."""
+        T, Hq, _ = q.shape
+        group = Hq // k.shape[1]
+        mask = np.tril(np.ones((T, T), dtype=bool))
+        out = np.zeros((T, Hq, v.shape[2]))
+        for hh in range(Hq):
+            kv = hh // group
+            s = (q[:, hh, :] @ k[:, kv, :].T) * scale
+            s = np.where(mask, s, -np.inf)
+            s = s - s.max(axis=1, keepdims=True)
+            p = np.exp(s)
+            p /= p.sum(axis=1, keepdims=True)
+            out[:, hh, :] = p @ v[:, kv, :]
+        return out
+
+    def gated_attention(self, ly, h, pos):
+        """qwen35 full-attention layer: q|gate interleaved per head."""
+        T = h.shape[0]
+        Hq, Hkv, hd = self.n_head, self.n_head_kv, self.head_dim
+        if Hq % Hkv:
+            raise SystemExit("ref_forward: head_count %d not a multiple of "
+                             "head_count_kv %d" % (Hq, Hkv))
+        qg = (h @ ly["wq"].T).reshape(T, Hq, 2 * hd)
+        q = self.rms(qg[:, :, :hd], ly["q_norm"])
+        gate = qg[:, :, hd:]
+        k = self.rms((h @ ly["wk"].T).reshape(T, Hkv, hd), ly["k_norm"])
+        v = (h @ ly["wv"].T).reshape(T, Hkv, hd)
+        q = self.rope(q, pos)
+        k = self.rope(k, pos)
+        o = self.causal_softmax_attention(q, k, v, 1.0 / np.sqrt(hd))
+        o = o * self.sigmoid(gate)
+        return o.reshape(T, Hq * hd) @ ly["wo"].T
+
+    # ---------------------------------------------------- Gated DeltaNet
+    @staticmethod
+    def delta_recurrent(q, k, v, g, beta):
+        """Token-by-token gated delta rule. q, k (T, H, dk) (already
+        per-v-head), v (T, H, dv), g, beta (T, H). Per head, state S
+        (dk x dv) from zero: S <- exp(g) S; S <- S + k (beta (v - S^T k))^T;
+        o = S^T q. Returns o (T, H, dv)."""
+        T, H, dk = k.shape
+        dv = v.shape[2]
+        S = np.zeros((H, dk, dv))
+        o = np.zeros((T, H, dv))
+        for t in range(T):
+            S *= np.exp(g[t])[:, None, None]
+            pred = np.einsum("hkv,hk->hv", S, k[t])
+            d = beta[t][:, None] * (v[t] - pred)
+            S += k[t][:, :, None] * d[:, None, :]
+            o[t] = np.einsum("hkv,hk->hv", S, q[t])
+        return o
+
+    @staticmethod
+    def delta_chunked(q, k, v, g, beta, C):
+        """The same gated delta rule, chunk-parallel (WY representation with
+        the UT transform), chunks of C tokens; the last chunk may be shorter.
+        Within a chunk with entry state S0 and G_r = sum_{i<=r} g_i:
+            S_r = exp(G_r) S0 + sum_{i<=r} exp(G_r - G_i) k_i u_i^T
+        where the pseudo-values u solve the unit lower-triangular system
+            (I + A) u = beta (v - exp(G) K S0),
+            A_ij = beta_i exp(G_i - G_j) k_i.k_j  (j < i).
+        With Tinv = (I + A)^-1 (UT transform): u = Tinv (beta V) -
+        Tinv (beta exp(G) K) S0. Outputs:
+            O = exp(G) (Q S0) + [tril(exp(G_r - G_i) q_r.k_i)] u
+        and the state carried on is S_n (r = n - 1 above)."""
+        T, H, dk = k.shape
+        dv = v.shape[2]
+        o = np.zeros((T, H, dv))
+        for hh in range(H):
+            S = np.zeros((dk, dv))
+            for c0 in range(0, T, C):
+                c1 = min(c0 + C, T)
+                n = c1 - c0
+                Q, K, V = q[c0:c1, hh], k[c0:c1, hh], v[c0:c1, hh]
+                b, G = beta[c0:c1, hh], np.cumsum(g[c0:c1, hh])
+                incl = np.tril(np.ones((n, n), dtype=bool))
+                strict = np.tril(np.ones((n, n), dtype=bool), -1)
+                Dg = G[:, None] - G[None, :]
+                decay = np.where(incl, np.exp(np.where(incl, Dg, 0.0)), 0.0)
+                A = np.where(strict, b[:, None] * decay * (K @ K.T), 0.0)
+                # Tinv = (I + A)^-1 by forward substitution (unit lower
+                # triangular): row i of Tinv = e_i - sum_{j<i} A_ij Tinv_j
+                Tinv = np.eye(n)
+                for i in range(1, n):
+                    Tinv[i] -= A[i, :i] @ Tinv[:i]
+                Wk = Tinv @ (b[:, None] * np.exp(G)[:, None] * K)  # (n, dk)
+                Uv = Tinv @ (b[:, None] * V)                       # (n, dv)
+                U = Uv - Wk @ S
+                QK = np.where(incl, decay * (Q @ K.T), 0.0)
+                o[c0:c1, hh] = np.exp(G)[:, None] * (Q @ S) + QK @ U
+                Kd = K * np.exp(G[-1] - G)[:, None]
+                S = np.exp(G[-1]) * S + Kd.T @ U
+        return o
+
+    def deltanet(self, ly, h):
+        """Gated DeltaNet mixer over the whole sequence h (T, D)."""
+        T = h.shape[0]
+        Hk, Hv, dk = self.H_k, self.H_v, self.d_state
+        dv = self.d_inner // Hv
+        qkv = h @ ly["wqkv"].T                                  # (T, C)
+        z = (h @ ly["wz"].T).reshape(T, Hv, dv)
+        beta = self.sigmoid(h @ ly["wbeta"].T)                  # (T, Hv)
+        g = self.softplus(h @ ly["walpha"].T + ly["dt_bias"]) * ly["ssm_a"]
+        # causal depthwise conv: tap j multiplies qkv[t - (Kc-1) + j]
+        Kc = self.d_conv
+        padded = np.concatenate([np.zeros((Kc - 1, qkv.shape[1])), qkv])
+        c = np.zeros_like(qkv)
+        for j in range(Kc):
+            c += padded[j:j + T] * ly["conv"][:, j]
+        c = self.silu(c)
+        nq = Hk * dk
+        q = c[:, :nq].reshape(T, Hk, dk)
+        k = c[:, nq:2 * nq].reshape(T, Hk, dk)
+        v = c[:, 2 * nq:].reshape(T, Hv, dv)
+
+        def l2n(x):
+            n = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
+            return x / np.maximum(n, self.eps)
+        q = l2n(q) / np.sqrt(dk)
+        k = l2n(k)
+        kh = [j % Hk for j in range(Hv)]       # tiled v-head -> k-head map
+        q, k = q[:, kh, :], k[:, kh, :]
+        if self.deltanet_mode == "chunked":
+            o = self.delta_chunked(q, k, v, g, beta, self.chunk)
+        else:
+            o = self.delta_recurrent(q, k, v, g, beta)
+        o = self.rms(o, ly["ssm_norm"]) * self.silu(z)
+        return o.reshape(T, Hv * dv) @ ly["ssm_out"].T
+
+    def hybrid_ffn(self, ly, h):
+        out = self.ffn(ly, h)
+        if ly["router"] is not None:
+            sh = (self.silu(h @ ly["gate_shexp"].T) * (h @ ly["up_shexp"].T)) \
+                @ ly["down_shexp"].T
+            out = out + sh * self.sigmoid(h @ ly["shexp_gate_inp"])[:, None]
+        return out
 
     def attention(self, ly, h, pos):
         T = h.shape[0]
@@ -175,7 +497,12 @@ class Model:
         out = np.zeros_like(h)
         for t in range(h.shape[0]):
             # stable sort on -p: equal probabilities keep the lower index
-            sel = np.argsort(-p[t], kind="stable")[:k]
+            order = np.argsort(-p[t], kind="stable")
+            if k < len(order):
+                self.min_router_margin = min(
+                    self.min_router_margin,
+                    p[t, order[k - 1]] - p[t, order[k]])
+            sel = order[:k]
             wts = p[t, sel] / p[t, sel].sum()
             for e, we in zip(sel, wts):
                 g = ly["gate_exps"][e] @ h[t]
@@ -192,22 +519,67 @@ class Model:
                              % self.n_vocab)
         pos = np.arange(len(ids))
         x = self.tok_embd[ids].copy()                     # (T, D)
+        if self.hybrid:
+            for ly in self.layers:
+                h = self.rms(x, ly["attn_norm"])
+                if ly["recurrent"]:
+                    x = x + self.deltanet(ly, h)
+                else:
+                    x = x + self.gated_attention(ly, h, pos)
+                x = x + self.hybrid_ffn(ly, self.rms(x, ly["ffn_norm"]))
+            return self.rms(x, self.out_norm) @ self.output.T
         for ly in self.layers:
             x = x + self.attention(ly, self.rms(x, ly["attn_norm"]), pos)
             x = x + self.ffn(ly, self.rms(x, ly["ffn_norm"]))
         return self.rms(x, self.out_norm) @ self.output.T   # (T, V)
 
 
+def parse_deltanet(spec):
+    """'recurrent' | 'chunked' | 'chunked:C' -> (mode, C)."""
+    if spec == "recurrent":
+        return "recurrent", 64
+    if spec == "chunked":
+        return "chunked", 64
+    if spec.startswith("chunked:"):
+        try:
+            c = int(spec[len("chunked:"):])
+        except ValueError:
+            c = 0
+        if c >= 1:
+            return "chunked", c
+    raise SystemExit("ref_forward: --deltanet must be recurrent, chunked or "
+                     "chunked:C (C >= 1), not %r" % spec)
+
+
 def main(argv):
+    argv = list(argv)
+    mode, chunk = "recurrent", 64
+    stats = False
+    if "--stats" in argv:
+        argv.remove("--stats")
+        stats = True
+    if "--deltanet" in argv:
+        i = argv.index("--deltanet")
+        if i + 1 >= len(argv):
+            raise SystemExit("ref_forward: --deltanet needs a value")
+        mode, chunk = parse_deltanet(argv[i + 1])
+        del argv[i:i + 2]
     if len(argv) != 3:
-        sys.stderr.write("usage: ref_forward.py MODEL.gguf ID,ID,... "
+        sys.stderr.write("usage: ref_forward.py [--deltanet recurrent|"
+                         "chunked[:C]] [--stats] MODEL.gguf ID,ID,... "
                          "OUT.npy\n")
         return 2
     model_path, ids_s, out_path = argv
     ids = [int(s) for s in ids_s.split(",") if s.strip() != ""]
-    m = Model(model_path)
+    m = Model(model_path, deltanet=mode, chunk=chunk)
     logits = m.forward(ids)
     np.save(out_path, logits)
+    if stats:
+        sys.stdout.write("ref_forward: %s, %d tokens, smallest router top-k "
+                         "margin %s\n" % (m.arch, len(ids),
+                                          "%.4f" % m.min_router_margin
+                                          if np.isfinite(m.min_router_margin)
+                                          else "n/a"))
     return 0
 
 

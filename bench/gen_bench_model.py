@@ -1,0 +1,586 @@
+#!/usr/bin/python3
+"""gen_bench_model.py - random-weight GGUF models of real geometries, written
+directly in a quantized type (no float master copy), for speed benchmarks.
+
+    python3 bench/gen_bench_model.py OUT.gguf --geometry G --layers N \
+        --type Q8_0|Q4_K|Q4_K_M|Q2_K|F16 [--seed S]
+    python3 bench/gen_bench_model.py --verify OUT.gguf     # read back, check
+
+Geometries (tensor and key names follow llama.cpp):
+  qwen3-30b-a3b  arch qwen3moe: hidden 2048, 48 layers, 32 q / 4 kv heads of
+                 128, 128 experts top-8 of FFN 768, vocab 151936, untied output.
+  dense          arch qwen3: hidden 4096, 32 q / 8 kv heads of 128, FFN 12288,
+                 vocab 151936, untied. Default 23 layers: 5.69 G parameters,
+                 the same total as qwen3-30b-a3b at 8 layers (5.61 G), so the
+                 two files have about the same size at a given type while the
+                 dense one reads all of it per token.
+  pocket-35b     arch qwen35moe (Qwen3.5-35B-A3B shape): hidden 2048, 40
+                 layers, every 4th full attention (16 q / 2 kv heads of 256,
+                 gated q, partial RoPE 64 dims), the others Gated DeltaNet (16
+                 k-heads / 32 v-heads of 128, conv 4), 256 experts top-8 of FFN
+                 512 + a gated shared expert of 512, vocab 248320. pocket
+                 cannot run it yet; see ../shared/fixtures/qwen35moe/README.md.
+
+Types: 1-D tensors, norms, routers (ffn_gate_inp) and ssm_conv1d are F32.
+Q8_0 / Q4_K / Q2_K / F16 put every other matrix in that type; Q4_K_M is
+llama-quantize's mix (src/quantize.c rule_type): output Q6_K, attn_v (and
+qwen35moe's attn_qkv) and ffn_down* Q6_K on the layers use_more_bits picks
+(first n/8, last n/8, every third in between), everything else Q4_K.
+
+Weights are random but every block is valid and zero-mean with a standard
+deviation of about 1/sqrt(fan_in) (token_embd: 1), so activations stay O(1):
+  Q8_0  d = sigma*sqrt(3)/127, qs uniform in [-127, 127]
+  Q4_K  q uniform 4-bit, sc uniform 6-bit in [32, 63], dmin = 7.5 d, m = sc:
+        w = d*sc*(q - 7.5)
+  Q2_K  q uniform 2-bit, sc in [8, 15], dmin = 1.5 d, m = sc:
+        w = d*sc*(q - 1.5)
+  Q6_K  q uniform 6-bit, scales in [16, 48]: w = d*scale*(q - 32)
+d is jittered per block by +-20%. Blocks are made with vectorised numpy in
+chunks of about 64 MB and streamed to the file, so a 3 GB model takes a
+minute or two (mostly disk and random-byte generation).
+"""
+
+import argparse
+import math
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests"))
+import gguf_py as G  # noqa: E402
+
+# ggml type ids and (block elements, block bytes)
+F32, F16, Q8_0, Q2_K, Q4_K, Q6_K = 0, 1, 8, 10, 12, 14
+TNAME = {F32: "F32", F16: "F16", Q8_0: "Q8_0", Q2_K: "Q2_K", Q4_K: "Q4_K",
+         Q6_K: "Q6_K"}
+BLOCK = {F32: (1, 4), F16: (1, 2), Q8_0: (32, 34), Q2_K: (256, 84),
+         Q4_K: (256, 144), Q6_K: (256, 210)}
+# llama_ftype written as general.file_type
+FILE_TYPE = {"F16": 1, "Q8_0": 7, "Q2_K": 10, "Q4_K": 14, "Q4_K_M": 15}
+ALIGN = 32
+CHUNK_BYTES = 64 << 20
+
+
+def use_more_bits(i, n):
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+# ------------------------------------------------------------- geometries
+
+def layers_default(geometry):
+    return {"qwen3-30b-a3b": 48, "dense": 23, "pocket-35b": 40}[geometry]
+
+
+def gpt2_byte_chars():
+    """The 256 GPT-2 byte-level characters in bytes_to_unicode order."""
+    printable = (list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) +
+                 list(range(0xAE, 0x100)))
+    chars = [chr(b) for b in printable]
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            chars.append(chr(256 + extra))
+            extra += 1
+    return chars
+
+
+def tokenizer_kv(vocab, pre, first_special):
+    """A loadable byte-level BPE vocabulary: the 256 byte characters, unique
+    filler tokens, and Qwen's three chat specials at first_special.."""
+    tokens = gpt2_byte_chars()
+    tokens += ["<f%d>" % i for i in range(len(tokens), vocab)]
+    types = np.ones(vocab, dtype=np.int32)           # NORMAL
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    for k, s in enumerate(specials):
+        tokens[first_special + k] = s
+        types[first_special + k] = 3                 # CONTROL
+    eot, eos = first_special, first_special + 2
+    return [
+        ("tokenizer.ggml.model", G.STRING, "gpt2", None),
+        ("tokenizer.ggml.pre", G.STRING, pre, None),
+        ("tokenizer.ggml.tokens", G.ARRAY, tokens, G.STRING),
+        ("tokenizer.ggml.token_type", G.ARRAY, types, G.INT32),
+        ("tokenizer.ggml.merges", G.ARRAY, [], G.STRING),
+        ("tokenizer.ggml.bos_token_id", G.UINT32, eot, None),
+        ("tokenizer.ggml.eos_token_id", G.UINT32, eos, None),
+        ("tokenizer.ggml.padding_token_id", G.UINT32, eot, None),
+        ("tokenizer.ggml.add_bos_token", G.BOOL, False, None),
+        ("tokenizer.ggml.add_eos_token", G.BOOL, False, None),
+    ]
+
+
+class Spec:
+    """Tensor list: (name, ne (ggml order), kind, layer, sigma)."""
+
+    def __init__(self):
+        self.kv = []
+        self.tensors = []
+
+    def key(self, k, vtype, v, arr_type=None):
+        self.kv.append((k, vtype, v, arr_type))
+
+    def mat(self, name, ne, layer=-1, sigma=None, kind="mat"):
+        if sigma is None:
+            sigma = 1.0 / math.sqrt(ne[0])
+        self.tensors.append((name, list(ne), kind, layer, sigma))
+
+    def f32(self, name, ne, kind, layer=-1, sigma=1.0):
+        self.tensors.append((name, list(ne), kind, layer, sigma))
+
+
+def spec_qwen3(a, moe):
+    s = Spec()
+    if moe:
+        arch, D, Hq, Hkv, hd, F, E, K, Fe = ("qwen3moe", 2048, 32, 4, 128,
+                                             6144, 128, 8, 768)
+    else:
+        arch, D, Hq, Hkv, hd, F, E, K, Fe = ("qwen3", 4096, 32, 8, 128,
+                                             12288, 0, 0, 0)
+    V, L, p = 151936, a.layers, arch + "."
+    s.key("general.architecture", G.STRING, arch)
+    s.key("general.name", G.STRING, "pocket-bench-%s-%dL-%s" %
+          (a.geometry, L, a.type))
+    s.key("general.file_type", G.UINT32, FILE_TYPE[a.type])
+    s.key("general.quantization_version", G.UINT32, 2)
+    s.key(p + "block_count", G.UINT32, L)
+    s.key(p + "context_length", G.UINT32, 4096)
+    s.key(p + "embedding_length", G.UINT32, D)
+    s.key(p + "feed_forward_length", G.UINT32, F)
+    s.key(p + "attention.head_count", G.UINT32, Hq)
+    s.key(p + "attention.head_count_kv", G.UINT32, Hkv)
+    s.key(p + "attention.key_length", G.UINT32, hd)
+    s.key(p + "attention.value_length", G.UINT32, hd)
+    s.key(p + "attention.layer_norm_rms_epsilon", G.FLOAT32, 1e-6)
+    s.key(p + "rope.freq_base", G.FLOAT32, 1e6)
+    if moe:
+        s.key(p + "expert_count", G.UINT32, E)
+        s.key(p + "expert_used_count", G.UINT32, K)
+        s.key(p + "expert_feed_forward_length", G.UINT32, Fe)
+    for k in tokenizer_kv(V, "qwen2", 151643):
+        s.key(*k)
+    s.mat("token_embd.weight", [D, V], sigma=1.0)
+    s.f32("output_norm.weight", [D], "norm")
+    s.mat("output.weight", [D, V])
+    for i in range(L):
+        b = "blk.%d." % i
+        s.f32(b + "attn_norm.weight", [D], "norm", i)
+        s.mat(b + "attn_q.weight", [D, Hq * hd], i)
+        s.mat(b + "attn_k.weight", [D, Hkv * hd], i)
+        s.mat(b + "attn_v.weight", [D, Hkv * hd], i)
+        s.mat(b + "attn_output.weight", [Hq * hd, D], i)
+        s.f32(b + "attn_q_norm.weight", [hd], "norm", i)
+        s.f32(b + "attn_k_norm.weight", [hd], "norm", i)
+        s.f32(b + "ffn_norm.weight", [D], "norm", i)
+        if moe:
+            s.f32(b + "ffn_gate_inp.weight", [D, E], "router", i,
+                  1.0 / math.sqrt(D))
+            s.mat(b + "ffn_gate_exps.weight", [D, Fe, E], i)
+            s.mat(b + "ffn_up_exps.weight", [D, Fe, E], i)
+            s.mat(b + "ffn_down_exps.weight", [Fe, D, E], i)
+        else:
+            s.mat(b + "ffn_gate.weight", [D, F], i)
+            s.mat(b + "ffn_up.weight", [D, F], i)
+            s.mat(b + "ffn_down.weight", [F, D], i)
+    return s
+
+
+def spec_qwen35moe(a):
+    s = Spec()
+    D, V, L, p = 2048, 248320, a.layers, "qwen35moe."
+    Hq, Hkv, hd, n_rot = 16, 2, 256, 64
+    Hk, Hv, dS, conv = 16, 32, 128, 4          # DeltaNet heads, head dim
+    E, K, Fe, Fs, interval = 256, 8, 512, 512, 4
+    qkv = 2 * Hk * dS + Hv * dS                # conv channels: q | k | v
+    s.key("general.architecture", G.STRING, "qwen35moe")
+    s.key("general.type", G.STRING, "model")
+    s.key("general.name", G.STRING, "pocket-bench-pocket-35b-%dL-%s" %
+          (L, a.type))
+    s.key("general.file_type", G.UINT32, FILE_TYPE[a.type])
+    s.key("general.quantization_version", G.UINT32, 2)
+    s.key(p + "block_count", G.UINT32, L)
+    s.key(p + "context_length", G.UINT32, 4096)
+    s.key(p + "embedding_length", G.UINT32, D)
+    s.key(p + "feed_forward_length", G.UINT32, Fe)
+    s.key(p + "attention.head_count", G.UINT32, Hq)
+    s.key(p + "attention.head_count_kv", G.UINT32, Hkv)
+    s.key(p + "attention.key_length", G.UINT32, hd)
+    s.key(p + "attention.value_length", G.UINT32, hd)
+    s.key(p + "attention.layer_norm_rms_epsilon", G.FLOAT32, 1e-6)
+    s.key(p + "rope.freq_base", G.FLOAT32, 1e7)
+    s.key(p + "rope.dimension_count", G.UINT32, n_rot)
+    s.key(p + "rope.dimension_sections", G.ARRAY,
+          np.array([11, 11, 10, 0], dtype=np.int32), G.INT32)
+    s.key(p + "expert_count", G.UINT32, E)
+    s.key(p + "expert_used_count", G.UINT32, K)
+    s.key(p + "expert_feed_forward_length", G.UINT32, Fe)
+    s.key(p + "expert_shared_feed_forward_length", G.UINT32, Fs)
+    s.key(p + "ssm.conv_kernel", G.UINT32, conv)
+    s.key(p + "ssm.state_size", G.UINT32, dS)
+    s.key(p + "ssm.group_count", G.UINT32, Hk)
+    s.key(p + "ssm.time_step_rank", G.UINT32, Hv)
+    s.key(p + "ssm.inner_size", G.UINT32, Hv * dS)
+    s.key(p + "full_attention_interval", G.UINT32, interval)
+    for k in tokenizer_kv(V, "qwen35", 248044):
+        s.key(*k)
+    s.mat("token_embd.weight", [D, V], sigma=1.0)
+    s.f32("output_norm.weight", [D], "norm")
+    s.mat("output.weight", [D, V])
+    for i in range(L):
+        b = "blk.%d." % i
+        s.f32(b + "attn_norm.weight", [D], "norm", i)
+        s.f32(b + "post_attention_norm.weight", [D], "norm", i)
+        if (i + 1) % interval == 0:            # gated full attention
+            s.mat(b + "attn_q.weight", [D, 2 * Hq * hd], i)
+            s.mat(b + "attn_k.weight", [D, Hkv * hd], i)
+            s.mat(b + "attn_v.weight", [D, Hkv * hd], i)
+            s.f32(b + "attn_q_norm.weight", [hd], "norm", i)
+            s.f32(b + "attn_k_norm.weight", [hd], "norm", i)
+            s.mat(b + "attn_output.weight", [Hq * hd, D], i)
+        else:                                  # Gated DeltaNet
+            s.mat(b + "attn_qkv.weight", [D, qkv], i)
+            s.mat(b + "attn_gate.weight", [D, Hv * dS], i)
+            s.f32(b + "ssm_conv1d.weight", [conv, qkv], "conv", i, 0.5)
+            s.f32(b + "ssm_dt.bias", [Hv], "dt_bias", i)
+            s.f32(b + "ssm_a", [Hv], "ssm_a", i)
+            s.mat(b + "ssm_beta.weight", [D, Hv], i)
+            s.mat(b + "ssm_alpha.weight", [D, Hv], i, 0.5 / math.sqrt(D))
+            s.f32(b + "ssm_norm.weight", [dS], "norm", i)
+            s.mat(b + "ssm_out.weight", [Hv * dS, D], i)
+        s.f32(b + "ffn_gate_inp.weight", [D, E], "router", i,
+              1.0 / math.sqrt(D))
+        s.mat(b + "ffn_gate_exps.weight", [D, Fe, E], i)
+        s.mat(b + "ffn_up_exps.weight", [D, Fe, E], i)
+        s.mat(b + "ffn_down_exps.weight", [Fe, D, E], i)
+        s.f32(b + "ffn_gate_inp_shexp.weight", [D], "router", i,
+              1.0 / math.sqrt(D))
+        s.mat(b + "ffn_gate_shexp.weight", [D, Fs], i)
+        s.mat(b + "ffn_up_shexp.weight", [D, Fs], i)
+        s.mat(b + "ffn_down_shexp.weight", [Fs, D], i)
+    return s
+
+
+def tensor_type(name, kind, layer, n_layer, qtype):
+    """ggml type of one tensor under --type qtype."""
+    if kind != "mat":
+        return F32
+    if qtype != "Q4_K_M":
+        return {"Q8_0": Q8_0, "Q4_K": Q4_K, "Q2_K": Q2_K, "F16": F16}[qtype]
+    if name == "output.weight":
+        return Q6_K
+    # attn_v-like tensors: one per layer here, so llama-quantize's running
+    # counter equals the layer number; ffn_down*: layer from the name.
+    if ("attn_v.weight" in name or "attn_qkv.weight" in name or
+            "ffn_down" in name):
+        return Q6_K if use_more_bits(layer, n_layer) else Q4_K
+    return Q4_K
+
+
+# ------------------------------------------------------------ block makers
+
+def _jitter(rng, n):
+    return rng.uniform(0.8, 1.2, n)
+
+
+def make_q8_0(rng, nb, sigma):
+    dt = np.dtype([("d", "<f2"), ("q", "i1", (32,))])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 34)), dtype=dt)
+    q = a["q"]
+    np.maximum(q, -127, out=q)                 # as ggml's quantizer: no -128
+    a["d"] = (sigma * math.sqrt(3.0) / 127.0 * _jitter(rng, nb))
+    return a
+
+
+def make_q4_K(rng, nb, sigma):
+    dt = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("sc", "u1", (12,)),
+                   ("q", "u1", (128,))])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 144)), dtype=dt)
+    sc = rng.integers(32, 64, size=(nb, 8), dtype=np.uint8)
+    m = sc                                     # with dmin = 7.5 d: zero mean
+    # std of d*sc*(q-7.5), q uniform 0..15: d * sc * sqrt(255/12)
+    d = (sigma / (47.5 * math.sqrt(255.0 / 12.0)) * _jitter(rng, nb))
+    d16 = d.astype(np.float16)
+    a["d"] = d16
+    a["dmin"] = (d16.astype(np.float32) * 7.5).astype(np.float16)
+    p = a["sc"]
+    p[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    p[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
+    p[:, 8:12] = (sc[:, 4:8] & 15) | ((m[:, 4:8] & 15) << 4)
+    return a
+
+
+def make_q2_K(rng, nb, sigma):
+    dt = np.dtype([("sc", "u1", (16,)), ("q", "u1", (64,)), ("d", "<f2"),
+                   ("dmin", "<f2")])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 84)), dtype=dt)
+    sc = rng.integers(8, 16, size=(nb, 16), dtype=np.uint8)
+    a["sc"] = sc | (sc << 4)                   # min = scale, dmin = 1.5 d
+    # std of d*sc*(q-1.5), q uniform 0..3: d * sc * sqrt(15/12)
+    d = (sigma / (11.5 * math.sqrt(15.0 / 12.0)) * _jitter(rng, nb))
+    d16 = d.astype(np.float16)
+    a["d"] = d16
+    a["dmin"] = (d16.astype(np.float32) * 1.5).astype(np.float16)
+    return a
+
+
+def make_q6_K(rng, nb, sigma):
+    dt = np.dtype([("ql", "u1", (128,)), ("qh", "u1", (64,)),
+                   ("sc", "i1", (16,)), ("d", "<f2")])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 210)), dtype=dt)
+    a["sc"] = rng.integers(16, 49, size=(nb, 16), dtype=np.int8)
+    # std of d*sc*(q-32), q uniform 0..63: d * sc * sqrt(4095/12)
+    a["d"] = (sigma / (32.0 * math.sqrt(4095.0 / 12.0)) * _jitter(rng, nb))
+    return a
+
+
+def make_f16(rng, n, sigma):
+    return (rng.standard_normal(n, dtype=np.float32) * sigma).astype("<f2")
+
+
+MAKERS = {Q8_0: make_q8_0, Q4_K: make_q4_K, Q2_K: make_q2_K,
+          Q6_K: make_q6_K}
+
+
+def f32_values(rng, kind, ne, sigma):
+    n = int(np.prod(ne))
+    if kind == "norm":
+        v = 1.0 + 0.1 * rng.standard_normal(n)
+    elif kind == "router":
+        v = rng.standard_normal(n) * sigma
+    elif kind == "conv":
+        v = rng.standard_normal(n) * sigma
+    elif kind == "ssm_a":
+        v = -rng.uniform(1.0, 16.0, n)
+    elif kind == "dt_bias":
+        dt = np.exp(rng.uniform(math.log(1e-3), math.log(1e-1), n))
+        v = np.log(np.expm1(dt))
+    else:
+        raise ValueError(kind)
+    return v.astype("<f4")
+
+
+# ------------------------------------------------------------------ writer
+
+def nbytes_of(ne, ttype):
+    be, bb = BLOCK[ttype]
+    n = int(np.prod(ne))
+    if ne[0] % be:
+        raise SystemExit("row length %d is not a multiple of %s's block %d"
+                         % (ne[0], TNAME[ttype], be))
+    return n // be * bb
+
+
+def pad(n):
+    return (ALIGN - n % ALIGN) % ALIGN
+
+
+def write_model(a, spec):
+    w = G.GGUFWriter()       # used for its metadata serialisation only
+    plan = []
+    offset = 0
+    for name, ne, kind, layer, sigma in spec.tensors:
+        t = tensor_type(name, kind, layer, a.layers, a.type)
+        nb = nbytes_of(ne, t)
+        plan.append((name, ne, kind, layer, sigma, t, offset, nb))
+        offset += nb + pad(nb)
+    head = [G.GGUF_MAGIC, struct.pack("<IQQ", 3, len(plan), len(spec.kv))]
+    for key, vtype, v, arr_type in spec.kv:
+        head += [w._str(key), struct.pack("<I", vtype),
+                 w._value(vtype, v, arr_type)]
+    for name, ne, kind, layer, sigma, t, off, nb in plan:
+        head += [w._str(name), struct.pack("<I", len(ne)),
+                 struct.pack("<%dQ" % len(ne), *ne),
+                 struct.pack("<IQ", t, off)]
+    head = b"".join(head)
+    total = len(head) + pad(len(head)) + offset
+    print("%s: %d tensors, %.3f GB" % (a.out, len(plan), total / 1e9),
+          flush=True)
+    t0 = time.time()
+    done = 0
+    with open(a.out, "wb") as f:
+        f.write(head + b"\0" * pad(len(head)))
+        for idx, (name, ne, kind, layer, sigma, t, off, nb) in \
+                enumerate(plan):
+            rng = np.random.default_rng([a.seed, idx])
+            if t == F32:
+                data = f32_values(rng, kind, ne, sigma)
+                assert data.nbytes == nb
+                f.write(data.tobytes())
+            else:
+                be, bb = BLOCK[t]
+                nblk = nb // bb
+                step = max(1, CHUNK_BYTES // bb)
+                for s0 in range(0, nblk, step):
+                    k = min(step, nblk - s0)
+                    if t == F16:
+                        blk = make_f16(rng, k, sigma)
+                    else:
+                        blk = MAKERS[t](rng, k, sigma)
+                    f.write(memoryview(blk).cast("B"))
+            f.write(b"\0" * pad(nb))
+            done += nb
+            if a.verbose:
+                print("  %-34s %-5s %s %.1f MB" % (name, TNAME[t], ne,
+                                                  nb / 1e6), flush=True)
+        size = f.tell()
+    assert size == total, (size, total)
+    dt = time.time() - t0
+    counts = {}
+    for p in plan:
+        counts[TNAME[p[5]]] = counts.get(TNAME[p[5]], 0) + p[7]
+    print("wrote %.3f GB in %.1f s (%.0f MB/s); bytes by type: %s" % (
+        size / 1e9, dt, size / 1e6 / max(dt, 1e-9),
+        ", ".join("%s %.1f MB" % (k, v / 1e6)
+                  for k, v in sorted(counts.items()))), flush=True)
+
+
+# ------------------------------------------------------------------ verify
+
+def dequant(raw, t, nblk):
+    """Dequantise nblk blocks of type t (reference formulas of src/quant.h)."""
+    if t == Q8_0:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("q", "i1", (32,))],
+                          count=nblk)
+        return b["d"].astype(np.float32)[:, None] * b["q"]
+    if t == Q4_K:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("dmin", "<f2"),
+                                      ("sc", "u1", (12,)),
+                                      ("q", "u1", (128,))], count=nblk)
+        p = b["sc"].astype(np.int32)
+        sc = np.empty((nblk, 8), np.int32)
+        m = np.empty((nblk, 8), np.int32)
+        sc[:, :4], m[:, :4] = p[:, :4] & 63, p[:, 4:8] & 63
+        sc[:, 4:] = (p[:, 8:] & 15) | ((p[:, :4] >> 6) << 4)
+        m[:, 4:] = (p[:, 8:] >> 4) | ((p[:, 4:8] >> 6) << 4)
+        q = b["q"].reshape(nblk, 4, 32)
+        qq = np.stack([q & 15, q >> 4], axis=2).reshape(nblk, 8, 32)
+        d = b["d"].astype(np.float32)[:, None, None]
+        dm = b["dmin"].astype(np.float32)[:, None, None]
+        return (d * sc[:, :, None] * qq - dm * m[:, :, None]).reshape(nblk, -1)
+    if t == Q2_K:
+        b = np.frombuffer(raw, dtype=[("sc", "u1", (16,)), ("q", "u1", (64,)),
+                                      ("d", "<f2"), ("dmin", "<f2")],
+                          count=nblk)
+        q = b["q"].reshape(nblk, 2, 1, 32)
+        sh = np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)
+        qq = ((q >> sh) & 3).reshape(nblk, 16, 16)
+        sc = (b["sc"] & 15).astype(np.float32)[:, :, None]
+        mn = (b["sc"] >> 4).astype(np.float32)[:, :, None]
+        d = b["d"].astype(np.float32)[:, None, None]
+        dm = b["dmin"].astype(np.float32)[:, None, None]
+        return (d * sc * qq - dm * mn).reshape(nblk, -1)
+    if t == Q6_K:
+        b = np.frombuffer(raw, dtype=[("ql", "u1", (128,)), ("qh", "u1", (64,)),
+                                      ("sc", "i1", (16,)), ("d", "<f2")],
+                          count=nblk)
+        ql = b["ql"].reshape(nblk, 2, 2, 32).astype(np.int32)  # h, k&1, l
+        qh = b["qh"].reshape(nblk, 2, 1, 32).astype(np.int32)  # h, -, l
+        out = np.empty((nblk, 2, 4, 32), np.int32)
+        for k in range(4):
+            lo = ql[:, :, k & 1] if k < 2 else ql[:, :, k & 1] >> 4
+            out[:, :, k] = (lo & 15) | (((qh[:, :, 0] >> (2 * k)) & 3) << 4)
+        q = out.reshape(nblk, 16, 16) - 32
+        return (b["d"].astype(np.float32)[:, None, None] *
+                b["sc"].astype(np.float32)[:, :, None] * q).reshape(nblk, -1)
+    if t == F16:
+        return np.frombuffer(raw, dtype="<f2", count=nblk).astype(np.float32)
+    if t == F32:
+        return np.frombuffer(raw, dtype="<f4", count=nblk)
+    raise ValueError(t)
+
+
+def verify(path):
+    """Header via tests/gguf_py.py; every tensor's extent inside the file;
+    a sample of blocks of every tensor dequantised: finite, mean ~ 0, std
+    vs 1/sqrt(fan_in)."""
+    g = G.read_gguf(path, load_data=False)
+    size = os.path.getsize(path)
+    arch = g.kv["general.architecture"]
+    print("%s: GGUF v%d, arch %s, %d keys, %d tensors, %d bytes" % (
+        path, g.version, arch, len(g.kv), len(g.tinfo), size))
+    bad = 0
+    worst = 0.0
+    with open(path, "rb") as f:
+        for name in g.tensor_order:
+            ti = g.tinfo[name]
+            t, ne = ti["type"], ti["ne"]
+            if t not in BLOCK:
+                print("  %s: unexpected type %d" % (name, t))
+                bad += 1
+                continue
+            nb = nbytes_of(ne, t)
+            start = g.data_offset + ti["offset"]
+            if start + nb > size:
+                print("  %s: data beyond end of file" % name)
+                bad += 1
+                continue
+            be, bb = BLOCK[t]
+            nblk = nb // bb
+            take = min(nblk, max(1, 65536 // be))
+            f.seek(start + (nblk - take) // 2 * bb)   # blocks mid-tensor
+            x = dequant(f.read(take * bb), t, take).astype(np.float64)
+            if not np.all(np.isfinite(x)):
+                print("  %s: non-finite values" % name)
+                bad += 1
+                continue
+            if t in (F32,) or len(ne) == 1:
+                continue
+            if "ssm_conv1d" in name or "ffn_gate_inp" in name:
+                continue
+            want = 1.0 if name == "token_embd.weight" else 1 / math.sqrt(ne[0])
+            if "ssm_alpha" in name:
+                want *= 0.5
+            r = x.std() / want
+            worst = max(worst, abs(r - 1), abs(x.mean()) / want)
+            if abs(r - 1) > 0.1 or abs(x.mean()) > 0.05 * want:
+                print("  %s: std %.3g (want %.3g), mean %.3g" % (
+                    name, x.std(), want, x.mean()))
+                bad += 1
+    last = max(g.tinfo.values(), key=lambda ti: ti["offset"])
+    print("  data section ends at %d of %d bytes" % (
+        g.data_offset + last["offset"] + nbytes_of(last["ne"], last["type"]),
+        size))
+    types = {}
+    for ti in g.tinfo.values():
+        types[TNAME.get(ti["type"], ti["type"])] = types.get(
+            TNAME.get(ti["type"], ti["type"]), 0) + 1
+    print("  tensors by type: %s; worst std/mean deviation %.3f; %s" % (
+        types, worst, "OK" if not bad else "%d PROBLEMS" % bad))
+    return 1 if bad else 0
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out")
+    p.add_argument("--geometry", choices=["qwen3-30b-a3b", "dense",
+                                          "pocket-35b"])
+    p.add_argument("--layers", type=int, default=None)
+    p.add_argument("--type", choices=sorted(FILE_TYPE), default="Q4_K_M")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--verify", action="store_true",
+                   help="read OUT back and check it instead of writing")
+    p.add_argument("-v", "--verbose", action="store_true")
+    a = p.parse_args(argv)
+    if a.verify:
+        return verify(a.out)
+    if not a.geometry:
+        p.error("--geometry is required")
+    if a.layers is None:
+        a.layers = layers_default(a.geometry)
+    if a.layers < 1:
+        p.error("--layers must be >= 1")
+    if a.geometry == "pocket-35b":
+        spec = spec_qwen35moe(a)
+    else:
+        spec = spec_qwen3(a, a.geometry == "qwen3-30b-a3b")
+    d = os.path.dirname(os.path.abspath(a.out))
+    os.makedirs(d, exist_ok=True)
+    write_model(a, spec)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

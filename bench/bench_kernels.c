@@ -5,7 +5,7 @@
  *
  *   gcc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
  *       bench/bench_kernels.c build/libpocket.a -o build/bench_kernels -lm -lpthread
- *   ./build/bench_kernels [MB]
+ *   ./build/bench_kernels [MB [TYPE]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,13 +37,17 @@ static void fill_type(int type, void *dst, int64_t nelem) {
 
 int main(int argc, char **argv) {
     size_t mb = argc > 1 ? (size_t)atoi(argv[1]) : 64;
+    const char *only = argc > 2 ? argv[2] : NULL;   /* one type name, e.g. Q4_K */
     const int64_t n = 4096;                    /* row length (a typical hidden size) */
-    static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0 };
+    static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0,
+                                 PK_TYPE_Q4_0, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K,
+                                 PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
     const pk_kernels *list[8];
     int nl = pk_kernels_list(list, 8);
     printf("%-8s %-6s %10s %10s\n", "isa", "type", "GB/s", "ms/pass");
-    for (int ti = 0; ti < 4; ti++) {
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         int t = types[ti];
+        if (only && strcmp(only, pk_type_name(t))) continue;
         size_t rb = pk_row_size(t, n);
         int64_t nrows = (int64_t)(mb << 20) / (int64_t)rb;
         nrows &= ~(int64_t)63;

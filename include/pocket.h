@@ -49,6 +49,7 @@ typedef struct pk_model_info {
     const char *arch;          /* general.architecture */
     const char *name;          /* general.name, or "" */
     int n_vocab, n_ctx_train, n_embd, n_layer;
+    int n_nextn;               /* MTP layers after the n_layer blocks (loaded, unused) */
     int n_head, n_head_kv, head_dim, head_dim_v, n_rot;
     float rope_base, rms_eps;
     const char *rope_style;    /* "norm" or "neox" */

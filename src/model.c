@@ -114,6 +114,8 @@ static int load_hparams(pk_model *m, const char *an, pk_error *err) {
         (rc = get_hp(f, an, "block_count", 1, 1, 4096, &hp->n_layer, err)) ||
         (rc = get_hp(f, an, "attention.head_count", 1, 1, 4096, &hp->n_head, err)))
         return rc;
+    if ((rc = get_hp(f, an, "nextn_predict_layers", 0, 0, hp->n_layer - 1, &hp->n_nextn, err))) return rc;
+    hp->n_layer -= hp->n_nextn;
     hp->n_head_kv = hp->n_head;
     if ((rc = get_hp(f, an, "attention.head_count_kv", 0, 1, 4096, &hp->n_head_kv, err))) return rc;
     if (hp->n_head % hp->n_head_kv)
@@ -314,6 +316,10 @@ static void count_params(pk_model *m) {
                           : nbytes(&t[i]);
         }
     }
+    for (int i = 0; i < hp->n_nextn; i++) {
+        const pk_tensor *t = (const pk_tensor *)&m->nextn[i];
+        for (size_t j = 0; j < sizeof(struct pk_nextn) / sizeof(pk_tensor); j++) total += nel(&t[j]);
+    }
     m->n_params = total;
     m->n_params_active = active;
     m->bytes_per_token = bytes;
@@ -364,6 +370,25 @@ int pk_model_load(const char *path, pk_model **out, pk_error *err) {
     }
     for (int il = 0; il < hp->n_layer; il++)
         if ((rc = bind_layer(m, il, err))) goto fail;
+    if (hp->n_nextn && !(m->nextn = pk_calloc((size_t)hp->n_nextn, sizeof *m->nextn))) {
+        rc = pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    for (int i = 0; i < hp->n_nextn; i++) {
+        struct pk_nextn *n = &m->nextn[i];
+        const int il = hp->n_layer + i, D = hp->n_embd;
+        char nm[96];
+#define NB(field, suffix, req, nd, a, b)                                                   \
+        snprintf(nm, sizeof nm, "blk.%d.nextn.%s.weight", il, suffix);                      \
+        if ((rc = bind(m, &n->field, nm, req, nd, a, b, 0, err))) goto fail;
+        NB(eh_proj, "eh_proj", 1, 2, 2 * D, D)
+        NB(enorm, "enorm", 1, 1, D, 0)
+        NB(hnorm, "hnorm", 1, 1, D, 0)
+        NB(embed_tokens, "embed_tokens", 0, 2, D, hp->n_vocab)
+        NB(shared_head_head, "shared_head_head", 0, 2, D, hp->n_vocab)
+        NB(shared_head_norm, "shared_head_norm", 0, 1, D, 0)
+#undef NB
+    }
     if ((rc = pk_tokenizer_load(m->gguf, &m->tok, err))) goto fail;
     if (pk_tokenizer_n_vocab(m->tok) > hp->n_vocab) {
         rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tokenizer has %d tokens but token_embd.weight only %d rows",
@@ -385,6 +410,7 @@ void pk_model_free(pk_model *m) {
     pk_tokenizer_free(m->tok);
     free(m->layers);
     free(m->recurrent);
+    free(m->nextn);
     gguf_close(m->gguf);
     free(m->path);
     free(m);
@@ -408,6 +434,7 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->n_ctx_train = hp->n_ctx_train;
     o->n_embd = hp->n_embd;
     o->n_layer = hp->n_layer;
+    o->n_nextn = hp->n_nextn;
     o->n_head = hp->n_head;
     o->n_head_kv = hp->n_head_kv;
     o->head_dim = hp->head_dim;

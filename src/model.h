@@ -25,7 +25,8 @@ typedef struct pk_hparams {
     int n_vocab;
     int n_ctx_train;
     int n_embd;          /* hidden size D */
-    int n_layer;
+    int n_layer;         /* blocks of the forward pass */
+    int n_nextn;         /* MTP blocks after them (<arch>.nextn_predict_layers) */
     int n_head, n_head_kv;
     int head_dim;        /* key (= query) head size */
     int head_dim_v;      /* value head size */
@@ -83,6 +84,13 @@ struct pk_model {
     pk_tensor output_norm;               /* (D) */
     pk_tensor output;                    /* (D -> n_vocab); tok_embd if tied */
     pk_tensor rope_freqs;                /* optional (n_rot/2) frequency divisors */
+    /* MTP (next-token prediction) layers: the last n_nextn blocks of the
+       file; loaded and checked, not used by plain decoding */
+    struct pk_nextn {
+        pk_tensor eh_proj;               /* (2D -> D) */
+        pk_tensor enorm, hnorm;          /* (D) */
+        pk_tensor embed_tokens, shared_head_head, shared_head_norm; /* optional */
+    } *nextn;
     pk_layer *layers;
     uint8_t *recurrent;                  /* [n_layer] 1: DeltaNet layer, 0: attention */
     pk_tokenizer *tok;

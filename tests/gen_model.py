@@ -98,6 +98,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--type", choices=sorted(TYPES), default="f32")
     p.add_argument("--tied", action="store_true")
+    p.add_argument("--mtp", action="store_true",
+                   help="qwen35*: append one MTP (nextn) block after the others")
     for name in ("vocab", "embd", "layers", "heads", "heads-kv", "head-dim",
                  "ff", "experts", "used", "expert-ff", "ctx", "shared-ff",
                  "ssm-k-heads", "ssm-v-heads", "ssm-state", "conv", "n-rot",
@@ -193,7 +195,9 @@ def build_hybrid(a, cfg):
         arch, "-tied" if a.tied else "", a.type))
     w.add_u32("general.file_type", FILE_TYPES[a.type])
     w.add_u32("general.quantization_version", 2)
-    w.add_u32(pre + "block_count", L)
+    w.add_u32(pre + "block_count", L + (1 if a.mtp else 0))
+    if a.mtp:
+        w.add_u32(pre + "nextn_predict_layers", 1)
     w.add_u32(pre + "context_length", cfg["ctx"])
     w.add_u32(pre + "embedding_length", D)
     w.add_u32(pre + "feed_forward_length", F)
@@ -274,6 +278,12 @@ def build_hybrid(a, cfg):
     put("output_norm.weight", norm(D), False)
     if not a.tied:
         put("output.weight", a.out_scale * mat(V, D))
+    if a.mtp:  # drawn last: the other tensors equal those of the model without it
+        b = "blk.%d.nextn." % L
+        put(b + "eh_proj.weight", mat(D, 2 * D))
+        put(b + "enorm.weight", norm(D), False)
+        put(b + "hnorm.weight", norm(D), False)
+        put(b + "shared_head_norm.weight", norm(D), False)
     return w
 
 

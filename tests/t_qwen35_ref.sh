@@ -160,6 +160,18 @@ if [ "$REF_ONLY" != 1 ]; then
     done
 fi
 
+if [ "$REF_ONLY" != 1 ]; then
+    # an MTP (nextn) layer is loaded and shown, and does not change plain decoding
+    step="C:mtp"
+    echo "== step $step (a model with an MTP layer gives the logits of the same model without it)"
+    "$PYTHON" tests/gen_model.py qwen35moe "$TMP/mtp.gguf" --seed 37 --mtp >/dev/null &&
+    "$PYTHON" tests/gen_model.py qwen35moe "$TMP/nomtp.gguf" --seed 37 >/dev/null &&
+    "$TOOL" "$TMP/mtp.gguf" "$TMP/mtp.f32" 1,17,299,42 && "$TOOL" "$TMP/nomtp.gguf" "$TMP/nomtp.f32" 1,17,299,42 &&
+    cmp -s "$TMP/mtp.f32" "$TMP/nomtp.f32" || note_fail "$step" "logits differ with the MTP layer"
+    "$BUILD/pocket" info "$TMP/mtp.gguf" | grep -q "^mtp  *1 next-token-prediction layer" ||
+        note_fail "$step" "pocket info does not show the MTP layer"
+fi
+
 if [ $fail -ne 0 ]; then
     echo "t_qwen35_ref: FAILED in step(s):$failed_steps (files kept in $TMP)"
     exit 1

@@ -50,6 +50,9 @@ int cmd_info(int argc, char **argv) {
                mi.full_attn_interval == 2 ? "nd" : mi.full_attn_interval == 3 ? "rd" : "th");
     else
         printf("layers          %d\n", mi.n_layer);
+ if (mi.n_nextn)
+        printf("mtp             %d next-token-prediction layer(s), loaded (not used for plain decoding)\n",
+               mi.n_nextn);
     if (mi.n_layer_recurrent)
         printf("deltanet        %d q/k heads, %d v heads, head dim %d, conv %d taps\n", mi.ssm_k_heads,
                mi.ssm_v_heads, mi.ssm_state, mi.ssm_conv);

@@ -1,9 +1,10 @@
 /* tool_logits - write the logits pocket computes at every position, for the
  * independent numpy reference (tests/t_forward_ref.sh) to compare with.
  *
- *   tool_logits [-t THREADS] MODEL.gguf OUT.f32 ID,ID,...
+ *   tool_logits [-t THREADS] [-b BATCH] MODEL.gguf OUT.f32 ID,ID,...
  *
- * Feeds the ids one at a time (token i at position i) and writes
+ * Feeds the ids in batches of BATCH (default: the context's default; 1 =
+ * one token at a time), token i at position i, and writes
  * n_ids x n_vocab little-endian float32 logits to OUT.f32. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +12,15 @@
 #include "pocket.h"
 
 int main(int argc, char **argv) {
-    int threads = 1, a = 1;
-    if (argc > 2 && strcmp(argv[1], "-t") == 0) { threads = atoi(argv[2]); a = 3; }
+    int threads = 1, batch = 0, a = 1;
+    while (argc - a > 3 && argv[a][0] == '-') {
+        if (!strcmp(argv[a], "-t")) threads = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "-b")) batch = atoi(argv[a + 1]);
+        else break;
+        a += 2;
+    }
     if (argc - a != 3) {
-        fprintf(stderr, "usage: tool_logits [-t THREADS] MODEL.gguf OUT.f32 ID,ID,...\n");
+        fprintf(stderr, "usage: tool_logits [-t THREADS] [-b BATCH] MODEL.gguf OUT.f32 ID,ID,...\n");
         return 2;
     }
     pk_error err = {0};
@@ -29,6 +35,7 @@ int main(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_threads = threads;
     cp.n_ctx = n;
+    cp.n_batch = batch;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
     int V = pk_model_n_vocab(m);

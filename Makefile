@@ -45,8 +45,8 @@ deps:
 	  fi; \
 	fi
 
-$(BUILD)/obj/kernels_avx2.o: CFLAGS += $(ISA_avx2)
-$(BUILD)/obj/kernels_avx512.o: CFLAGS += $(ISA_avx512)
+$(BUILD)/obj/kernels_avx2.o $(BUILD)/obj/kernels_avx2_%.o: CFLAGS += $(ISA_avx2)
+$(BUILD)/obj/kernels_avx512.o $(BUILD)/obj/kernels_avx512_%.o: CFLAGS += $(ISA_avx512)
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/pocket.h | $(BUILD)/obj
 	$(CC) $(CFLAGS) -c $< -o $@

@@ -110,8 +110,8 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     ALLOC(c->ssm_o, B * VD);
     c->n_jobs_cap = (int)(2 * E + 8);
     ALLOC(c->jobs, c->n_jobs_cap);
-    ALLOC(c->job_x, c->n_jobs_cap);
-    ALLOC(c->job_xs, c->n_jobs_cap);
+    ALLOC(c->xptr, 2 * P + 4 * B);    /* MoE: 2 jobs per pair; attention: 3 x B */
+    ALLOC(c->xptr_off, c->n_jobs_cap);
     /* activation slots: capacity in elements (rows x row length) */
     c->slot[PK_SLOT_X].cap = B * max2(D, 1);
     c->slot[PK_SLOT_ATT].cap = B * max2(vd, VD);
@@ -143,7 +143,7 @@ void pk_context_free(pk_context *c) {
                     c->exp_h, c->exp_h2, c->exp_out, c->router, c->sel, c->sel_w, c->pair_of,
                     c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
                     c->logits, c->ssm_qkv, c->ssm_z, c->ssm_beta, c->ssm_alpha, c->ssm_o, c->jobs,
-                    c->job_x, c->job_xs};
+                    c->xptr, c->xptr_off};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

@@ -70,8 +70,8 @@ struct pk_context {
 
     pk_slot slot[PK_N_SLOTS];
     struct pk_mv *jobs;           /* [n_jobs_cap] scratch job list */
-    const uint8_t **job_x;        /* [n_jobs_cap] matvec scratch */
-    size_t *job_xs;
+    const void **xptr;            /* [xptr_cap] matvec scratch: input row pointers */
+    int *xptr_off;                /* [n_jobs_cap] */
     int n_jobs_cap;
 
     /* optional observer of every matrix input (importance matrix) */

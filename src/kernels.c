@@ -68,6 +68,8 @@ static void init(void) {
         usable[v] = compiled && cpu_has(v);
         merge(&merged[v], raw_tables[v], &pk_kernels_ref_table);
     }
+    for (int t = 0; t < PK_TYPE_COUNT; t++)
+        if (pk_gemm_avx512[t]) merged[V_AVX512].gemm[t] = pk_gemm_avx512[t];
     int best = V_REF;
     for (int v = 0; v < V_COUNT; v++)
         if (usable[v]) best = v;

@@ -20,6 +20,11 @@ typedef void (*pk_vec_dot_fn)(int64_t n, float *s, const void *w, const void *x)
 /* y[r] = dot(row r, x) for r in [0, nrows); rows are row_bytes apart. */
 typedef void (*pk_gemv_fn)(int64_t n, int64_t nrows, float *y, const void *w,
                            size_t row_bytes, const void *x);
+/* Several tokens at once (prompt processing): for t < ntok and r < nrows,
+ * y[t * y_stride + r] = dot(row r, x[t]); rows are row_bytes apart, x[t]
+ * points to token t's activations. Reads each weight once for all tokens. */
+typedef void (*pk_gemm_fn)(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y_stride,
+                           const void *w, size_t row_bytes, const void *const *x);
 /* Convert n floats to an activation type (n a multiple of its block size).
  * Every variant is bit-exact with the reference from_float for finite input.
  * Q8_0 activations fed to vec_dot/gemv must keep qs in [-127, 127] (as every
@@ -32,6 +37,8 @@ typedef struct pk_kernels {
     pk_vec_dot_fn vec_dot[PK_TYPE_COUNT];     /* by weight type; NULL: unsupported */
     pk_gemv_fn gemv[PK_TYPE_COUNT];           /* by weight type; NULL: unsupported */
     pk_quantize_fn quantize[PK_TYPE_COUNT];   /* by activation type */
+    /* optional multi-token kernels, by weight type; NULL: gemv per token */
+    pk_gemm_fn gemm[PK_TYPE_COUNT];
 } pk_kernels;
 
 /* The selected kernel table (decided once, thread-safe). */
@@ -45,5 +52,8 @@ int pk_kernels_list(const pk_kernels **out, int max);
 extern const pk_kernels pk_kernels_ref_table;
 extern const pk_kernels pk_kernels_avx2_table;
 extern const pk_kernels pk_kernels_avx512_table;
+/* Multi-token kernels of the AVX-512 variant (kernels_avx512_gemm.c),
+ * merged into its table; NULL entries fall back to gemv per token. */
+extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];
 
 #endif

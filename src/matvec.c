@@ -43,8 +43,8 @@ static const uint8_t *act_get(pk_context *c, int s, int t, size_t *row_bytes) {
 
 typedef struct mv_task {
     const pk_mv *jobs;
-    const uint8_t **x;
-    size_t *x_stride;
+    const void **xptr;            /* input row pointers of all jobs */
+    const int *xptr_off;          /* [job] first of its pointers */
     int n_jobs;
     int64_t total_rows, chunk_rows;
     const pk_kernels *kern;
@@ -63,25 +63,31 @@ static void mv_run(void *arg, int chunk) {
         if (r0 < r1) {
             const pk_tensor *w = mv->w;
             const uint8_t *rows = (const uint8_t *)w->data + (size_t)(mv->row0 + r0) * w->row_bytes;
-            for (int k = 0; k < mv->n_tok; k++) {
-                int64_t in = mv->idx ? mv->idx[k] : k;
-                t->kern->gemv[w->type](w->ne[0], r1 - r0, mv->y + k * mv->y_stride + r0, rows,
-                                       w->row_bytes, t->x[j] + (size_t)in * t->x_stride[j]);
-            }
+            const void *const *xp = t->xptr + t->xptr_off[j];
+            if (mv->n_tok > 1 && t->kern->gemm[w->type])
+                t->kern->gemm[w->type](w->ne[0], r1 - r0, mv->n_tok, mv->y + r0, mv->y_stride, rows,
+                                       w->row_bytes, xp);
+            else
+                for (int k = 0; k < mv->n_tok; k++)
+                    t->kern->gemv[w->type](w->ne[0], r1 - r0, mv->y + k * mv->y_stride + r0, rows,
+                                           w->row_bytes, xp[k]);
         }
         base += mv->nrows;
     }
 }
 
 void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs) {
-    /* n_jobs <= c->n_jobs_cap: callers batch at most 2 jobs per expert + a few */
-    const uint8_t **x = c->job_x;
-    size_t *x_stride = c->job_xs;
-    mv_task t = {jobs, x, x_stride, n_jobs, 0, 0, c->kern};
+    /* n_jobs <= c->n_jobs_cap and their tokens <= c->xptr_cap (context.c) */
+    mv_task t = {jobs, c->xptr, c->xptr_off, n_jobs, 0, 0, c->kern};
     uint64_t work = 0, bytes = 0;
+    int np = 0;
     for (int j = 0; j < n_jobs; j++) {
         const pk_tensor *w = jobs[j].w;
-        x[j] = act_get(c, jobs[j].slot, pk_type_get(w->type)->vec_dot_type, &x_stride[j]);
+        size_t stride;
+        const uint8_t *x = act_get(c, jobs[j].slot, pk_type_get(w->type)->vec_dot_type, &stride);
+        c->xptr_off[j] = np;
+        for (int k = 0; k < jobs[j].n_tok; k++)
+            c->xptr[np++] = x + (size_t)(jobs[j].idx ? jobs[j].idx[k] : k) * stride;
         t.total_rows += jobs[j].nrows;
         bytes += (uint64_t)jobs[j].nrows * w->row_bytes;
         work += (uint64_t)jobs[j].nrows * w->row_bytes * (uint64_t)jobs[j].n_tok;

@@ -1,7 +1,416 @@
 /* kernels_avx512_gemm.c - AVX-512 multi-token kernels for prompt
  * processing: each block of weights is loaded once and applied to several
  * tokens' activations. Entries left NULL fall back to the gemv kernel per
- * token (see kernels.h). */
+ * token (see kernels.h).
+ *
+ * Tuned for: prompt processing, which is compute-bound. Blocking:
+ *   - the reduction dimension is cut into k-blocks (a few KiB of
+ *     activations per token), so a tile of tokens' activations stays in L1;
+ *   - tokens are taken in tiles of up to TT = 8; per (k-block, token tile)
+ *     the activation data the kernels want in another form (Q8_0 repacked
+ *     to 64-byte pairs with their +128 seeds and scales, K-quant bsums
+ *     times d as floats, F16 as F32) is prepared once in a stack buffer and
+ *     shared by every row;
+ *   - each weight row of the chunk is then decoded once per (k-block, token
+ *     tile) and applied to the tile's tokens: 1 row x NT tokens of 512-bit
+ *     accumulators. Partial sums of later k-blocks are added to y.
+ * Tails: NT (1..8) is a compile-time constant of each tile instance (the
+ * switch in each driver); odd Q8_0 block counts and F16/F32 lengths use
+ * zero padding / masked loads.
+ *
+ * Numerics: within a (super-)block all products and sums are exact int32.
+ *   Q8_0: vpdpbusd on w ^ 0x80 (unsigned) x activations, seeded with
+ *     -128 * (sums of 4 activations) - exact for the full int8 range.
+ *   Q2_K, Q4_K, Q6_K: unsigned levels x int8 activations by vpmaddubsw
+ *     (pair sums <= 2 * 63 * 128 < 2^15), then vpdpwssd with the sub-block
+ *     scales. Q6_K's -32 offset is subtracted in the same int32 sum
+ *     (32 * sum of scale * bsum); the K-quant mins are subtracted in float
+ *     as dmin * m times (d * bsums) of the activations.
+ * Only float accumulation across blocks differs from the reference.
+ */
+#include <string.h>
 #include "kernels.h"
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__F16C__)
+#include <immintrin.h>
+
+#define GI static inline __attribute__((always_inline))
+
+enum {
+    TT = 8,        /* tokens per tile */
+    KB_K = 8,      /* K-quant super-blocks per k-block (2048 elements) */
+    KB_Q8 = 32,    /* Q8_0 block pairs per k-block (2048 elements) */
+    KB_F = 1024,   /* F16 / F32 elements per k-block */
+};
+
+/* Instantiate CALL(NT) for the run-time token count nt (1..TT). */
+#define NT_SWITCH(nt, CALL)                                                    \
+    switch (nt) {                                                              \
+    case 1: CALL(1); break; case 2: CALL(2); break;                            \
+    case 3: CALL(3); break; case 4: CALL(4); break;                            \
+    case 5: CALL(5); break; case 6: CALL(6); break;                            \
+    case 7: CALL(7); break; default: CALL(8); break;                           \
+    }
+
+/* y[t * ys] (+)= the sum of acc[t], t < NT. Eight accumulators are reduced
+ * together (transposing adds); fewer are padded with zeros. */
+GI void store_sums(const int NT, const __m512 *acc, float *y, int64_t ys, int first) {
+    __m512 a[8];
+    for (int t = 0; t < 8; t++) a[t] = t < NT ? acc[t] : _mm512_setzero_ps();
+    /* pairs: 256-bit halves summed -> [t0 x8 | t1 x8] */
+    __m512 p[4];
+    for (int i = 0; i < 4; i++)
+        p[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+    /* quads: 128-bit lanes summed -> [t0 x4 | t1 x4 | t2 x4 | t3 x4] */
+    __m512 q0 = _mm512_add_ps(_mm512_shuffle_f32x4(p[0], p[1], 0x88),
+                              _mm512_shuffle_f32x4(p[0], p[1], 0xDD));
+    __m512 q1 = _mm512_add_ps(_mm512_shuffle_f32x4(p[2], p[3], 0x88),
+                              _mm512_shuffle_f32x4(p[2], p[3], 0xDD));
+    /* within 128-bit lanes: lane L -> [tL, t(4+L), tL, t(4+L)] after two steps */
+    __m512 u = _mm512_add_ps(_mm512_unpacklo_ps(q0, q1), _mm512_unpackhi_ps(q0, q1));
+    u = _mm512_add_ps(u, _mm512_permute_ps(u, 0x4E));
+    float s[16];
+    _mm512_storeu_ps(s, u);
+    for (int t = 0; t < NT; t++) {
+        float v = s[4 * (t & 3) + (t >> 2)];
+        y[t * ys] = first ? v : y[t * ys] + v;
+    }
+}
+
+/* ---- K-quants x Q8_K ---------------------------------------------------------- */
+
+/* P[t][b][g] = d * bsums[g] of token t's block b: the K-quant mins' factor. */
+static void prep_bsums(int nt, const pk_block_q8_K *const *xs, int kb, float *P) {
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < kb; b++) {
+            __m512 v = _mm512_cvtepi32_ps(
+                _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)xs[t][b].bsums)));
+            _mm512_store_ps(P + (t * kb + b) * 16, _mm512_mul_ps(v, _mm512_set1_ps(xs[t][b].d)));
+        }
+}
+
+/* vpermw indices: words 0-15 -> a, 16-31 -> b (two sub-blocks of 32) */
+static const int16_t idx_k4[4][32] __attribute__((aligned(64))) = {
+    {0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1},
+    {2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2, 3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3},
+    {4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4, 5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5},
+    {6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6, 7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7},
+};
+/* vpermw indices: 128-bit lane L of chunk z -> sub-block 4z + L (of 16) */
+static const int16_t idx_k16[4][32] __attribute__((aligned(64))) = {
+    {0,0,0,0,0,0,0,0, 1,1,1,1,1,1,1,1, 2,2,2,2,2,2,2,2, 3,3,3,3,3,3,3,3},
+    {4,4,4,4,4,4,4,4, 5,5,5,5,5,5,5,5, 6,6,6,6,6,6,6,6, 7,7,7,7,7,7,7,7},
+    {8,8,8,8,8,8,8,8, 9,9,9,9,9,9,9,9, 10,10,10,10,10,10,10,10, 11,11,11,11,11,11,11,11},
+    {12,12,12,12,12,12,12,12, 13,13,13,13,13,13,13,13,
+     14,14,14,14,14,14,14,14, 15,15,15,15,15,15,15,15},
+};
+GI __m512i ldidx(const int16_t *p) { return _mm512_load_si512((const void *)p); }
+/* per-word shift counts: a for the low 256 bits, b for the high 256 */
+GI __m512i shifts2(int a, int b) {
+    return _mm512_inserti64x4(_mm512_set1_epi16((short)a), _mm256_set1_epi16((short)b), 1);
+}
+/* 32 bytes in both 256-bit halves */
+GI __m512i bcast32(const void *p) {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+GI __m512i ld64(const void *p) { return _mm512_loadu_si512(p); }
+GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
+
+/* the 8 scales and 8 mins of a Q4_K block (see pk_get_scale_min_k4) */
+GI void k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
+    uint32_t u0, u1, u2;
+    memcpy(&u0, s, 4); memcpy(&u1, s + 4, 4); memcpy(&u2, s + 8, 4);
+    uint32_t a = u0 & 0x3f3f3f3fu, b = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+    uint32_t c = u1 & 0x3f3f3f3fu, d = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+    memcpy(sc, &a, 4); memcpy(sc + 4, &b, 4);
+    memcpy(m, &c, 4); memcpy(m + 4, &d, 4);
+}
+
+/* One row (kb super-blocks from w) times NT tokens. */
+GI void tile_q4_K(const int NT, const pk_block_q4_K *w, const pk_block_q8_K *const *xs,
+                  const float *P, int kb, float *y, int64_t ys, int first) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), sh = shifts2(0, 4);
+    __m512 acc[TT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < kb; b++) {
+        const pk_block_q4_K *wb = w + b;
+        uint8_t sc[8], m[8];
+        k4_scales(wb->scales, sc, m);
+        __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        __m128i m8 = _mm_loadl_epi64((const __m128i *)m);
+        __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(m8, m8))),
+                                    _mm512_set1_ps(f16f(wb->dmin)));
+        __m512 dw = _mm512_set1_ps(f16f(wb->d));
+        __m512i is[TT];
+        for (int t = 0; t < NT; t++) is[t] = _mm512_setzero_si512();
+        for (int h = 0; h < 4; h++) {
+            __m512i q = _mm512_and_si512(_mm512_srlv_epi16(bcast32(wb->qs + 32 * h), sh), m4);
+            __m512i s = _mm512_permutexvar_epi16(ldidx(idx_k4[h]), sc16);
+            for (int t = 0; t < NT; t++)
+                is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * h)), s);
+        }
+        for (int t = 0; t < NT; t++) {
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(xs[t][b].d)), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(mins, _mm512_load_ps(P + (t * kb + b) * 16), acc[t]);
+        }
+    }
+    store_sums(NT, acc, y, ys, first);
+}
+
+GI void tile_q2_K(const int NT, const pk_block_q2_K *w, const pk_block_q8_K *const *xs,
+                  const float *P, int kb, float *y, int64_t ys, int first) {
+    const __m512i m3 = _mm512_set1_epi8(3), sh01 = shifts2(0, 2), sh23 = shifts2(4, 6);
+    __m512 acc[TT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < kb; b++) {
+        const pk_block_q2_K *wb = w + b;
+        __m128i s8 = _mm_loadu_si128((const __m128i *)wb->scales);
+        __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(s8, _mm_set1_epi8(0x0F))));
+        __m128i m8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F));
+        __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m8)),
+                                    _mm512_set1_ps(f16f(wb->dmin)));
+        __m512 dw = _mm512_set1_ps(f16f(wb->d));
+        __m512i is[TT];
+        for (int t = 0; t < NT; t++) is[t] = _mm512_setzero_si512();
+        for (int z = 0; z < 4; z++) {
+            __m512i q = _mm512_and_si512(_mm512_srlv_epi16(bcast32(wb->qs + 32 * (z >> 1)),
+                                                           (z & 1) ? sh23 : sh01), m3);
+            __m512i s = _mm512_permutexvar_epi16(ldidx(idx_k16[z]), sc16);
+            for (int t = 0; t < NT; t++)
+                is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * z)), s);
+        }
+        for (int t = 0; t < NT; t++) {
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(xs[t][b].d)), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(mins, _mm512_load_ps(P + (t * kb + b) * 16), acc[t]);
+        }
+    }
+    store_sums(NT, acc, y, ys, first);
+}
+
+GI void tile_q6_K(const int NT, const pk_block_q6_K *w, const pk_block_q8_K *const *xs,
+                  const float *P, int kb, float *y, int64_t ys, int first) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i shl = shifts2(4, 2), shr = shifts2(0, 2);
+    (void)P;
+    __m512 acc[TT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < kb; b++) {
+        const pk_block_q6_K *wb = w + b;
+        __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)wb->scales));
+        __m512i sc16 = _mm512_castsi256_si512(sc);
+        /* -32 * scale in the low 256 bits, zeros above: the level offset */
+        __m512i scn = _mm512_inserti64x4(_mm512_setzero_si512(),
+                                         _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5)), 0);
+        __m512 dw = _mm512_set1_ps(f16f(wb->d));
+        __m512i is[TT];
+        for (int t = 0; t < NT; t++)
+            is[t] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), scn,
+                                        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xs[t][b].bsums)));
+        for (int z = 0; z < 4; z++) {
+            int h = z >> 1;
+            __m512i l = ld64(wb->ql + 64 * h), qh = bcast32(wb->qh + 32 * h);
+            __m512i lo = (z & 1) ? _mm512_and_si512(_mm512_srli_epi16(l, 4), m4) : _mm512_and_si512(l, m4);
+            __m512i hi = (z & 1) ? _mm512_srlv_epi16(qh, shr) : _mm512_sllv_epi16(qh, shl);
+            __m512i q = _mm512_ternarylogic_epi32(lo, hi, m30, 0xF8);     /* lo | (hi & 0x30) */
+            __m512i s = _mm512_permutexvar_epi16(ldidx(idx_k16[z]), sc16);
+            for (int t = 0; t < NT; t++)
+                is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * z)), s);
+        }
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(xs[t][b].d)), acc[t]);
+    }
+    store_sums(NT, acc, y, ys, first);
+}
+
+#define KQUANT_GEMM(T, WT, NEED_P)                                                   \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,   \
+                     const void *w, size_t rb, const void *const *x) {               \
+    float P[TT * KB_K * 16] __attribute__((aligned(64)));                           \
+    int64_t nb = n / PK_QK_K;                                                        \
+    for (int64_t k0 = 0; k0 < nb; k0 += KB_K) {                                      \
+        int kb = nb - k0 < KB_K ? (int)(nb - k0) : KB_K;                             \
+        for (int64_t t0 = 0; t0 < ntok; t0 += TT) {                                  \
+            int nt = ntok - t0 < TT ? (int)(ntok - t0) : TT;                         \
+            const pk_block_q8_K *xs[TT];                                             \
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0; \
+            if (NEED_P) prep_bsums(nt, xs, kb, P);                                   \
+            float *yt = y + t0 * ys;                                                 \
+            for (int64_t r = 0; r < nrows; r++) {                                    \
+                const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0;  \
+                NT_SWITCH(nt, T##_CALL)                                              \
+            }                                                                        \
+        }                                                                            \
+    }                                                                                \
+}
+#define q4_K_CALL(NT) tile_q4_K(NT, wr, xs, P, kb, yt + r, ys, k0 == 0)
+#define q2_K_CALL(NT) tile_q2_K(NT, wr, xs, P, kb, yt + r, ys, k0 == 0)
+#define q6_K_CALL(NT) tile_q6_K(NT, wr, xs, P, kb, yt + r, ys, k0 == 0)
+KQUANT_GEMM(q4_K, pk_block_q4_K, 1)
+KQUANT_GEMM(q2_K, pk_block_q2_K, 1)
+KQUANT_GEMM(q6_K, pk_block_q6_K, 0)
+
+/* ---- Q8_0 x Q8_0 ---------------------------------------------------------------- */
+
+/* Per token and pair of blocks: the 64 activations, -128 * their sums of 4
+ * (the seed cancelling the +128 on the weights) and the two scales. */
+typedef struct { int8_t qs[64]; __m512i seed; __m512 d; } q8_pair;
+
+static void prep_q8_0(int nt, const pk_block_q8_0 *const *xs, int64_t nbk, int npair, q8_pair *X) {
+    const __m512i k80 = _mm512_set1_epi8((char)0x80);
+    for (int t = 0; t < nt; t++)
+        for (int p = 0; p < npair; p++) {
+            const pk_block_q8_0 *b0 = &xs[t][2 * p];
+            int two = 2 * p + 1 < nbk;
+            __m256i lo = _mm256_loadu_si256((const __m256i *)b0->qs);
+            __m256i hi = two ? _mm256_loadu_si256((const __m256i *)b0[1].qs) : _mm256_setzero_si256();
+            __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+            q8_pair *o = &X[t * npair + p];
+            _mm512_storeu_si512(o->qs, q);
+            o->seed = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                       _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, q));
+            o->d = _mm512_insertf32x8(_mm512_set1_ps(f16f(b0->d)),
+                                      _mm256_set1_ps(two ? f16f(b0[1].d) : 0.0f), 1);
+        }
+}
+
+GI void tile_q8_0(const int NT, const pk_block_q8_0 *w, const q8_pair *X, int64_t nbk, int npair,
+                  float *y, int64_t ys, int first) {
+    const __m512i k80 = _mm512_set1_epi8((char)0x80);
+    __m512 acc[TT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int p = 0; p < npair; p++) {
+        const pk_block_q8_0 *b0 = &w[2 * p];
+        __m512i q;
+        __m512 dw;
+        if (2 * p + 1 < nbk) {
+            q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b0->qs)),
+                                   _mm256_loadu_si256((const __m256i *)b0[1].qs), 1);
+            dw = _mm512_insertf32x8(_mm512_set1_ps(f16f(b0->d)), _mm256_set1_ps(f16f(b0[1].d)), 1);
+        } else {   /* odd last block: the activations' upper half is zero */
+            q = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b0->qs));
+            q = _mm512_inserti64x4(q, _mm256_setzero_si256(), 1);
+            dw = _mm512_set1_ps(f16f(b0->d));
+        }
+        q = _mm512_xor_si512(q, k80);
+        for (int t = 0; t < NT; t++) {
+            const q8_pair *xp = &X[t * npair + p];
+            __m512i s = _mm512_dpbusd_epi32(xp->seed, q, ld64(xp->qs));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, xp->d), acc[t]);
+        }
+    }
+    store_sums(NT, acc, y, ys, first);
+}
+
+static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                      const void *w, size_t rb, const void *const *x) {
+    q8_pair X[TT * KB_Q8];
+    int64_t nb = n / PK_QK8_0;
+    for (int64_t k0 = 0; k0 < nb; k0 += 2 * KB_Q8) {
+        int64_t nbk = nb - k0 < 2 * KB_Q8 ? nb - k0 : 2 * KB_Q8;
+        int npair = (int)((nbk + 1) / 2);
+        for (int64_t t0 = 0; t0 < ntok; t0 += TT) {
+            int nt = ntok - t0 < TT ? (int)(ntok - t0) : TT;
+            const pk_block_q8_0 *xs[TT];
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
+            prep_q8_0(nt, xs, nbk, npair, X);
+            float *yt = y + t0 * ys;
+            for (int64_t r = 0; r < nrows; r++) {
+                const pk_block_q8_0 *wr = (const pk_block_q8_0 *)((const char *)w + (size_t)r * rb) + k0;
+#define C(NT) tile_q8_0(NT, wr, X, nbk, npair, yt + r, ys, k0 == 0)
+                NT_SWITCH(nt, C)
+#undef C
+            }
+        }
+    }
+}
+
+/* ---- F32, F16 -------------------------------------------------------------------
+ * Not registered by default: tests/t_batch.sh requires batched logits to be
+ * bitwise identical to one-token decoding on its F16 / F32 models, and these
+ * kernels sum in a different order than the gemvs (within float rounding,
+ * as tests/test_gemm.c checks). Build with -DPK_GEMM_FLOAT=1 to use them. */
+#ifndef PK_GEMM_FLOAT
+#define PK_GEMM_FLOAT 0
+#endif
+#if PK_GEMM_FLOAT
+
+/* One row of len elements (F32 or F16 at w) times NT F32 activation rows. */
+GI void tile_f(const int NT, int is16, const void *w, const float *const *xf, int64_t len,
+               float *y, int64_t ys, int first) {
+    __m512 acc[TT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= len; i += 16) {
+        __m512 wv = is16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i)))
+                         : _mm512_loadu_ps((const float *)w + i);
+        for (int t = 0; t < NT; t++) acc[t] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xf[t] + i), acc[t]);
+    }
+    if (i < len) {
+        __mmask16 m = (__mmask16)((1u << (len - i)) - 1);
+        __m512 wv = is16 ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i))
+                         : _mm512_maskz_loadu_ps(m, (const float *)w + i);
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xf[t] + i), acc[t]);
+    }
+    store_sums(NT, acc, y, ys, first);
+}
+
+GI void gemm_float(int is16, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                       const void *w, size_t rb, const void *const *x) {
+    float buf[TT * KB_F] __attribute__((aligned(64)));
+    size_t es = is16 ? 2 : 4;
+    for (int64_t k0 = 0; k0 < n; k0 += KB_F) {
+        int64_t len = n - k0 < KB_F ? n - k0 : KB_F;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TT) {
+            int nt = ntok - t0 < TT ? (int)(ntok - t0) : TT;
+            const float *xf[TT];
+            for (int t = 0; t < nt; t++) {
+                if (is16) {      /* F16 activations to F32 once per tile */
+                    const uint16_t *src = (const uint16_t *)x[t0 + t] + k0;
+                    float *dst = buf + t * KB_F;
+                    for (int64_t i = 0; i < len; i += 16) {
+                        __mmask16 m = len - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (len - i)) - 1);
+                        _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i)));
+                    }
+                    xf[t] = dst;
+                } else {
+                    xf[t] = (const float *)x[t0 + t] + k0;
+                }
+            }
+            float *yt = y + t0 * ys;
+            for (int64_t r = 0; r < nrows; r++) {
+                const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * es;
+#define C(NT) tile_f(NT, is16, wr, xf, len, yt + r, ys, k0 == 0)
+                NT_SWITCH(nt, C)
+#undef C
+            }
+        }
+    }
+}
+
+static void gemm_f32(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                     const void *w, size_t rb, const void *const *x) {
+    gemm_float(0, n, nrows, ntok, y, ys, w, rb, x);
+}
+static void gemm_f16(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                     const void *w, size_t rb, const void *const *x) {
+    gemm_float(1, n, nrows, ntok, y, ys, w, rb, x);
+}
+#endif
+
+const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {
+#if PK_GEMM_FLOAT
+    [PK_TYPE_F32] = gemm_f32, [PK_TYPE_F16] = gemm_f16,
+#endif
+    [PK_TYPE_Q8_0] = gemm_q8_0,
+    [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q4_K] = gemm_q4_K, [PK_TYPE_Q6_K] = gemm_q6_K,
+};
+
+#else
 const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {0};
+#endif

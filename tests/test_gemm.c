@@ -1,0 +1,205 @@
+/* test_gemm.c - the multi-token (prompt processing) kernels: every non-NULL
+ * gemm entry of every usable kernel table against the reference gemv run
+ * once per token.
+ *
+ * Per type: weights quantized from random floats with the reference
+ * from_float (rows padded apart with 0xAB bytes), activations quantized with
+ * the reference quantizer of the vec_dot_type, one buffer per token and
+ * the token pointers not in memory order; n over a few k-block counts, rows
+ * and token counts covering every tile tail; y with a stride larger than
+ * nrows, filled with a sentinel that must survive outside the written
+ * entries. Results must agree within a tolerance proportional to
+ * sum |w_i * x_i| (float accumulation over blocks).
+ *
+ * `test_gemm bench` instead times gemm against gemv per token (not a test).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "testhelp.h"
+#include "quant.h"
+#include "kernels.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd64(void) {                     /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; }
+static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254f; }
+
+static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
+                             PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
+                             PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+enum { NTYPES = sizeof types / sizeof *types };
+
+enum { D_NORMAL, D_MAX, D_COUNT };   /* activations: normal, or all +-1 (full-scale levels) */
+
+static void fill(float *v, int64_t n, int kind, float scale) {
+    for (int64_t i = 0; i < n; i++)
+        v[i] = kind == D_MAX ? ((rnd64() & 1) ? scale : -scale) : rndn() * scale;
+}
+
+#define SENT (-12345.0f)
+
+static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
+    const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
+    static const int rows_list[] = { 1, 3, 8, 13 };
+    static const int tok_list[] = { 1, 2, 3, 5, 8, 17, 64 };
+    enum { MAXR = 13, MAXT = 64 };
+    size_t rs = pk_row_size(t, n), xs = pk_row_size(tw->vec_dot_type, n);
+    size_t rb = rs + 3 * tw->type_size + 4;           /* rows not densely packed */
+    uint8_t *w = malloc(rb * MAXR);
+    float *f = malloc((size_t)n * sizeof(float)), *wf = malloc((size_t)n * MAXR * sizeof(float));
+    float *xf = malloc((size_t)n * MAXT * sizeof(float));
+    void *xb[MAXT];
+    const void *xp[MAXT];
+    for (int r = 0; r < MAXR; r++) {
+        fill(f, n, D_NORMAL, 1.0f);
+        tw->from_float(f, w + r * rb, n);
+        memset(w + r * rb + rs, 0xAB, rb - rs);
+        tw->to_float(w + r * rb, wf + (size_t)r * n, n);
+    }
+    for (int i = 0; i < MAXT; i++) {
+        xb[i] = malloc(xs);
+        fill(f, n, kind, 1.0f);
+        tx->from_float(f, xb[i], n);
+        tx->to_float(xb[i], xf + (size_t)i * n, n);
+        xp[MAXT - 1 - i] = xb[i];                      /* reversed order */
+    }
+    /* reference results and magnitudes: token j uses xp[j] */
+    float *yref = malloc(sizeof(float) * MAXR * MAXT);
+    double *mag = malloc(sizeof(double) * MAXR * MAXT);
+    const pk_kernels *ref = pk_kernels_by_name("ref");
+    for (int j = 0; j < MAXT; j++) {
+        ref->gemv[t](n, MAXR, yref + j * MAXR, w, rb, xp[j]);
+        const float *xj = xf + (size_t)(MAXT - 1 - j) * n;
+        for (int r = 0; r < MAXR; r++) {
+            double m = 0;
+            for (int64_t i = 0; i < n; i++) m += fabs((double)wf[(size_t)r * n + i] * xj[i]);
+            mag[j * MAXR + r] = m;
+        }
+    }
+    int bad = 0, bad_sent = 0;
+    for (size_t ri = 0; ri < sizeof rows_list / sizeof *rows_list; ri++)
+        for (size_t ti = 0; ti < sizeof tok_list / sizeof *tok_list; ti++) {
+            int nr = rows_list[ri], nt = tok_list[ti];
+            int64_t ys = nr + 5;
+            size_t ylen = (size_t)ys * nt + 7;
+            float *y = malloc(ylen * sizeof(float));
+            for (size_t i = 0; i < ylen; i++) y[i] = SENT;
+            k->gemm[t](n, nr, nt, y, ys, w, rb, xp);
+            for (int j = 0; j < nt; j++)
+                for (int r = 0; r < nr; r++) {
+                    double got = y[j * ys + r], want = yref[j * MAXR + r], m = mag[j * MAXR + r];
+                    double tol = 4.0 * ((double)n / tw->blck + 16) * 0x1p-23 * m + 1e-30;
+                    if (!(fabs(got - want) <= tol) && !bad++)
+                        fprintf(stderr, "  %s %s gemm n=%lld rows=%d tok=%d: y[%d][%d] = %.9g want %.9g "
+                                "(tol %.3g)\n", k->isa, tw->name, (long long)n, nr, nt, j, r, got,
+                                want, tol);
+                }
+            for (size_t i = 0; i < ylen; i++) {
+                int64_t j = (int64_t)i / ys, r = (int64_t)i % ys;
+                if (j < nt && r < nr) continue;
+                if (y[i] != SENT && !bad_sent++)
+                    fprintf(stderr, "  %s %s gemm n=%lld rows=%d tok=%d wrote y[%zu]\n", k->isa,
+                            tw->name, (long long)n, nr, nt, i);
+            }
+            free(y);
+        }
+    TEST_CHECK(bad == 0, "%s %s gemm n=%lld kind %d: %d results off", k->isa, tw->name,
+               (long long)n, kind, bad);
+    TEST_CHECK(bad_sent == 0, "%s %s gemm n=%lld: writes outside its y entries", k->isa,
+               tw->name, (long long)n);
+    for (int i = 0; i < MAXT; i++) free(xb[i]);
+    free(w); free(f); free(wf); free(xf); free(yref); free(mag);
+}
+
+static void test_all(void) {
+    const pk_kernels *list[8];
+    int nk = pk_kernels_list(list, 8), tested = 0;
+    for (int v = 0; v < nk; v++)
+        for (int ti = 0; ti < NTYPES; ti++) {
+            int t = types[ti];
+            if (!list[v]->gemm[t]) continue;
+            int blck = pk_type_get(t)->blck;
+            int64_t ns[4] = { 256, 512, 4096, 0 };
+            if (blck == 1) ns[3] = 100;                /* F16 / F32: a masked tail */
+            else if (blck == 32) ns[3] = 96;           /* odd block count */
+            for (int i = 0; i < 4; i++) {
+                if (!ns[i]) continue;
+                for (int kind = 0; kind < D_COUNT; kind++) test_type(list[v], t, ns[i], kind);
+            }
+            tested++;
+        }
+    fprintf(stderr, "tested %d gemm kernels\n", tested);
+}
+
+/* ---- benchmark: `test_gemm bench [n] [nrows] [ntok] [chunk]` -------------------------- */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);   /* the machine may be shared */
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void bench(int64_t n, int64_t nrows, int ntok, int64_t chunk) {
+    const pk_kernels *k = pk_kernels_get();
+    printf("%s kernels, n=%lld nrows=%lld ntok=%d, chunks of %lld rows, one thread\n", k->isa,
+           (long long)n, (long long)nrows, ntok, (long long)chunk);
+    printf("%-6s %12s %12s %8s\n", "type", "gemv GFLOP/s", "gemm GFLOP/s", "speedup");
+    for (int ti = 0; ti < NTYPES; ti++) {
+        int t = types[ti];
+        const pk_type_traits *tw = pk_type_get(t);
+        if (!k->gemm[t]) continue;
+        size_t rb = pk_row_size(t, n), xs = pk_row_size(tw->vec_dot_type, n);
+        uint8_t *w = malloc(rb * nrows);
+        float *f = malloc((size_t)n * sizeof(float));
+        for (int64_t r = 0; r < nrows; r++) {
+            fill(f, n, D_NORMAL, 1.0f);
+            tw->from_float(f, w + r * rb, n);
+        }
+        uint8_t *xbuf = malloc(xs * ntok);
+        const void *xp[256];
+        for (int j = 0; j < ntok; j++) {
+            fill(f, n, D_NORMAL, 1.0f);
+            pk_type_get(tw->vec_dot_type)->from_float(f, xbuf + j * xs, n);
+            xp[j] = xbuf + j * xs;
+        }
+        float *y = malloc(sizeof(float) * nrows * ntok);
+        /* chunks of rows, as the thread pool hands them out */
+        double best[2] = { 1e30, 1e30 };
+        for (int rep = 0; rep < 9; rep++)
+            for (int mode = 0; mode < 2; mode++) {
+                double t0 = now();
+                for (int64_t r0 = 0; r0 < nrows; r0 += chunk) {
+                    int64_t nr = nrows - r0 < chunk ? nrows - r0 : chunk;
+                    const uint8_t *wr = w + r0 * rb;
+                    if (mode)
+                        k->gemm[t](n, nr, ntok, y + r0, nrows, wr, rb, xp);
+                    else
+                        for (int j = 0; j < ntok; j++)
+                            k->gemv[t](n, nr, y + j * nrows + r0, wr, rb, xp[j]);
+                }
+                double dt = now() - t0;
+                if (dt < best[mode]) best[mode] = dt;
+            }
+        double flop = 2.0 * n * nrows * ntok;
+        printf("%-6s %12.1f %12.1f %7.2fx\n", tw->name, flop / best[0] * 1e-9, flop / best[1] * 1e-9,
+               best[0] / best[1]);
+        free(w); free(f); free(xbuf); free(y);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "bench") == 0) {
+        bench(argc > 2 ? atoll(argv[2]) : 2048, argc > 3 ? atoll(argv[3]) : 4096,
+              argc > 4 ? atoi(argv[4]) : 64, argc > 5 ? atoll(argv[5]) : 256);
+        return 0;
+    }
+    test_all();
+    return TEST_REPORT();
+}

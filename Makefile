@@ -8,12 +8,12 @@ OPT     ?= -O3
 CFLAGS  ?=
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
            -D_GNU_SOURCE -Iinclude -Isrc -pthread -fPIC
-LDLIBS  += -lpcre2-8 -lm -lpthread
+LDLIBS  += -lpcre2-8 -lmicrohttpd -ljansson -lm -lpthread
 PYTHON  ?= /usr/bin/python3
 PREFIX  ?= /usr/local
 
 # Debian packages the build and tests need: package:probe
-DEB_PKGS = libpcre2-dev python3-numpy
+DEB_PKGS = libpcre2-dev python3-numpy libmicrohttpd-dev libjansson-dev pkgconf
 
 SRC      := $(wildcard src/*.c)
 OBJ      := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRC))
@@ -35,6 +35,9 @@ all: deps $(CLI) $(TEST_BIN) $(TOOL_BIN)
 deps:
 	@missing=""; \
 	[ -f /usr/include/pcre2.h ] || missing="$$missing libpcre2-dev"; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkgconf"; \
+	[ -f /usr/include/microhttpd.h ] || missing="$$missing libmicrohttpd-dev"; \
+	[ -f /usr/include/jansson.h ] || missing="$$missing libjansson-dev"; \
 	$(PYTHON) -c 'import numpy' 2>/dev/null || missing="$$missing python3-numpy"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -54,7 +57,7 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/pocket.h | $(BUILD)/obj
 $(LIB): $(OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(CLI): $(wildcard tools/*.c) tools/cli.h $(LIB)
+$(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(LIB)
 	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testhelp.h $(LIB) | $(BUILD)/tests
@@ -76,3 +79,22 @@ sanitize:
 
 clean:
 	rm -rf build build-san
+
+# `make install PREFIX=DIR` (DESTDIR is honoured): the library, its header and
+# pkg-config file, the CLI, and the bundled model where the CLI looks for it
+# (DIR/share/pocket). Build against it with
+#   cc prog.c $(pkg-config --cflags --libs --static pocket)
+# PC_LIBS_PRIVATE lists what libpocket.a itself needs (not the CLI's extras).
+PC_LIBS_PRIVATE = -lpcre2-8 -lm -lpthread
+INSTALL_DIR = $(DESTDIR)$(PREFIX)
+install: $(CLI) $(LIB)
+	install -d $(INSTALL_DIR)/lib/pkgconfig $(INSTALL_DIR)/include $(INSTALL_DIR)/bin \
+	  $(INSTALL_DIR)/share/pocket
+	install -m 644 $(LIB) $(INSTALL_DIR)/lib/libpocket.a
+	install -m 644 include/pocket.h $(INSTALL_DIR)/include/pocket.h
+	install -m 755 $(CLI) $(INSTALL_DIR)/bin/pocket
+	install -m 644 models/kjv-moe-f16.gguf $(INSTALL_DIR)/share/pocket/kjv-moe-f16.gguf
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: pocket' 'Description: run GGUF Mixture-of-Experts language models on CPUs' \
+	  'Version: 0.1.0' 'Libs: -L$${libdir} -lpocket' 'Libs.private: $(PC_LIBS_PRIVATE)' \
+	  'Cflags: -I$${includedir}' >$(INSTALL_DIR)/lib/pkgconfig/pocket.pc

@@ -5,6 +5,36 @@
  * success) and, when given a pk_error, fills it with a one-line message that
  * names the file, the field and the value at fault. The library never exits
  * the process and never prints, except through callbacks you install.
+ *
+ * Usage (greedy generation; examples/minimal.c is the complete program):
+ *
+ *     pk_error err = {0};
+ *     pk_model *m;  pk_context *c;
+ *     if (pk_model_load("model.gguf", &m, &err)) { puts(err.msg); return 1; }
+ *     pk_context_params cp = pk_context_default_params();
+ *     if (pk_context_new(m, &cp, &c, &err)) { ... }
+ *     int32_t ids[256];
+ *     int n = pk_model_tokenize(m, "And God said", 12, ids, 256, 1, 1);
+ *     pk_decode(c, ids, n, &err);                        // the prompt
+ *     pk_sampler_params sp = pk_sampler_default_params();
+ *     sp.temperature = 0;                                // greedy
+ *     pk_sampler *s = pk_sampler_new(&sp, pk_model_n_vocab(m), &err);
+ *     for (int i = 0; i < 32; i++) {
+ *         int32_t t = pk_sampler_sample(s, pk_context_logits(c));
+ *         if (pk_model_is_eog(m, t)) break;
+ *         char piece[64];
+ *         int len = pk_model_token_piece(m, t, piece, sizeof piece);
+ *         fwrite(piece, 1, len, stdout);
+ *         pk_sampler_accept(s, t);
+ *         if (pk_decode(c, &t, 1, &err)) break;          // PK_ERR_CONTEXT: full
+ *     }
+ *     pk_sampler_free(s); pk_context_free(c); pk_model_free(m);
+ *
+ * Chat models: pk_chat_format() turns {role, content} messages into the
+ * prompt text (ChatML, Llama-3, Gemma), detected from the GGUF or by name.
+ * Build against the installed library with
+ *     cc prog.c $(pkg-config --cflags --libs --static pocket)
+ * (`make install PREFIX=DIR` installs lib/, include/, lib/pkgconfig/pocket.pc).
  */
 #ifndef POCKET_H
 #define POCKET_H
@@ -147,6 +177,48 @@ int32_t pk_sampler_sample(pk_sampler *s, const float *logits);
 void pk_sampler_accept(pk_sampler *s, int32_t token);
 /* Forget accepted tokens; reseed the RNG. */
 void pk_sampler_reset(pk_sampler *s, uint64_t seed);
+
+/* ---- chat templates (chat.c) ---------------------------------------------
+ * Built-in writers for three template families, chosen by name or detected
+ * from the GGUF's tokenizer.chat_template by its markers (no Jinja is run):
+ *   "chatml"  <|im_start|>ROLE\nCONTENT<|im_end|>\n      (Qwen and others)
+ *   "llama3"  <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>
+ *   "gemma"   <start_of_turn>ROLE\nCONTENT<end_of_turn>\n (assistant -> "model",
+ *             system text folded into the first user turn)
+ * llama3 and gemma trim white space around each content, as their templates do.
+ * The generation prompt opens an assistant turn: "<|im_start|>assistant\n",
+ * "<|start_header_id|>assistant<|end_header_id|>\n\n", "<start_of_turn>model\n". */
+typedef struct pk_chat_message {
+    const char *role;       /* "system", "user", "assistant" (any non-empty role) */
+    const char *content;
+} pk_chat_message;
+
+/* The raw tokenizer.chat_template of the model (inside the mapped file, NOT
+ * NUL-terminated; valid while the model is loaded), its length in *len; NULL
+ * (and *len = 0) if the model has none. */
+const char *pk_chat_template_text(const pk_model *m, size_t *len);
+/* The family of a template string: "chatml", "llama3", "gemma", or NULL when
+ * not recognised. */
+const char *pk_chat_detect(const char *tmpl, size_t len);
+/* The family detected from the model's template, or NULL (none, or unknown). */
+const char *pk_chat_template_name(const pk_model *m);
+/* The family pk_chat_format would use: name if given (non-NULL, non-empty;
+ * PK_ERR_ARG if it is not one of the three), else the detected one.
+ * PK_ERR_UNSUPPORTED when the model has no template, or one that is not
+ * recognised (the message quotes its first characters). *out is static. */
+int pk_chat_resolve(const pk_model *m, const char *name, const char **out, pk_error *err);
+/* Format n messages with the template family called name (no model needed)
+ * into *out (malloc'ed, NUL-terminated; free it). add_generation_prompt
+ * appends the opening of the assistant's turn. No BOS is written. */
+int pk_chat_apply(const char *name, const pk_chat_message *msgs, int n, int add_generation_prompt,
+                  char **out, pk_error *err);
+/* Format for model m, with the family of pk_chat_resolve(m, name). Tokenize
+ * the result with add_special = 1 and parse_special = 1: the BOS token
+ * (<|begin_of_text|>, <bos>) is added by the tokenizer when the model's GGUF
+ * says so; for llama3/gemma models whose tokenizer does not add it, its text
+ * starts the result instead. Never both. */
+int pk_chat_format(const pk_model *m, const char *name, const pk_chat_message *msgs, int n,
+                   int add_generation_prompt, char **out, pk_error *err);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ppl_score.h"
 
 /* ---- base logits file (--kl-divergence-base) --------------------------------
  * "PKLD", u32 version (1), u32 n_vocab, u32 n_ctx, u32 n_chunk,
@@ -31,17 +32,6 @@ static void xwrite(FILE *f, const void *p, size_t n, const char *path) {
 }
 static void xread(FILE *f, void *p, size_t n, const char *path) {
     if (fread(p, 1, n, f) != n) die("%s: truncated or unreadable KL-divergence base file", path);
-}
-
-/* log-softmax of l[V] into out[V] (double accumulation); returns argmax */
-static int log_softmax(const float *l, int V, float *out) {
-    int am = 0;
-    for (int v = 1; v < V; v++) if (l[v] > l[am]) am = v;
-    double sum = 0;
-    for (int v = 0; v < V; v++) sum += exp((double)l[v] - l[am]);
-    double lse = l[am] + log(sum);
-    for (int v = 0; v < V; v++) out[v] = (float)((double)l[v] - lse);
-    return am;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -163,7 +153,7 @@ int cmd_perplexity(int argc, char **argv) {
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     int add_bos = !o.kld && n_tok > 0 && bos >= 0 && toks[0] == bos;
-    const int first = n_ctx / 2, n_score = n_ctx - 1 - first;
+    const int first = ppl_first_scored(n_ctx), n_score = n_ctx - 1 - first;
     float *logits = malloc((size_t)n_ctx * V * sizeof(float));
     float *lp = malloc((size_t)V * sizeof(float)), *blp = malloc((size_t)V * sizeof(float));
     kld_stats k = {0};
@@ -183,21 +173,14 @@ int cmd_perplexity(int argc, char **argv) {
     }
     fprintf(stderr, "perplexity: %d tokens, %d windows of %d, scoring the last %d of each\n", n_tok,
             n_chunk, n_ctx, n_score);
-    double nll = 0, nll2 = 0;
-    long count = 0;
+    ppl_acc acc = {0};
     double t0 = now();
     for (int ch = 0; ch < n_chunk; ch++) {
         int32_t *w = toks + (size_t)ch * n_ctx;
-        int32_t saved = w[0];
-        if (add_bos) w[0] = bos;
-        pk_context_reset(c);
-        if (pk_decode_all(c, w, n_ctx, logits, &err)) die("%s", err.msg);
-        w[0] = saved;
+        if (ppl_decode_window(c, w, n_ctx, add_bos ? bos : -1, logits, &err)) die("%s", err.msg);
         for (int j = first; j < n_ctx - 1; j++) {
-            int am = log_softmax(logits + (size_t)j * V, V, lp);
-            double l = lp[w[j + 1]];
-            nll -= l;
-            nll2 += l * l;
+            int am;
+            double l = ppl_score_pos(&acc, logits + (size_t)j * V, V, w[j + 1], lp, &am);
             if (bf) xwrite(bf, lp, (size_t)V * sizeof *lp, o.kld_base);
             if (kf) {
                 xread(kf, blp, (size_t)V * sizeof *blp, o.kld);
@@ -214,22 +197,21 @@ int cmd_perplexity(int argc, char **argv) {
                 k.nll_diff += dd;
                 k.nll_diff2 += dd * dd;
             }
-            count++;
         }
         if (ch == 0) {
             double per = now() - t0;
             fprintf(stderr, "perplexity: %.2f s per window, about %.0f s in all\n", per, per * n_chunk);
         }
-        fprintf(stderr, "[%d]%.4f,", ch + 1, exp(nll / count));
+        fprintf(stderr, "[%d]%.4f,", ch + 1, exp(acc.nll / acc.count));
         if ((ch + 1) % 10 == 0 || ch + 1 == n_chunk) fputc('\n', stderr);
     }
-    double mean = nll / count, var = nll2 / count - mean * mean;
-    double ppl = exp(mean), se = count > 1 ? sqrt((var > 0 ? var : 0) / (count - 1)) * ppl : 0;
+    double ppl, se;
+    ppl_final(&acc, &ppl, &se);
     printf("Final estimate: PPL = %.4f +/- %.5f  (%d windows, %ld tokens scored, %.1f s)\n", ppl, se,
-           n_chunk, count, now() - t0);
+           n_chunk, acc.count, now() - t0);
     if (bf && fclose(bf)) die("%s: write failed: %s", o.kld_base, strerror(errno));
     if (kf) {
-        kld_report(&k, nll, o.kld);
+        kld_report(&k, acc.nll, o.kld);
         fclose(kf);
     }
     free(k.kld);

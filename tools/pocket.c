@@ -3,6 +3,11 @@
  *   pocket run        generate text from a prompt
  *   pocket info       describe a GGUF model
  *   pocket perplexity score a text file the way llama-perplexity does
+ *   pocket imatrix    collect an importance matrix for quantization
+ *   pocket quantize   convert a model to a quantized type mix
+ *   pocket bench      prompt and generation throughput, every draw, bandwidth ceiling
+ *   pocket serve      OpenAI-compatible HTTP server with a chat page
+ *   pocket chat       interactive chat with a chat template
  *
  * `pocket CMD --help` explains each command. Each command is in its own
  * tools/cmd_*.c file and goes through the public API in include/pocket.h.
@@ -23,7 +28,12 @@ static const char *main_help =
     "commands:\n"
     "  run          generate text from a prompt\n"
     "  info         describe a model: geometry, parameters, bytes per token\n"
-    "  perplexity   score a text file (llama.cpp-compatible perplexity)\n"
+    "  perplexity   score a text file (llama.cpp-compatible perplexity, KL divergence)\n"
+    "  quantize     convert a model to a quantized type mix (Q8_0, Q4_K_M, Q2_K, MOE_Q2_K, ...)\n"
+    "  imatrix      collect an importance matrix from calibration text (for quantize --imatrix)\n"
+    "  bench        prompt/generation throughput: every draw, bandwidth ceiling, A/B with interval\n"
+    "  serve        OpenAI-compatible HTTP server (chat/completions, streaming, metrics) and chat page\n"
+    "  chat         interactive chat (ChatML, Llama-3, Gemma templates; --chat-template chatml for the bundled model)\n"
     "\n"
     "`pocket COMMAND --help` explains a command. With no -m, the bundled model\n"
     "(" DEFAULT_MODEL_NAME ", a small Qwen3-MoE trained on the King James Bible) is used.\n"
@@ -38,5 +48,10 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "perplexity")) return cmd_perplexity(argc - 2, argv + 2);
+    if (!strcmp(cmd, "imatrix")) return cmd_imatrix(argc - 2, argv + 2);
+    if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
+    if (!strcmp(cmd, "chat")) return cmd_chat(argc - 2, argv + 2);
     die("unknown command '%s' (see pocket --help)", cmd);
 }

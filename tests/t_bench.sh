@@ -1,0 +1,86 @@
+#!/bin/sh
+# pocket bench on the bundled model: the JSON report parses, holds every
+# draw (2 per test with -r 2) with finite positive tok/s, and the weight
+# bytes per generated token counted by the engine match `pocket info` within
+# 1%; an --ab run prints a difference line with its interval; bad input gives
+# one "pocket: error:" line and exit 1. No timing assertions: speeds are only
+# checked to be finite and positive.
+set -u
+BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
+P="$BUILD/pocket"
+M=models/kjv-moe-f16.gguf
+tmp="$BUILD/tmp"; mkdir -p "$tmp"
+J="$tmp/bench.json"; rm -f "$J"
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+# the bandwidth cache must not be touched by the tests (--no-bw everywhere)
+XDG_CACHE_HOME="$tmp/bench-cache"; export XDG_CACHE_HOME
+
+expect_error() {
+    name=$1; want=$2; shift 2
+    "$@" >"$tmp/bench.out" 2>"$tmp/bench.err" </dev/null; rc=$?
+    if [ $rc -ne 1 ] || [ "$(wc -l <"$tmp/bench.err")" -ne 1 ] ||
+       ! grep -q "^pocket: error: " "$tmp/bench.err" || ! grep -qF -- "$want" "$tmp/bench.err"; then
+        fail "$name: exit $rc, stderr:"; sed 's/^/    /' "$tmp/bench.err"
+    else
+        echo "ok   $name: $(cat "$tmp/bench.err")"
+    fi
+}
+
+if "$P" bench -m "$M" -p 16 -n 8 -r 2 -t 1 --no-bw --json "$J" >"$tmp/bench.out" 2>"$tmp/bench.err"; then
+    cat "$tmp/bench.out"
+else
+    fail "bench run: exit $?"; sed 's/^/    /' "$tmp/bench.err"
+fi
+info_bpt=$("$P" info "$M" | sed -n 's/^bytes\/token *\([0-9.]*\) \([KMG]*i*B\).*/\1 \2/p')
+[ -n "$info_bpt" ] || fail "pocket info printed no bytes/token"
+if "$PYTHON" - "$J" $info_bpt <<'PY'
+import json, math, sys
+path, num, unit = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+info = num * {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}[unit]
+d = json.load(open(path))
+c = d["configs"]
+assert len(c) == 1, "one configuration"
+c = c[0]
+assert c["n_threads"] == 1, c["n_threads"]
+assert d["settings"]["repetitions"] == 2 and d["settings"]["n_prompt"] == 16 and d["settings"]["n_gen"] == 8
+names = [t["test"] for t in c["tests"]]
+assert names == ["pp16", "tg8"], names
+for t in c["tests"]:
+    draws = t["draws_tok_s"]
+    assert len(draws) == 2 and t["n"] == 2, (t["test"], draws)
+    for v in draws + [t["mean"], t["min"], t["max"]]:
+        assert isinstance(v, (int, float)) and math.isfinite(v) and v > 0, (t["test"], v)
+    assert t["min"] <= t["mean"] <= t["max"]
+bpt = c["decode"]["bytes_per_token"]
+assert d["model"]["bytes_per_token_info"] > 0
+rel = abs(bpt - info) / info
+print("bytes/token: engine count %.0f, pocket info %.0f (%s %s), relative difference %.4f%%" % (bpt, info, num, unit, 100 * rel))
+assert rel <= 0.01, "bytes/token differs from pocket info by more than 1%"
+assert c["decode"]["bandwidth"] is None, "--no-bw measured anyway"
+assert d["machine"]["cpu"] and d["machine"]["cores"] >= 1 and c["isa"]
+assert "F16" in d["model"]["type_mix"]
+PY
+then echo "ok   JSON report"; else fail "JSON report"; fi
+
+# A/B: -t 1 against -t 2 in child processes, with the difference line
+if "$P" bench -m "$M" -p 8 -n 4 -r 2 --no-bw --ab "-t 1" "-t 2" >"$tmp/bench.out" 2>"$tmp/bench.err"; then
+    cat "$tmp/bench.out"
+    grep -q "^difference B - A, tg4: .*95% interval \[" "$tmp/bench.out" || fail "--ab printed no tg difference line"
+    grep -q "^difference B - A, pp8: " "$tmp/bench.out" || fail "--ab printed no pp difference line"
+    grep -q '^config B: "-t 2" -> kernels [a-z0-9]*, 2 threads' "$tmp/bench.out" || fail "--ab config B is not 2 threads"
+else
+    fail "bench --ab: exit $?"; sed 's/^/    /' "$tmp/bench.err"
+fi
+
+expect_error "missing model" "$tmp/nope.gguf" "$P" bench -m "$tmp/nope.gguf" --no-bw
+expect_error "zero repetitions" "-r" "$P" bench -m "$M" -r 0 --no-bw
+expect_error "--ab with one configuration" "--ab needs two" "$P" bench -m "$M" --no-bw --ab "-t 1"
+expect_error "--ab unknown flag" "--frob" "$P" bench -m "$M" --no-bw -r 1 --ab "-t 1" "--frob 2"
+expect_error "--ab bad kernel name" "POCKET_KERNELS" "$P" bench -m "$M" --no-bw --ab "POCKET_KERNELS=sse9" "-t 1"
+expect_error "nothing to measure" "nothing to measure" "$P" bench -m "$M" -p 0 -n 0 --no-bw
+expect_error "context too small" "-c 4" "$P" bench -m "$M" -p 16 -n 8 -c 4 --no-bw
+expect_error "unknown option" "--bogus" "$P" bench --bogus
+
+[ $fails -eq 0 ] && echo "all bench checks passed"
+[ $fails -eq 0 ]

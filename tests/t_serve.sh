@@ -1,0 +1,81 @@
+#!/bin/sh
+# `pocket serve` end to end, on loopback only: start the server on a free port
+# (--port 0; the port is read from its log) with the bundled model, then
+#   1. tests/serve/openai.mjs    the official `openai` npm client: models, chat
+#      (plain and streamed, same text for the same seed), stop strings,
+#      completions, usage counts, errors as exceptions
+#   2. tests/serve/malformed.mjs plain HTTP: bad JSON, wrong types, huge bodies,
+#      unknown model, bad max_tokens, over-long prompt, API key, clients that
+#      disconnect (generation cancelled), 32 concurrent streams against
+#      --parallel 2 --queue 8 (each answered in full or 503), /metrics
+#   3. tests/serve/webui.mjs     headless Chromium (playwright-core) drives the
+#      chat page at /: send, streamed answer, Stop; screenshot in
+#      $BUILD/tmp/serve/chat.png
+# The server must still be alive at the end. Needs node + npm (the packages
+# go to $BUILD/tmp/node) and Debian's chromium (installed here when root);
+# when they cannot be had, the test says why and fails.
+set -u
+BUILD=${BUILD:-build}
+P="$BUILD/pocket"
+tmp="$BUILD/tmp/serve"; rm -rf "$tmp"; mkdir -p "$tmp"
+NODE_DIR="$BUILD/tmp/node"
+KEY="pocket-test-key-$$"
+fail() { echo "FAIL: $*"; exit 1; }
+
+# ---- tools: node, npm packages, chromium ----------------------------------------
+command -v node >/dev/null || fail "node is not installed (Node.js 20 is needed for this test)"
+command -v npm >/dev/null || fail "npm is not installed"
+if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ] || [ ! -f "$NODE_DIR/node_modules/playwright-core/package.json" ]; then
+    mkdir -p "$NODE_DIR"
+    [ -f "$NODE_DIR/package.json" ] || echo '{"name":"pocket-serve-tests","private":true}' >"$NODE_DIR/package.json"
+    echo "installing openai and playwright-core into $NODE_DIR"
+    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error openai@6 playwright-core@1) ||
+        fail "npm install of openai and playwright-core failed (is the npm registry reachable?)"
+fi
+CHROMIUM=/usr/bin/chromium
+if [ ! -x "$CHROMIUM" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "installing Debian's chromium"
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+            fail "apt-get install chromium failed"
+    else
+        fail "$CHROMIUM is missing and this is not root: run 'sudo apt-get install chromium'"
+    fi
+fi
+[ -x "$CHROMIUM" ] || fail "$CHROMIUM is missing after installing chromium"
+
+# ---- the server -------------------------------------------------------------------
+"$P" serve -m models/kjv-moe-f16.gguf --host 127.0.0.1 --port 0 --parallel 2 --queue 8 -c 1024 -t 1 \
+    --chat-template chatml --max-body 65536 --api-key "$KEY" >"$tmp/server.log" 2>&1 &
+SERVER=$!
+cleanup() { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+PORT=""
+i=0
+while [ $i -lt 300 ]; do
+    kill -0 "$SERVER" 2>/dev/null || { cat "$tmp/server.log"; fail "the server exited at start"; }
+    PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/server.log" 2>/dev/null)
+    [ -n "$PORT" ] && node -e "fetch('http://127.0.0.1:$PORT/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))" && break
+    sleep 0.1; i=$((i + 1))
+done
+[ -n "$PORT" ] || { cat "$tmp/server.log"; fail "the server did not start listening"; }
+echo "server pid $SERVER on port $PORT"
+export POCKET_URL="http://127.0.0.1:$PORT" POCKET_KEY="$KEY" POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" \
+       POCKET_SHOT="$tmp/chat.png" POCKET_PROFILE="$tmp/chromium-profile" POCKET_CHROMIUM="$CHROMIUM"
+
+fails=0
+for t in openai malformed webui; do
+    start=$(date +%s)
+    if node "tests/serve/$t.mjs"; then echo "ok   $t.mjs ($(( $(date +%s) - start ))s)"
+    else echo "FAIL $t.mjs"; fails=$((fails + 1)); fi
+done
+if kill -0 "$SERVER" 2>/dev/null; then echo "ok   server alive at the end"
+else echo "FAIL the server died"; fails=$((fails + 1)); fi
+if [ $fails -ne 0 ]; then echo "--- server log (tail)"; tail -n 40 "$tmp/server.log"; fi
+# Stop it and check it shuts down cleanly (sanitizer reports surface here).
+kill -TERM "$SERVER"; wait "$SERVER"; rc=$?
+trap - EXIT
+if [ $rc -ne 0 ]; then echo "FAIL server exit status $rc after SIGTERM"; tail -n 40 "$tmp/server.log"; fails=$((fails + 1)); fi
+[ $fails -eq 0 ] || exit 1
+echo "t_serve: all passed"

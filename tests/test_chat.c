@@ -1,0 +1,197 @@
+/* test_chat.c - chat templates (src/chat.c): the exact text each family
+ * writes for a system + user + assistant + user conversation, with and
+ * without the generation prompt; detection from template strings as they
+ * appear in GGUF files; override by name; the errors for unknown names,
+ * unknown templates and models without a template (the bundled KJV model). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pocket.h"
+#include "testhelp.h"
+
+static const pk_chat_message conv[] = {
+    {"system", "You are terse."},
+    {"user", "Who begat Enos?"},
+    {"assistant", " Seth. \n"},
+    {"user", "And then?\n"},
+};
+#define NCONV 4
+
+/* Format conv with template name and compare to want. */
+static void check_format(const char *name, int add_gen, const char *want) {
+    char *out = (char *)1;
+    pk_error err = {0};
+    int rc = pk_chat_apply(name, conv, NCONV, add_gen, &out, &err);
+    TEST_CHECK(rc == PK_OK && out, "%s: pk_chat_apply failed: %s", name, err.msg);
+    if (rc == PK_OK && out)
+        TEST_CHECK(!strcmp(out, want), "%s (gen %d):\n got [%s]\nwant [%s]", name, add_gen, out, want);
+    free(rc == PK_OK ? out : NULL);
+}
+
+/* ---- representative template snippets, as stored in tokenizer.chat_template */
+
+/* Qwen2.5 / Qwen3 (ChatML) */
+static const char *const tmpl_qwen =
+    "{%- if messages[0]['role'] == 'system' %}\n"
+    "    {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
+    "{%- endif %}\n"
+    "{%- for message in messages %}\n"
+    "    {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n' }}\n{%- endif %}\n";
+
+/* Meta Llama 3 / 3.1 */
+static const char *const tmpl_llama3 =
+    "{% set loop_messages = messages %}{% for message in loop_messages %}"
+    "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'"
+    "+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+    "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
+
+/* Gemma 2 / 3 */
+static const char *const tmpl_gemma =
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}"
+    "{% set first_user_prefix = messages[0]['content'] + '\n\n' %}{% endif %}"
+    "{% for message in loop_messages %}{% if (message['role'] == 'assistant') %}"
+    "{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}"
+    "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}";
+
+/* Not supported: Mistral [INST], Phi-4 (ChatML markers with <|im_sep|>). */
+static const char *const tmpl_mistral =
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
+    "{{ '[INST] ' + message['content'] + ' [/INST]' }}{% else %}{{ message['content'] + eos_token }}"
+    "{% endif %}{% endfor %}";
+static const char *const tmpl_phi4 =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '<|im_sep|>' + "
+    "message['content'] + '<|im_end|>'}}{% endfor %}";
+
+static void test_formats(void) {
+    check_format("chatml", 0,
+                 "<|im_start|>system\nYou are terse.<|im_end|>\n"
+                 "<|im_start|>user\nWho begat Enos?<|im_end|>\n"
+                 "<|im_start|>assistant\n Seth. \n<|im_end|>\n"
+                 "<|im_start|>user\nAnd then?\n<|im_end|>\n");
+    check_format("chatml", 1,
+                 "<|im_start|>system\nYou are terse.<|im_end|>\n"
+                 "<|im_start|>user\nWho begat Enos?<|im_end|>\n"
+                 "<|im_start|>assistant\n Seth. \n<|im_end|>\n"
+                 "<|im_start|>user\nAnd then?\n<|im_end|>\n"
+                 "<|im_start|>assistant\n");
+    check_format("llama3", 0,
+                 "<|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|>"
+                 "<|start_header_id|>user<|end_header_id|>\n\nWho begat Enos?<|eot_id|>"
+                 "<|start_header_id|>assistant<|end_header_id|>\n\nSeth.<|eot_id|>"
+                 "<|start_header_id|>user<|end_header_id|>\n\nAnd then?<|eot_id|>");
+    check_format("llama3", 1,
+                 "<|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|>"
+                 "<|start_header_id|>user<|end_header_id|>\n\nWho begat Enos?<|eot_id|>"
+                 "<|start_header_id|>assistant<|end_header_id|>\n\nSeth.<|eot_id|>"
+                 "<|start_header_id|>user<|end_header_id|>\n\nAnd then?<|eot_id|>"
+                 "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    check_format("gemma", 0,
+                 "<start_of_turn>user\nYou are terse.\n\nWho begat Enos?<end_of_turn>\n"
+                 "<start_of_turn>model\nSeth.<end_of_turn>\n"
+                 "<start_of_turn>user\nAnd then?<end_of_turn>\n");
+    check_format("gemma", 1,
+                 "<start_of_turn>user\nYou are terse.\n\nWho begat Enos?<end_of_turn>\n"
+                 "<start_of_turn>model\nSeth.<end_of_turn>\n"
+                 "<start_of_turn>user\nAnd then?<end_of_turn>\n"
+                 "<start_of_turn>model\n");
+
+    /* an empty conversation: "" or just the generation prompt */
+    pk_error err = {0};
+    char *out = NULL;
+    TEST_COND("empty chatml", pk_chat_apply("chatml", NULL, 0, 0, &out, &err) == PK_OK && out && !*out);
+    free(out);
+    out = NULL;
+    TEST_COND("empty gemma + gen",
+              pk_chat_apply("gemma", NULL, 0, 1, &out, &err) == PK_OK && out &&
+              !strcmp(out, "<start_of_turn>model\n"));
+    free(out);
+    /* a lone system message in gemma becomes a user turn */
+    pk_chat_message sys = {"system", "Be brief."};
+    out = NULL;
+    TEST_COND("gemma lone system",
+              pk_chat_apply("gemma", &sys, 1, 0, &out, &err) == PK_OK && out &&
+              !strcmp(out, "<start_of_turn>user\nBe brief.<end_of_turn>\n"));
+    free(out);
+    /* bad messages */
+    pk_chat_message bad = {"user", NULL};
+    out = (char *)1;
+    TEST_COND("NULL content", pk_chat_apply("chatml", &bad, 1, 0, &out, &err) == PK_ERR_ARG && !out);
+    TEST_COND("NULL content message", strstr(err.msg, "message 0") != NULL);
+}
+
+static void test_detect(void) {
+    const struct { const char *tmpl, *want; } cases[] = {
+        {tmpl_qwen, "chatml"}, {tmpl_llama3, "llama3"}, {tmpl_gemma, "gemma"},
+        {tmpl_mistral, NULL}, {tmpl_phi4, NULL}, {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = pk_chat_detect(cases[i].tmpl, strlen(cases[i].tmpl));
+        TEST_CHECK(cases[i].want ? got && !strcmp(got, cases[i].want) : got == NULL,
+                   "detect case %zu: got %s, want %s", i, got ? got : "NULL",
+                   cases[i].want ? cases[i].want : "NULL");
+    }
+    /* the length bounds the search: a marker past len is not seen */
+    TEST_COND("detect honours len", pk_chat_detect(tmpl_gemma, 10) == NULL);
+    TEST_COND("detect NULL", pk_chat_detect(NULL, 0) == NULL);
+}
+
+static void test_names(void) {
+    pk_error err = {0};
+    const char *name = NULL;
+    TEST_COND("resolve chatml by name", pk_chat_resolve(NULL, "chatml", &name, &err) == PK_OK &&
+              name && !strcmp(name, "chatml"));
+    TEST_COND("resolve llama3 by name", pk_chat_resolve(NULL, "llama3", &name, &err) == PK_OK &&
+              !strcmp(name, "llama3"));
+    TEST_COND("unknown name", pk_chat_resolve(NULL, "vicuna", &name, &err) == PK_ERR_ARG);
+    TEST_COND("unknown name message", strstr(err.msg, "'vicuna'") && strstr(err.msg, "chatml") &&
+              !strchr(err.msg, '\n'));
+    char *out = (char *)1;
+    TEST_COND("apply unknown name", pk_chat_apply("alpaca", conv, NCONV, 1, &out, &err) == PK_ERR_ARG &&
+              !out);
+}
+
+/* The bundled model has no chat template: an error unless overridden. */
+static void test_model(void) {
+    const char *path = "models/kjv-moe-f16.gguf";
+    pk_error err = {0};
+    pk_model *m = NULL;
+    if (pk_model_load(path, &m, &err)) {
+        TEST_CHECK(0, "cannot load %s (run from the project root): %s", path, err.msg);
+        return;
+    }
+    size_t len = 99;
+    TEST_COND("KJV: no template text", pk_chat_template_text(m, &len) == NULL && len == 0);
+    TEST_COND("KJV: no template name", pk_chat_template_name(m) == NULL);
+    const char *name = "x";
+    int rc = pk_chat_resolve(m, NULL, &name, &err);
+    TEST_CHECK(rc == PK_ERR_UNSUPPORTED && name == NULL, "KJV resolve: rc %d", rc);
+    TEST_CHECK(strstr(err.msg, "no chat template") && strstr(err.msg, path), "message: %s", err.msg);
+    char *out = (char *)1;
+    TEST_COND("KJV format without override fails",
+              pk_chat_format(m, NULL, conv, NCONV, 1, &out, &err) == PK_ERR_UNSUPPORTED && !out);
+    /* overridden: same text as pk_chat_apply (the model adds no BOS for chatml) */
+    char *want = NULL;
+    out = NULL;
+    TEST_COND("KJV format chatml",
+              pk_chat_format(m, "chatml", conv, NCONV, 1, &out, &err) == PK_OK &&
+              pk_chat_apply("chatml", conv, NCONV, 1, &want, &err) == PK_OK && out && want &&
+              !strcmp(out, want));
+    free(out);
+    free(want);
+    out = (char *)1;
+    TEST_COND("KJV format bad override",
+              pk_chat_format(m, "nope", conv, NCONV, 1, &out, &err) == PK_ERR_ARG && !out);
+    pk_model_free(m);
+}
+
+int main(void) {
+    test_formats();
+    test_detect();
+    test_names();
+    test_model();
+    return TEST_REPORT();
+}

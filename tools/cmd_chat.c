@@ -1,0 +1,256 @@
+/* cmd_chat.c - `pocket chat`: an interactive chat in the terminal.
+ *
+ * Each turn the whole conversation is formatted again with the chat template
+ * (pk_chat_format) and tokenized; the tokens already in the context (the
+ * previous turns, the answer included) are kept when they are a prefix of the
+ * new ones, so only the new tokens are decoded. When they are not (the
+ * template rewrote history, e.g. trimmed an answer, or a re-tokenization
+ * differs) the context is reset and the conversation decoded again.
+ * The answer streams to stdout; notes go to stderr.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *const chat_help =
+    "usage: pocket chat [-m MODEL] [options]\n"
+    "\n"
+    "Chat with a model in the terminal. Type a message and press Enter; the answer\n"
+    "streams back. The whole conversation is the prompt of each answer (the tokens\n"
+    "already decoded are reused). Ctrl-C stops an answer; Ctrl-C at the prompt, /exit\n"
+    "or end of input quits. /reset starts a new conversation (the system text stays).\n"
+    "\n"
+    "The chat template comes from the model's GGUF (tokenizer.chat_template: ChatML,\n"
+    "Llama-3 and Gemma are recognised) or is named with --chat-template. The bundled\n"
+    DEFAULT_MODEL_NAME " has no chat template (it is a plain text model): use\n"
+    "--chat-template chatml with it.\n"
+    "\n"
+    "  -m, --model FILE         GGUF model (default: the bundled " DEFAULT_MODEL_NAME ")\n"
+    "      --chat-template NAME chatml, llama3 or gemma (default: detected from the model)\n"
+    "      --system TEXT        system message opening the conversation\n"
+    "  -n, --n-predict N        most tokens per answer (default 256; -1: until end of turn)\n"
+    "  -t, --threads N          threads (default: all cores)\n"
+    "  -c, --ctx-size N         context window (default: the model's, at most 4096)\n"
+    "      --temp T             temperature (default 0.8; 0 = greedy)\n"
+    "      --top-k N, --top-p P, --min-p P, --repeat-penalty R, --repeat-last-n N, --seed S\n"
+    "                           sampling, as for pocket run\n"
+    "      --show-prompt        print each formatted prompt and its token counts to stderr\n";
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct chat {
+    pk_chat_message *msgs;
+    int n, cap;
+    int n_keep;              /* leading messages /reset keeps (the system text) */
+} chat;
+
+static void chat_push(chat *h, const char *role, const char *content, size_t len) {
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 16;
+        h->msgs = realloc(h->msgs, (size_t)h->cap * sizeof *h->msgs);
+        if (!h->msgs) die("out of memory");
+    }
+    char *c = malloc(len + 1);
+    if (!c) die("out of memory");
+    memcpy(c, content, len);
+    c[len] = 0;
+    h->msgs[h->n].role = role;
+    h->msgs[h->n].content = c;
+    h->n++;
+}
+
+static void chat_truncate(chat *h, int n) {
+    while (h->n > n) free((char *)h->msgs[--h->n].content);
+}
+
+/* Trailing newline and carriage return off. */
+static void chomp(char *s) {
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = 0;
+}
+
+int cmd_chat(int argc, char **argv) {
+    opts o;
+    opts_init(&o);
+    o.n_predict = 256;
+    const char *tmpl_name = NULL, *system_text = NULL;
+    int show_prompt = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) { fputs(chat_help, stdout); return 0; }
+        if (!strcmp(a, "--chat-template") || !strcmp(a, "--system")) {
+            if (i + 1 >= argc) die("%s needs a value", a);
+            if (a[2] == 'c') tmpl_name = argv[++i]; else system_text = argv[++i];
+        } else if (!strcmp(a, "--show-prompt")) {
+            show_prompt = 1;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt") || !strcmp(a, "-f") ||
+                   !strcmp(a, "--file") || !parse_common(&o, argc, argv, &i)) {
+            die("chat: unknown option '%s' (see pocket chat --help)", a);
+        }
+    }
+    if (!o.seed_given) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
+
+    pk_model *m = load_model(o.model ? o.model : default_model(), NULL);
+    pk_error err = {0};
+    const char *tmpl;
+    if (pk_chat_resolve(m, tmpl_name, &tmpl, &err)) die("%s", err.msg);
+
+    pk_context_params cp = pk_context_default_params();
+    cp.n_ctx = o.n_ctx;
+    cp.n_threads = o.n_threads;
+    pk_context *c;
+    if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
+    int n_ctx = pk_context_n_ctx(c);
+    pk_sampler *s = pk_sampler_new(&o.sp, pk_model_n_vocab(m), &err);
+    if (!s) die("%s", err.msg);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;                    /* no SA_RESTART: a read at the prompt returns */
+    sigaction(SIGINT, &sa, NULL);
+
+    int echo = !isatty(STDIN_FILENO);   /* show piped input in the transcript */
+    fprintf(stderr, "pocket chat: template %s (%s), context %d tokens. /reset starts over, /exit quits, "
+            "Ctrl-C stops an answer.\n", tmpl, tmpl_name ? "named" : "from the model", n_ctx);
+
+    chat h = {0};
+    if (system_text) chat_push(&h, "system", system_text, strlen(system_text));
+    h.n_keep = h.n;
+    int32_t *kv = NULL;                 /* the tokens in the context */
+    int n_kv = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    int limit = o.n_predict < 0 ? INT_MAX : o.n_predict;
+    uint64_t turn = 0;
+
+    int prompt_ints = 0;                /* Ctrl-C presses at the prompt in a row */
+    for (;;) {
+        interrupted = 0;
+        fputs("> ", stdout);
+        fflush(stdout);
+        ssize_t got = interrupted ? -1 : getline(&line, &line_cap, stdin);
+        if (got < 0) {
+            fputc('\n', stdout);
+            if (interrupted && ++prompt_ints < 2) {
+                clearerr(stdin);
+                fprintf(stderr, "[Ctrl-C again, /exit or end of input quits]\n");
+                continue;
+            }
+            break;                      /* end of input, or a second Ctrl-C */
+        }
+        prompt_ints = 0;
+        chomp(line);
+        if (echo) { fputs(line, stdout); fputc('\n', stdout); }
+        if (!*line) continue;
+        if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
+        if (!strcmp(line, "/reset")) {
+            chat_truncate(&h, h.n_keep);
+            pk_context_reset(c);
+            n_kv = 0;
+            pk_sampler_reset(s, o.sp.seed + ++turn);
+            fprintf(stderr, "[conversation reset]\n");
+            continue;
+        }
+        if (line[0] == '/' && line[1] != '/' && line[1] != ' ' && line[1]) {
+            fprintf(stderr, "[unknown command '%s': /reset starts over, /exit quits; "
+                    "start a message with // to send a leading /]\n", line);
+            continue;
+        }
+        const char *text = line[0] == '/' && line[1] == '/' ? line + 1 : line;
+        chat_push(&h, "user", text, strlen(text));
+
+        char *prompt;
+        if (pk_chat_format(m, tmpl, h.msgs, h.n, 1, &prompt, &err)) die("%s", err.msg);
+        int n_tok;
+        int32_t *toks = tokenize(m, prompt, strlen(prompt), 1, 1, &n_tok);
+        if (n_tok >= n_ctx) {
+            fprintf(stderr, "[context full: the conversation is %d tokens, the context holds %d; "
+                    "/reset to start over (or a larger -c)]\n", n_tok, n_ctx);
+            chat_truncate(&h, h.n - 1);
+            free(toks);
+            free(prompt);
+            continue;
+        }
+        int p = 0;
+        while (p < n_kv && p < n_tok && kv[p] == toks[p]) p++;
+        if (p < n_kv || p == n_tok) {   /* history changed: decode it all again */
+            pk_context_reset(c);
+            pk_sampler_reset(s, o.sp.seed + ++turn);
+            p = 0;
+        }
+        if (show_prompt)
+            fprintf(stderr, "[prompt: %d tokens, %d new]\n%s[end of prompt]\n", n_tok, n_tok - p, prompt);
+        free(prompt);
+        if (pk_decode(c, toks + p, n_tok - p, &err)) die("%s", err.msg);
+        for (int i = p; i < n_tok; i++) pk_sampler_accept(s, toks[i]);
+        /* kv mirrors the context: room for every position */
+        if (!kv && !(kv = malloc((size_t)n_ctx * sizeof *kv))) die("out of memory");
+        memcpy(kv, toks, (size_t)n_tok * sizeof *kv);
+        n_kv = n_tok;
+        free(toks);
+
+        /* the answer */
+        char *ans = NULL;
+        size_t ans_n = 0, ans_cap = 0;
+        int n_gen = 0;
+        const char *stop = NULL;
+        while (n_gen < limit) {
+            if (interrupted) { stop = "[answer stopped]"; break; }
+            int32_t id = pk_sampler_sample(s, pk_context_logits(c));
+            if (pk_model_is_eog(m, id)) {
+                /* keep the end-of-turn token in the context: the next prompt has it */
+                if (pk_context_pos(c) < n_ctx && pk_decode(c, &id, 1, &err) == PK_OK) kv[n_kv++] = id;
+                break;
+            }
+            char buf[256];
+            int len = pk_model_token_piece(m, id, buf, sizeof buf);
+            if (len > (int)sizeof buf) { print_piece(m, id, stdout); len = 0; }
+            if (len > 0) {
+                fwrite(buf, 1, (size_t)len, stdout);
+                if (ans_n + (size_t)len + 1 > ans_cap) {
+                    ans_cap = 2 * (ans_n + (size_t)len + 64);
+                    if (!(ans = realloc(ans, ans_cap))) die("out of memory");
+                }
+                memcpy(ans + ans_n, buf, (size_t)len);
+                ans_n += (size_t)len;
+            }
+            fflush(stdout);
+            n_gen++;
+            pk_sampler_accept(s, id);
+            if (pk_context_pos(c) >= n_ctx) {
+                stop = "[context full: /reset to start over (or a larger -c)]";
+                break;
+            }
+            if (pk_decode(c, &id, 1, &err)) die("%s", err.msg);
+            kv[n_kv++] = id;
+        }
+        fputc('\n', stdout);
+        fflush(stdout);
+        if (stop) fprintf(stderr, "%s\n", stop);
+        chat_push(&h, "assistant", ans ? ans : "", ans_n);
+        free(ans);
+    }
+
+    chat_truncate(&h, 0);
+    free(h.msgs);
+    free(line);
+    free(kv);
+    pk_sampler_free(s);
+    pk_context_free(c);
+    pk_model_free(m);
+    return 0;
+}

@@ -16,9 +16,16 @@
  * (it seeds the accumulator). Exact for the full int8 range of both operands.
  * Activation quantizers are bit-exact with the reference for finite input.
  *
- * The block-quantized types (Q4_0, IQ4_NL, Q2_K..Q6_K, IQ4_XS, and the Q8_K /
- * Q8_1 activation quantizers) come from kernels_x86_quant.h, included below:
- * the same 256-bit algorithm as the AVX2 table, compiled with AVX-512 flags.
+ * The Q8_0 gemv puts 2 blocks in one 512-bit register and converts the 4
+ * rows' 8 weight scales at once; it software-prefetches the next 4 rows.
+ *
+ * Q2_K..Q6_K and IQ4_XS use the 512-bit kernels of kernels_avx512_kquant.h
+ * (64 levels per instruction, vpmaddubsw + vpdpwssd with the sub-block
+ * scales, 4 rows sharing each activation block, the rows' fp16 scales and
+ * mins converted together, software prefetch of the next 4 rows). Q4_0,
+ * IQ4_NL and the Q8_K / Q8_1 activation quantizers come from
+ * kernels_x86_quant.h: the same 256-bit algorithm as the AVX2 table,
+ * compiled with AVX-512 flags.
  */
 #include <string.h>
 #include "kernels.h"
@@ -219,31 +226,71 @@ static void vec_dot_q8_0(int64_t n, float *s, const void *vw, const void *vx) {
     *s = hsum8(_mm256_add_ps(a0, a1));
 }
 
+/* two consecutive blocks' 64 quants in one register */
+static inline __m512i ldq2(const pk_block_q8_0 *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(ldq(b)), ldq(b + 1), 1);
+}
+static inline __m512i q8_seed2(__m512i xq) {
+    return _mm512_sub_epi32(_mm512_setzero_si512(),
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                                _mm512_set1_epi8((char)0x80), xq));
+}
+static inline __m512i q8_dot2(__m512i seed, __m512i wq, __m512i xq) {
+    return _mm512_dpbusd_epi32(seed, _mm512_xor_si512(wq, _mm512_set1_epi8((char)0x80)), xq);
+}
+
+/* 4 rows x 2 blocks per step: one 512-bit dot per row; the 8 weight scales
+ * in one conversion, spread to [block i x 8 | block i + 1 x 8] per row. */
 static void gemv_q8_0(int64_t n, int64_t nrows, float *y, const void *vw,
                       size_t rb, const void *vx) {
     const pk_block_q8_0 *x = vx;
     int64_t nb = n / PK_QK8_0, r = 0;
+    const __m512i i0 = _mm512_inserti64x4(_mm512_set1_epi32(0), _mm256_set1_epi32(4), 1);
+    const __m512i i1 = _mm512_inserti64x4(_mm512_set1_epi32(1), _mm256_set1_epi32(5), 1);
+    const __m512i i2 = _mm512_inserti64x4(_mm512_set1_epi32(2), _mm256_set1_epi32(6), 1);
+    const __m512i i3 = _mm512_inserti64x4(_mm512_set1_epi32(3), _mm256_set1_epi32(7), 1);
     for (; r + 4 <= nrows; r += 4) {
         const pk_block_q8_0 *w0 = (const void *)((const char *)vw + (size_t)r * rb);
         const pk_block_q8_0 *w1 = (const void *)((const char *)w0 + rb);
         const pk_block_q8_0 *w2 = (const void *)((const char *)w1 + rb);
         const pk_block_q8_0 *w3 = (const void *)((const char *)w2 + rb);
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int64_t i = 0; i < nb; i++) {
-            __m256i xq = ldq(&x[i]), seed = q8_seed(xq);
-            /* the 4 rows' scales in one conversion, times the activation scale */
-            uint64_t dd = (uint64_t)w0[i].d | (uint64_t)w1[i].d << 16 |
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int64_t i = 0;
+        const char *nxt = (const char *)w0 + 4 * rb;    /* the next 4 rows */
+        for (; i + 2 <= nb; i += 2) {
+            /* software prefetch of the next group, 4 x 2 blocks per step */
+            for (size_t o = 0; o < 8 * sizeof(pk_block_q8_0); o += 64)
+                _mm_prefetch(nxt + (size_t)i * 4 * sizeof(pk_block_q8_0) + o, _MM_HINT_T0);
+            __m512i xq = ldq2(&x[i]), seed = q8_seed2(xq);
+            uint64_t da = (uint64_t)w0[i].d | (uint64_t)w1[i].d << 16 |
                           (uint64_t)w2[i].d << 32 | (uint64_t)w3[i].d << 48;
-            __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)dd)),
-                                   _mm_set1_ps(_cvtsh_ss(x[i].d)));
-            __m256 d8 = _mm256_castps128_ps256(d4);
+            uint64_t db = (uint64_t)w0[i + 1].d | (uint64_t)w1[i + 1].d << 16 |
+                          (uint64_t)w2[i + 1].d << 32 | (uint64_t)w3[i + 1].d << 48;
+            uint32_t xd = (uint32_t)x[i].d | (uint32_t)x[i + 1].d << 16;
+            __m256 dw = _mm256_cvtph_ps(_mm_set_epi64x((long long)db, (long long)da));
+            __m256 dx = _mm256_cvtph_ps(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)xd),
+                _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3)));
+            __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(dw, dx));
 #define ROW(k)                                                                  \
-            a##k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_dot(seed, ldq(&w##k[i]), xq)), \
-                                   _mm256_permutevar8x32_ps(d8, _mm256_set1_epi32(k)), a##k);
+            a##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_dot2(seed, ldq2(&w##k[i]), xq)), \
+                                   _mm512_permutexvar_ps(i##k, d8), a##k);
             ROW(0) ROW(1) ROW(2) ROW(3)
 #undef ROW
         }
-        y[r] = hsum8(a0); y[r + 1] = hsum8(a1); y[r + 2] = hsum8(a2); y[r + 3] = hsum8(a3);
+        __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
+        if (i < nb) {
+            __m256i xq = ldq(&x[i]), seed = q8_seed(xq);
+            float dx = _cvtsh_ss(x[i].d);
+#define ROW(k)                                                                  \
+            b##k = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot(seed, ldq(&w##k[i]), xq)), \
+                                 _mm256_set1_ps(_cvtsh_ss(w##k[i].d) * dx));
+            ROW(0) ROW(1) ROW(2) ROW(3)
+#undef ROW
+        }
+        y[r] = _mm512_reduce_add_ps(a0) + hsum8(b0);
+        y[r + 1] = _mm512_reduce_add_ps(a1) + hsum8(b1);
+        y[r + 2] = _mm512_reduce_add_ps(a2) + hsum8(b2);
+        y[r + 3] = _mm512_reduce_add_ps(a3) + hsum8(b3);
     }
     for (; r < nrows; r++)
         vec_dot_q8_0(n, &y[r], (const char *)vw + (size_t)r * rb, vx);
@@ -309,19 +356,23 @@ static void quantize_q8_0(const float *x, void *vy, int64_t n) {
 
 /* ---- block-quantized types (shared 256-bit code, this file's flags) ------- */
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"   /* its K-quant kernels are replaced */
 #include "kernels_x86_quant.h"
+#pragma GCC diagnostic pop
+#include "kernels_avx512_kquant.h"
 
 const pk_kernels pk_kernels_avx512_table = {
     .isa = "avx512",
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,
-        QX_VEC_DOT_ENTRIES
+        KQ_VEC_DOT_ENTRIES
     },
     .gemv = {
         [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,
         [PK_TYPE_BF16] = gemv_bf16, [PK_TYPE_Q8_0] = gemv_q8_0,
-        QX_GEMV_ENTRIES
+        KQ_GEMV_ENTRIES
     },
     .quantize = {
         [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,

@@ -220,6 +220,22 @@ static inline void pk_get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uin
     }
 }
 
+/* The inverse: pack 8 six-bit scales ls[] and mins lm[] (each <= 63) into
+ * the 12 scale bytes q[] of a Q4_K / Q5_K block. */
+static inline void pk_set_scale_min_k4(uint8_t *q, const uint8_t ls[8], const uint8_t lm[8]) {
+    for (int j = 0; j < 12; j++) q[j] = 0;
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            q[j] = ls[j];
+            q[j + 4] = lm[j];
+        } else {
+            q[j + 4] = (uint8_t)((ls[j] & 0xF) | (lm[j] & 0xF) << 4);
+            q[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
+            q[j] |= (uint8_t)((lm[j] >> 4) << 6);
+        }
+    }
+}
+
 /* The 16 signed 6-bit sub-block scales (sc - 32) of a Q3_K block. */
 static inline void pk_q3_K_scales(const uint8_t *scales, int8_t out[16]) {
     for (int s = 0; s < 16; s++) {

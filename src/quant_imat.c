@@ -309,18 +309,7 @@ static void k4_imat_block(const float *x, const float *imp, int nmax, uint8_t *p
     }
     const float d_block = fit_pos(8, 63, scales, Ls, sw);
     const float m_block = fit_pos(8, 63, mins, Lm, sw);
-    memset(packed, 0, PK_K_SCALE_SIZE);
-    for (int j = 0; j < 8; j++) {
-        const uint8_t ls = Ls[j], lm = Lm[j];
-        if (j < 4) {
-            packed[j] = ls;
-            packed[j + 4] = lm;
-        } else {
-            packed[j + 4] = (uint8_t)((ls & 0xF) | (lm & 0xF) << 4);
-            packed[j - 4] |= (uint8_t)((ls >> 4) << 6);
-            packed[j] |= (uint8_t)((lm >> 4) << 6);
-        }
-    }
+    pk_set_scale_min_k4(packed, Ls, Lm);
     *d16 = pk_fp32_to_fp16(d_block);
     *dmin16 = pk_fp32_to_fp16(m_block);
     for (int j = 0; j < 8; j++) {

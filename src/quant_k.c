@@ -356,20 +356,14 @@ static void k4_scales(const float *x, int nmax, float rmin, int nstep, uint8_t *
     }
     float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
     float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    uint8_t ls[8], lm[8];
     for (int j = 0; j < 8; j++) {
-        uint8_t ls = (uint8_t)nearest_int(inv_scale * scales[j]);
-        uint8_t lm = (uint8_t)nearest_int(inv_min * mins[j]);
-        if (ls > 63) ls = 63;
-        if (lm > 63) lm = 63;
-        if (j < 4) {
-            packed[j] = ls;
-            packed[j + 4] = lm;
-        } else {
-            packed[j + 4] = (uint8_t)((ls & 0xF) | (lm & 0xF) << 4);
-            packed[j - 4] |= (uint8_t)((ls >> 4) << 6);
-            packed[j] |= (uint8_t)((lm >> 4) << 6);
-        }
+        uint8_t a = (uint8_t)nearest_int(inv_scale * scales[j]);
+        uint8_t b = (uint8_t)nearest_int(inv_min * mins[j]);
+        ls[j] = a > 63 ? 63 : a;
+        lm[j] = b > 63 ? 63 : b;
     }
+    pk_set_scale_min_k4(packed, ls, lm);
     *d16 = pk_fp32_to_fp16(max_scale / 63.0f);
     *dmin16 = pk_fp32_to_fp16(max_min / 63.0f);
     for (int j = 0; j < 8; j++) {

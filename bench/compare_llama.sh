@@ -13,8 +13,7 @@ LB=$1; shift
 P=${P:-512}; N=${N:-64}; R=${R:-3}; T=${T:-2}
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; load at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "pocket: $(git rev-parse --short HEAD 2>/dev/null || echo '?'); peer: $LB"
-echo "| model | test | pocket tok/s | peer tok/s | pocket / peer |"
-echo "|---|---|---|---|---|" > /tmp/compare_table.$$
+printf '| model | test | pocket tok/s | peer tok/s | pocket / peer |\n|---|---|---|---|---|\n' > /tmp/compare_table.$$
 for m in "$@"; do
     for test in pp tg; do
         if [ $test = pp ]; then pa="-p $P -n 0"; la="-p $P -n 0"; name="pp$P"

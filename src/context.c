@@ -108,6 +108,10 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     ALLOC(c->ssm_beta, B * hp->ssm_v_heads);
     ALLOC(c->ssm_alpha, B * hp->ssm_v_heads);
     ALLOC(c->ssm_o, B * VD);
+    c->ssm_scratch_per = (size_t)2 * PK_DN_CHUNK * PK_DN_CHUNK + (size_t)2 * PK_DN_CHUNK * hp->ssm_state +
+                         2 * PK_DN_CHUNK;
+    ALLOC(c->ssm_scratch, hp->ssm_v_heads > 0 && B >= PK_DN_CHUNK_MIN
+                              ? (int64_t)hp->ssm_v_heads * (int64_t)c->ssm_scratch_per : 0);
     c->n_jobs_cap = (int)(2 * E + 8);
     ALLOC(c->jobs, c->n_jobs_cap);
     ALLOC(c->xptr, 2 * P + 4 * B);    /* MoE: 2 jobs per pair; attention: 3 x B */
@@ -142,7 +146,7 @@ void pk_context_free(pk_context *c) {
     void *bufs[] = {c->x, c->xb, c->xb2, c->q, c->qg, c->gate, c->att, c->att_out, c->hb, c->hb2,
                     c->exp_h, c->exp_h2, c->exp_out, c->router, c->sel, c->sel_w, c->pair_of,
                     c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
-                    c->logits, c->ssm_qkv, c->ssm_z, c->ssm_beta, c->ssm_alpha, c->ssm_o, c->jobs,
+                    c->logits, c->ssm_qkv, c->ssm_z, c->ssm_beta, c->ssm_alpha, c->ssm_o, c->ssm_scratch, c->jobs,
                     c->xptr, c->xptr_off};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);

@@ -66,6 +66,8 @@ struct pk_context {
     float *ssm_z;                 /* (v_heads * state) */
     float *ssm_beta, *ssm_alpha;  /* (v_heads) */
     float *ssm_o;                 /* (v_heads * state) */
+    float *ssm_scratch;           /* [v_heads][ssm_scratch_per]: chunked delta rule */
+    size_t ssm_scratch_per;
     int cur_batch;                /* tokens in the batch being processed */
 
     pk_slot slot[PK_N_SLOTS];
@@ -116,6 +118,10 @@ void pk_moe_forward(pk_context *c, const pk_layer *L);
 /* c->xb2 rows = FFN of c->xb rows through the routed experts (and shared
  * expert), for the c->cur_batch tokens of the batch (moe.c). */
 void pk_moe_forward(pk_context *c, const pk_layer *L);
+/* Prompt batches of at least PK_DN_CHUNK_MIN tokens use the chunked delta
+ * rule, in chunks of PK_DN_CHUNK tokens. */
+#define PK_DN_CHUNK_MIN 8
+#define PK_DN_CHUNK 64
 /* c->xb2 rows = Gated DeltaNet mixer of c->xb rows for layer il (deltanet.c). */
 void pk_deltanet_forward(pk_context *c, const pk_layer *L, int il);
 /* Process n <= n_batch tokens at positions pos.. pos+n-1. logits: NULL for

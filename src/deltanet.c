@@ -9,11 +9,19 @@
  *   per v head j (using q/k head j mod k_heads), state S (key x value):
  *     S = exp(g) S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q
  *   o_j = rmsnorm(o_j, ssm_norm) * silu(z_j);  out = ssm_out . o
- * The projections run batched (weights read once per batch); the conv and
- * the recurrence then step through the batch token by token, so a prompt
- * gives exactly the states and outputs of one-token decoding. Heads are
- * independent: each thread takes whole heads through the whole batch. The
- * conv state and S live in the sequence memory (kv.h).
+ * The projections run batched (weights read once per batch) and the conv
+ * steps through the batch. Decoding (fewer than PK_DN_CHUNK_MIN tokens)
+ * applies the recurrence token by token; a prompt batch uses the chunked
+ * form of the same delta rule (WY representation, chunks of PK_DN_CHUNK):
+ * within a chunk with entry state S0 and G_r = sum_{i<=r} g_i,
+ *   T = (I + A)^-1, A_ri = beta_r exp(G_r - G_i) k_r.k_i  (i < r)
+ *   U = T (beta V) - T (beta exp(G) K) S0           (pseudo-values)
+ *   o_r = exp(G_r) q_r S0 + sum_{i<=r} exp(G_r - G_i) (q_r.k_i) u_i
+ *   S = exp(G_last) S0 + sum_i exp(G_last - G_i) k_i u_i^T
+ * which equals the recurrence up to float rounding (tests/t_qwen35_ref.sh,
+ * tests/t_batch.sh). Heads are independent: each thread takes whole heads
+ * through the whole batch. The conv state and S live in the sequence memory
+ * (kv.h).
  */
 #include <math.h>
 #include <string.h>
@@ -36,8 +44,90 @@ typedef struct dn_task {
     int layer;
 } dn_task;
 
-/* One v head through the batch: decay, delta-rule update, read; then the
- * gated RMSNorm of its output. */
+static float dotf(const float *a, const float *b, int n) {
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Tokens b0..b0+n-1 of v head j in the chunked form (see the top comment);
+ * leaves the outputs (before the gated norm) in c->ssm_o and the state in S. */
+static void dn_chunk(pk_context *c, const pk_layer *L, int il, int j, int b0, int n, float *S) {
+    const pk_hparams *hp = &c->m->hp;
+    const int d = hp->ssm_state, hk = j % hp->ssm_k_heads, C = hp->ssm_channels;
+    const int HV = hp->ssm_v_heads, VD = HV * d;
+    float *A = c->ssm_scratch + (size_t)j * c->ssm_scratch_per;   /* n x n */
+    float *T = A + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x n */
+    float *W = T + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x d */
+    float *U = W + (size_t)PK_DN_CHUNK * d;                         /* n x d */
+    float *G = U + (size_t)PK_DN_CHUNK * d, *bet = G + PK_DN_CHUNK;
+    const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
+#define QR(i) (c->ssm_qkv + (size_t)(b0 + (i)) * C + (size_t)hk * d)
+#define KR(i) (c->ssm_qkv + (size_t)(b0 + (i)) * C + (size_t)(hp->ssm_k_heads + hk) * d)
+#define VR(i) (c->ssm_qkv + (size_t)(b0 + (i)) * C + (size_t)2 * hp->ssm_k_heads * d + (size_t)j * d)
+    for (int i = 0; i < n; i++) {
+        const size_t t = (size_t)(b0 + i) * HV + j;
+        G[i] = (i ? G[i - 1] : 0.0f) + softplusf(c->ssm_alpha[t] + dt) * a;
+        bet[i] = sigmoidf(c->ssm_beta[t]);
+    }
+    for (int i = 0; i < n; i++)
+        for (int m = 0; m < i; m++)
+            A[i * n + m] = bet[i] * expf(G[i] - G[m]) * dotf(KR(i), KR(m), d);
+    for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular */
+        for (int m = 0; m < i; m++) {
+            float sum = 0.0f;
+            for (int q = m; q < i; q++) sum += A[i * n + q] * T[q * n + m];
+            T[i * n + m] = -sum;
+        }
+        T[i * n + i] = 1.0f;
+    }
+    for (int i = 0; i < n; i++) {       /* W = T (beta exp(G) K), U = T (beta V) - W S0 */
+        float *w = W + (size_t)i * d, *u = U + (size_t)i * d;
+        memset(w, 0, (size_t)d * sizeof *w);
+        memset(u, 0, (size_t)d * sizeof *u);
+        for (int m = 0; m <= i; m++) {
+            const float t = T[i * n + m] * bet[m], tw = t * expf(G[m]);
+            const float *k = KR(m), *v = VR(m);
+            for (int e = 0; e < d; e++) {
+                w[e] += tw * k[e];
+                u[e] += t * v[e];
+            }
+        }
+        for (int key = 0; key < d; key++) {
+            const float wk = w[key], *srow = S + (size_t)key * d;
+            for (int e = 0; e < d; e++) u[e] -= wk * srow[e];
+        }
+    }
+    for (int r = 0; r < n; r++) {       /* outputs */
+        float *o = c->ssm_o + (size_t)(b0 + r) * VD + (size_t)j * d;
+        const float *q = QR(r), eg = expf(G[r]);
+        memset(o, 0, (size_t)d * sizeof *o);
+        for (int key = 0; key < d; key++) {
+            const float qk = q[key] * eg, *srow = S + (size_t)key * d;
+            for (int e = 0; e < d; e++) o[e] += qk * srow[e];
+        }
+        for (int i = 0; i <= r; i++) {
+            const float coef = expf(G[r] - G[i]) * dotf(q, KR(i), d), *u = U + (size_t)i * d;
+            for (int e = 0; e < d; e++) o[e] += coef * u[e];
+        }
+    }
+    const float eg = expf(G[n - 1]);    /* state carried on */
+    for (int key = 0; key < d * d; key++) S[key] *= eg;
+    for (int i = 0; i < n; i++) {
+        const float f = expf(G[n - 1] - G[i]), *k = KR(i), *u = U + (size_t)i * d;
+        for (int key = 0; key < d; key++) {
+            const float fk = f * k[key];
+            float *srow = S + (size_t)key * d;
+            for (int e = 0; e < d; e++) srow[e] += fk * u[e];
+        }
+    }
+#undef QR
+#undef KR
+#undef VR
+}
+
+/* One v head through the batch: decay, delta-rule update, read (token by
+ * token, or chunked for prompt batches); then the gated RMSNorm. */
 static void dn_head(void *arg, int j) {
     const dn_task *t = arg;
     pk_context *c = t->c;
@@ -48,6 +138,17 @@ static void dn_head(void *arg, int j) {
     float *S = pk_kv_ssm(&c->kv, t->layer) + (size_t)j * d * d;   /* [key i][value] */
     const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
     float kv[d > 0 ? d : 1];
+    if (c->cur_batch >= PK_DN_CHUNK_MIN) {
+        for (int b0 = 0; b0 < c->cur_batch; b0 += PK_DN_CHUNK)
+            dn_chunk(c, L, t->layer, j, b0, c->cur_batch - b0 < PK_DN_CHUNK ? c->cur_batch - b0 : PK_DN_CHUNK, S);
+        for (int b = 0; b < c->cur_batch; b++) {
+            float *o = c->ssm_o + (size_t)b * VD + (size_t)j * d;
+            const float *z = c->ssm_z + (size_t)b * VD + (size_t)j * d;
+            pk_rmsnorm(o, o, L->ssm_norm.data, d, hp->rms_eps);
+            for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
+        }
+        return;
+    }
     for (int b = 0; b < c->cur_batch; b++) {
         const float *qkv = c->ssm_qkv + (size_t)b * C;
         const float *q = qkv + (size_t)hk * d;

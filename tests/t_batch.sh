@@ -3,7 +3,8 @@
 # decoding: the batch changes how often weights are read, not the maths. Each
 # row is computed by the same kernels in the same order, so the outputs must
 # be bitwise identical, for every architecture family, thread count and a
-# batch size that does not divide the prompt.
+# batch size that does not divide the prompt - except the Gated DeltaNet's
+# chunked delta rule (prompt batches of 8+ tokens), equal up to rounding.
 set -eu
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
 T="$BUILD/tests/tool_logits"
@@ -15,11 +16,24 @@ for m in models/kjv-moe-f16.gguf ../shared/fixtures/qwen35moe/tiny-qwen35moe.ggu
     "$T" -t 1 -b 1 "$m" "$tmp/one.f32" "$ids"
     for cfg in "-t 1 -b 16" "-t 2 -b 64" "-t 2 -b 7"; do
         "$T" $cfg "$m" "$tmp/batch.f32" "$ids"
-        if ! cmp -s "$tmp/one.f32" "$tmp/batch.f32"; then
-            echo "FAIL: $m: logits with $cfg differ from one token at a time"; exit 1
-        fi
+        if cmp -s "$tmp/one.f32" "$tmp/batch.f32"; then continue; fi
+        # Gated DeltaNet prompt batches (>= 8 tokens) use the chunked form of
+        # the delta rule: equal to the recurrence up to float rounding
+        case "$m:$cfg" in
+        *qwen35*:*-b\ 16|*qwen35*:*-b\ 64)
+            "$PYTHON" - "$tmp/one.f32" "$tmp/batch.f32" "$cfg" <<'PY' || exit 1
+import sys
+import numpy as np
+a, b = (np.fromfile(f, dtype="<f4").reshape(45, -1) for f in sys.argv[1:3])
+d = float(np.abs(a - b).max())
+print(f"     chunked delta rule ({sys.argv[3]}): max |diff| {d:.2e} vs one token at a time")
+sys.exit(0 if d < 1e-4 * max(1.0, float(np.abs(a).max())) and (a.argmax(1) == b.argmax(1)).all() else 1)
+PY
+            ;;
+        *) echo "FAIL: $m: logits with $cfg differ from one token at a time"; exit 1 ;;
+        esac
     done
-    echo "ok   $(basename "$m"): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time, bitwise"
+    echo "ok   $(basename "$m"): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time (bitwise, or within 1e-4 for chunked DeltaNet)"
 done
 # Quantized weights: prompt batches go through the multi-token (gemm)
 # kernels, whose float summation order differs from gemv's, so batched and

@@ -134,7 +134,12 @@ const m0 = await metrics();
   const rs = [await longReq(acs[0]), await longReq(acs[1])];
   const queued = await longReq(acs[2]);
   await queued.body.getReader().read();    // the first (empty) chunk: headers and role sent while queued
+  // a slot picks its next request up asynchronously: poll briefly for the settled state
   let m = await metrics();
+  for (let i = 0; i < 40 && !(m['pocket_busy_slots'] === 2 && m['pocket_queue_depth'] === 1); i++) {
+    await sleep(50);
+    m = await metrics();
+  }
   check(m['pocket_busy_slots'] === 2 && m['pocket_queue_depth'] === 1, 'two generating, one queued', [m['pocket_busy_slots'], m['pocket_queue_depth']]);
   acs[2].abort();
   let left = false;

@@ -216,42 +216,6 @@ static void quantize_bf16(const float *x, void *vy, int64_t n) {
     for (; i < n; i++) y[i] = pk_fp32_to_bf16(x[i]);
 }
 
-/* roundf(): ties away from zero. t = trunc(v); v - t is exact; step away from
- * zero when |v - t| >= 0.5. */
-static inline __m256i round_away8(__m256 v) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    __m256 f = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
-    __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(sign, v));
-    __m256 step = _mm256_and_ps(_mm256_cmp_ps(f, _mm256_set1_ps(0.5f), _CMP_GE_OQ), one);
-    return _mm256_cvtps_epi32(_mm256_add_ps(t, step));
-}
-
-static void quantize_q8_0(const float *x, void *vy, int64_t n) {
-    pk_block_q8_0 *y = vy;
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    for (int64_t b = 0; b < n / PK_QK8_0; b++) {
-        const float *p = x + b * PK_QK8_0;
-        __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
-        __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
-        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
-                                 _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
-        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_max_ss(h, _mm_movehdup_ps(h));
-        float amax = _mm_cvtss_f32(h);
-        float d = amax / 127.0f;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[b].d = pk_fp32_to_fp16(d);
-        __m256 vid = _mm256_set1_ps(id);
-        __m256i i0 = round_away8(_mm256_mul_ps(v0, vid)), i1 = round_away8(_mm256_mul_ps(v1, vid));
-        __m256i i2 = round_away8(_mm256_mul_ps(v2, vid)), i3 = round_away8(_mm256_mul_ps(v3, vid));
-        __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)y[b].qs, q);
-    }
-}
-
 /* ---- block-quantized types (shared 256-bit code, this file's flags) ------- */
 
 #include "kernels_x86_quant.h"
@@ -270,7 +234,7 @@ const pk_kernels pk_kernels_avx2_table = {
     },
     .quantize = {
         [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,
-        [PK_TYPE_BF16] = quantize_bf16, [PK_TYPE_Q8_0] = quantize_q8_0,
+        [PK_TYPE_BF16] = quantize_bf16, [PK_TYPE_Q8_0] = quantize_q8_0_x,
         QX_QUANTIZE_ENTRIES
     },
 };

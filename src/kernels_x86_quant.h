@@ -333,27 +333,43 @@ QX_INLINE __m256i qx_round_away8(__m256 v) {
     return _mm256_cvtps_epi32(_mm256_add_ps(t, step));
 }
 
+/* One 32-value block as Q8_0/Q8_1 define it: d = amax / 127 (returned in
+ * *d) and q = roundf(x / d) as 32 int8 in memory order, bit-exact with the
+ * reference quantizers for finite input. */
+QX_INLINE __m256i qx_q8_block32(const float *p, float *d) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
+    __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    *d = _mm_cvtss_f32(h) / 127.0f;
+    __m256 vid = _mm256_set1_ps(*d != 0.0f ? 1.0f / *d : 0.0f);
+    __m256i i0 = qx_round_away8(_mm256_mul_ps(v0, vid)), i1 = qx_round_away8(_mm256_mul_ps(v1, vid));
+    __m256i i2 = qx_round_away8(_mm256_mul_ps(v2, vid)), i3 = qx_round_away8(_mm256_mul_ps(v3, vid));
+    __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    return _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* Q8_0: bit-exact with pk_q8_0_from_float for finite input. */
+static void quantize_q8_0_x(const float *x, void *vy, int64_t n) {
+    pk_block_q8_0 *y = vy;
+    for (int64_t b = 0; b < n / PK_QK8_0; b++) {
+        float d;
+        __m256i q = qx_q8_block32(x + b * PK_QK8_0, &d);
+        y[b].d = pk_fp32_to_fp16(d);
+        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+    }
+}
+
 /* Q8_1: bit-exact with pk_q8_1_from_float for finite input. */
 static void quantize_q8_1(const float *x, void *vy, int64_t n) {
     pk_block_q8_1 *y = vy;
-    const __m256 sign = _mm256_set1_ps(-0.0f);
     for (int64_t b = 0; b < n / PK_QK8_1; b++) {
-        const float *p = x + b * PK_QK8_1;
-        __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
-        __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
-        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
-                                 _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
-        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_max_ss(h, _mm_movehdup_ps(h));
-        float amax = _mm_cvtss_f32(h);
-        float d = amax / 127.0f;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        __m256 vid = _mm256_set1_ps(id);
-        __m256i i0 = qx_round_away8(_mm256_mul_ps(v0, vid)), i1 = qx_round_away8(_mm256_mul_ps(v1, vid));
-        __m256i i2 = qx_round_away8(_mm256_mul_ps(v2, vid)), i3 = qx_round_away8(_mm256_mul_ps(v3, vid));
-        __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-        q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        float d;
+        __m256i q = qx_q8_block32(x + b * PK_QK8_1, &d);
         _mm256_storeu_si256((__m256i *)y[b].qs, q);
         /* sum of the stored int8 (as the reference): sad of q + 128 */
         __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)),

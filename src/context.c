@@ -173,26 +173,28 @@ static int check_batch(pk_context *c, const int32_t *tokens, int n, pk_error *er
     return PK_OK;
 }
 
-int pk_decode(pk_context *c, const int32_t *tokens, int n, pk_error *err) {
-    int rc = check_batch(c, tokens, n, err);
-    if (rc) return rc;
-    for (int i = 0; i < n; i += c->n_batch) {
-        int nb = n - i < c->n_batch ? n - i : c->n_batch;
-        if ((rc = pk_forward_batch(c, tokens + i, nb, i + nb == n ? c->logits : NULL, 0))) return rc;
-    }
-    return PK_OK;
-}
-
-int pk_decode_all(pk_context *c, const int32_t *tokens, int n, float *all_logits, pk_error *err) {
+/* Feed tokens in batches of n_batch; logits of the last token into
+ * c->logits, and of every token into all (n x n_vocab) if all != NULL. */
+static int decode_batches(pk_context *c, const int32_t *tokens, int n, float *all, pk_error *err) {
     int rc = check_batch(c, tokens, n, err);
     if (rc) return rc;
     const size_t V = (size_t)c->m->hp.n_vocab;
     for (int i = 0; i < n; i += c->n_batch) {
         int nb = n - i < c->n_batch ? n - i : c->n_batch;
-        if ((rc = pk_forward_batch(c, tokens + i, nb, all_logits + (size_t)i * V, 1))) return rc;
+        float *out = all ? all + (size_t)i * V : i + nb == n ? c->logits : NULL;
+        if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL))) return rc;
     }
-    if (n > 0) memcpy(c->logits, all_logits + (size_t)(n - 1) * V, V * sizeof(float));
+    if (all && n > 0) memcpy(c->logits, all + (size_t)(n - 1) * V, V * sizeof(float));
     return PK_OK;
+}
+
+int pk_decode(pk_context *c, const int32_t *tokens, int n, pk_error *err) {
+    return decode_batches(c, tokens, n, NULL, err);
+}
+
+int pk_decode_all(pk_context *c, const int32_t *tokens, int n, float *all_logits, pk_error *err) {
+    if (n > 0 && !all_logits) return pk_errorf(err, PK_ERR_ARG, "pk_decode_all: no logits buffer");
+    return decode_batches(c, tokens, n, all_logits, err);
 }
 
 void pk_context_stats(const pk_context *c, pk_stats *out) {

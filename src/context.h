@@ -109,8 +109,6 @@ void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out);
 
 /* ---- blocks (forward.c, moe.c) ------------------------------------------ */
 void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps);
-/* out = w-weighted RMSNorm of x, w a (possibly non-F32) norm tensor */
-void pk_rmsnorm_t(pk_context *c, float *out, const float *x, const pk_tensor *w, int n);
 /* g[i] = silu(g[i]) * u[i] */
 void pk_silu_mul(float *g, const float *u, int n);
 /* c->xb2 = FFN of c->xb through the routed experts (and shared expert). */

@@ -39,10 +39,6 @@ static void rmsnorm_rows(pk_context *c, float *out, const float *x, const pk_ten
     c->weight_bytes += w->row_bytes;
 }
 
-void pk_rmsnorm_t(pk_context *c, float *out, const float *x, const pk_tensor *w, int n) {
-    rmsnorm_rows(c, out, x, w, n, 1, n);
-}
-
 static void add_bias(pk_context *c, float *y, const pk_tensor *b, int n, int rows, int64_t stride) {
     if (!b->data) return;
     float tmp[n];

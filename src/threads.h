@@ -21,11 +21,4 @@ int pk_pool_size(const pk_pool *p);
  * caller at a time. */
 void pk_pool_run(pk_pool *p, pk_chunk_fn fn, void *arg, int n_chunks);
 
-/* Split [0, n) into nth near-equal parts; part ith is [*b, *e). */
-static inline void pk_split(long n, int ith, int nth, long *b, long *e) {
-    long q = n / nth, r = n % nth;
-    *b = ith * q + (ith < r ? ith : r);
-    *e = *b + q + (ith < r);
-}
-
 #endif

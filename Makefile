@@ -50,6 +50,7 @@ deps:
 
 $(BUILD)/obj/kernels_avx2.o $(BUILD)/obj/kernels_avx2_%.o: CFLAGS += $(ISA_avx2)
 $(BUILD)/obj/kernels_avx512.o $(BUILD)/obj/kernels_avx512_%.o: CFLAGS += $(ISA_avx512)
+$(BUILD)/obj/kernels_amx.o: CFLAGS += $(ISA_avx512) -mamx-tile -mamx-int8
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/pocket.h | $(BUILD)/obj
 	$(CC) $(CFLAGS) -c $< -o $@

@@ -3,8 +3,10 @@
  * Tuned for: being called on every matmul - pk_kernels_get() is one
  * pthread_once check and a pointer load after the first call. The choice is
  * made once: the best ISA table the CPU supports, or the one named by the
- * POCKET_KERNELS environment variable ("ref", "avx2", "avx512") if the CPU
- * supports it (otherwise the best supported one). Every table handed out is a
+ * POCKET_KERNELS environment variable ("ref", "avx2", "avx512", "amx") if the
+ * CPU supports it (otherwise the best supported one). "amx" is the AVX-512
+ * table with AMX-INT8 multi-token kernels for prompt processing; it needs
+ * the CPU's AMX-TILE and AMX-INT8 and Linux's permission for the tile state. Every table handed out is a
  * merged copy in which the ISA's NULL entries are filled from the reference
  * table, so callers never see NULL for a type the reference supports.
  */
@@ -16,10 +18,11 @@
 #include <cpuid.h>
 #endif
 
-enum { V_REF, V_AVX2, V_AVX512, V_COUNT };
+enum { V_REF, V_AVX2, V_AVX512, V_AMX, V_COUNT };
+static const char *const names[V_COUNT] = {"ref", "avx2", "avx512", "amx"};
 
 static const pk_kernels *const raw_tables[V_COUNT] = {
-    &pk_kernels_ref_table, &pk_kernels_avx2_table, &pk_kernels_avx512_table,
+    &pk_kernels_ref_table, &pk_kernels_avx2_table, &pk_kernels_avx512_table, &pk_kernels_avx512_table,
 };
 
 static pk_kernels merged[V_COUNT];
@@ -43,11 +46,17 @@ static int cpu_has(int v) {
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                has_f16c();
     if (v == V_AVX2) return avx2;
-    if (v == V_AVX512)
-        return avx2 && __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-               __builtin_cpu_supports("avx512bf16");
+    int avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                 __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                 __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+                 __builtin_cpu_supports("avx512bf16");
+    if (v == V_AVX512) return avx512;
+    if (v == V_AMX) {
+        /* CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8 */
+        unsigned a, b, c, d;
+        return avx512 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 3) == 3 &&
+               pk_gemm_amx[PK_TYPE_Q4_K] != NULL && pk_amx_enable();
+    }
 #endif
     return v == V_REF;
 }
@@ -69,14 +78,17 @@ static void init(void) {
         merge(&merged[v], raw_tables[v], &pk_kernels_ref_table);
     }
     for (int t = 0; t < PK_TYPE_COUNT; t++)
-        if (pk_gemm_avx512[t]) merged[V_AVX512].gemm[t] = pk_gemm_avx512[t];
+        if (pk_gemm_avx512[t]) merged[V_AVX512].gemm[t] = merged[V_AMX].gemm[t] = pk_gemm_avx512[t];
+    for (int t = 0; t < PK_TYPE_COUNT; t++)
+        if (pk_gemm_amx[t]) merged[V_AMX].gemm[t] = pk_gemm_amx[t];
+    merged[V_AMX].isa = names[V_AMX];
     int best = V_REF;
     for (int v = 0; v < V_COUNT; v++)
         if (usable[v]) best = v;
     const char *want = getenv("POCKET_KERNELS");
     if (want)
         for (int v = 0; v < V_COUNT; v++)
-            if (usable[v] && strcmp(want, raw_tables[v]->isa) == 0) best = v;
+            if (usable[v] && strcmp(want, names[v]) == 0) best = v;
     selected = &merged[best];
 }
 
@@ -87,13 +99,13 @@ const pk_kernels *pk_kernels_get(void) {
     return selected;
 }
 
-/* The merged table of variant `isa` ("ref", "avx2", "avx512"), or NULL if it
+/* The merged table of variant `isa` ("ref", "avx2", "avx512", "amx"), or NULL if it
  * is unknown, not compiled in, or unsupported by this CPU. */
 const pk_kernels *pk_kernels_by_name(const char *isa) {
     pthread_once(&init_once, init);
     if (!isa) return NULL;
     for (int v = 0; v < V_COUNT; v++)
-        if (usable[v] && strcmp(isa, raw_tables[v]->isa) == 0) return &merged[v];
+        if (usable[v] && strcmp(isa, names[v]) == 0) return &merged[v];
     return NULL;
 }
 

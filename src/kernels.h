@@ -55,5 +55,10 @@ extern const pk_kernels pk_kernels_avx512_table;
 /* Multi-token kernels of the AVX-512 variant (kernels_avx512_gemm.c),
  * merged into its table; NULL entries fall back to gemv per token. */
 extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];
+/* AMX-INT8 multi-token kernels (kernels_amx.c), used by the "amx" variant
+ * (the AVX-512 table with these gemm entries) once pk_amx_enable() - which
+ * asks Linux for the tile state - has returned 1. */
+extern const pk_gemm_fn pk_gemm_amx[PK_TYPE_COUNT];
+int pk_amx_enable(void);
 
 #endif

@@ -34,6 +34,7 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__)
 #include <immintrin.h>
+#include "kernels_avx512_levels.h"
 
 #define GI static inline __attribute__((always_inline))
 
@@ -91,30 +92,6 @@ static void prep_bsums(int nt, const pk_block_q8_K *const *xs, int kb, float *P)
         }
 }
 
-/* vpermw indices: words 0-15 -> a, 16-31 -> b (two sub-blocks of 32) */
-static const int16_t idx_k4[4][32] __attribute__((aligned(64))) = {
-    {0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1},
-    {2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2, 3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3},
-    {4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4, 5,5,5,5,5,5,5,5,5,5,5,5,5,5,5,5},
-    {6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6, 7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7},
-};
-/* vpermw indices: 128-bit lane L of chunk z -> sub-block 4z + L (of 16) */
-static const int16_t idx_k16[4][32] __attribute__((aligned(64))) = {
-    {0,0,0,0,0,0,0,0, 1,1,1,1,1,1,1,1, 2,2,2,2,2,2,2,2, 3,3,3,3,3,3,3,3},
-    {4,4,4,4,4,4,4,4, 5,5,5,5,5,5,5,5, 6,6,6,6,6,6,6,6, 7,7,7,7,7,7,7,7},
-    {8,8,8,8,8,8,8,8, 9,9,9,9,9,9,9,9, 10,10,10,10,10,10,10,10, 11,11,11,11,11,11,11,11},
-    {12,12,12,12,12,12,12,12, 13,13,13,13,13,13,13,13,
-     14,14,14,14,14,14,14,14, 15,15,15,15,15,15,15,15},
-};
-GI __m512i ldidx(const int16_t *p) { return _mm512_load_si512((const void *)p); }
-/* per-word shift counts: a for the low 256 bits, b for the high 256 */
-GI __m512i shifts2(int a, int b) {
-    return _mm512_inserti64x4(_mm512_set1_epi16((short)a), _mm256_set1_epi16((short)b), 1);
-}
-/* 32 bytes in both 256-bit halves */
-GI __m512i bcast32(const void *p) {
-    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
-}
 GI __m512i ld64(const void *p) { return _mm512_loadu_si512(p); }
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -131,7 +108,6 @@ GI void k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
 /* One row (kb super-blocks from w) times NT tokens. */
 GI void tile_q4_K(const int NT, const pk_block_q4_K *w, const pk_block_q8_K *const *xs,
                   const float *P, int kb, float *y, int64_t ys, int first) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), sh = shifts2(0, 4);
     __m512 acc[TT];
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < kb; b++) {
@@ -146,8 +122,8 @@ GI void tile_q4_K(const int NT, const pk_block_q4_K *w, const pk_block_q8_K *con
         __m512i is[TT];
         for (int t = 0; t < NT; t++) is[t] = _mm512_setzero_si512();
         for (int h = 0; h < 4; h++) {
-            __m512i q = _mm512_and_si512(_mm512_srlv_epi16(bcast32(wb->qs + 32 * h), sh), m4);
-            __m512i s = _mm512_permutexvar_epi16(ldidx(idx_k4[h]), sc16);
+            __m512i q = lv_q4_K(wb, h);
+            __m512i s = _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[h]), sc16);
             for (int t = 0; t < NT; t++)
                 is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * h)), s);
         }
@@ -162,7 +138,6 @@ GI void tile_q4_K(const int NT, const pk_block_q4_K *w, const pk_block_q8_K *con
 
 GI void tile_q2_K(const int NT, const pk_block_q2_K *w, const pk_block_q8_K *const *xs,
                   const float *P, int kb, float *y, int64_t ys, int first) {
-    const __m512i m3 = _mm512_set1_epi8(3), sh01 = shifts2(0, 2), sh23 = shifts2(4, 6);
     __m512 acc[TT];
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < kb; b++) {
@@ -176,9 +151,8 @@ GI void tile_q2_K(const int NT, const pk_block_q2_K *w, const pk_block_q8_K *con
         __m512i is[TT];
         for (int t = 0; t < NT; t++) is[t] = _mm512_setzero_si512();
         for (int z = 0; z < 4; z++) {
-            __m512i q = _mm512_and_si512(_mm512_srlv_epi16(bcast32(wb->qs + 32 * (z >> 1)),
-                                                           (z & 1) ? sh23 : sh01), m3);
-            __m512i s = _mm512_permutexvar_epi16(ldidx(idx_k16[z]), sc16);
+            __m512i q = lv_q2_K(wb, z);
+            __m512i s = _mm512_permutexvar_epi16(lv_ldidx(lv_idx16[z]), sc16);
             for (int t = 0; t < NT; t++)
                 is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * z)), s);
         }
@@ -193,8 +167,6 @@ GI void tile_q2_K(const int NT, const pk_block_q2_K *w, const pk_block_q8_K *con
 
 GI void tile_q6_K(const int NT, const pk_block_q6_K *w, const pk_block_q8_K *const *xs,
                   const float *P, int kb, float *y, int64_t ys, int first) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    const __m512i shl = shifts2(4, 2), shr = shifts2(0, 2);
     (void)P;
     __m512 acc[TT];
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
@@ -211,12 +183,8 @@ GI void tile_q6_K(const int NT, const pk_block_q6_K *w, const pk_block_q8_K *con
             is[t] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), scn,
                                         _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xs[t][b].bsums)));
         for (int z = 0; z < 4; z++) {
-            int h = z >> 1;
-            __m512i l = ld64(wb->ql + 64 * h), qh = bcast32(wb->qh + 32 * h);
-            __m512i lo = (z & 1) ? _mm512_and_si512(_mm512_srli_epi16(l, 4), m4) : _mm512_and_si512(l, m4);
-            __m512i hi = (z & 1) ? _mm512_srlv_epi16(qh, shr) : _mm512_sllv_epi16(qh, shl);
-            __m512i q = _mm512_ternarylogic_epi32(lo, hi, m30, 0xF8);     /* lo | (hi & 0x30) */
-            __m512i s = _mm512_permutexvar_epi16(ldidx(idx_k16[z]), sc16);
+            __m512i q = lv_q6_K(wb, z);
+            __m512i s = _mm512_permutexvar_epi16(lv_ldidx(lv_idx16[z]), sc16);
             for (int t = 0; t < NT; t++)
                 is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * z)), s);
         }

@@ -85,7 +85,6 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     ALLOC(c->q, B * qd);
     ALLOC(c->qg, m->arch->attn_gate ? B * 2 * qd : 0);
     ALLOC(c->gate, m->arch->attn_gate ? B * qd : 0);
-    ALLOC(c->att, (int64_t)hp->n_head * p.n_ctx);
     ALLOC(c->att_out, B * vd);
     ALLOC(c->hb, B * F);
     ALLOC(c->hb2, B * F);
@@ -143,7 +142,7 @@ void pk_context_free(pk_context *c) {
     pk_kv_free(&c->kv);
     for (int s = 0; s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++) free(c->slot[s].buf[t]);
-    void *bufs[] = {c->x, c->xb, c->xb2, c->q, c->qg, c->gate, c->att, c->att_out, c->hb, c->hb2,
+    void *bufs[] = {c->x, c->xb, c->xb2, c->q, c->qg, c->gate, c->att_out, c->hb, c->hb2,
                     c->exp_h, c->exp_h2, c->exp_out, c->router, c->sel, c->sel_w, c->pair_of,
                     c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
                     c->logits, c->ssm_qkv, c->ssm_z, c->ssm_beta, c->ssm_alpha, c->ssm_o, c->ssm_scratch, c->jobs,
@@ -182,7 +181,8 @@ static int decode_batches(pk_context *c, const int32_t *tokens, int n, float *al
     for (int i = 0; i < n; i += c->n_batch) {
         int nb = n - i < c->n_batch ? n - i : c->n_batch;
         float *out = all ? all + (size_t)i * V : i + nb == n ? c->logits : NULL;
-        if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL))) return rc;
+        if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL)))
+            return pk_errorf(err, rc, "out of memory for attention scratch (position %d, %d tokens)", c->pos, nb);
     }
     if (all && n > 0) memcpy(c->logits, all + (size_t)(n - 1) * V, V * sizeof(float));
     return PK_OK;

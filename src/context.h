@@ -47,7 +47,7 @@ struct pk_context {
     float *q;                     /* (n_head * hd) */
     float *qg;                    /* (2 * n_head * hd) joint q|gate projection (attn_gate) */
     float *gate;                  /* (n_head * hd) attention output gate */
-    float *att;                   /* (n_head x n_ctx), not per token: attention scores */
+    int att_oom;                  /* set by an attention chunk that had no scratch */
     float *att_out;               /* (n_head * hd_v) */
     float *hb, *hb2;              /* (max(F, F_shexp)) dense / shared-expert hidden */
     float *exp_h, *exp_h2;        /* (F_exp) per (token, expert) pair: B * k rows */

@@ -73,26 +73,61 @@ void pk_silu_mul(float *g, const float *u, int n) {
 typedef struct att_task {
     pk_context *c;
     int layer, pos0, n;
+    int tb, n_tb;                 /* tokens per chunk, chunks per kv head */
 } att_task;
 
-/* One chunk per head: for each token b of the batch (position pos0 + b) the
- * head attends over positions 0..pos0+b. Scores are one F32 matrix-vector
- * product over the cached keys of the head's kv group. */
-static void att_run(void *arg, int h) {
+enum { ATT_KB = 512 };            /* keys per value product (the transposed V block) */
+
+/* y[t * ys + r] = dot(row r of w, x[t]) for F32 rows rb bytes apart */
+static void f32_products(const pk_kernels *k, int64_t n, int64_t nrows, int ntok, float *y, int64_t ys,
+                         const float *w, size_t rb, const float *const *x) {
+    if (k->gemm_f32)
+        k->gemm_f32(n, nrows, ntok, y, ys, w, rb, (const void *const *)x);
+    else
+        for (int t = 0; t < ntok; t++) k->gemv[PK_TYPE_F32](n, nrows, y + t * ys, w, rb, x[t]);
+}
+
+/* One chunk: kv head g and tokens b0..b1-1 of the batch, i.e. the M = (b1 -
+ * b0) * group query heads that share g's keys and values. Token b (position
+ * pos0 + b) attends over positions 0..pos0+b.
+ *   S = Q K^T over keys 0..nk-1 (nk = pos0 + b1): one multi-token product,
+ *       each key row read once for all M queries;
+ *   P = softmax of each row over its own positions, 0 beyond;
+ *   O = P V in blocks of ATT_KB keys, V transposed per block so that it is a
+ *       multi-token product too.
+ * A query's result does not depend on which other queries share its chunk
+ * (per-token accumulators; zero probabilities add exact zeros), so batched
+ * and one-token attention agree bitwise. */
+static void att_run(void *arg, int chunk) {
     const att_task *t = arg;
     pk_context *c = t->c;
     const pk_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, hdv = hp->head_dim_v, group = hp->n_head / hp->n_head_kv;
     const int qd = hp->n_head * hd, od = hp->n_head * hdv;
     const float scale = 1.0f / sqrtf((float)hd);
-    const int kvh = h / group;
-    float *sc = c->att + (size_t)h * c->n_ctx;
-    for (int b = 0; b < t->n; b++) {
-        const int last = t->pos0 + b;
-        const float *q = c->q + (size_t)b * qd + (size_t)h * hd;
-        c->kern->gemv[PK_TYPE_F32](hd, last + 1, sc, pk_kv_k(&c->kv, t->layer, 0) + (size_t)kvh * hd,
-                                   (size_t)c->kv.k_dim * sizeof(float), q);
-        float mx = -INFINITY;
+    /* the largest (latest) token blocks first, for balance */
+    const int g = chunk % hp->n_head_kv, blk = t->n_tb - 1 - chunk / hp->n_head_kv;
+    const int b0 = blk * t->tb, b1 = b0 + t->tb < t->n ? b0 + t->tb : t->n;
+    const int M = (b1 - b0) * group, nk = t->pos0 + b1;
+    const int kbmax = nk < ATT_KB ? nk : ATT_KB;
+    uint8_t *mem = pk_thread_scratch(sizeof(float) * ((size_t)M * nk + (size_t)hdv * kbmax + (size_t)M * hdv) +
+                                     2 * sizeof(float *) * (size_t)M);
+    if (!mem) { c->att_oom = 1; return; }
+    float *S = (float *)mem, *VT = S + (size_t)M * nk, *T = VT + (size_t)hdv * kbmax;
+    const float **xp = (const float **)(T + (size_t)M * hdv);
+    float **op = (float **)(xp + M);
+    for (int b = b0; b < b1; b++)
+        for (int j = 0; j < group; j++) {
+            int m = (b - b0) * group + j, h = g * group + j;
+            xp[m] = c->q + (size_t)b * qd + (size_t)h * hd;
+            op[m] = c->att_out + (size_t)b * od + (size_t)h * hdv;
+        }
+    const pk_kv *kv = &c->kv;
+    f32_products(c->kern, hd, nk, M, S, nk, pk_kv_k(kv, t->layer, 0) + (size_t)g * hd,
+                 (size_t)kv->k_dim * sizeof(float), xp);
+    for (int m = 0; m < M; m++) {
+        const int last = t->pos0 + b0 + m / group;
+        float *sc = S + (size_t)m * nk, mx = -INFINITY;
         for (int p = 0; p <= last; p++) {
             sc[p] *= scale;
             if (sc[p] > mx) mx = sc[p];
@@ -103,17 +138,27 @@ static void att_run(void *arg, int h) {
             sum += sc[p];
         }
         const float inv = (float)(1.0 / sum);
-        float *o = c->att_out + (size_t)b * od + (size_t)h * hdv;
-        memset(o, 0, (size_t)hdv * sizeof *o);
-        for (int p = 0; p <= last; p++) {
-            const float *v = pk_kv_v(&c->kv, t->layer, p) + (size_t)kvh * hdv;
-            const float a = sc[p] * inv;
-            for (int i = 0; i < hdv; i++) o[i] += a * v[i];
+        for (int p = 0; p <= last; p++) sc[p] *= inv;
+        for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
+    }
+    for (int k0 = 0; k0 < nk; k0 += ATT_KB) {
+        const int kn = nk - k0 < ATT_KB ? nk - k0 : ATT_KB;
+        for (int p = 0; p < kn; p++) {
+            const float *v = pk_kv_v(kv, t->layer, k0 + p) + (size_t)g * hdv;
+            for (int i = 0; i < hdv; i++) VT[(size_t)i * kn + p] = v[i];
+        }
+        for (int m = 0; m < M; m++) xp[m] = S + (size_t)m * nk + k0;
+        f32_products(c->kern, kn, hdv, M, T, hdv, VT, (size_t)kn * sizeof(float), xp);
+        for (int m = 0; m < M; m++) {
+            float *o = op[m];
+            const float *tm = T + (size_t)m * hdv;
+            if (k0 == 0) memcpy(o, tm, (size_t)hdv * sizeof *o);
+            else for (int i = 0; i < hdv; i++) o[i] += tm[i];
         }
     }
 }
 
-static void attention(pk_context *c, const pk_layer *L, int il) {
+static int attention(pk_context *c, const pk_layer *L, int il) {
     const pk_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, B = c->cur_batch, pos0 = c->pos, D = hp->n_embd;
     const int qd = hp->n_head * hd, od = hp->n_head * hp->head_dim_v;
@@ -154,18 +199,26 @@ static void attention(pk_context *c, const pk_layer *L, int il) {
         rope_apply(c, pk_kv_k(&c->kv, il, pos0 + b), hp->n_head_kv, hd, pos0 + b);
     }
 
-    att_task t = {c, il, pos0, B};
+    /* chunks of up to 16 tokens per kv head, fewer if their scores would
+       pass 4 MiB */
+    att_task t = {c, il, pos0, B, 16, 0};
+    while (t.tb > 1 && (int64_t)t.tb * (hp->n_head / hp->n_head_kv) * (pos0 + B) > (1 << 20)) t.tb /= 2;
+    t.n_tb = (B + t.tb - 1) / t.tb;
+    const int chunks = t.n_tb * hp->n_head_kv;
+    c->att_oom = 0;
     /* small attention spans are not worth a hand-off: run them on the caller */
     if ((int64_t)B * (pos0 + B) * hp->n_head * (hd + hp->head_dim_v) < (1 << 15))
-        for (int h = 0; h < hp->n_head; h++) att_run(&t, h);
+        for (int i = 0; i < chunks; i++) att_run(&t, i);
     else
-        pk_pool_run(c->pool, att_run, &t, hp->n_head);
+        pk_pool_run(c->pool, att_run, &t, chunks);
+    if (c->att_oom) return PK_ERR_NOMEM;
 
     if (gated)
         for (int i = 0; i < B * od; i++) c->att_out[i] *= 1.0f / (1.0f + expf(-c->gate[i]));
     pk_act_set(c, PK_SLOT_ATT, c->att_out, B, od, 0);
     pk_mv o = {&L->wo, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
     pk_matvec(c, &o, 1);
+    return PK_OK;
 }
 
 /* ---- feed-forward ----------------------------------------------------------------- */
@@ -196,7 +249,7 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         const pk_layer *L = &m->layers[il];
         rmsnorm_rows(c, c->xb, c->x, &L->attn_norm, D, n, D);
         if (m->recurrent && m->recurrent[il]) pk_deltanet_forward(c, L, il);
-        else attention(c, L, il);
+        else if (attention(c, L, il) != PK_OK) return PK_ERR_NOMEM;
         for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
         rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, n, D);
         if (hp->moe) pk_moe_forward(c, L);

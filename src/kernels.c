@@ -82,6 +82,7 @@ static void init(void) {
     for (int t = 0; t < PK_TYPE_COUNT; t++)
         if (pk_gemm_amx[t]) merged[V_AMX].gemm[t] = pk_gemm_amx[t];
     merged[V_AMX].isa = names[V_AMX];
+    merged[V_AVX512].gemm_f32 = merged[V_AMX].gemm_f32 = pk_gemm_f32_avx512;
     int best = V_REF;
     for (int v = 0; v < V_COUNT; v++)
         if (usable[v]) best = v;

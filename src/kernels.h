@@ -39,6 +39,10 @@ typedef struct pk_kernels {
     pk_quantize_fn quantize[PK_TYPE_COUNT];   /* by activation type */
     /* optional multi-token kernels, by weight type; NULL: gemv per token */
     pk_gemm_fn gemm[PK_TYPE_COUNT];
+    /* F32 x F32 multi-token product for attention (scores and values);
+     * NULL: gemv per token. A token's results do not depend on the other
+     * tokens of the call, so batched and one-token attention agree bitwise. */
+    pk_gemm_fn gemm_f32;
 } pk_kernels;
 
 /* The selected kernel table (decided once, thread-safe). */
@@ -55,6 +59,7 @@ extern const pk_kernels pk_kernels_avx512_table;
 /* Multi-token kernels of the AVX-512 variant (kernels_avx512_gemm.c),
  * merged into its table; NULL entries fall back to gemv per token. */
 extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];
+extern const pk_gemm_fn pk_gemm_f32_avx512;   /* NULL if not compiled in */
 /* AMX-INT8 multi-token kernels (kernels_amx.c), used by the "amx" variant
  * (the AVX-512 table with these gemm entries) once pk_amx_enable() - which
  * asks Linux for the tile state - has returned 1. */

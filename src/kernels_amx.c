@@ -349,11 +349,17 @@ GI void gemm_amx(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, c
                 superblock(nt, a, b, cb, hi_signed, two);
                 flush(nt, cb, a, b, acc, npair, two);
             }
+            /* acc is [row][token]: transposed, each token's 16 rows are
+               contiguous in y */
+            const __mmask16 rm = (__mmask16)((1u << nr) - 1);
             for (int t = 0; t < nt; t++) {
                 int64_t tok0 = (tt + t) * TOKS;
                 int ntk = ntok - tok0 < TOKS ? (int)(ntok - tok0) : TOKS;
-                for (int r = 0; r < nr; r++)
-                    for (int k = 0; k < ntk; k++) y[(tok0 + k) * ys + r0 + r] = acc[t * 256 + 16 * r + k];
+                __m512i v[16];
+                for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512(acc + t * 256 + 16 * r);
+                transpose16(v);
+                for (int k = 0; k < ntk; k++)
+                    _mm512_mask_storeu_ps(y + (tok0 + k) * ys + r0, rm, _mm512_castsi512_ps(v[k]));
             }
         }
     }

@@ -139,3 +139,26 @@ void pk_pool_run(pk_pool *p, pk_chunk_fn fn, void *arg, int n_chunks) {
         else sched_yield();
     }
 }
+
+/* ---- per-thread scratch ------------------------------------------------------ */
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static void scratch_key_make(void) { pthread_key_create(&scratch_key, free); }
+
+typedef struct { size_t cap; } scratch_hdr;   /* followed (64 bytes on) by the data */
+
+void *pk_thread_scratch(size_t n) {
+    pthread_once(&scratch_once, scratch_key_make);
+    scratch_hdr *h = pthread_getspecific(scratch_key);
+    if (!h || h->cap < n) {
+        size_t cap = n + n / 4 + 4096;
+        void *m = NULL;
+        if (posix_memalign(&m, 64, 64 + cap) != 0) return NULL;
+        free(h);
+        h = m;
+        h->cap = cap;
+        pthread_setspecific(scratch_key, h);
+    }
+    return (char *)h + 64;
+}

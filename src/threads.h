@@ -10,6 +10,8 @@
 #ifndef PK_THREADS_H
 #define PK_THREADS_H
 
+#include <stddef.h>
+
 typedef struct pk_pool pk_pool;
 typedef void (*pk_chunk_fn)(void *arg, int chunk);
 
@@ -20,5 +22,9 @@ int pk_pool_size(const pk_pool *p);
 /* Run fn on chunks 0..n_chunks-1 (n_chunks < 2^24); not reentrant: one
  * caller at a time. */
 void pk_pool_run(pk_pool *p, pk_chunk_fn fn, void *arg, int n_chunks);
+/* Scratch memory of the calling thread, at least n bytes, 64-byte aligned;
+ * grows as needed (contents not kept), freed when the thread exits. NULL if
+ * out of memory. For chunk functions, which do not know their thread. */
+void *pk_thread_scratch(size_t n);
 
 #endif

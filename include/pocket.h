@@ -124,7 +124,7 @@ typedef struct pk_context pk_context;
 typedef struct pk_context_params {
     int n_ctx;        /* context window in tokens (0: the model's, capped at 4096) */
     int n_threads;    /* worker threads (0: all cores) */
-    int n_batch;      /* most prompt tokens per forward pass (0: 64); prompts are
+    int n_batch;      /* most prompt tokens per forward pass (0: 512); prompts are
                          processed in batches that read each weight once */
 } pk_context_params;
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include "context.h"
 
-#define DEFAULT_BATCH 64
+#define DEFAULT_BATCH 512
 
 pk_context_params pk_context_default_params(void) {
     pk_context_params p = {0, 0, 0};
@@ -82,19 +82,28 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     ALLOC(c->x, B * D);
     ALLOC(c->xb, B * D);
     ALLOC(c->xb2, B * D);
-    ALLOC(c->q, B * qd);
-    ALLOC(c->qg, m->arch->attn_gate ? B * 2 * qd : 0);
-    ALLOC(c->gate, m->arch->attn_gate ? B * qd : 0);
-    ALLOC(c->att_out, B * vd);
+    /* the attention buffers (q, gate, output) and the MoE buffers are never
+       live at the same time: one arena holds either. exp_out holds the down
+       products of at most exp_cap pairs at a time (moe.c), or the shared
+       expert's B rows; the up products, dead by then, share its memory. */
+    c->exp_cap = (int)max2((P + 3) / 4, B);
+    const int64_t n_att = B * qd + (m->arch->attn_gate ? B * 3 * qd : 0) + B * vd;
+    const int64_t n_moe = P * FE + max2((int64_t)c->exp_cap * D, P * FE);
+    ALLOC(c->arena, max2(n_att, n_moe));
+    if (ok) {
+        c->q = c->arena;
+        c->qg = m->arch->attn_gate ? c->q + B * qd : NULL;
+        c->gate = m->arch->attn_gate ? c->qg + B * 2 * qd : NULL;
+        c->att_out = c->q + B * qd + (m->arch->attn_gate ? B * 3 * qd : 0);
+        c->exp_h = c->arena;
+        c->exp_out = c->exp_h2 = c->arena + P * FE;
+    }
     ALLOC(c->hb, B * F);
     ALLOC(c->hb2, B * F);
-    ALLOC(c->exp_h, P * FE);
-    ALLOC(c->exp_h2, P * FE);
-    ALLOC(c->exp_out, max2(P, B) * D);
     ALLOC(c->router, B * E);
     ALLOC(c->sel, P);
     ALLOC(c->sel_w, P);
-    ALLOC(c->pair_of, P);
+    ALLOC(c->pair_w, P);
     ALLOC(c->tok_idx, P);
     ALLOC(c->pair_seq, P);
     ALLOC(c->exp_count, E);
@@ -142,8 +151,8 @@ void pk_context_free(pk_context *c) {
     pk_kv_free(&c->kv);
     for (int s = 0; s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++) free(c->slot[s].buf[t]);
-    void *bufs[] = {c->x, c->xb, c->xb2, c->q, c->qg, c->gate, c->att_out, c->hb, c->hb2,
-                    c->exp_h, c->exp_h2, c->exp_out, c->router, c->sel, c->sel_w, c->pair_of,
+    void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->hb, c->hb2,
+                    c->router, c->sel, c->sel_w, c->pair_w,
                     c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
                     c->logits, c->ssm_qkv, c->ssm_z, c->ssm_beta, c->ssm_alpha, c->ssm_o, c->ssm_scratch, c->jobs,
                     c->xptr, c->xptr_off};

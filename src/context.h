@@ -50,12 +50,15 @@ struct pk_context {
     int att_oom;                  /* set by an attention chunk that had no scratch */
     float *att_out;               /* (n_head * hd_v) */
     float *hb, *hb2;              /* (max(F, F_shexp)) dense / shared-expert hidden */
-    float *exp_h, *exp_h2;        /* (F_exp) per (token, expert) pair: B * k rows */
-    float *exp_out;               /* (D) per pair */
+    float *exp_h, *exp_h2;        /* (F_exp) per (token, expert) pair: B * k rows;
+                                     exp_h2 shares exp_out's memory */
+    float *exp_out;               /* (D) per pair, exp_cap pairs at a time */
+    int exp_cap;
+    float *arena;                 /* memory of q..att_out or of exp_h..exp_out */
     float *router;                /* (n_expert) */
     int *sel;                     /* (k) selected experts */
     float *sel_w;                 /* (k) their weights */
-    int *pair_of;                 /* [B * k] pair index of (token, j) */
+    float *pair_w;                /* [B * k] router weight of pair p */
     int *exp_count, *exp_off;     /* [n_expert] */
     int32_t *tok_idx;             /* [B * k] token of each pair, as matvec input rows */
     int32_t *pair_seq;            /* [B * k] 0, 1, 2, ... */

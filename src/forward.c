@@ -76,28 +76,18 @@ typedef struct att_task {
     int tb, n_tb;                 /* tokens per chunk, chunks per kv head */
 } att_task;
 
-enum { ATT_KB = 512 };            /* keys per value product (the transposed V block) */
-
-/* y[t * ys + r] = dot(row r of w, x[t]) for F32 rows rb bytes apart */
-static void f32_products(const pk_kernels *k, int64_t n, int64_t nrows, int ntok, float *y, int64_t ys,
-                         const float *w, size_t rb, const float *const *x) {
-    if (k->gemm_f32)
-        k->gemm_f32(n, nrows, ntok, y, ys, w, rb, (const void *const *)x);
-    else
-        for (int t = 0; t < ntok; t++) k->gemv[PK_TYPE_F32](n, nrows, y + t * ys, w, rb, x[t]);
-}
-
 /* One chunk: kv head g and tokens b0..b1-1 of the batch, i.e. the M = (b1 -
  * b0) * group query heads that share g's keys and values. Token b (position
- * pos0 + b) attends over positions 0..pos0+b.
- *   S = Q K^T over keys 0..nk-1 (nk = pos0 + b1): one multi-token product,
- *       each key row read once for all M queries;
+ * pos0 + b) attends over positions 0..pos0+b. Over keys 0..nk-1 (nk = pos0 +
+ * b1), as matrix products:
+ *   S = Q K^T   (K transposed into scratch, so each key is read once for all
+ *                M queries);
  *   P = softmax of each row over its own positions, 0 beyond;
- *   O = P V in blocks of ATT_KB keys, V transposed per block so that it is a
- *       multi-token product too.
- * A query's result does not depend on which other queries share its chunk
- * (per-token accumulators; zero probabilities add exact zeros), so batched
- * and one-token attention agree bitwise. */
+ *   O = P V     (V read in place).
+ * Every element is a sum in order over its k (pk_sgemm_fn), and zero
+ * probabilities add exact zeros, so a query's result does not depend on
+ * which other queries share its chunk: batched and one-token attention agree
+ * bitwise. */
 static void att_run(void *arg, int chunk) {
     const att_task *t = arg;
     pk_context *c = t->c;
@@ -109,22 +99,18 @@ static void att_run(void *arg, int chunk) {
     const int g = chunk % hp->n_head_kv, blk = t->n_tb - 1 - chunk / hp->n_head_kv;
     const int b0 = blk * t->tb, b1 = b0 + t->tb < t->n ? b0 + t->tb : t->n;
     const int M = (b1 - b0) * group, nk = t->pos0 + b1;
-    const int kbmax = nk < ATT_KB ? nk : ATT_KB;
-    uint8_t *mem = pk_thread_scratch(sizeof(float) * ((size_t)M * nk + (size_t)hdv * kbmax + (size_t)M * hdv) +
-                                     2 * sizeof(float *) * (size_t)M);
-    if (!mem) { c->att_oom = 1; return; }
-    float *S = (float *)mem, *VT = S + (size_t)M * nk, *T = VT + (size_t)hdv * kbmax;
-    const float **xp = (const float **)(T + (size_t)M * hdv);
-    float **op = (float **)(xp + M);
-    for (int b = b0; b < b1; b++)
-        for (int j = 0; j < group; j++) {
-            int m = (b - b0) * group + j, h = g * group + j;
-            xp[m] = c->q + (size_t)b * qd + (size_t)h * hd;
-            op[m] = c->att_out + (size_t)b * od + (size_t)h * hdv;
-        }
+    float *Q = pk_thread_scratch(sizeof(float) * ((size_t)M * hd + (size_t)hd * nk + (size_t)M * nk + (size_t)M * hdv));
+    if (!Q) { c->att_oom = 1; return; }
+    float *KT = Q + (size_t)M * hd, *S = KT + (size_t)hd * nk, *O = S + (size_t)M * nk;
+    for (int b = b0; b < b1; b++)   /* the group's heads of token b are adjacent */
+        memcpy(Q + (size_t)(b - b0) * group * hd, c->q + (size_t)b * qd + (size_t)g * group * hd,
+               (size_t)group * hd * sizeof(float));
     const pk_kv *kv = &c->kv;
-    f32_products(c->kern, hd, nk, M, S, nk, pk_kv_k(kv, t->layer, 0) + (size_t)g * hd,
-                 (size_t)kv->k_dim * sizeof(float), xp);
+    for (int p = 0; p < nk; p++) {
+        const float *k = pk_kv_k(kv, t->layer, p) + (size_t)g * hd;
+        for (int i = 0; i < hd; i++) KT[(size_t)i * nk + p] = k[i];
+    }
+    c->kern->sgemm(M, nk, hd, Q, hd, KT, nk, S, nk);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / group;
         float *sc = S + (size_t)m * nk, mx = -INFINITY;
@@ -141,21 +127,10 @@ static void att_run(void *arg, int chunk) {
         for (int p = 0; p <= last; p++) sc[p] *= inv;
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
     }
-    for (int k0 = 0; k0 < nk; k0 += ATT_KB) {
-        const int kn = nk - k0 < ATT_KB ? nk - k0 : ATT_KB;
-        for (int p = 0; p < kn; p++) {
-            const float *v = pk_kv_v(kv, t->layer, k0 + p) + (size_t)g * hdv;
-            for (int i = 0; i < hdv; i++) VT[(size_t)i * kn + p] = v[i];
-        }
-        for (int m = 0; m < M; m++) xp[m] = S + (size_t)m * nk + k0;
-        f32_products(c->kern, kn, hdv, M, T, hdv, VT, (size_t)kn * sizeof(float), xp);
-        for (int m = 0; m < M; m++) {
-            float *o = op[m];
-            const float *tm = T + (size_t)m * hdv;
-            if (k0 == 0) memcpy(o, tm, (size_t)hdv * sizeof *o);
-            else for (int i = 0; i < hdv; i++) o[i] += tm[i];
-        }
-    }
+    c->kern->sgemm(M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv, kv->v_dim, O, hdv);
+    for (int b = b0; b < b1; b++)
+        memcpy(c->att_out + (size_t)b * od + (size_t)g * group * hdv, O + (size_t)(b - b0) * group * hdv,
+               (size_t)group * hdv * sizeof(float));
 }
 
 static int attention(pk_context *c, const pk_layer *L, int il) {

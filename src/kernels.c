@@ -68,6 +68,7 @@ static void merge(pk_kernels *out, const pk_kernels *isa, const pk_kernels *ref)
         if (!out->gemv[t]) out->gemv[t] = ref->gemv[t];
         if (!out->quantize[t]) out->quantize[t] = ref->quantize[t];
     }
+    if (!out->sgemm) out->sgemm = ref->sgemm;
 }
 
 static void init(void) {
@@ -82,7 +83,6 @@ static void init(void) {
     for (int t = 0; t < PK_TYPE_COUNT; t++)
         if (pk_gemm_amx[t]) merged[V_AMX].gemm[t] = pk_gemm_amx[t];
     merged[V_AMX].isa = names[V_AMX];
-    merged[V_AVX512].gemm_f32 = merged[V_AMX].gemm_f32 = pk_gemm_f32_avx512;
     int best = V_REF;
     for (int v = 0; v < V_COUNT; v++)
         if (usable[v]) best = v;

@@ -25,6 +25,12 @@ typedef void (*pk_gemv_fn)(int64_t n, int64_t nrows, float *y, const void *w,
  * points to token t's activations. Reads each weight once for all tokens. */
 typedef void (*pk_gemm_fn)(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y_stride,
                            const void *w, size_t row_bytes, const void *const *x);
+/* F32: C[m * ldc + n] = sum over k < K of A[m * lda + k] * B[k * ldb + n],
+ * for m < M, n < N (C overwritten). Every C element is one sum in order of
+ * k, whatever M and N: a row's result does not depend on the other rows of
+ * the call (batched and one-token attention agree bitwise). */
+typedef void (*pk_sgemm_fn)(int M, int N, int K, const float *A, int64_t lda, const float *B,
+                            int64_t ldb, float *C, int64_t ldc);
 /* Convert n floats to an activation type (n a multiple of its block size).
  * Every variant is bit-exact with the reference from_float for finite input.
  * Q8_0 activations fed to vec_dot/gemv must keep qs in [-127, 127] (as every
@@ -39,10 +45,8 @@ typedef struct pk_kernels {
     pk_quantize_fn quantize[PK_TYPE_COUNT];   /* by activation type */
     /* optional multi-token kernels, by weight type; NULL: gemv per token */
     pk_gemm_fn gemm[PK_TYPE_COUNT];
-    /* F32 x F32 multi-token product for attention (scores and values);
-     * NULL: gemv per token. A token's results do not depend on the other
-     * tokens of the call, so batched and one-token attention agree bitwise. */
-    pk_gemm_fn gemm_f32;
+    /* F32 matrix product for attention (scores and values) */
+    pk_sgemm_fn sgemm;
 } pk_kernels;
 
 /* The selected kernel table (decided once, thread-safe). */
@@ -59,7 +63,6 @@ extern const pk_kernels pk_kernels_avx512_table;
 /* Multi-token kernels of the AVX-512 variant (kernels_avx512_gemm.c),
  * merged into its table; NULL entries fall back to gemv per token. */
 extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];
-extern const pk_gemm_fn pk_gemm_f32_avx512;   /* NULL if not compiled in */
 /* AMX-INT8 multi-token kernels (kernels_amx.c), used by the "amx" variant
  * (the AVX-512 table with these gemm entries) once pk_amx_enable() - which
  * asks Linux for the tile state - has returned 1. */

@@ -117,6 +117,48 @@ static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      
 FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f16, uint16_t)
 
+/* ---- F32 matrix product (attention) ------------------------------------------- */
+
+/* R rows (R <= 4) x up to 64 columns of C: 4 x R accumulators, one FMA per
+ * k in order (the result of an element is the same for any R, N) */
+static inline __attribute__((always_inline)) void sgemm_tile(const int R, int K, const float *A, int64_t lda,
+                                                             const float *B, int64_t ldb, float *C, int64_t ldc,
+                                                             int nc) {
+    __m512 acc[4][4];
+    __mmask16 mk[4];
+    for (int j = 0; j < 4; j++) {
+        int left = nc - 16 * j;
+        mk[j] = left >= 16 ? (__mmask16)0xffff : left > 0 ? tail16(left) : 0;
+        for (int r = 0; r < R; r++) acc[r][j] = _mm512_setzero_ps();
+    }
+    for (int k = 0; k < K; k++) {
+        __m512 b[4];
+        for (int j = 0; j < 4; j++) b[j] = _mm512_maskz_loadu_ps(mk[j], B + k * ldb + 16 * j);
+        for (int r = 0; r < R; r++) {
+            __m512 a = _mm512_set1_ps(A[r * lda + k]);
+            for (int j = 0; j < 4; j++) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < 4; j++)
+            if (mk[j]) _mm512_mask_storeu_ps(C + r * ldc + 16 * j, mk[j], acc[r][j]);
+}
+
+static void sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                  int64_t ldc) {
+    for (int n0 = 0; n0 < N; n0 += 64) {
+        int nc = N - n0 < 64 ? N - n0 : 64;
+        int m = 0;
+        for (; m + 4 <= M; m += 4) sgemm_tile(4, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, nc);
+        switch (M - m) {
+        case 3: sgemm_tile(3, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, nc); break;
+        case 2: sgemm_tile(2, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, nc); break;
+        case 1: sgemm_tile(1, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, nc); break;
+        default: break;
+        }
+    }
+}
+
 /* ---- BF16: vdpbf16ps, 32 elements per instruction -------------------------- */
 
 static inline __m512bh ld32_bf16(const uint16_t *p) {
@@ -364,6 +406,7 @@ static void quantize_q8_0(const float *x, void *vy, int64_t n) {
 
 const pk_kernels pk_kernels_avx512_table = {
     .isa = "avx512",
+    .sgemm = sgemm,
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,

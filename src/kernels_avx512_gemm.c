@@ -298,8 +298,7 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
 }
 
 /* ---- F32, F16 -------------------------------------------------------------------
- * The F32 one is the attention kernel (gemm_f32 of the table). For weights
- * they are not registered by default: tests/t_batch.sh requires batched
+ * They are not registered by default: tests/t_batch.sh requires batched
  * logits to be bitwise identical to one-token decoding on its F16 / F32
  * models, and these kernels sum in a different order than the gemvs (within
  * float rounding, as tests/test_gemm.c checks). Build with -DPK_GEMM_FLOAT=1
@@ -307,6 +306,7 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
 #ifndef PK_GEMM_FLOAT
 #define PK_GEMM_FLOAT 0
 #endif
+#if PK_GEMM_FLOAT
 
 /* One row of len elements (F32 or F16 at w) times NT F32 activation rows. */
 GI void tile_f(const int NT, int is16, const void *w, const float *const *xf, int64_t len,
@@ -366,13 +366,11 @@ static void gemm_f32(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
                      const void *w, size_t rb, const void *const *x) {
     gemm_float(0, n, nrows, ntok, y, ys, w, rb, x);
 }
-#if PK_GEMM_FLOAT
 static void gemm_f16(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
                      const void *w, size_t rb, const void *const *x) {
     gemm_float(1, n, nrows, ntok, y, ys, w, rb, x);
 }
 #endif
-const pk_gemm_fn pk_gemm_f32_avx512 = gemm_f32;
 
 const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {
 #if PK_GEMM_FLOAT
@@ -384,5 +382,4 @@ const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {
 
 #else
 const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {0};
-const pk_gemm_fn pk_gemm_f32_avx512 = 0;
 #endif

@@ -291,8 +291,20 @@ static void quantize_q8_K(const float *x, void *y, int64_t n) { pk_q8_K_from_flo
 #define VD(T, t) [PK_TYPE_##T] = vec_dot_##t,
 #define GV(T, t) [PK_TYPE_##T] = gemv_##t,
 
+/* C = A B, each element summed in order of k */
+static void sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                  int64_t ldc) {
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) s += A[m * lda + k] * B[k * ldb + n];
+            C[m * ldc + n] = s;
+        }
+}
+
 const pk_kernels pk_kernels_ref_table = {
     .isa = "ref",
+    .sgemm = sgemm,
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,

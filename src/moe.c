@@ -9,7 +9,9 @@
  * For a batch, the (token, expert) pairs are grouped by expert, so each
  * selected expert's weights are read once for all the tokens routed to it.
  * The gate and up products of all experts run as one parallel section, the
- * down products as another: two hand-offs per layer.
+ * down products as another (up to four for large batches, whose outputs
+ * are buffered a quarter at a time, to bound the context's memory). Each token's
+ * expert outputs are summed in order of expert index.
  */
 #include <math.h>
 #include <string.h>
@@ -94,7 +96,7 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
     for (int i = 0; i < P; i++) {
         int p = c->exp_off[c->sel[i]]++;
         c->tok_idx[p] = i / K;
-        c->pair_of[i] = p;
+        c->pair_w[p] = c->sel_w[i];
     }
     for (int e = 0; e < E; e++) c->exp_off[e] -= c->exp_count[e];
 
@@ -111,20 +113,31 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
     pk_matvec(c, jobs, nj);
     pk_silu_mul(c->exp_h, c->exp_h2, P * F);
     pk_act_set(c, PK_SLOT_EXP, c->exp_h, P, F, 0);
-    nj = 0;
-    for (int e = 0; e < E; e++) {
-        if (!c->exp_count[e]) continue;
-        const int off = c->exp_off[e], n = c->exp_count[e];
-        /* inputs: the hidden rows of pairs off..off+n-1 */
-        jobs[nj++] = (pk_mv){&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, n, c->pair_seq + off,
-                             c->exp_out + (size_t)off * D, D};
-    }
-    pk_matvec(c, jobs, nj);
+    /* down products in rounds of whole experts, at most exp_cap pairs each
+       (one expert has at most B <= exp_cap pairs); the pairs of a round are
+       the consecutive range [base, base + used) */
     memset(c->xb2, 0, (size_t)B * D * sizeof *c->xb2);
-    for (int i = 0; i < P; i++) {
-        const float w = c->sel_w[i], *o = c->exp_out + (size_t)c->pair_of[i] * D;
-        float *y = c->xb2 + (size_t)(i / K) * D;
-        for (int d = 0; d < D; d++) y[d] += w * o[d];
+    for (int e0 = 0; e0 < E;) {
+        int e = e0, base = -1, used = 0;
+        nj = 0;
+        for (; e < E; e++) {
+            const int off = c->exp_off[e], n = c->exp_count[e];
+            if (!n) continue;
+            if (used + n > c->exp_cap) break;
+            if (base < 0) base = off;
+            /* inputs: the hidden rows of pairs off..off+n-1 */
+            jobs[nj++] = (pk_mv){&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, n, c->pair_seq + off,
+                                 c->exp_out + (size_t)(off - base) * D, D};
+            used += n;
+        }
+        e0 = e;
+        if (!nj) break;
+        pk_matvec(c, jobs, nj);
+        for (int p = base; p < base + used; p++) {
+            const float w = c->pair_w[p], *o = c->exp_out + (size_t)(p - base) * D;
+            float *y = c->xb2 + (size_t)c->tok_idx[p] * D;
+            for (int d = 0; d < D; d++) y[d] += w * o[d];
+        }
     }
     if (L->gate_shexp.data) shared_expert(c, L);
 }

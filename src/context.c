@@ -87,7 +87,8 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
        products of at most exp_cap pairs at a time (moe.c), or the shared
        expert's B rows; the up products, dead by then, share its memory. */
     c->exp_cap = (int)max2((P + 3) / 4, B);
-    const int64_t n_att = B * qd + (m->arch->attn_gate ? B * 3 * qd : 0) + B * vd;
+    const int64_t kd = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t n_att = B * qd + (m->arch->attn_gate ? B * 3 * qd : 0) + B * vd + B * kd;
     const int64_t n_moe = P * FE + max2((int64_t)c->exp_cap * D, P * FE);
     ALLOC(c->arena, max2(n_att, n_moe));
     if (ok) {
@@ -95,6 +96,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
         c->qg = m->arch->attn_gate ? c->q + B * qd : NULL;
         c->gate = m->arch->attn_gate ? c->qg + B * 2 * qd : NULL;
         c->att_out = c->q + B * qd + (m->arch->attn_gate ? B * 3 * qd : 0);
+        c->kb = c->att_out + B * vd;
         c->exp_h = c->arena;
         c->exp_out = c->exp_h2 = c->arena + P * FE;
     }

@@ -64,8 +64,8 @@ static void rope_apply(const pk_context *c, float *v, int n_heads, int hd, int p
     }
 }
 
-void pk_silu_mul(float *g, const float *u, int n) {
-    for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+void pk_silu_mul(const pk_context *c, float *g, const float *u, int64_t n) {
+    c->kern->silu_mul(g, u, n);
 }
 
 /* ---- attention ----------------------------------------------------------------- */
@@ -80,7 +80,7 @@ typedef struct att_task {
  * b0) * group query heads that share g's keys and values. Token b (position
  * pos0 + b) attends over positions 0..pos0+b. Over keys 0..nk-1 (nk = pos0 +
  * b1), as matrix products:
- *   S = Q K^T   (K transposed into scratch, so each key is read once for all
+ *   S = Q K^T   (the cache holds K transposed; each key is read once for all
  *                M queries);
  *   P = softmax of each row over its own positions, 0 beyond;
  *   O = P V     (V read in place).
@@ -99,18 +99,14 @@ static void att_run(void *arg, int chunk) {
     const int g = chunk % hp->n_head_kv, blk = t->n_tb - 1 - chunk / hp->n_head_kv;
     const int b0 = blk * t->tb, b1 = b0 + t->tb < t->n ? b0 + t->tb : t->n;
     const int M = (b1 - b0) * group, nk = t->pos0 + b1;
-    float *Q = pk_thread_scratch(sizeof(float) * ((size_t)M * hd + (size_t)hd * nk + (size_t)M * nk + (size_t)M * hdv));
+    float *Q = pk_thread_scratch(sizeof(float) * ((size_t)M * hd + (size_t)M * nk + (size_t)M * hdv));
     if (!Q) { c->att_oom = 1; return; }
-    float *KT = Q + (size_t)M * hd, *S = KT + (size_t)hd * nk, *O = S + (size_t)M * nk;
+    float *S = Q + (size_t)M * hd, *O = S + (size_t)M * nk;
     for (int b = b0; b < b1; b++)   /* the group's heads of token b are adjacent */
         memcpy(Q + (size_t)(b - b0) * group * hd, c->q + (size_t)b * qd + (size_t)g * group * hd,
                (size_t)group * hd * sizeof(float));
     const pk_kv *kv = &c->kv;
-    for (int p = 0; p < nk; p++) {
-        const float *k = pk_kv_k(kv, t->layer, p) + (size_t)g * hd;
-        for (int i = 0; i < hd; i++) KT[(size_t)i * nk + p] = k[i];
-    }
-    c->kern->sgemm(M, nk, hd, Q, hd, KT, nk, S, nk);
+    c->kern->sgemm(M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / group;
         float *sc = S + (size_t)m * nk, mx = -INFINITY;
@@ -118,11 +114,9 @@ static void att_run(void *arg, int chunk) {
             sc[p] *= scale;
             if (sc[p] > mx) mx = sc[p];
         }
+        c->kern->exp_sub(sc, last + 1, mx);
         double sum = 0.0;
-        for (int p = 0; p <= last; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += sc[p];
-        }
+        for (int p = 0; p <= last; p++) sum += sc[p];
         const float inv = (float)(1.0 / sum);
         for (int p = 0; p <= last; p++) sc[p] *= inv;
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
@@ -140,19 +134,20 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
     const int kd = c->kv.k_dim, vd = c->kv.v_dim;
     const int gated = c->m->arch->attn_gate;
 
-    /* K and V rows go straight into the cache at their positions */
+    /* V rows go straight into the cache at their positions; K rows to c->kb,
+       then transposed into it */
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv qkv[3] = {
         {&L->wq, 0, L->wq.ne[1], PK_SLOT_X, B, NULL, gated ? c->qg : c->q, L->wq.ne[1]},
-        {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, B, NULL, pk_kv_k(&c->kv, il, pos0), kd},
+        {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, B, NULL, c->kb, kd},
         {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, B, NULL, pk_kv_v(&c->kv, il, pos0), vd},
     };
     pk_matvec(c, qkv, 3);
     add_bias(c, c->q, &L->bq, qd, B, qd);
-    add_bias(c, pk_kv_k(&c->kv, il, pos0), &L->bk, kd, B, kd);
+    add_bias(c, c->kb, &L->bk, kd, B, kd);
     add_bias(c, pk_kv_v(&c->kv, il, pos0), &L->bv, vd, B, vd);
     for (int b = 0; b < B; b++) {
-        float *q = c->q + (size_t)b * qd, *k = pk_kv_k(&c->kv, il, pos0 + b);
+        float *q = c->q + (size_t)b * qd, *k = c->kb + (size_t)b * kd;
         if (gated) { /* q and gate are interleaved per head: [q_h | gate_h] */
             const float *qg = c->qg + (size_t)b * 2 * qd;
             for (int h = 0; h < hp->n_head; h++) {
@@ -171,7 +166,11 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
                            (uint64_t)(B * hp->n_head_kv - 1) * L->k_norm.row_bytes;
     for (int b = 0; b < B; b++) {
         rope_apply(c, c->q + (size_t)b * qd, hp->n_head, hd, pos0 + b);
-        rope_apply(c, pk_kv_k(&c->kv, il, pos0 + b), hp->n_head_kv, hd, pos0 + b);
+        rope_apply(c, c->kb + (size_t)b * kd, hp->n_head_kv, hd, pos0 + b);
+    }
+    for (int i = 0; i < kd; i++) {
+        float *kt = pk_kv_kt(&c->kv, il, i) + pos0;
+        for (int b = 0; b < B; b++) kt[b] = c->kb[(size_t)b * kd + i];
     }
 
     /* chunks of up to 16 tokens per kv head, fewer if their scores would
@@ -206,7 +205,7 @@ static void ffn_dense(pk_context *c, const pk_layer *L) {
         {&L->ffn_up, 0, F, PK_SLOT_X, B, NULL, c->hb2, F},
     };
     pk_matvec(c, gu, 2);
-    pk_silu_mul(c->hb, c->hb2, B * F);
+    pk_silu_mul(c, c->hb, c->hb2, (int64_t)B * F);
     pk_act_set(c, PK_SLOT_FFN, c->hb, B, F, 0);
     pk_mv d = {&L->ffn_down, 0, D, PK_SLOT_FFN, B, NULL, c->xb2, D};
     pk_matvec(c, &d, 1);

@@ -69,6 +69,8 @@ static void merge(pk_kernels *out, const pk_kernels *isa, const pk_kernels *ref)
         if (!out->quantize[t]) out->quantize[t] = ref->quantize[t];
     }
     if (!out->sgemm) out->sgemm = ref->sgemm;
+    if (!out->exp_sub) out->exp_sub = ref->exp_sub;
+    if (!out->silu_mul) out->silu_mul = ref->silu_mul;
 }
 
 static void init(void) {

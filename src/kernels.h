@@ -47,6 +47,9 @@ typedef struct pk_kernels {
     pk_gemm_fn gemm[PK_TYPE_COUNT];
     /* F32 matrix product for attention (scores and values) */
     pk_sgemm_fn sgemm;
+    /* x[i] = exp(x[i] - sub) (softmax); g[i] = silu(g[i]) * u[i] (SwiGLU) */
+    void (*exp_sub)(float *x, int64_t n, float sub);
+    void (*silu_mul)(float *g, const float *u, int64_t n);
 } pk_kernels;
 
 /* The selected kernel table (decided once, thread-safe). */

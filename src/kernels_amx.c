@@ -77,9 +77,12 @@ static void make_key(void) { pthread_key_create(&scratch_key, free); }
 
 typedef struct { size_t cap; int configured; } scratch_hdr;
 
-/* This thread's scratch of at least n bytes (64-byte aligned), with its tile
- * configuration loaded; NULL if out of memory. */
-static uint8_t *thread_scratch(size_t n) {
+enum { CFG_KQ = 1, CFG_Q8 = 2 };
+
+/* This thread's scratch of at least n bytes (64-byte aligned), with tile
+ * configuration cfg loaded (CFG_KQ: every tile 16 rows x 64 bytes; CFG_Q8:
+ * tiles 0-1 16 x 32, 2-3 8 x 64, 4-7 16 x 64); NULL if out of memory. */
+static uint8_t *thread_scratch(size_t n, int cfg_id) {
     pthread_once(&key_once, make_key);
     scratch_hdr *h = pthread_getspecific(scratch_key);
     if (!h || h->cap < n) {
@@ -92,15 +95,19 @@ static uint8_t *thread_scratch(size_t n) {
         pthread_setspecific(scratch_key, nh);
         h = nh;
     }
-    if (!h->configured) {
+    if (h->configured != cfg_id) {
         tile_cfg cfg __attribute__((aligned(64)));
         memset(&cfg, 0, sizeof cfg);
         cfg.palette = 1;
         for (int i = 0; i < 8; i++) { cfg.rows[i] = 16; cfg.colsb[i] = 64; }
+        if (cfg_id == CFG_Q8) {
+            cfg.colsb[0] = cfg.colsb[1] = 32;
+            cfg.rows[2] = cfg.rows[3] = 8;
+        }
         /* not _tile_loadconfig: GCC 12 treats its operand as one byte and
            drops the stores of rows and colsb as dead */
         __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-        h->configured = 1;
+        h->configured = cfg_id;
     }
     return (uint8_t *)h + 64;
 }
@@ -314,7 +321,8 @@ GI void gemm_amx(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, c
                  const void *const *x, size_t blk, conv_fn conv, int npair, int pair32, int hi_signed,
                  int two, int type) {
     const int64_t nb = n / PK_QK_K, ntt = (ntok + TOKS - 1) / TOKS;
-    uint8_t *s = ntok >= MIN_TOK ? thread_scratch((size_t)(nb * A_SB + ntt * nb * B_SB) + 4 * 1024 + 2 * 1024)
+    uint8_t *s = ntok >= MIN_TOK ? thread_scratch((size_t)(nb * A_SB + ntt * nb * B_SB) + 4 * 1024 + 2 * 1024,
+                                                  CFG_KQ)
                                  : NULL;
     if (!s) { pk_gemm_avx512[type](n, nrows, ntok, y, ys, w, rb, x); return; }
     uint8_t *A = s, *B = A + nb * A_SB;
@@ -381,7 +389,95 @@ static void gemm_q2_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
              PK_TYPE_Q2_K);
 }
 
+/* ---- Q8_0 x Q8_0 ---------------------------------------------------------------------
+ * Every 32-level block has its own fp16 scale on both sides, so each block
+ * is one tile product (TDPBSSD, 16 rows x 32 levels x 16 tokens) read back
+ * at once: acc[row] += C[row] * d_w[row] * d_x. The weight tile is loaded
+ * straight from the rows (a block's 32 levels, rows rb bytes apart); the
+ * activations are transposed into tile layout two blocks at a time. */
+
+enum { Q8_B = 512 + 64 };         /* per block of a token tile: 8 x 64 levels, d[16] */
+
+/* token tile: blocks b (levels of b in 8 rows of 4 x 16 tokens), then d */
+static void pack_q8_0(const pk_block_q8_0 *const *x, int nt, int64_t nb, uint8_t *dst) {
+    for (int64_t b = 0; b < nb; b += 2) {
+        __m512i r[16];
+        const int two = b + 1 < nb;
+        for (int t = 0; t < 16; t++) {
+            __m256i lo = t < nt ? _mm256_loadu_si256((const __m256i *)x[t][b].qs) : _mm256_setzero_si256();
+            __m256i hi = t < nt && two ? _mm256_loadu_si256((const __m256i *)x[t][b + 1].qs) : _mm256_setzero_si256();
+            r[t] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        }
+        transpose16(r);
+        for (int j = 0; j < 8; j++) _mm512_store_si512(dst + b * Q8_B + 64 * j, r[j]);
+        if (two)
+            for (int j = 0; j < 8; j++) _mm512_store_si512(dst + (b + 1) * Q8_B + 64 * j, r[8 + j]);
+        for (int k = 0; k < 1 + two; k++) {
+            float *d = (float *)(dst + (b + k) * Q8_B + 512);
+            for (int t = 0; t < 16; t++) d[t] = t < nt ? _cvtsh_ss(x[t][b + k].d) : 0.0f;
+        }
+    }
+}
+
+static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                      const void *const *x) {
+    const int64_t nb = n / PK_QK8_0, ntt = (ntok + TOKS - 1) / TOKS;
+    /* scratch: token tiles, weight scales [block][16], C, a padded row block */
+    const size_t sz_b = (size_t)(ntt * nb * Q8_B), sz_d = (size_t)nb * 64, sz_pad = (size_t)nb * 16 * 32;
+    uint8_t *s = ntok >= MIN_TOK ? thread_scratch(sz_b + sz_d + 1024 + sz_pad, CFG_Q8) : NULL;
+    if (!s) { pk_gemm_avx512[PK_TYPE_Q8_0](n, nrows, ntok, y, ys, w, rb, x); return; }
+    uint8_t *B = s;
+    float *dw = (float *)(B + sz_b);
+    int32_t *cb = (int32_t *)((uint8_t *)dw + sz_d);
+    int8_t *pad = (int8_t *)(cb + 256);
+    for (int64_t tt = 0; tt < ntt; tt++) {
+        int nt = ntok - tt * TOKS < TOKS ? (int)(ntok - tt * TOKS) : TOKS;
+        pack_q8_0((const pk_block_q8_0 *const *)x + tt * TOKS, nt, nb, B + tt * nb * Q8_B);
+    }
+    for (int64_t r0 = 0; r0 < nrows; r0 += ROWS) {
+        const int nr = nrows - r0 < ROWS ? (int)(nrows - r0) : ROWS;
+        const uint8_t *w0 = (const uint8_t *)w + (size_t)r0 * rb;
+        for (int64_t b = 0; b < nb; b++)
+            for (int r = 0; r < 16; r++)
+                dw[b * 16 + r] = r < nr ? _cvtsh_ss(((const pk_block_q8_0 *)(w0 + (size_t)r * rb))[b].d) : 0.0f;
+        /* a partial row block: its levels copied into zero-padded tiles */
+        if (nr < ROWS) {
+            memset(pad, 0, sz_pad);
+            for (int r = 0; r < nr; r++)
+                for (int64_t b = 0; b < nb; b++)
+                    memcpy(pad + (b * 16 + r) * 32, ((const pk_block_q8_0 *)(w0 + (size_t)r * rb))[b].qs, 32);
+        }
+        const __mmask16 rm = (__mmask16)((1u << nr) - 1);
+        for (int64_t tt = 0; tt < ntt; tt++) {
+            const uint8_t *bt = B + tt * nb * Q8_B;
+            __m512 acc[16];
+            for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
+            for (int64_t b = 0; b < nb; b++) {
+                if (nr < ROWS) _tile_loadd(0, pad + b * 16 * 32, 32);
+                else _tile_loadd(0, w0 + b * sizeof(pk_block_q8_0) + 2, rb);
+                _tile_loadd(2, bt + b * Q8_B, 64);
+                _tile_zero(4);
+                _tile_dpbssd(4, 0, 2);
+                _tile_stored(4, cb, 64);
+                const __m512 dx = _mm512_load_ps((const float *)(bt + b * Q8_B + 512));
+                for (int r = 0; r < 16; r++)
+                    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cb + 16 * r)),
+                                             _mm512_mul_ps(dx, _mm512_set1_ps(dw[b * 16 + r])), acc[r]);
+            }
+            /* acc is [row][token]: each token's rows are contiguous in y */
+            __m512i v[16];
+            for (int r = 0; r < 16; r++) v[r] = _mm512_castps_si512(acc[r]);
+            transpose16(v);
+            int64_t tok0 = tt * TOKS;
+            int ntk = ntok - tok0 < TOKS ? (int)(ntok - tok0) : TOKS;
+            for (int k = 0; k < ntk; k++)
+                _mm512_mask_storeu_ps(y + (tok0 + k) * ys + r0, rm, _mm512_castsi512_ps(v[k]));
+        }
+    }
+}
+
 const pk_gemm_fn pk_gemm_amx[PK_TYPE_COUNT] = {
+    [PK_TYPE_Q8_0] = gemm_q8_0,
     [PK_TYPE_Q2_K] = gemm_q2_K,
     [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q6_K] = gemm_q6_K,

@@ -27,6 +27,7 @@
  * kernels_x86_quant.h: the same 256-bit algorithm as the AVX2 table,
  * compiled with AVX-512 flags.
  */
+#include <math.h>
 #include <string.h>
 #include "kernels.h"
 
@@ -156,6 +157,50 @@ static void sgemm(int M, int N, int K, const float *A, int64_t lda, const float 
         case 1: sgemm_tile(1, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, nc); break;
         default: break;
         }
+    }
+}
+
+/* ---- exp, SwiGLU ------------------------------------------------------------------
+ * exp(x) = 2^k * e^r, k = round(x / ln 2), r = x - k ln 2 (ln 2 in two
+ * parts), e^r by its degree-6 Taylor polynomial (|r| <= ln 2 / 2: relative
+ * error below 2e-7, about 2 ulp). x below -104 gives 0, above 88.7 +inf,
+ * NaN stays NaN. */
+static inline __m512 exp16(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-104.0f), hi = _mm512_set1_ps(88.72284f);
+    __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145752f), xc);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.42860677e-6f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512 y = _mm512_scalef_ps(p, k);
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), y, _mm512_setzero_ps());
+    y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), y, _mm512_set1_ps(INFINITY));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+}
+
+static void exp_sub(float *x, int64_t n, float sub) {
+    const __m512 s = _mm512_set1_ps(sub);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail16(n - i);
+        _mm512_mask_storeu_ps(x + i, m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
+    }
+}
+
+static void silu_mul(float *g, const float *u, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail16(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), v));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(_mm512_div_ps(v, _mm512_add_ps(one, e)),
+                                                     _mm512_maskz_loadu_ps(m, u + i)));
     }
 }
 
@@ -407,6 +452,8 @@ static void quantize_q8_0(const float *x, void *vy, int64_t n) {
 const pk_kernels pk_kernels_avx512_table = {
     .isa = "avx512",
     .sgemm = sgemm,
+    .exp_sub = exp_sub,
+    .silu_mul = silu_mul,
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,

@@ -7,6 +7,7 @@
  * multiply-add per block; other block types likewise: exact int32 per block
  * or super-block, then float multiply-adds with the block scales).
  */
+#include <math.h>
 #include <string.h>
 #include "kernels.h"
 
@@ -302,9 +303,18 @@ static void sgemm(int M, int N, int K, const float *A, int64_t lda, const float 
         }
 }
 
+static void exp_sub(float *x, int64_t n, float sub) {
+    for (int64_t i = 0; i < n; i++) x[i] = expf(x[i] - sub);
+}
+static void silu_mul(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 const pk_kernels pk_kernels_ref_table = {
     .isa = "ref",
     .sgemm = sgemm,
+    .exp_sub = exp_sub,
+    .silu_mul = silu_mul,
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,

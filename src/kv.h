@@ -1,7 +1,9 @@
 /* kv.h - the sequence memory of one context: everything a sequence carries
  * from one token to the next.
- *  - attention layers: the key/value cache, F32 vectors of k_dim (v_dim)
- *    floats per position, contiguous per layer by position;
+ *  - attention layers: the key/value cache in F32. Values: v_dim floats per
+ *    position, by position. Keys transposed: per layer k_dim rows of n_ctx
+ *    positions, so a head's keys are already the right-hand matrix of the
+ *    scores product Q K^T;
  *  - Gated DeltaNet layers: the conv state (the last conv-1 pre-conv input
  *    rows, oldest first) and the recurrent state (per v head a
  *    state x state matrix, key dim by value dim).
@@ -20,7 +22,8 @@ typedef struct pk_kv {
     int ssm_size;          /* recurrent state floats per DeltaNet layer */
     int n_rec;             /* DeltaNet layers */
     int *slot;             /* [n_layer] index among the layers of the same kind */
-    float *k, *v;          /* [attention layers][n_ctx][dim] */
+    float *k;              /* [attention layers][k_dim][n_ctx] */
+    float *v;              /* [attention layers][n_ctx][v_dim] */
     float *conv, *ssm;     /* [DeltaNet layers][...] */
 } pk_kv;
 
@@ -33,8 +36,9 @@ void pk_kv_free(pk_kv *kv);
  * simply overwritten as positions are reused). */
 void pk_kv_clear(pk_kv *kv);
 
-static inline float *pk_kv_k(const pk_kv *kv, int l, int pos) {
-    return kv->k + ((size_t)kv->slot[l] * kv->n_ctx + pos) * kv->k_dim;
+/* key dimension i of layer l: n_ctx floats, one per position */
+static inline float *pk_kv_kt(const pk_kv *kv, int l, int i) {
+    return kv->k + ((size_t)kv->slot[l] * kv->k_dim + i) * kv->n_ctx;
 }
 static inline float *pk_kv_v(const pk_kv *kv, int l, int pos) {
     return kv->v + ((size_t)kv->slot[l] * kv->n_ctx + pos) * kv->v_dim;

@@ -453,6 +453,61 @@ static void test_kernels_quant(const pk_kernels *k) {
 
 /* ---- selection ------------------------------------------------------------------------- */
 
+/* exp_sub, silu_mul and sgemm of table k against double-precision maths */
+static void test_kernels_float(const pk_kernels *k) {
+    enum { N = 1000 };
+    static float x[N], g[N], u[N];
+    int bad = 0;
+    for (int i = 0; i < N; i++) x[i] = -110.0f + 200.0f * (float)i / N;   /* -110 .. 90 */
+    k->exp_sub(x, N, 1.5f);
+    for (int i = 0; i < N; i++) {
+        double want = exp((double)((-110.0f + 200.0f * (float)i / N) - 1.5f));   /* argument rounded as the kernel's */
+        double got = x[i];
+        int ok = want > 3.4e38 ? isinf(got) && got > 0
+                 : want < 1e-37 ? got >= 0 && got <= 2e-37
+                 : fabs(got - want) <= 4e-7 * want;
+        if (!ok && !bad++) fprintf(stderr, "  %s exp_sub[%d] = %.9g want %.9g\n", k->isa, i, got, want);
+    }
+    float sp[3] = {-INFINITY, NAN, 0.0f};
+    k->exp_sub(sp, 3, 0.0f);
+    TEST_CHECK(sp[0] == 0.0f && isnan(sp[1]) && sp[2] == 1.0f, "%s exp_sub: exp(-inf) = 0, NaN, exp(0) = 1", k->isa);
+    for (int i = 0; i < N; i++) { g[i] = -30.0f + 60.0f * (float)i / N; u[i] = 0.5f + (float)(i % 7); }
+    k->silu_mul(g, u, N - 3);                       /* a tail, and 3 untouched */
+    for (int i = 0; i < N; i++) {
+        double gi = -30.0f + 60.0f * (float)i / N;
+        double want = i < N - 3 ? gi / (1.0 + exp(-gi)) * (0.5 + i % 7) : (float)gi;
+        if (!(fabs(g[i] - want) <= 6e-7 * fabs(want) + 1e-30) && !bad++)
+            fprintf(stderr, "  %s silu_mul[%d] = %.9g want %.9g\n", k->isa, i, g[i], want);
+    }
+    /* sgemm: C (5 x 70) = A (5 x 37, lda 40) B (37 x 70, ldb 75), ldc 72; the
+       padding of C must stay untouched */
+    static float A[5 * 40], Bm[37 * 75], C[5 * 72];
+    for (int i = 0; i < 5 * 40; i++) A[i] = (float)((i * 37) % 19) / 7.0f - 1.0f;
+    for (int i = 0; i < 37 * 75; i++) Bm[i] = (float)((i * 53) % 23) / 11.0f - 1.0f;
+    for (int i = 0; i < 5 * 72; i++) C[i] = -7.0f;
+    k->sgemm(5, 70, 37, A, 40, Bm, 75, C, 72);
+    for (int m = 0; m < 5; m++)
+        for (int n = 0; n < 72; n++) {
+            double want = -7.0, mag = 0;
+            if (n < 70) {
+                want = 0;
+                for (int kk = 0; kk < 37; kk++) {
+                    want += (double)A[m * 40 + kk] * Bm[kk * 75 + n];
+                    mag += fabs((double)A[m * 40 + kk] * Bm[kk * 75 + n]);
+                }
+            }
+            int ok = n < 70 ? fabs(C[m * 72 + n] - want) <= 1e-6 * mag : C[m * 72 + n] == -7.0f;
+            if (!ok && !bad++)
+                fprintf(stderr, "  %s sgemm C[%d][%d] = %.9g want %.9g\n", k->isa, m, n, C[m * 72 + n], want);
+        }
+    /* a row's result does not depend on the rows around it */
+    static float C1[72];
+    k->sgemm(1, 70, 37, A + 3 * 40, 40, Bm, 75, C1, 72);
+    TEST_CHECK(memcmp(C1, C + 3 * 72, 70 * sizeof(float)) == 0, "%s sgemm: one row = the same row of five, bitwise",
+               k->isa);
+    TEST_CHECK(bad == 0, "%s: exp_sub / silu_mul / sgemm off (%d)", k->isa, bad);
+}
+
 static void test_selection(void) {
     setenv("POCKET_KERNELS", "ref", 1);              /* before the first pk_kernels_* call */
     const pk_kernels *sel = pk_kernels_get();
@@ -490,6 +545,7 @@ int main(void) {
         fprintf(stderr, "kernels: %s\n", list[i]->isa);
         test_kernels_dot(list[i]);
         test_kernels_quant(list[i]);
+        test_kernels_float(list[i]);
     }
     return TEST_REPORT();
 }

@@ -193,7 +193,7 @@ static int decode_batches(pk_context *c, const int32_t *tokens, int n, float *al
         int nb = n - i < c->n_batch ? n - i : c->n_batch;
         float *out = all ? all + (size_t)i * V : i + nb == n ? c->logits : NULL;
         if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL)))
-            return pk_errorf(err, rc, "out of memory for attention scratch (position %d, %d tokens)", c->pos, nb);
+            return pk_errorf(err, rc, "out of memory for scratch (position %d, %d tokens)", c->pos, nb);
     }
     if (all && n > 0) memcpy(c->logits, all + (size_t)(n - 1) * V, V * sizeof(float));
     return PK_OK;

@@ -48,7 +48,7 @@ struct pk_context {
     float *qg;                    /* (2 * n_head * hd) joint q|gate projection (attn_gate) */
     float *gate;                  /* (n_head * hd) attention output gate */
     float *kb;                    /* (k_dim) per token: keys before the cache */
-    int att_oom;                  /* set by an attention chunk that had no scratch */
+    int scratch_oom;                  /* set by a chunk (attention, DeltaNet) that had no scratch */
     float *att_out;               /* (n_head * hd_v) */
     float *hb, *hb2;              /* (max(F, F_shexp)) dense / shared-expert hidden */
     float *exp_h, *exp_h2;        /* (F_exp) per (token, expert) pair: B * k rows;

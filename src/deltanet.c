@@ -44,16 +44,15 @@ typedef struct dn_task {
     int layer;
 } dn_task;
 
-static float dotf(const float *a, const float *b, int n) {
-    float s = 0.0f;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
 
 /* Tokens b0..b0+n-1 of v head j in the chunked form (see the top comment);
- * leaves the outputs (before the gated norm) in c->ssm_o and the state in S. */
+ * leaves the outputs (before the gated norm) in c->ssm_o and the state in S.
+ * The products over the chunk run as F32 matrix products (pk_sgemm_fn):
+ * K K^T, T (beta exp(G) K), T (beta V), W S0, Q S0, Q K^T, P U and K'^T U;
+ * only the triangular inverse is a loop here. */
 static void dn_chunk(pk_context *c, const pk_layer *L, int il, int j, int b0, int n, float *S) {
     const pk_hparams *hp = &c->m->hp;
+    const pk_kernels *kn = c->kern;
     const int d = hp->ssm_state, hk = j % hp->ssm_k_heads, C = hp->ssm_channels;
     const int HV = hp->ssm_v_heads, VD = HV * d;
     float *A = c->ssm_scratch + (size_t)j * c->ssm_scratch_per;   /* n x n */
@@ -61,18 +60,25 @@ static void dn_chunk(pk_context *c, const pk_layer *L, int il, int j, int b0, in
     float *W = T + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x d */
     float *U = W + (size_t)PK_DN_CHUNK * d;                         /* n x d */
     float *G = U + (size_t)PK_DN_CHUNK * d, *bet = G + PK_DN_CHUNK;
+    /* this thread's: K^T (d x n), scaled rows (n x d), n x n, and d x d */
+    float *KT = pk_thread_scratch(sizeof(float) * ((size_t)2 * d * n + (size_t)n * n + (size_t)d * d));
+    if (!KT) { c->scratch_oom = 1; return; }
+    float *X = KT + (size_t)d * n, *P = X + (size_t)n * d, *Y = P + (size_t)n * n;
     const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
-#define QR(i) (c->ssm_qkv + (size_t)(b0 + (i)) * C + (size_t)hk * d)
-#define KR(i) (c->ssm_qkv + (size_t)(b0 + (i)) * C + (size_t)(hp->ssm_k_heads + hk) * d)
-#define VR(i) (c->ssm_qkv + (size_t)(b0 + (i)) * C + (size_t)2 * hp->ssm_k_heads * d + (size_t)j * d)
+    const float *Q0 = c->ssm_qkv + (size_t)b0 * C + (size_t)hk * d;
+    const float *K0 = c->ssm_qkv + (size_t)b0 * C + (size_t)(hp->ssm_k_heads + hk) * d;
+    const float *V0 = c->ssm_qkv + (size_t)b0 * C + (size_t)2 * hp->ssm_k_heads * d + (size_t)j * d;
+    float *O = c->ssm_o + (size_t)b0 * VD + (size_t)j * d;
     for (int i = 0; i < n; i++) {
         const size_t t = (size_t)(b0 + i) * HV + j;
         G[i] = (i ? G[i - 1] : 0.0f) + softplusf(c->ssm_alpha[t] + dt) * a;
         bet[i] = sigmoidf(c->ssm_beta[t]);
     }
     for (int i = 0; i < n; i++)
-        for (int m = 0; m < i; m++)
-            A[i * n + m] = bet[i] * expf(G[i] - G[m]) * dotf(KR(i), KR(m), d);
+        for (int e = 0; e < d; e++) KT[(size_t)e * n + i] = K0[(size_t)i * C + e];
+    kn->sgemm(n, n, d, K0, C, KT, n, P, n);                       /* P = K K^T */
+    for (int i = 0; i < n; i++)
+        for (int m = 0; m < i; m++) A[i * n + m] = bet[i] * expf(G[i] - G[m]) * P[i * n + m];
     for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular */
         for (int m = 0; m < i; m++) {
             float sum = 0.0f;
@@ -80,50 +86,37 @@ static void dn_chunk(pk_context *c, const pk_layer *L, int il, int j, int b0, in
             T[i * n + m] = -sum;
         }
         T[i * n + i] = 1.0f;
+        for (int m = i + 1; m < n; m++) T[i * n + m] = 0.0f;
     }
-    for (int i = 0; i < n; i++) {       /* W = T (beta exp(G) K), U = T (beta V) - W S0 */
-        float *w = W + (size_t)i * d, *u = U + (size_t)i * d;
-        memset(w, 0, (size_t)d * sizeof *w);
-        memset(u, 0, (size_t)d * sizeof *u);
-        for (int m = 0; m <= i; m++) {
-            const float t = T[i * n + m] * bet[m], tw = t * expf(G[m]);
-            const float *k = KR(m), *v = VR(m);
-            for (int e = 0; e < d; e++) {
-                w[e] += tw * k[e];
-                u[e] += t * v[e];
-            }
-        }
-        for (int key = 0; key < d; key++) {
-            const float wk = w[key], *srow = S + (size_t)key * d;
-            for (int e = 0; e < d; e++) u[e] -= wk * srow[e];
-        }
+    for (int i = 0; i < n; i++) {       /* X = beta exp(G) K */
+        const float f = bet[i] * expf(G[i]);
+        for (int e = 0; e < d; e++) X[(size_t)i * d + e] = f * K0[(size_t)i * C + e];
     }
-    for (int r = 0; r < n; r++) {       /* outputs */
-        float *o = c->ssm_o + (size_t)(b0 + r) * VD + (size_t)j * d;
-        const float *q = QR(r), eg = expf(G[r]);
-        memset(o, 0, (size_t)d * sizeof *o);
-        for (int key = 0; key < d; key++) {
-            const float qk = q[key] * eg, *srow = S + (size_t)key * d;
-            for (int e = 0; e < d; e++) o[e] += qk * srow[e];
-        }
-        for (int i = 0; i <= r; i++) {
-            const float coef = expf(G[r] - G[i]) * dotf(q, KR(i), d), *u = U + (size_t)i * d;
-            for (int e = 0; e < d; e++) o[e] += coef * u[e];
-        }
+    kn->sgemm(n, d, n, T, n, X, d, W, d);                        /* W = T X */
+    for (int i = 0; i < n; i++)         /* X = beta V */
+        for (int e = 0; e < d; e++) X[(size_t)i * d + e] = bet[i] * V0[(size_t)i * C + e];
+    kn->sgemm(n, d, n, T, n, X, d, U, d);                        /* U = T X */
+    kn->sgemm(n, d, d, W, d, S, d, X, d);                        /* U -= W S0 */
+    for (int i = 0; i < n * d; i++) U[i] -= X[i];
+    kn->sgemm(n, d, d, Q0, C, S, d, O, VD);                      /* O = Q S0 ... */
+    kn->sgemm(n, n, d, Q0, C, KT, n, P, n);                      /* P = Q K^T */
+    for (int r = 0; r < n; r++) {       /* ... times exp(G_r); P masked and decayed */
+        const float eg = expf(G[r]);
+        for (int e = 0; e < d; e++) O[(size_t)r * VD + e] *= eg;
+        for (int i = 0; i <= r; i++) P[r * n + i] *= expf(G[r] - G[i]);
+        for (int i = r + 1; i < n; i++) P[r * n + i] = 0.0f;
     }
-    const float eg = expf(G[n - 1]);    /* state carried on */
-    for (int key = 0; key < d * d; key++) S[key] *= eg;
+    kn->sgemm(n, d, n, P, n, U, d, X, d);                        /* O += P U */
+    for (int r = 0; r < n; r++)
+        for (int e = 0; e < d; e++) O[(size_t)r * VD + e] += X[(size_t)r * d + e];
+    /* state carried on: S = exp(G_last) S0 + K'^T U, K'_i = exp(G_last - G_i) k_i */
     for (int i = 0; i < n; i++) {
-        const float f = expf(G[n - 1] - G[i]), *k = KR(i), *u = U + (size_t)i * d;
-        for (int key = 0; key < d; key++) {
-            const float fk = f * k[key];
-            float *srow = S + (size_t)key * d;
-            for (int e = 0; e < d; e++) srow[e] += fk * u[e];
-        }
+        const float f = expf(G[n - 1] - G[i]);
+        for (int e = 0; e < d; e++) KT[(size_t)e * n + i] *= f;
     }
-#undef QR
-#undef KR
-#undef VR
+    kn->sgemm(d, d, n, KT, n, U, d, Y, d);
+    const float eg = expf(G[n - 1]);
+    for (int key = 0; key < d * d; key++) S[key] = S[key] * eg + Y[key];
 }
 
 /* One v head through the batch: decay, delta-rule update, read (token by

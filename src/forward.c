@@ -100,7 +100,7 @@ static void att_run(void *arg, int chunk) {
     const int b0 = blk * t->tb, b1 = b0 + t->tb < t->n ? b0 + t->tb : t->n;
     const int M = (b1 - b0) * group, nk = t->pos0 + b1;
     float *Q = pk_thread_scratch(sizeof(float) * ((size_t)M * hd + (size_t)M * nk + (size_t)M * hdv));
-    if (!Q) { c->att_oom = 1; return; }
+    if (!Q) { c->scratch_oom = 1; return; }
     float *S = Q + (size_t)M * hd, *O = S + (size_t)M * nk;
     for (int b = b0; b < b1; b++)   /* the group's heads of token b are adjacent */
         memcpy(Q + (size_t)(b - b0) * group * hd, c->q + (size_t)b * qd + (size_t)g * group * hd,
@@ -179,13 +179,13 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
     while (t.tb > 1 && (int64_t)t.tb * (hp->n_head / hp->n_head_kv) * (pos0 + B) > (1 << 20)) t.tb /= 2;
     t.n_tb = (B + t.tb - 1) / t.tb;
     const int chunks = t.n_tb * hp->n_head_kv;
-    c->att_oom = 0;
+    c->scratch_oom = 0;
     /* small attention spans are not worth a hand-off: run them on the caller */
     if ((int64_t)B * (pos0 + B) * hp->n_head * (hd + hp->head_dim_v) < (1 << 15))
         for (int i = 0; i < chunks; i++) att_run(&t, i);
     else
         pk_pool_run(c->pool, att_run, &t, chunks);
-    if (c->att_oom) return PK_ERR_NOMEM;
+    if (c->scratch_oom) return PK_ERR_NOMEM;
 
     if (gated)
         for (int i = 0; i < B * od; i++) c->att_out[i] *= 1.0f / (1.0f + expf(-c->gate[i]));
@@ -222,7 +222,11 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_layer *L = &m->layers[il];
         rmsnorm_rows(c, c->xb, c->x, &L->attn_norm, D, n, D);
-        if (m->recurrent && m->recurrent[il]) pk_deltanet_forward(c, L, il);
+        if (m->recurrent && m->recurrent[il]) {
+            c->scratch_oom = 0;
+            pk_deltanet_forward(c, L, il);
+            if (c->scratch_oom) return PK_ERR_NOMEM;
+        }
         else if (attention(c, L, il) != PK_OK) return PK_ERR_NOMEM;
         for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
         rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, n, D);

@@ -45,7 +45,8 @@
 #define GI static inline __attribute__((always_inline))
 
 enum {
-    MIN_TOK = 12,               /* fewer tokens: the AVX-512 kernels */
+    MIN_TOK_KQ = 10,            /* fewer tokens: the AVX-512 kernels (measured crossover) */
+    MIN_TOK_Q8 = 4,
     ROWS = 16, TOKS = 16,       /* tile shape */
     A_PLANE = ROWS * 256,       /* one plane of 16 rows x 256 levels */
     /* per super-block of a row block: lo, hi planes, d[16], dmin[16], m pairs[16][8] */
@@ -321,7 +322,7 @@ GI void gemm_amx(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, c
                  const void *const *x, size_t blk, conv_fn conv, int npair, int pair32, int hi_signed,
                  int two, int type) {
     const int64_t nb = n / PK_QK_K, ntt = (ntok + TOKS - 1) / TOKS;
-    uint8_t *s = ntok >= MIN_TOK ? thread_scratch((size_t)(nb * A_SB + ntt * nb * B_SB) + 4 * 1024 + 2 * 1024,
+    uint8_t *s = ntok >= MIN_TOK_KQ ? thread_scratch((size_t)(nb * A_SB + ntt * nb * B_SB) + 4 * 1024 + 2 * 1024,
                                                   CFG_KQ)
                                  : NULL;
     if (!s) { pk_gemm_avx512[type](n, nrows, ntok, y, ys, w, rb, x); return; }
@@ -424,7 +425,7 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
     const int64_t nb = n / PK_QK8_0, ntt = (ntok + TOKS - 1) / TOKS;
     /* scratch: token tiles, weight scales [block][16], C, a padded row block */
     const size_t sz_b = (size_t)(ntt * nb * Q8_B), sz_d = (size_t)nb * 64, sz_pad = (size_t)nb * 16 * 32;
-    uint8_t *s = ntok >= MIN_TOK ? thread_scratch(sz_b + sz_d + 1024 + sz_pad, CFG_Q8) : NULL;
+    uint8_t *s = ntok >= MIN_TOK_Q8 ? thread_scratch(sz_b + sz_d + 1024 + sz_pad, CFG_Q8) : NULL;
     if (!s) { pk_gemm_avx512[PK_TYPE_Q8_0](n, nrows, ntok, y, ys, w, rb, x); return; }
     uint8_t *B = s;
     float *dw = (float *)(B + sz_b);

@@ -1,6 +1,6 @@
 /* kernels_amx.c - AMX-INT8 multi-token kernels (Sapphire Rapids and later)
  * for prompt processing with Q2_K, Q4_K and Q6_K weights against Q8_K
- * activations. kernels.c uses them only after the CPU reports AMX-TILE and
+ * activations, and Q8_0 against Q8_0 (its own section below). kernels.c uses them only after the CPU reports AMX-TILE and
  * AMX-INT8 and Linux has granted this process the tile state
  * (pk_amx_enable); each thread loads its tile configuration on first use.
  *

@@ -30,10 +30,9 @@
  * into the levels (v = sc * (q - 32)). Only the float accumulation across
  * super-blocks differs from the reference, as in the other kernels.
  */
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include "kernels.h"
+#include "threads.h"
 
 #if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__) && \
     defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__) && defined(__linux__)
@@ -72,31 +71,16 @@ typedef struct {
     uint8_t rows[16];
 } tile_cfg;
 
-static pthread_key_t scratch_key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static void make_key(void) { pthread_key_create(&scratch_key, free); }
-
-typedef struct { size_t cap; int configured; } scratch_hdr;
-
 enum { CFG_KQ = 1, CFG_Q8 = 2 };
+static _Thread_local int tile_cfg_loaded;   /* which configuration this thread has */
 
-/* This thread's scratch of at least n bytes (64-byte aligned), with tile
- * configuration cfg loaded (CFG_KQ: every tile 16 rows x 64 bytes; CFG_Q8:
- * tiles 0-1 16 x 32, 2-3 8 x 64, 4-7 16 x 64); NULL if out of memory. */
+/* This thread's scratch (pk_thread_scratch) of at least n bytes, with tile
+ * configuration cfg_id loaded (CFG_KQ: every tile 16 rows x 64 bytes;
+ * CFG_Q8: tiles 0-1 16 x 32, 2-3 8 x 64, 4-7 16 x 64); NULL if out of
+ * memory. */
 static uint8_t *thread_scratch(size_t n, int cfg_id) {
-    pthread_once(&key_once, make_key);
-    scratch_hdr *h = pthread_getspecific(scratch_key);
-    if (!h || h->cap < n) {
-        size_t cap = n + n / 4 + 4096;
-        scratch_hdr *nh = NULL;
-        if (posix_memalign((void **)&nh, 64, 64 + cap) != 0) return NULL;
-        nh->cap = cap;
-        nh->configured = h ? h->configured : 0;
-        free(h);
-        pthread_setspecific(scratch_key, nh);
-        h = nh;
-    }
-    if (h->configured != cfg_id) {
+    uint8_t *s = pk_thread_scratch(n);
+    if (s && tile_cfg_loaded != cfg_id) {
         tile_cfg cfg __attribute__((aligned(64)));
         memset(&cfg, 0, sizeof cfg);
         cfg.palette = 1;
@@ -108,9 +92,9 @@ static uint8_t *thread_scratch(size_t n, int cfg_id) {
         /* not _tile_loadconfig: GCC 12 treats its operand as one byte and
            drops the stores of rows and colsb as dead */
         __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-        h->configured = cfg_id;
+        tile_cfg_loaded = cfg_id;
     }
-    return (uint8_t *)h + 64;
+    return s;
 }
 
 /* ---- activations: token tiles ------------------------------------------------ */

@@ -1,5 +1,5 @@
 /* kernels_amx.c - AMX-INT8 multi-token kernels (Sapphire Rapids and later)
- * for prompt processing with Q2_K, Q4_K and Q6_K weights against Q8_K
+ * for prompt processing with Q2_K..Q6_K weights against Q8_K
  * activations, and Q8_0 against Q8_0 (its own section below). kernels.c uses them only after the CPU reports AMX-TILE and
  * AMX-INT8 and Linux has granted this process the tile state
  * (pk_amx_enable); each thread loads its tile configuration on first use.
@@ -180,25 +180,53 @@ GI void scaled(__m512i q, __m512i sw, __m512i off, uint8_t *lo, uint8_t *hi) {
 }
 
 /* Row r of a row block: super-block w into the planes at a (row r) */
-static void conv_q4_K(const void *wv, uint8_t *a, int r) {
-    const pk_block_q4_K *w = wv;
-    uint32_t u0, u1, u2;
-    memcpy(&u0, w->scales, 4); memcpy(&u1, w->scales + 4, 4); memcpy(&u2, w->scales + 8, 4);
-    uint32_t sa = u0 & 0x3f3f3f3fu, sb = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
-    uint32_t ma = u1 & 0x3f3f3f3fu, mb = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
-    __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sb, (int)sa)));
-    const __m512i zero = _mm512_setzero_si512();
-    uint8_t *lo = a + 256 * r, *hi = a + A_PLANE + 256 * r;
-    for (int z = 0; z < 4; z++)
-        scaled(lv_q4_K(w, z), _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[z]), sc16), zero, lo + 64 * z, hi + 64 * z);
+/* the Q4_K / Q5_K tail of a row's super-block: d, dmin, min pairs */
+static void k4_row_tail(uint16_t d16, uint16_t dmin16, uint64_t mn, uint8_t *a, int r) {
     float *d = (float *)(a + 2 * A_PLANE), *dm = d + 16;
-    d[r] = _cvtsh_ss(w->d);
-    dm[r] = _cvtsh_ss(w->dmin);
+    d[r] = _cvtsh_ss(d16);
+    dm[r] = _cvtsh_ss(dmin16);
     /* mins as int16 pairs (m[2p], m[2p + 1]) */
     int32_t *mp = (int32_t *)(a + 2 * A_PLANE + 128) + 8 * r;
-    uint8_t m[8];
-    memcpy(m, &ma, 4); memcpy(m + 4, &mb, 4);
-    for (int p = 0; p < 4; p++) mp[p] = (int32_t)((uint32_t)m[2 * p] | (uint32_t)m[2 * p + 1] << 16);
+    for (int p = 0; p < 4; p++)
+        mp[p] = (int32_t)((uint32_t)(mn >> 16 * p & 0xFF) | (uint32_t)(mn >> (16 * p + 8) & 0xFF) << 16);
+}
+
+/* Row r of a row block: super-block w into the planes at a (row r) */
+static void conv_q4_K(const void *wv, uint8_t *a, int r) {
+    const pk_block_q4_K *w = wv;
+    uint64_t sc, mn;
+    lv_k4_scales(w->scales, &sc, &mn);
+    __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
+    uint8_t *lo = a + 256 * r, *hi = a + A_PLANE + 256 * r;
+    for (int z = 0; z < 4; z++)
+        scaled(lv_q4_K(w, z), _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[z]), sc16), _mm512_setzero_si512(),
+               lo + 64 * z, hi + 64 * z);
+    k4_row_tail(w->d, w->dmin, mn, a, r);
+}
+
+/* Q5_K: as Q4_K with 5-bit levels (sc * q <= 1953: hi in [0, 15]) */
+static void conv_q5_K(const void *wv, uint8_t *a, int r) {
+    const pk_block_q5_K *w = wv;
+    uint64_t sc, mn;
+    lv_k4_scales(w->scales, &sc, &mn);
+    __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
+    uint8_t *lo = a + 256 * r, *hi = a + A_PLANE + 256 * r;
+    for (int z = 0; z < 4; z++)
+        scaled(lv_q5_K(w, z), _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[z]), sc16), _mm512_setzero_si512(),
+               lo + 64 * z, hi + 64 * z);
+    k4_row_tail(w->d, w->dmin, mn, a, r);
+}
+
+/* Q3_K: v = (sc - 32) * (q - 4) in [-124, 128]: hi in [-1, 1] (signed) */
+static void conv_q3_K(const void *wv, uint8_t *a, int r) {
+    const pk_block_q3_K *w = wv;
+    __m512i sw = _mm512_castsi256_si512(lv_q3_scales(w->scales));
+    uint8_t *lo = a + 256 * r, *hi = a + A_PLANE + 256 * r;
+    for (int z = 0; z < 4; z++) {
+        __m512i s = _mm512_permutexvar_epi16(lv_ldidx(lv_idx16[z]), sw);
+        scaled(lv_q3_K(w, z), s, _mm512_slli_epi16(s, 2), lo + 64 * z, hi + 64 * z);
+    }
+    ((float *)(a + 2 * A_PLANE))[r] = _cvtsh_ss(w->d);
 }
 
 static void conv_q6_K(const void *wv, uint8_t *a, int r) {
@@ -302,6 +330,16 @@ GI void superblock(int nt, const uint8_t *a, const uint8_t *const *b, int32_t *c
 
 typedef void (*conv_fn)(const void *w, uint8_t *a, int r);
 
+/* few tokens (or no scratch): the AVX-512 gemm, or its gemv per token */
+static void few_tokens(int type, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                       size_t rb, const void *const *x) {
+    if (pk_gemm_avx512[type]) {
+        pk_gemm_avx512[type](n, nrows, ntok, y, ys, w, rb, x);
+        return;
+    }
+    for (int64_t t = 0; t < ntok; t++) pk_kernels_avx512_table.gemv[type](n, nrows, y + t * ys, w, rb, x[t]);
+}
+
 GI void gemm_amx(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
                  const void *const *x, size_t blk, conv_fn conv, int npair, int pair32, int hi_signed,
                  int two, int type) {
@@ -309,7 +347,7 @@ GI void gemm_amx(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, c
     uint8_t *s = ntok >= MIN_TOK_KQ ? thread_scratch((size_t)(nb * A_SB + ntt * nb * B_SB) + 4 * 1024 + 2 * 1024,
                                                   CFG_KQ)
                                  : NULL;
-    if (!s) { pk_gemm_avx512[type](n, nrows, ntok, y, ys, w, rb, x); return; }
+    if (!s) { few_tokens(type, n, nrows, ntok, y, ys, w, rb, x); return; }
     uint8_t *A = s, *B = A + nb * A_SB;
     int32_t *cb = (int32_t *)(B + ntt * nb * B_SB);
     float *acc = (float *)(cb + 1024);
@@ -363,6 +401,14 @@ static void gemm_q4_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
     gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q4_K), conv_q4_K, 4, 1, 0, 1,
              PK_TYPE_Q4_K);
 }
+static void gemm_q5_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                      const void *const *x) {
+    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q5_K), conv_q5_K, 4, 1, 0, 1, PK_TYPE_Q5_K);
+}
+static void gemm_q3_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                      const void *const *x) {
+    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q3_K), conv_q3_K, 0, 0, 1, 1, PK_TYPE_Q3_K);
+}
 static void gemm_q6_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
                       const void *const *x) {
     gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q6_K), conv_q6_K, 0, 0, 1, 1,
@@ -410,7 +456,7 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
     /* scratch: token tiles, weight scales [block][16], C, a padded row block */
     const size_t sz_b = (size_t)(ntt * nb * Q8_B), sz_d = (size_t)nb * 64, sz_pad = (size_t)nb * 16 * 32;
     uint8_t *s = ntok >= MIN_TOK_Q8 ? thread_scratch(sz_b + sz_d + 1024 + sz_pad, CFG_Q8) : NULL;
-    if (!s) { pk_gemm_avx512[PK_TYPE_Q8_0](n, nrows, ntok, y, ys, w, rb, x); return; }
+    if (!s) { few_tokens(PK_TYPE_Q8_0, n, nrows, ntok, y, ys, w, rb, x); return; }
     uint8_t *B = s;
     float *dw = (float *)(B + sz_b);
     int32_t *cb = (int32_t *)((uint8_t *)dw + sz_d);
@@ -464,7 +510,9 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
 const pk_gemm_fn pk_gemm_amx[PK_TYPE_COUNT] = {
     [PK_TYPE_Q8_0] = gemm_q8_0,
     [PK_TYPE_Q2_K] = gemm_q2_K,
+    [PK_TYPE_Q3_K] = gemm_q3_K,
     [PK_TYPE_Q4_K] = gemm_q4_K,
+    [PK_TYPE_Q5_K] = gemm_q5_K,
     [PK_TYPE_Q6_K] = gemm_q6_K,
 };
 

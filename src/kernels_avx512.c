@@ -447,6 +447,7 @@ static void quantize_q8_0(const float *x, void *vy, int64_t n) {
 #pragma GCC diagnostic ignored "-Wunused-function"   /* its K-quant kernels are replaced */
 #include "kernels_x86_quant.h"
 #pragma GCC diagnostic pop
+#include "kernels_avx512_levels.h"
 #include "kernels_avx512_kquant.h"
 
 const pk_kernels pk_kernels_avx512_table = {

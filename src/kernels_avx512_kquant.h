@@ -114,15 +114,6 @@ KQ_INLINE void kq_x_iq4(const pk_block_q8_K *x, kq_xa *a) {
 
 /* ---- one super-block of one row ------------------------------------------- */
 
-/* Q4_K / Q5_K scales and mins as 8 bytes each (see pk_get_scale_min_k4) */
-KQ_INLINE void kq_k4_scales(const uint8_t *s, uint64_t *sc, uint64_t *mn) {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4); memcpy(&u1, s + 4, 4); memcpy(&u2, s + 8, 4);
-    uint32_t a = u0 & 0x3f3f3f3fu, b = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
-    uint32_t c = u1 & 0x3f3f3f3fu, d = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
-    *sc = (uint64_t)a | (uint64_t)b << 32;
-    *mn = (uint64_t)c | (uint64_t)d << 32;
-}
 
 /* the Q4_K / Q5_K block tail: scale vectors, 4 dots, mins */
 #define KQ_K4_BODY(LO0, HI0, LO1, HI1)                                              \
@@ -138,7 +129,7 @@ KQ_INLINE void kq_k4_scales(const uint8_t *s, uint64_t *sc, uint64_t *mn) {
 KQ_INLINE __m512i kq_q4_K(const pk_block_q4_K *w, const kq_xa *a, __m128i *ms) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     uint64_t sc, mn;
-    kq_k4_scales(w->scales, &sc, &mn);
+    lv_k4_scales(w->scales, &sc, &mn);
     __m512i q0 = kq_ld(w->qs), q1 = kq_ld(w->qs + 64);
     __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
     __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
@@ -152,7 +143,7 @@ KQ_INLINE __m512i kq_q4_K(const pk_block_q4_K *w, const kq_xa *a, __m128i *ms) {
 KQ_INLINE __m512i kq_q5_K(const pk_block_q5_K *w, const kq_xa *a, __m128i *ms) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
     uint64_t sc, mn;
-    kq_k4_scales(w->scales, &sc, &mn);
+    lv_k4_scales(w->scales, &sc, &mn);
     /* qh in the low half, qh >> 2 in the high half: bit 4j (lo) / 4j+1 (hi) */
     __m512i qh = kq_ld32x2(w->qh, 2);
     __m512i q0 = kq_ld(w->qs), q1 = kq_ld(w->qs + 64);
@@ -204,23 +195,13 @@ KQ_INLINE __m512i kq_q2_K(const pk_block_q2_K *w, const kq_xa *a, __m128i *ms) {
     return isum;
 }
 
-/* the 16 signed Q3_K scales (sc - 32) as int16 */
-KQ_INLINE __m256i kq_q3_scales(const uint8_t *s) {
-    uint32_t a0, a1, a2;
-    memcpy(&a0, s, 4); memcpy(&a1, s + 4, 4); memcpy(&a2, s + 8, 4);
-    __m128i v = _mm_setr_epi32((int)((a0 & 0x0f0f0f0fu) | (a2 & 0x03030303u) << 4),
-                               (int)((a1 & 0x0f0f0f0fu) | ((a2 >> 2) & 0x03030303u) << 4),
-                               (int)(((a0 >> 4) & 0x0f0f0f0fu) | ((a2 >> 4) & 0x03030303u) << 4),
-                               (int)(((a1 >> 4) & 0x0f0f0f0fu) | ((a2 >> 6) & 0x03030303u) << 4));
-    return _mm256_sub_epi16(_mm256_cvtepu8_epi16(v), _mm256_set1_epi16(32));
-}
 
 /* Q3_K: as Q2_K plus the third bit: bit k (low half) / 4 + k (high half) of
  * hmask; level + 4 in [0, 7] */
 KQ_INLINE __m512i kq_q3_K(const pk_block_q3_K *w, const kq_xa *a, __m128i *ms) {
     (void)ms;
     const __m512i m3 = _mm512_set1_epi8(3), b4 = _mm512_set1_epi8(4);
-    __m512i s16 = _mm512_castsi256_si512(kq_q3_scales(w->scales));
+    __m512i s16 = _mm512_castsi256_si512(lv_q3_scales(w->scales));
     __m512i hm = kq_ld32x2(w->hmask, 4);
     __m512i q = kq_ld(w->qs);
     __m512i isum = _mm512_setzero_si512();

@@ -58,4 +58,41 @@ LV_INLINE __m512i lv_q6_K(const pk_block_q6_K *w, int z) {
     return _mm512_ternarylogic_epi32(lo, hi, _mm512_set1_epi8(0x30), 0xF8);     /* lo | (hi & 0x30) */
 }
 
+/* Q4_K / Q5_K scales and mins as 8 bytes each (see pk_get_scale_min_k4) */
+LV_INLINE void lv_k4_scales(const uint8_t *s, uint64_t *sc, uint64_t *mn) {
+    uint32_t u0, u1, u2;
+    memcpy(&u0, s, 4); memcpy(&u1, s + 4, 4); memcpy(&u2, s + 8, 4);
+    uint32_t a = u0 & 0x3f3f3f3fu, b = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+    uint32_t c = u1 & 0x3f3f3f3fu, d = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+    *sc = (uint64_t)a | (uint64_t)b << 32;
+    *mn = (uint64_t)c | (uint64_t)d << 32;
+}
+/* the 16 signed Q3_K scales (sc - 32) as int16 */
+LV_INLINE __m256i lv_q3_scales(const uint8_t *s) {
+    uint32_t a0, a1, a2;
+    memcpy(&a0, s, 4); memcpy(&a1, s + 4, 4); memcpy(&a2, s + 8, 4);
+    __m128i v = _mm_setr_epi32((int)((a0 & 0x0f0f0f0fu) | (a2 & 0x03030303u) << 4),
+                               (int)((a1 & 0x0f0f0f0fu) | ((a2 >> 2) & 0x03030303u) << 4),
+                               (int)(((a0 >> 4) & 0x0f0f0f0fu) | ((a2 >> 4) & 0x03030303u) << 4),
+                               (int)(((a1 >> 4) & 0x0f0f0f0fu) | ((a2 >> 6) & 0x03030303u) << 4));
+    return _mm256_sub_epi16(_mm256_cvtepu8_epi16(v), _mm256_set1_epi16(32));
+}
+/* Q5_K: q in [0, 31]: Q4_K's nibbles plus bit 2z (low half) / 2z + 1
+ * (high half) of qh */
+LV_INLINE __m512i lv_q5_K(const pk_block_q5_K *w, int z) {
+    __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(lv_bcast32(w->qs + 32 * z), lv_shifts2(0, 4)),
+                                  _mm512_set1_epi8(0x0F));
+    __m512i hb = _mm512_srlv_epi16(lv_bcast32(w->qh), lv_shifts2(2 * z, 2 * z + 1));
+    return _mm512_ternarylogic_epi32(lo, _mm512_slli_epi16(hb, 4), _mm512_set1_epi8(0x10), 0xF8);
+}
+/* Q3_K: q + 4 in [0, 7]: Q2_K's two bits plus bit 4h + k of hmask for the
+ * elements 128h + 32k + l */
+LV_INLINE __m512i lv_q3_K(const pk_block_q3_K *w, int z) {
+    __m512i sh = (z & 1) ? lv_shifts2(4, 6) : lv_shifts2(0, 2);
+    __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(lv_bcast32(w->qs + 32 * (z >> 1)), sh), _mm512_set1_epi8(3));
+    int b = 4 * (z >> 1) + 2 * (z & 1);
+    __m512i hb = _mm512_srlv_epi16(lv_bcast32(w->hmask), lv_shifts2(b, b + 1));
+    return _mm512_ternarylogic_epi32(lo, _mm512_slli_epi16(hb, 2), _mm512_set1_epi8(0x04), 0xF8);
+}
+
 #endif

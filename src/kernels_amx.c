@@ -191,31 +191,22 @@ static void k4_row_tail(uint16_t d16, uint16_t dmin16, uint64_t mn, uint8_t *a, 
         mp[p] = (int32_t)((uint32_t)(mn >> 16 * p & 0xFF) | (uint32_t)(mn >> (16 * p + 8) & 0xFF) << 16);
 }
 
-/* Row r of a row block: super-block w into the planes at a (row r) */
-static void conv_q4_K(const void *wv, uint8_t *a, int r) {
-    const pk_block_q4_K *w = wv;
+/* Row r of a row block: Q4_K (five = 0) or Q5_K (five = 1) super-block w
+ * into the planes at a (row r). sc * q <= 63 * 31: hi in [0, 15]. */
+GI void conv_k45(const void *wv, uint8_t *a, int r, int five) {
+    const pk_block_q4_K *w4 = wv;
+    const pk_block_q5_K *w5 = wv;
     uint64_t sc, mn;
-    lv_k4_scales(w->scales, &sc, &mn);
+    lv_k4_scales(five ? w5->scales : w4->scales, &sc, &mn);
     __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
     uint8_t *lo = a + 256 * r, *hi = a + A_PLANE + 256 * r;
     for (int z = 0; z < 4; z++)
-        scaled(lv_q4_K(w, z), _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[z]), sc16), _mm512_setzero_si512(),
-               lo + 64 * z, hi + 64 * z);
-    k4_row_tail(w->d, w->dmin, mn, a, r);
+        scaled(five ? lv_q5_K(w5, z) : lv_q4_K(w4, z), _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[z]), sc16),
+               _mm512_setzero_si512(), lo + 64 * z, hi + 64 * z);
+    k4_row_tail(five ? w5->d : w4->d, five ? w5->dmin : w4->dmin, mn, a, r);
 }
-
-/* Q5_K: as Q4_K with 5-bit levels (sc * q <= 1953: hi in [0, 15]) */
-static void conv_q5_K(const void *wv, uint8_t *a, int r) {
-    const pk_block_q5_K *w = wv;
-    uint64_t sc, mn;
-    lv_k4_scales(w->scales, &sc, &mn);
-    __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
-    uint8_t *lo = a + 256 * r, *hi = a + A_PLANE + 256 * r;
-    for (int z = 0; z < 4; z++)
-        scaled(lv_q5_K(w, z), _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[z]), sc16), _mm512_setzero_si512(),
-               lo + 64 * z, hi + 64 * z);
-    k4_row_tail(w->d, w->dmin, mn, a, r);
-}
+static void conv_q4_K(const void *w, uint8_t *a, int r) { conv_k45(w, a, r, 0); }
+static void conv_q5_K(const void *w, uint8_t *a, int r) { conv_k45(w, a, r, 1); }
 
 /* Q3_K: v = (sc - 32) * (q - 4) in [-124, 128]: hi in [-1, 1] (signed) */
 static void conv_q3_K(const void *wv, uint8_t *a, int r) {

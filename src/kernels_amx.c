@@ -1,8 +1,9 @@
 /* kernels_amx.c - AMX-INT8 multi-token kernels (Sapphire Rapids and later)
- * for prompt processing with Q2_K..Q6_K weights against Q8_K
- * activations, and Q8_0 against Q8_0 (its own section below). kernels.c uses them only after the CPU reports AMX-TILE and
- * AMX-INT8 and Linux has granted this process the tile state
- * (pk_amx_enable); each thread loads its tile configuration on first use.
+ * for prompt processing with Q2_K..Q6_K weights against Q8_K activations,
+ * and Q8_0 against Q8_0 (its own section below). kernels.c uses them only
+ * after the CPU reports AMX-TILE and AMX-INT8 and Linux has granted this
+ * process the tile state (pk_amx_enable); each thread loads its tile
+ * configuration on first use.
  *
  * Tuned for: prompt batches, where one weight row meets many tokens. A tile
  * product (TDPBUSD) is 16 weight rows x 64 levels times 64 levels x 16
@@ -22,8 +23,8 @@
  *     dmin * sum_j m_j * bsum_j, computed exactly in int32 with vpdpwssd.
  *   Two token tiles share each weight tile (8 tile registers: 2 weight
  *   planes, 2 activation tiles, 4 accumulators).
- * Small token counts (where decoding the weights is not repaid) use the
- * AVX-512 kernels.
+ * Small token counts (where decoding the weights is not repaid: below 10
+ * tokens, 4 for Q8_0) use the AVX-512 kernels.
  *
  * Numerics: within a super-block every product and sum is exact int32
  * (|sc * q * x| summed over 256 levels < 2^28); Q6_K's -32 offset is folded

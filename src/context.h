@@ -114,7 +114,6 @@ void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out);
 /* ---- blocks (forward.c, moe.c) ------------------------------------------ */
 void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps);
 /* g[i] = silu(g[i]) * u[i] */
-void pk_silu_mul(const pk_context *c, float *g, const float *u, int64_t n);
 /* c->xb2 = FFN of c->xb through the routed experts (and shared expert). */
 void pk_moe_forward(pk_context *c, const pk_layer *L);
 /* c->xb2 rows = FFN of c->xb rows through the routed experts (and shared

@@ -64,10 +64,6 @@ static void rope_apply(const pk_context *c, float *v, int n_heads, int hd, int p
     }
 }
 
-void pk_silu_mul(const pk_context *c, float *g, const float *u, int64_t n) {
-    c->kern->silu_mul(g, u, n);
-}
-
 /* ---- attention ----------------------------------------------------------------- */
 
 typedef struct att_task {
@@ -205,7 +201,7 @@ static void ffn_dense(pk_context *c, const pk_layer *L) {
         {&L->ffn_up, 0, F, PK_SLOT_X, B, NULL, c->hb2, F},
     };
     pk_matvec(c, gu, 2);
-    pk_silu_mul(c, c->hb, c->hb2, (int64_t)B * F);
+    c->kern->silu_mul(c->hb, c->hb2, (int64_t)B * F);
     pk_act_set(c, PK_SLOT_FFN, c->hb, B, F, 0);
     pk_mv d = {&L->ffn_down, 0, D, PK_SLOT_FFN, B, NULL, c->xb2, D};
     pk_matvec(c, &d, 1);

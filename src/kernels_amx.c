@@ -182,14 +182,14 @@ GI void scaled(__m512i q, __m512i sw, __m512i off, uint8_t *lo, uint8_t *hi) {
 
 /* Row r of a row block: super-block w into the planes at a (row r) */
 /* the Q4_K / Q5_K tail of a row's super-block: d, dmin, min pairs */
-static void k4_row_tail(uint16_t d16, uint16_t dmin16, uint64_t mn, uint8_t *a, int r) {
+static void k4_row_tail(uint16_t d16, uint16_t dmin16, const uint8_t mn[8], uint8_t *a, int r) {
     float *d = (float *)(a + 2 * A_PLANE), *dm = d + 16;
     d[r] = _cvtsh_ss(d16);
     dm[r] = _cvtsh_ss(dmin16);
     /* mins as int16 pairs (m[2p], m[2p + 1]) */
     int32_t *mp = (int32_t *)(a + 2 * A_PLANE + 128) + 8 * r;
     for (int p = 0; p < 4; p++)
-        mp[p] = (int32_t)((uint32_t)(mn >> 16 * p & 0xFF) | (uint32_t)(mn >> (16 * p + 8) & 0xFF) << 16);
+        mp[p] = (int32_t)((uint32_t)mn[2 * p] | (uint32_t)mn[2 * p + 1] << 16);
 }
 
 /* Row r of a row block: Q4_K (five = 0) or Q5_K (five = 1) super-block w
@@ -197,9 +197,9 @@ static void k4_row_tail(uint16_t d16, uint16_t dmin16, uint64_t mn, uint8_t *a, 
 GI void conv_k45(const void *wv, uint8_t *a, int r, int five) {
     const pk_block_q4_K *w4 = wv;
     const pk_block_q5_K *w5 = wv;
-    uint64_t sc, mn;
-    lv_k4_scales(five ? w5->scales : w4->scales, &sc, &mn);
-    __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
+    uint8_t sc[8], mn[8];
+    pk_get_scales_mins_k4(five ? w5->scales : w4->scales, sc, mn);
+    __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
     uint8_t *lo = a + 256 * r, *hi = a + A_PLANE + 256 * r;
     for (int z = 0; z < 4; z++)
         scaled(five ? lv_q5_K(w5, z) : lv_q4_K(w4, z), _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[z]), sc16),
@@ -388,29 +388,19 @@ GI void gemm_amx(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, c
     }
 }
 
-static void gemm_q4_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                      const void *const *x) {
-    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q4_K), conv_q4_K, 4, 1, 0, 1,
-             PK_TYPE_Q4_K);
+/* the K-quant entries: block type, its type id, mins pairs (0: none), pairs
+ * over 32 levels, signed hi plane, two planes */
+#define AMX_KQ(T, TYPE, NPAIR, PAIR32, HI_SIGNED, TWO)                                              \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, \
+                     size_t rb, const void *const *x) {                                       \
+    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_##T), conv_##T, NPAIR, PAIR32,   \
+             HI_SIGNED, TWO, TYPE);                                                    \
 }
-static void gemm_q5_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                      const void *const *x) {
-    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q5_K), conv_q5_K, 4, 1, 0, 1, PK_TYPE_Q5_K);
-}
-static void gemm_q3_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                      const void *const *x) {
-    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q3_K), conv_q3_K, 0, 0, 1, 1, PK_TYPE_Q3_K);
-}
-static void gemm_q6_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                      const void *const *x) {
-    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q6_K), conv_q6_K, 0, 0, 1, 1,
-             PK_TYPE_Q6_K);
-}
-static void gemm_q2_K(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                      const void *const *x) {
-    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_q2_K), conv_q2_K, 8, 0, 0, 0,
-             PK_TYPE_Q2_K);
-}
+AMX_KQ(q2_K, PK_TYPE_Q2_K, 8, 0, 0, 0)
+AMX_KQ(q3_K, PK_TYPE_Q3_K, 0, 0, 1, 1)
+AMX_KQ(q4_K, PK_TYPE_Q4_K, 4, 1, 0, 1)
+AMX_KQ(q5_K, PK_TYPE_Q5_K, 4, 1, 0, 1)
+AMX_KQ(q6_K, PK_TYPE_Q6_K, 0, 0, 1, 1)
 
 /* ---- Q8_0 x Q8_0 ---------------------------------------------------------------------
  * Every 32-level block has its own fp16 scale on both sides, so each block

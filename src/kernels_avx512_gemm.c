@@ -95,15 +95,6 @@ static void prep_bsums(int nt, const pk_block_q8_K *const *xs, int kb, float *P)
 GI __m512i ld64(const void *p) { return _mm512_loadu_si512(p); }
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
-/* the 8 scales and 8 mins of a Q4_K block (see pk_get_scale_min_k4) */
-GI void k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4); memcpy(&u1, s + 4, 4); memcpy(&u2, s + 8, 4);
-    uint32_t a = u0 & 0x3f3f3f3fu, b = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
-    uint32_t c = u1 & 0x3f3f3f3fu, d = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
-    memcpy(sc, &a, 4); memcpy(sc + 4, &b, 4);
-    memcpy(m, &c, 4); memcpy(m + 4, &d, 4);
-}
 
 /* One row (kb super-blocks from w) times NT tokens. */
 GI void tile_q4_K(const int NT, const pk_block_q4_K *w, const pk_block_q8_K *const *xs,
@@ -113,7 +104,7 @@ GI void tile_q4_K(const int NT, const pk_block_q4_K *w, const pk_block_q8_K *con
     for (int b = 0; b < kb; b++) {
         const pk_block_q4_K *wb = w + b;
         uint8_t sc[8], m[8];
-        k4_scales(wb->scales, sc, m);
+        pk_get_scales_mins_k4(wb->scales, sc, m);
         __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
         __m128i m8 = _mm_loadl_epi64((const __m128i *)m);
         __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(m8, m8))),

@@ -117,19 +117,19 @@ KQ_INLINE void kq_x_iq4(const pk_block_q8_K *x, kq_xa *a) {
 
 /* the Q4_K / Q5_K block tail: scale vectors, 4 dots, mins */
 #define KQ_K4_BODY(LO0, HI0, LO1, HI1)                                              \
-    __m512i s16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc))); \
+    __m512i s16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc))); \
     __m512i isum = kq_dot(_mm512_setzero_si512(), LO0, a->v[0],                      \
                           _mm512_permutexvar_epi16(kq_idx4(0, 0, 2, 2), s16));       \
     isum = kq_dot(isum, HI0, a->v[1], _mm512_permutexvar_epi16(kq_idx4(1, 1, 3, 3), s16)); \
     isum = kq_dot(isum, LO1, a->v[2], _mm512_permutexvar_epi16(kq_idx4(4, 4, 6, 6), s16)); \
     isum = kq_dot(isum, HI1, a->v[3], _mm512_permutexvar_epi16(kq_idx4(5, 5, 7, 7), s16)); \
-    *ms = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn)),           \
+    *ms = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mn)),           \
                          _mm256_castsi256_si128(a->bs));
 
 KQ_INLINE __m512i kq_q4_K(const pk_block_q4_K *w, const kq_xa *a, __m128i *ms) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    uint64_t sc, mn;
-    lv_k4_scales(w->scales, &sc, &mn);
+    uint8_t sc[8], mn[8];
+    pk_get_scales_mins_k4(w->scales, sc, mn);
     __m512i q0 = kq_ld(w->qs), q1 = kq_ld(w->qs + 64);
     __m512i lo0 = _mm512_and_si512(q0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(q0, 4), m4);
     __m512i lo1 = _mm512_and_si512(q1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(q1, 4), m4);
@@ -142,8 +142,8 @@ KQ_INLINE __m512i kq_q4_K(const pk_block_q4_K *w, const kq_xa *a, __m128i *ms) {
 
 KQ_INLINE __m512i kq_q5_K(const pk_block_q5_K *w, const kq_xa *a, __m128i *ms) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
-    uint64_t sc, mn;
-    lv_k4_scales(w->scales, &sc, &mn);
+    uint8_t sc[8], mn[8];
+    pk_get_scales_mins_k4(w->scales, sc, mn);
     /* qh in the low half, qh >> 2 in the high half: bit 4j (lo) / 4j+1 (hi) */
     __m512i qh = kq_ld32x2(w->qh, 2);
     __m512i q0 = kq_ld(w->qs), q1 = kq_ld(w->qs + 64);

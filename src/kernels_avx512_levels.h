@@ -58,15 +58,6 @@ LV_INLINE __m512i lv_q6_K(const pk_block_q6_K *w, int z) {
     return _mm512_ternarylogic_epi32(lo, hi, _mm512_set1_epi8(0x30), 0xF8);     /* lo | (hi & 0x30) */
 }
 
-/* Q4_K / Q5_K scales and mins as 8 bytes each (see pk_get_scale_min_k4) */
-LV_INLINE void lv_k4_scales(const uint8_t *s, uint64_t *sc, uint64_t *mn) {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4); memcpy(&u1, s + 4, 4); memcpy(&u2, s + 8, 4);
-    uint32_t a = u0 & 0x3f3f3f3fu, b = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
-    uint32_t c = u1 & 0x3f3f3f3fu, d = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
-    *sc = (uint64_t)a | (uint64_t)b << 32;
-    *mn = (uint64_t)c | (uint64_t)d << 32;
-}
 /* the 16 signed Q3_K scales (sc - 32) as int16 */
 LV_INLINE __m256i lv_q3_scales(const uint8_t *s) {
     uint32_t a0, a1, a2;

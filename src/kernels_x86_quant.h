@@ -125,15 +125,6 @@ QX_INLINE __m256 blk_q3_K(const pk_block_q3_K *w, const pk_block_q8_K *x, __m256
     return qx_fma(isum, x->d * _cvtsh_ss(w->d), acc);
 }
 
-/* the 8 scales and 8 mins of a Q4_K / Q5_K block (see pk_get_scale_min_k4) */
-QX_INLINE void qx_k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
-    uint32_t u0, u1, u2;
-    memcpy(&u0, s, 4); memcpy(&u1, s + 4, 4); memcpy(&u2, s + 8, 4);
-    uint32_t a = u0 & 0x3f3f3f3fu, b = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
-    uint32_t c = u1 & 0x3f3f3f3fu, d = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
-    memcpy(sc, &a, 4); memcpy(sc + 4, &b, 4);
-    memcpy(m, &c, 4); memcpy(m + 4, &d, 4);
-}
 
 /* sum over sub-blocks j of m[j] * (bsums[2j] + bsums[2j + 1]), in 8 lanes */
 QX_INLINE __m256i qx_k4_mins(const uint8_t m[8], const pk_block_q8_K *x) {
@@ -147,7 +138,7 @@ QX_INLINE __m256i qx_k4_mins(const uint8_t m[8], const pk_block_q8_K *x) {
 QX_INLINE __m256 blk_q4_K(const pk_block_q4_K *w, const pk_block_q8_K *x, __m256 acc) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     uint8_t sc[8], m[8];
-    qx_k4_scales(w->scales, sc, m);
+    pk_get_scales_mins_k4(w->scales, sc, m);
     __m256i isum = _mm256_setzero_si256();
     for (int j = 0; j < 4; j++) {
         __m256i q = qx_ld(w->qs + 32 * j);
@@ -164,7 +155,7 @@ QX_INLINE __m256 blk_q4_K(const pk_block_q4_K *w, const pk_block_q8_K *x, __m256
 QX_INLINE __m256 blk_q5_K(const pk_block_q5_K *w, const pk_block_q8_K *x, __m256 acc) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     uint8_t sc[8], m[8];
-    qx_k4_scales(w->scales, sc, m);
+    pk_get_scales_mins_k4(w->scales, sc, m);
     __m256i qh = qx_ld(w->qh);
     __m256i isum = _mm256_setzero_si256();
     for (int j = 0; j < 4; j++) {

@@ -63,7 +63,7 @@ static void shared_expert(pk_context *c, const pk_layer *L) {
         {&L->up_shexp, 0, S, PK_SLOT_X, B, NULL, c->hb2, S},
     };
     pk_matvec(c, gu, 2);
-    pk_silu_mul(c, c->hb, c->hb2, (int64_t)B * S);
+    c->kern->silu_mul(c->hb, c->hb2, (int64_t)B * S);
     pk_act_set(c, PK_SLOT_FFN, c->hb, B, S, 0);
     float *out = c->exp_out; /* free again: routed outputs are summed already */
     pk_mv d = {&L->down_shexp, 0, D, PK_SLOT_FFN, B, NULL, out, D};
@@ -111,7 +111,7 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
                              c->exp_h2 + (size_t)off * F, F};
     }
     pk_matvec(c, jobs, nj);
-    pk_silu_mul(c, c->exp_h, c->exp_h2, (int64_t)P * F);
+    c->kern->silu_mul(c->exp_h, c->exp_h2, (int64_t)P * F);
     pk_act_set(c, PK_SLOT_EXP, c->exp_h, P, F, 0);
     /* down products in rounds of whole experts, at most exp_cap pairs each
        (one expert has at most B <= exp_cap pairs); the pairs of a round are

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum pk_type {
     PK_TYPE_F32 = 0, PK_TYPE_F16 = 1, PK_TYPE_Q4_0 = 2, PK_TYPE_Q4_1 = 3,
@@ -218,6 +219,17 @@ static inline void pk_get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uin
         *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
         *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
     }
+}
+
+/* All 8 scales and mins of a Q4_K / Q5_K block at once (the values of
+ * pk_get_scale_min_k4 for j = 0..7), with 32-bit word operations. */
+static inline void pk_get_scales_mins_k4(const uint8_t *q, uint8_t sc[8], uint8_t m[8]) {
+    uint32_t u0, u1, u2;
+    memcpy(&u0, q, 4); memcpy(&u1, q + 4, 4); memcpy(&u2, q + 8, 4);
+    uint32_t a = u0 & 0x3f3f3f3fu, b = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+    uint32_t c = u1 & 0x3f3f3f3fu, d = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+    memcpy(sc, &a, 4); memcpy(sc + 4, &b, 4);
+    memcpy(m, &c, 4); memcpy(m + 4, &d, 4);
 }
 
 /* The inverse: pack 8 six-bit scales ls[] and mins lm[] (each <= 63) into

@@ -31,6 +31,23 @@ static uint32_t f_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
 /* ---- type table ---------------------------------------------------------------- */
 
+/* the 8-at-once Q4_K / Q5_K scale decoder = the one-at-a-time definition */
+static void test_k4_scales(void) {
+    uint32_t st = 12345;
+    int bad = 0;
+    for (int it = 0; it < 4096; it++) {
+        uint8_t q[12], sc[8], m[8];
+        for (int i = 0; i < 12; i++) q[i] = (uint8_t)((st = st * 1103515245u + 12345u) >> 23);
+        pk_get_scales_mins_k4(q, sc, m);
+        for (int j = 0; j < 8; j++) {
+            uint8_t s1, m1;
+            pk_get_scale_min_k4(j, q, &s1, &m1);
+            bad += s1 != sc[j] || m1 != m[j];
+        }
+    }
+    TEST_CHECK(bad == 0, "pk_get_scales_mins_k4 = pk_get_scale_min_k4 (%d differ)", bad);
+}
+
 static void test_types(void) {
     static const int unknown[] = { -1, 4, 5, 31, 32, 33, 36, 37, 38, 40, 1000 };
     for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++) {
@@ -536,6 +553,7 @@ static void test_selection(void) {
 int main(void) {
     test_selection();
     test_types();
+    test_k4_scales();
     test_fp16();
     test_bf16();
     test_q8_0_format();

@@ -155,6 +155,15 @@ typedef struct pk_stats {
 } pk_stats;
 void pk_context_stats(const pk_context *c, pk_stats *out);
 
+/* Kernel variants, from the one declared list: the i-th variant's name
+ * ("ref", "avx2", ..., "neon", "dotprod", "i8mm"), NULL past the end;
+ * whether this CPU can run a variant; and whether POCKET_KERNELS (which
+ * forces one) is usable: 0 unset or usable, 1 unknown name, 2 not usable on
+ * this CPU (the best usable variant is used instead). */
+const char *pk_kernel_variant_name(int i);
+int pk_kernel_variant_usable(const char *name);
+int pk_kernel_env_status(void);
+
 /* ---- sampling ------------------------------------------------------------ */
 typedef struct pk_sampler pk_sampler;
 typedef struct pk_sampler_params {

@@ -4,9 +4,9 @@
  * that has been converted once to T's vec_dot_type (F32 for F32 weights, F16
  * for F16, BF16 for BF16, Q8_0 for Q8_0, ...). Each ISA (scalar reference,
  * AVX2, AVX-512) fills the same table; pk_kernels_get() picks the best one the
- * CPU supports at run time. Results of every variant are tested against the
- * reference (tests/test_kernels.c). Setting POCKET_KERNELS=ref|avx2|avx512
- * forces a variant.
+ * CPU supports at run time from the one declared list in kernels.c. Results
+ * of every variant are tested against the reference (tests/test_kernels*.c,
+ * tests/test_gemm.c). POCKET_KERNELS=NAME forces a variant of that list.
  */
 #ifndef PK_KERNELS_H
 #define PK_KERNELS_H
@@ -59,10 +59,18 @@ const pk_kernels *pk_kernels_by_name(const char *isa);
 /* The variants usable on this CPU, best last; returns the count. */
 int pk_kernels_list(const pk_kernels **out, int max);
 
-/* Per-ISA tables (kernels_ref.c, kernels_avx2.c, kernels_avx512.c). */
+/* Per-ISA tables (kernels_ref.c, kernels_avx2.c, kernels_avx512.c,
+ * kernels_neon.c, kernels_dotprod.c). A file compiled without its ISA's
+ * flags (another CPU family) defines an empty table, never selected. */
 extern const pk_kernels pk_kernels_ref_table;
 extern const pk_kernels pk_kernels_avx2_table;
 extern const pk_kernels pk_kernels_avx512_table;
+extern const pk_kernels pk_kernels_neon_table;      /* ARMv8.0 Advanced SIMD */
+extern const pk_kernels pk_kernels_dotprod_table;   /* ARMv8.2 sdot/udot + fp16 */
+/* Multi-token kernels of the AVX2 variant (kernels_avx2_gemm.c) and of the
+ * i8mm variant (kernels_i8mm.c: the dotprod table with smmla gemms). */
+extern const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT];
+extern const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT];
 /* Multi-token kernels of the AVX-512 variant (kernels_avx512_gemm.c),
  * merged into its table; NULL entries fall back to gemv per token. */
 extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];

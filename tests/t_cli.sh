@@ -36,6 +36,7 @@ grep -q "8.02 M active" "$tmp/out" || { echo "FAIL info: active parameters not s
 expect_ok "pocket run (default model)" "$P" run -p "In the beginning" -n 8 --seed 1 -t 1
 
 expect_error "unknown command" "frobnicate" "$P" frobnicate
+expect_error "unknown kernel variant" "POCKET_KERNELS=sse9" env POCKET_KERNELS=sse9 "$P" run -p x -n 1
 expect_error "unknown option" "--bogus" "$P" run -p x --bogus
 expect_error "bad thread count" "-t" "$P" run -p x -t abc
 expect_error "negative temperature" "--temp" "$P" run -p x --temp -1

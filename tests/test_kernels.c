@@ -14,6 +14,7 @@
 #include "testhelp.h"
 #include "quant.h"
 #include "kernels.h"
+#include "pocket.h"
 
 /* ---- deterministic data ----------------------------------------------------- */
 
@@ -530,6 +531,18 @@ static void test_selection(void) {
     const pk_kernels *sel = pk_kernels_get();
     TEST_CHECK(sel && strcmp(sel->isa, "ref") == 0, "POCKET_KERNELS=ref honoured");
     TEST_CHECK(pk_kernels_get() == sel, "selection is fixed");
+    TEST_CHECK(pk_kernel_env_status() == 0, "POCKET_KERNELS=ref is usable");
+    /* the declared list: ref first, names unique, usable ones listed */
+    int nd = 0, nusable = 0;
+    while (pk_kernel_variant_name(nd)) nd++;
+    TEST_CHECK(nd >= 4 && strcmp(pk_kernel_variant_name(0), "ref") == 0, "declared list (%d)", nd);
+    TEST_CHECK(pk_kernel_variant_name(-1) == NULL, "negative index");
+    for (int i = 0; i < nd; i++) {
+        for (int j = 0; j < i; j++)
+            TEST_CHECK(strcmp(pk_kernel_variant_name(i), pk_kernel_variant_name(j)) != 0,
+                       "duplicate name %s", pk_kernel_variant_name(i));
+        nusable += pk_kernel_variant_usable(pk_kernel_variant_name(i));
+    }
     TEST_CHECK(pk_kernels_by_name("ref") != NULL, "ref always available");
     TEST_CHECK(pk_kernels_by_name("sse9") == NULL && pk_kernels_by_name(NULL) == NULL,
                "unknown variant");
@@ -538,6 +551,7 @@ static void test_selection(void) {
     TEST_CHECK(nl >= 1 && strcmp(list[0]->isa, "ref") == 0, "list starts with ref");
     TEST_CHECK(pk_kernels_list(list, 1) == 1, "list respects max");
     nl = pk_kernels_list(list, 8);
+    TEST_CHECK(nl == nusable, "list holds the %d usable variants (%d)", nusable, nl);
     for (int i = 0; i < nl; i++) {
         TEST_CHECK(pk_kernels_by_name(list[i]->isa) == list[i], "by_name(%s)", list[i]->isa);
         int missing = 0;

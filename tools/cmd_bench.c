@@ -53,7 +53,7 @@ static const char *bench_help =
     "  -b N              prompt tokens per forward pass (default: the library's)\n"
     "  --json OUT        also write everything (every draw) as JSON to OUT\n"
     "  --ab \"A\" \"B\"      compare two configurations; each is flags overriding the\n"
-    "                    base ones: -t N, -c N, -b N, POCKET_KERNELS=ref|avx2|avx512.\n"
+    "                    base ones: -t N, -c N, -b N, POCKET_KERNELS=NAME.\n"
     "                    Draws run in child processes, interleaved A B A B; prints\n"
     "                    the difference of means B - A with a 95% Welch interval\n"
     "  --ppl-file TEXT   also score the first 8 windows of 512 tokens of TEXT\n"
@@ -433,12 +433,13 @@ static void parse_ab_flags(const char *label, const char *flags, const cfg *base
             else c->n_batch = (int)parse_long("--ab -b", v, 1, 1 << 20);
         } else if (!strncmp(tok, "POCKET_KERNELS=", 15)) {
             const char *k = tok + 15;
-            if (strcmp(k, "ref") && strcmp(k, "avx2") && strcmp(k, "avx512"))
-                die("--ab: POCKET_KERNELS must be ref, avx2 or avx512, not '%s'", k);
+            if (!pk_kernel_variant_usable(k))
+                die("--ab: POCKET_KERNELS=%s is not a kernel variant this CPU can run "
+                    "(see pocket --help)", k);
             snprintf(c->kernels, sizeof c->kernels, "%s", k);
         } else {
             die("--ab: unsupported flag '%s' in configuration %s \"%s\" (use -t N, -c N, -b N, "
-                "POCKET_KERNELS=ref|avx2|avx512)", tok, label, flags);
+                "POCKET_KERNELS=NAME)", tok, label, flags);
         }
     }
 }

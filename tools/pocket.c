@@ -13,8 +13,9 @@
  * tools/cmd_*.c file and goes through the public API in include/pocket.h.
  * Errors print one line and exit non-zero.
  */
-#include <string.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -37,13 +38,39 @@ static const char *main_help =
     "\n"
     "`pocket COMMAND --help` explains a command. With no -m, the bundled model\n"
     "(" DEFAULT_MODEL_NAME ", a small Qwen3-MoE trained on the King James Bible) is used.\n"
-    "POCKET_KERNELS=ref|avx2|avx512 forces a kernel variant.\n";
+    "POCKET_KERNELS=NAME forces a kernel variant; variants (* = usable on this CPU):";
+
+/* The declared kernel variants, the usable ones starred, into buf. */
+static void variant_list(char *buf, size_t n, int stars) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; pk_kernel_variant_name(i) && k + 32 < n; i++) {
+        const char *v = pk_kernel_variant_name(i);
+        k += (size_t)snprintf(buf + k, n - k, "%s%s%s", i ? (stars ? " " : ", ") : "", v,
+                              stars && pk_kernel_variant_usable(v) ? "*" : "");
+    }
+}
+
+/* POCKET_KERNELS must name a variant this CPU can run: anything else is an
+ * error, not a silent fallback (a benchmark would report the wrong ISA). */
+static void check_kernels_env(void) {
+    int st = pk_kernel_env_status();
+    if (!st) return;
+    char list[256];
+    variant_list(list, sizeof list, 0);
+    const char *want = getenv("POCKET_KERNELS");
+    if (st == 1) die("POCKET_KERNELS=%s: no such kernel variant (one of: %s)", want, list);
+    die("POCKET_KERNELS=%s: this CPU cannot run that kernel variant (see pocket --help)", want);
+}
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-        fputs(main_help, stdout);
+        char list[256];
+        variant_list(list, sizeof list, 1);
+        printf("%s %s\n", main_help, list);
         return argc < 2 ? 1 : 0;
     }
+    check_kernels_env();
     const char *cmd = argv[1];
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);

@@ -27,7 +27,7 @@ CLI      := $(BUILD)/pocket
 # Per-ISA kernel files get their own target flags; the rest stays portable.
 ISA_avx2   = -mavx2 -mfma -mf16c
 ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq \
-             -mavx512vnni -mavx512bf16
+             -mavx512vnni
 
 .PHONY: all deps demo test sanitize clean install bench
 all: deps $(CLI) $(TEST_BIN) $(TOOL_BIN)

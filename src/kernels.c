@@ -50,7 +50,7 @@ static int cpu_avx2(void) {
 static int cpu_avx512(void) {
     return cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+           __builtin_cpu_supports("avx512vnni");
 }
 static int cpu_amx(void) {
     /* CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8; then Linux's permission */

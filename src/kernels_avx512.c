@@ -1,5 +1,5 @@
-/* kernels_avx512.c - the AVX-512 kernel table (F, BW, VL, DQ, VNNI, BF16:
- * Cooper Lake, Sapphire Rapids and later, Zen 4 and later). Compiled with the
+/* kernels_avx512.c - the AVX-512 kernel table (F, BW, VL, DQ, VNNI: Cascade
+ * Lake, Ice Lake, Sapphire Rapids and later, Zen 4 and later). Compiled with the
  * ISA flags in the Makefile; only called after kernels.c has checked the CPU.
  *
  * Tuned for: single-token decode, where each gemv streams a weight matrix
@@ -7,9 +7,9 @@
  * load feeds 4 weight streams, with 2 accumulators per row for the float
  * types. Tails of block-1 types use masked loads (no scalar loop).
  *
- * BF16 uses vdpbf16ps (pairs of bf16 products summed into fp32). Note that
- * instruction treats bf16 subnormal inputs as zero - a difference from the
- * reference only for |values| < 1.2e-38.
+ * F32, F16 and BF16 (widened to fp32 by a shift, exactly) use 16-lane FMA;
+ * no AVX512-BF16 instruction is used, so CPUs without it (Cascade Lake, Ice
+ * Lake, some cloud VMs that hide it) run this table too.
  * Q8_0 uses VNNI vpdpbusd (u8 x s8 -> s32). The weights are made unsigned by
  * adding 128 (w ^ 0x80); the resulting extra 128*sum(x) per block depends only
  * on the activations, so it is computed once per block and shared across rows
@@ -32,7 +32,7 @@
 #include "kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
-    defined(__AVX512VNNI__) && defined(__AVX512BF16__) && defined(__F16C__)
+    defined(__AVX512VNNI__) && defined(__F16C__)
 #include <immintrin.h>
 
 static inline float hsum8(__m256 v) {
@@ -54,6 +54,15 @@ static inline __m512 ld16_f16(const uint16_t *p) {
 }
 static inline __m512 ldm16_f16(const uint16_t *p, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+/* bf16 is the top half of an fp32: widen and shift (exact) */
+static inline __m512 ld16_bf16(const uint16_t *p) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+static inline __m512 ldm16_bf16(const uint16_t *p, __mmask16 m) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
 
 #define FLOAT_KERNELS(SFX, T)                                                   \
@@ -117,6 +126,7 @@ static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      
 
 FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f16, uint16_t)
+FLOAT_KERNELS(bf16, uint16_t)
 
 /* ---- F32 matrix product (attention) ------------------------------------------- */
 
@@ -202,74 +212,6 @@ static void silu_mul(float *g, const float *u, int64_t n) {
         _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(_mm512_div_ps(v, _mm512_add_ps(one, e)),
                                                      _mm512_maskz_loadu_ps(m, u + i)));
     }
-}
-
-/* ---- BF16: vdpbf16ps, 32 elements per instruction -------------------------- */
-
-static inline __m512bh ld32_bf16(const uint16_t *p) {
-    return (__m512bh)_mm512_loadu_si512((const void *)p);
-}
-static inline __m512bh ldm32_bf16(const uint16_t *p, __mmask32 m) {
-    return (__m512bh)_mm512_maskz_loadu_epi16(m, p);
-}
-
-static void vec_dot_bf16(int64_t n, float *s, const void *vw, const void *vx) {
-    const uint16_t *w = vw, *x = vx;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    int64_t i = 0;
-    for (; i + 128 <= n; i += 128) {
-        a0 = _mm512_dpbf16_ps(a0, ld32_bf16(w + i), ld32_bf16(x + i));
-        a1 = _mm512_dpbf16_ps(a1, ld32_bf16(w + i + 32), ld32_bf16(x + i + 32));
-        a2 = _mm512_dpbf16_ps(a2, ld32_bf16(w + i + 64), ld32_bf16(x + i + 64));
-        a3 = _mm512_dpbf16_ps(a3, ld32_bf16(w + i + 96), ld32_bf16(x + i + 96));
-    }
-    for (; i + 32 <= n; i += 32)
-        a0 = _mm512_dpbf16_ps(a0, ld32_bf16(w + i), ld32_bf16(x + i));
-    if (i < n) {
-        __mmask32 m = tail32(n - i);
-        a1 = _mm512_dpbf16_ps(a1, ldm32_bf16(w + i, m), ldm32_bf16(x + i, m));
-    }
-    *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-
-static void gemv_bf16(int64_t n, int64_t nrows, float *y, const void *vw,
-                      size_t rb, const void *vx) {
-    const uint16_t *x = vx;
-    int64_t r = 0;
-    for (; r + 4 <= nrows; r += 4) {
-        const uint16_t *w0 = (const uint16_t *)((const char *)vw + (size_t)r * rb);
-        const uint16_t *w1 = (const uint16_t *)((const char *)w0 + rb);
-        const uint16_t *w2 = (const uint16_t *)((const char *)w1 + rb);
-        const uint16_t *w3 = (const uint16_t *)((const char *)w2 + rb);
-        __m512 a0 = _mm512_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;
-        __m512 a2 = a0, b2 = a0, a3 = a0, b3 = a0;
-        int64_t i = 0;
-        for (; i + 64 <= n; i += 64) {
-            __m512bh x0 = ld32_bf16(x + i), x1 = ld32_bf16(x + i + 32);
-            a0 = _mm512_dpbf16_ps(a0, ld32_bf16(w0 + i), x0);
-            b0 = _mm512_dpbf16_ps(b0, ld32_bf16(w0 + i + 32), x1);
-            a1 = _mm512_dpbf16_ps(a1, ld32_bf16(w1 + i), x0);
-            b1 = _mm512_dpbf16_ps(b1, ld32_bf16(w1 + i + 32), x1);
-            a2 = _mm512_dpbf16_ps(a2, ld32_bf16(w2 + i), x0);
-            b2 = _mm512_dpbf16_ps(b2, ld32_bf16(w2 + i + 32), x1);
-            a3 = _mm512_dpbf16_ps(a3, ld32_bf16(w3 + i), x0);
-            b3 = _mm512_dpbf16_ps(b3, ld32_bf16(w3 + i + 32), x1);
-        }
-        for (; i < n; i += 32) {
-            __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : tail32(n - i);
-            __m512bh x0 = ldm32_bf16(x + i, m);
-            a0 = _mm512_dpbf16_ps(a0, ldm32_bf16(w0 + i, m), x0);
-            a1 = _mm512_dpbf16_ps(a1, ldm32_bf16(w1 + i, m), x0);
-            a2 = _mm512_dpbf16_ps(a2, ldm32_bf16(w2 + i, m), x0);
-            a3 = _mm512_dpbf16_ps(a3, ldm32_bf16(w3 + i, m), x0);
-        }
-        y[r] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));
-        y[r + 1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
-        y[r + 2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
-        y[r + 3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
-    }
-    for (; r < nrows; r++)
-        vec_dot_bf16(n, &y[r], (const char *)vw + (size_t)r * rb, vx);
 }
 
 /* ---- Q8_0 x Q8_0 with VNNI ------------------------------------------------ */

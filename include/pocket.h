@@ -150,6 +150,8 @@ const float *pk_context_logits(const pk_context *c);   /* n_vocab floats */
 typedef struct pk_stats {
     uint64_t tokens;          /* tokens decoded since the context was made */
     uint64_t weight_bytes;    /* weight bytes read by them */
+    uint64_t state_bytes;     /* sequence-state bytes they read and wrote: KV cache
+                                 reads and writes, recurrent (DeltaNet) and conv states */
     const char *isa;          /* kernel variant in use */
     int n_threads;
 } pk_stats;

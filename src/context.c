@@ -211,6 +211,7 @@ int pk_decode_all(pk_context *c, const int32_t *tokens, int n, float *all_logits
 void pk_context_stats(const pk_context *c, pk_stats *out) {
     out->tokens = c->n_tokens;
     out->weight_bytes = c->weight_bytes;
+    out->state_bytes = c->state_bytes;
     out->isa = c->kern->isa;
     out->n_threads = pk_pool_size(c->pool);
 }

@@ -86,6 +86,7 @@ struct pk_context {
 
     uint64_t n_tokens;            /* decoded since creation */
     uint64_t weight_bytes;        /* weight bytes read (counted in matvec) */
+    uint64_t state_bytes;         /* KV / recurrent-state bytes read + written (forward.c, deltanet.c) */
 };
 
 /* ---- weight reads (matvec.c): the one place weights are read ----------- */

@@ -210,6 +210,11 @@ void pk_deltanet_forward(pk_context *c, const pk_layer *L, int il) {
             for (int i = 0; i < d; i++) q[i] *= qscale;
         }
     }
+    /* state ledger: the recurrent state is read and written once per token
+       when decoding, once per chunk of a prompt batch; the conv state once per token */
+    const uint64_t passes = B >= PK_DN_CHUNK_MIN ? (uint64_t)(B + PK_DN_CHUNK - 1) / PK_DN_CHUNK : (uint64_t)B;
+    c->state_bytes += 2 * sizeof(float) * (passes * (uint64_t)HV * (uint64_t)d * (uint64_t)d +
+                                           (uint64_t)B * (uint64_t)(K > 1 ? K - 1 : 0) * (uint64_t)C);
     dn_task t = {c, il};
     if ((int64_t)B * HV * d * d < (1 << 14))
         for (int j = 0; j < HV; j++) dn_head(&t, j);

@@ -174,6 +174,10 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
     att_task t = {c, il, pos0, B, 16, 0};
     while (t.tb > 1 && (int64_t)t.tb * (hp->n_head / hp->n_head_kv) * (pos0 + B) > (1 << 20)) t.tb /= 2;
     t.n_tb = (B + t.tb - 1) / t.tb;
+    /* state ledger: each token tile reads the cached keys and values of the
+       positions it sees (at most pos0 + B); the batch writes its own rows */
+    c->state_bytes += sizeof(float) * ((uint64_t)t.n_tb * (uint64_t)(pos0 + B) * (uint64_t)(kd + vd) +
+                                       (uint64_t)B * (uint64_t)(kd + vd));
     const int chunks = t.n_tb * hp->n_head_kv;
     c->scratch_oom = 0;
     /* small attention spans are not worth a hand-off: run them on the caller */

@@ -32,11 +32,12 @@ if "$P" bench -m "$M" -p 16 -n 8 -r 2 -t 1 --no-bw --json "$J" >"$tmp/bench.out"
 else
     fail "bench run: exit $?"; sed 's/^/    /' "$tmp/bench.err"
 fi
-info_bpt=$("$P" info "$M" | sed -n 's/^bytes\/token *\([0-9.]*\) \([KMG]*i*B\).*/\1 \2/p')
+"$P" info "$M" >"$tmp/info.txt"
+info_bpt=$(sed -n 's/^bytes\/token *\([0-9.]*\) \([KMG]*i*B\).*/\1 \2/p' "$tmp/info.txt")
 [ -n "$info_bpt" ] || fail "pocket info printed no bytes/token"
-if "$PYTHON" - "$J" $info_bpt <<'PY'
-import json, math, sys
-path, num, unit = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+if "$PYTHON" - "$J" "$tmp/info.txt" $info_bpt <<'PY'
+import json, math, re, sys
+path, infotxt, num, unit = sys.argv[1], open(sys.argv[2]).read(), float(sys.argv[3]), sys.argv[4]
 info = num * {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}[unit]
 d = json.load(open(path))
 c = d["configs"]
@@ -58,6 +59,17 @@ rel = abs(bpt - info) / info
 print("bytes/token: engine count %.0f, pocket info %.0f (%s %s), relative difference %.4f%%" % (bpt, info, num, unit, 100 * rel))
 assert rel <= 0.01, "bytes/token differs from pocket info by more than 1%"
 assert c["decode"]["bandwidth"] is None, "--no-bw measured anyway"
+# state ledger: a tg draw decodes positions 0..n-1 from an empty context; at
+# position p each attention layer reads p + 1 cached K and V rows and writes
+# one (floats of n_kv_heads * (head_dim + head_dim_v))
+L = int(re.search(r"^layers +(\d+)", infotxt, re.M).group(1))
+m = re.search(r"(\d+) kv heads, head dim (\d+) \(v (\d+)\)", infotxt)
+kvrow = 4 * int(m.group(1)) * (int(m.group(2)) + int(m.group(3)))
+n = d["settings"]["n_gen"]
+want = L * kvrow * sum(p + 2 for p in range(n)) / n
+got = c["decode"]["state_bytes_per_token"]
+print("state bytes/token: engine %.1f, from the geometry %.1f" % (got, want))
+assert abs(got - want) < 0.5, "state bytes per token off"
 assert d["machine"]["cpu"] and d["machine"]["cores"] >= 1 and c["isa"]
 assert "F16" in d["model"]["type_mix"]
 PY

@@ -63,8 +63,9 @@ static const char *bench_help =
     "\n"
     "The probe reads a 1 GiB array 5 times with the bench's thread count and is\n"
     "cached per CPU model and thread count in ~/.cache/pocket/bandwidth. The tg\n"
-    "ceiling is bandwidth / weight bytes read per token, the bytes being counted\n"
-    "by the engine while decoding.\n";
+    "ceiling is bandwidth / (weight bytes + state bytes) per token, both counted\n"
+    "by the engine while decoding: weights read, plus the KV cache read and\n"
+    "written and the recurrent (DeltaNet) and conv states read and written.\n";
 
 /* ---- configuration and results ----------------------------------------------------- */
 
@@ -87,6 +88,7 @@ typedef struct stats { int n; double mean, sd, min, max; } stats;
 typedef struct cres {
     series pp, tg;
     uint64_t pp_tokens, pp_bytes, tg_tokens, tg_bytes;  /* timed draws, engine counts */
+    uint64_t tg_state;                                  /* state bytes of the tg draws */
     char isa[16];
     int n_threads, n_ctx;
     int have_ppl;
@@ -330,7 +332,7 @@ static int32_t *bench_tokens(int n, int V) {
 /* One pp (gen = 0) or tg (gen = 1) run of n tokens from an empty context;
  * returns tok/s, adds the engine's token and weight-byte counts. */
 static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint64_t *tokens,
-                       uint64_t *bytes) {
+                       uint64_t *bytes, uint64_t *state) {
     pk_error err = {0};
     pk_stats s0, s1;
     pk_context_reset(c);
@@ -346,6 +348,7 @@ static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint6
     pk_context_stats(c, &s1);
     if (tokens) *tokens += s1.tokens - s0.tokens;
     if (bytes) *bytes += s1.weight_bytes - s0.weight_bytes;
+    if (state) *state += s1.state_bytes - s0.state_bytes;
     return n / (dt > 0 ? dt : 1e-9);
 }
 
@@ -367,14 +370,14 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
     int n_max = b->n_prompt > b->n_gen ? b->n_prompt : b->n_gen;
     int32_t *toks = bench_tokens(n_max, pk_model_n_vocab(m));
     if (b->n_prompt) {
-        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL);  /* warm-up */
+        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL);  /* warm-up */
         for (int i = 0; i < reps; i++)
-            push(&r->pp, run_once(ctx, toks, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes));
+            push(&r->pp, run_once(ctx, toks, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes, NULL));
     }
     if (b->n_gen) {
-        run_once(ctx, toks, b->n_gen, 1, NULL, NULL);
+        run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL);
         for (int i = 0; i < reps; i++)
-            push(&r->tg, run_once(ctx, toks, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes));
+            push(&r->tg, run_once(ctx, toks, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes, &r->tg_state));
     }
     pk_stats st;
     pk_context_stats(ctx, &st);
@@ -539,6 +542,7 @@ static void run_ab(bench *b) {
             r->pp_bytes += (uint64_t)kv_num(line, "pp_bytes");
             r->tg_tokens += (uint64_t)kv_num(line, "tg_tokens");
             r->tg_bytes += (uint64_t)kv_num(line, "tg_bytes");
+            r->tg_state += (uint64_t)kv_num(line, "tg_state");
             r->n_threads = (int)kv_num(line, "threads");
             r->n_ctx = (int)kv_num(line, "n_ctx");
             snprintf(r->isa, sizeof r->isa, "%.15s", kv(line, "isa", v, sizeof v) ? v : "?");
@@ -659,6 +663,8 @@ static void write_json(const bench *b) {
         }
         fputs("],\n     \"decode\": {\"bytes_per_token\": ", f);
         json_num(f, r->tg_tokens ? bytes_per_tok(r->tg_bytes, r->tg_tokens) : NAN);
+        fputs(", \"state_bytes_per_token\": ", f);
+        json_num(f, r->tg_tokens ? bytes_per_tok(r->tg_state, r->tg_tokens) : NAN);
         fputs(", \"bytes_per_token_prompt\": ", f);
         json_num(f, r->pp_tokens ? bytes_per_tok(r->pp_bytes, r->pp_tokens) : NAN);
         fprintf(f, ", \"tokens_counted\": %llu, \"weight_bytes_counted\": %llu, \"bandwidth\": ",
@@ -674,7 +680,7 @@ static void write_json(const bench *b) {
                        "\"cached\": %s}",
                     r->bw.n_threads, r->bw.passes, (unsigned long long)r->bw.bytes, r->bw.when,
                     r->bw.cached ? "true" : "false");
-            double bpt = bytes_per_tok(r->tg_bytes, r->tg_tokens);
+            double bpt = bytes_per_tok(r->tg_bytes + r->tg_state, r->tg_tokens);
             double ceil = bpt > 0 ? r->bw.best_gbs * 1e9 / bpt : NAN;
             fputs(", \"ceiling_tok_s\": ", f);
             json_num(f, ceil);
@@ -803,6 +809,9 @@ static void print_report(const bench *b) {
             human_bytes((double)b->mi.bytes_per_token, h2, sizeof h2);
             printf("%sbytes/token: %.0f (%s) of weights read per generated token, counted by the engine over "
                    "%llu tokens (pocket info: %s)\n", pre, bpt, h1, (unsigned long long)r->tg_tokens, h2);
+            human_bytes(bytes_per_tok(r->tg_state, r->tg_tokens), h1, sizeof h1);
+            printf("%s  state: %.0f (%s) of KV cache and recurrent state read + written per generated token\n",
+                   pre, bytes_per_tok(r->tg_state, r->tg_tokens), h1);
             if (r->pp_tokens) {
                 human_bytes(bytes_per_tok(r->pp_bytes, r->pp_tokens), h1, sizeof h1);
                 printf("%s  prompt: %s of weights read per token (batched reads, logits after the last only)\n",
@@ -815,10 +824,11 @@ static void print_report(const bench *b) {
                    r->bw.bytes >> 20, r->bw.n_threads, r->bw.n_threads == 1 ? "" : "s",
                    r->bw.cached ? "cached; --bw-refresh re-measures" : "measured now");
             if (r->tg_tokens && r->tg.n) {
-                double bpt = bytes_per_tok(r->tg_bytes, r->tg_tokens), ceil = r->bw.best_gbs * 1e9 / bpt;
-                double got = stats_of(&r->tg).mean;
-                printf("%sceiling: %.1f tok/s = %.2f GB/s / %.2f MB per token; tg%d reached %.2f tok/s = "
-                       "%.1f%% of it\n", pre, ceil, r->bw.best_gbs, bpt / 1e6, b->n_gen, got, 100 * got / ceil);
+                double bpt = bytes_per_tok(r->tg_bytes + r->tg_state, r->tg_tokens);
+                double ceil = r->bw.best_gbs * 1e9 / bpt, got = stats_of(&r->tg).mean;
+                printf("%sceiling: %.1f tok/s = %.2f GB/s / %.2f MB per token (weights + state); tg%d reached "
+                       "%.2f tok/s = %.1f%% of it\n", pre, ceil, r->bw.best_gbs, bpt / 1e6, b->n_gen, got,
+                       100 * got / ceil);
                 if (b->llc_bytes && b->tensor_bytes <= b->llc_bytes) {
                     human_bytes((double)b->llc_bytes, h1, sizeof h1);
                     printf("%snote: all weights (%s) fit in the %s last-level cache, so decode need not be "
@@ -926,10 +936,10 @@ int cmd_bench(int argc, char **argv) {
         cres *r = &b->r[0];
         run_local(b, m, &b->c[0], 1, r);
         printf("POCKET_BENCH pp_tps=%.9g tg_tps=%.9g pp_tokens=%llu pp_bytes=%llu tg_tokens=%llu "
-               "tg_bytes=%llu isa=%s threads=%d n_ctx=%d\n",
+               "tg_bytes=%llu tg_state=%llu isa=%s threads=%d n_ctx=%d\n",
                r->pp.n ? r->pp.tps[0] : 0, r->tg.n ? r->tg.tps[0] : 0, (unsigned long long)r->pp_tokens,
                (unsigned long long)r->pp_bytes, (unsigned long long)r->tg_tokens, (unsigned long long)r->tg_bytes,
-               r->isa, r->n_threads, r->n_ctx);
+               (unsigned long long)r->tg_state, r->isa, r->n_threads, r->n_ctx);
         pk_model_free(m);
         free(b);
         return 0;

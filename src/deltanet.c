@@ -130,7 +130,6 @@ static void dn_head(void *arg, int j) {
     const int VD = hp->ssm_v_heads * d, HV = hp->ssm_v_heads;
     float *S = pk_kv_ssm(&c->kv, t->layer) + (size_t)j * d * d;   /* [key i][value] */
     const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
-    float kv[d > 0 ? d : 1];
     if (c->cur_batch >= PK_DN_CHUNK_MIN) {
         for (int b0 = 0; b0 < c->cur_batch; b0 += PK_DN_CHUNK)
             dn_chunk(c, L, t->layer, j, b0, c->cur_batch - b0 < PK_DN_CHUNK ? c->cur_batch - b0 : PK_DN_CHUNK, S);
@@ -150,23 +149,7 @@ static void dn_head(void *arg, int j) {
         float *o = c->ssm_o + (size_t)b * VD + (size_t)j * d;
         const float decay = expf(softplusf(c->ssm_alpha[(size_t)b * HV + j] + dt) * a);
         const float beta = sigmoidf(c->ssm_beta[(size_t)b * HV + j]);
-        memset(kv, 0, sizeof kv);
-        for (int i = 0; i < d; i++) {
-            float *row = S + (size_t)i * d;
-            for (int e = 0; e < d; e++) {
-                row[e] *= decay;
-                kv[e] += row[e] * k[i];
-            }
-        }
-        for (int e = 0; e < d; e++) kv[e] = beta * (v[e] - kv[e]);   /* delta */
-        memset(o, 0, (size_t)d * sizeof *o);
-        for (int i = 0; i < d; i++) {
-            float *row = S + (size_t)i * d;
-            for (int e = 0; e < d; e++) {
-                row[e] += k[i] * kv[e];
-                o[e] += row[e] * q[i];
-            }
-        }
+        c->kern->delta_step(S, d, q, k, v, decay, beta, o);
         pk_rmsnorm(o, o, L->ssm_norm.data, d, hp->rms_eps);
         const float *z = c->ssm_z + (size_t)b * VD + (size_t)j * d;
         for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);

@@ -135,6 +135,7 @@ static void fill(pk_kernels *out, const pk_kernels *p) {
     if (!out->sgemm) out->sgemm = p->sgemm;
     if (!out->exp_sub) out->exp_sub = p->exp_sub;
     if (!out->silu_mul) out->silu_mul = p->silu_mul;
+    if (!out->delta_step) out->delta_step = p->delta_step;
 }
 
 static void init(void) {
@@ -147,6 +148,7 @@ static void init(void) {
         if (d->gemm)
             for (int t = 0; t < PK_TYPE_COUNT; t++)
                 if (d->gemm[t]) m->gemm[t] = d->gemm[t];
+        if (v == V_AVX2 && !m->delta_step) m->delta_step = pk_delta_step_avx2;
         if (d->parent >= 0) fill(m, &merged[d->parent]);
         /* an ISA file built without its flags has an empty table */
         int compiled = d->table->vec_dot[PK_TYPE_F32] != NULL;

@@ -37,6 +37,13 @@ typedef void (*pk_sgemm_fn)(int M, int N, int K, const float *A, int64_t lda, co
  * Q8_0 quantizer produces; the AVX2 kernel relies on it); weights may use
  * the full int8 range. */
 typedef void (*pk_quantize_fn)(const float *x, void *y, int64_t n);
+/* One Gated DeltaNet recurrence step of one head (deltanet.c): the state S
+ * is d x d floats, [key i][value e]; with decay and beta of this token,
+ *   S = decay S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q.
+ * Variants may reassociate (e.g. o = decay S0^T q + delta (k.q)): results
+ * agree with the reference to float rounding. */
+typedef void (*pk_delta_step_fn)(float *S, int d, const float *q, const float *k, const float *v,
+                                 float decay, float beta, float *o);
 
 typedef struct pk_kernels {
     const char *isa;                          /* "ref", "avx2", "avx512" */
@@ -50,6 +57,7 @@ typedef struct pk_kernels {
     /* x[i] = exp(x[i] - sub) (softmax); g[i] = silu(g[i]) * u[i] (SwiGLU) */
     void (*exp_sub)(float *x, int64_t n, float sub);
     void (*silu_mul)(float *g, const float *u, int64_t n);
+    pk_delta_step_fn delta_step;              /* Gated DeltaNet decode step */
 } pk_kernels;
 
 /* The selected kernel table (decided once, thread-safe). */
@@ -71,6 +79,9 @@ extern const pk_kernels pk_kernels_dotprod_table;   /* ARMv8.2 sdot/udot + fp16 
  * i8mm variant (kernels_i8mm.c: the dotprod table with smmla gemms). */
 extern const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT];
 extern const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT];
+/* The AVX2 Gated DeltaNet step (kernels_avx2_deltanet.c; NULL when built
+ * without AVX2), in the avx2 table and inherited by avx512 and amx. */
+extern const pk_delta_step_fn pk_delta_step_avx2;
 /* Multi-token kernels of the AVX-512 variant (kernels_avx512_gemm.c),
  * merged into its table; NULL entries fall back to gemv per token. */
 extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];

@@ -306,6 +306,29 @@ static void sgemm(int M, int N, int K, const float *A, int64_t lda, const float 
 static void exp_sub(float *x, int64_t n, float sub) {
     for (int64_t i = 0; i < n; i++) x[i] = expf(x[i] - sub);
 }
+/* The recurrence as written: decay, read S^T k, update, read S^T q. */
+static void delta_step(float *S, int d, const float *q, const float *k, const float *v, float decay,
+                       float beta, float *o) {
+    float kv[d > 0 ? d : 1];
+    memset(kv, 0, sizeof kv);
+    for (int i = 0; i < d; i++) {
+        float *row = S + (size_t)i * d;
+        for (int e = 0; e < d; e++) {
+            row[e] *= decay;
+            kv[e] += row[e] * k[i];
+        }
+    }
+    for (int e = 0; e < d; e++) kv[e] = beta * (v[e] - kv[e]);   /* delta */
+    memset(o, 0, (size_t)d * sizeof *o);
+    for (int i = 0; i < d; i++) {
+        float *row = S + (size_t)i * d;
+        for (int e = 0; e < d; e++) {
+            row[e] += k[i] * kv[e];
+            o[e] += row[e] * q[i];
+        }
+    }
+}
+
 static void silu_mul(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
@@ -315,6 +338,7 @@ const pk_kernels pk_kernels_ref_table = {
     .sgemm = sgemm,
     .exp_sub = exp_sub,
     .silu_mul = silu_mul,
+    .delta_step = delta_step,
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,

@@ -526,6 +526,47 @@ static void test_kernels_float(const pk_kernels *k) {
     TEST_CHECK(bad == 0, "%s: exp_sub / silu_mul / sgemm off (%d)", k->isa, bad);
 }
 
+/* uniform in [-1, 1) from a xorshift state */
+static double frand(uint32_t *st) {
+    *st ^= *st << 13; *st ^= *st >> 17; *st ^= *st << 5;
+    return (double)*st / 2147483648.0 - 1.0;
+}
+
+/* The Gated DeltaNet decode step against the recurrence in double
+ * precision: odd state sizes and the real one (128), several steps in a row
+ * so errors in S would compound, decays near 0 and 1. */
+static void test_delta_step(const pk_kernels *k) {
+    static const int sizes[] = {1, 3, 8, 13, 32, 45, 128};
+    int bad = 0;
+    uint32_t seed = 7;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        const int d = sizes[si];
+        float *S = malloc(sizeof(float) * (size_t)d * d), q[128], kk[128], v[128], o[128];
+        double *R = malloc(sizeof(double) * (size_t)d * d), ro[128], kv[128];
+        for (int i = 0; i < d * d; i++) R[i] = S[i] = (float)(frand(&seed) * 0.5);
+        for (int step = 0; step < 4; step++) {
+            const float decay = step == 1 ? 0.001f : step == 2 ? 1.0f : 0.9f, beta = 0.3f + 0.2f * (float)step;
+            for (int i = 0; i < d; i++) {
+                q[i] = (float)frand(&seed); kk[i] = (float)frand(&seed); v[i] = (float)frand(&seed);
+            }
+            k->delta_step(S, d, q, kk, v, decay, beta, o);
+            for (int e = 0; e < d; e++) kv[e] = 0;
+            for (int i = 0; i < d; i++)
+                for (int e = 0; e < d; e++) { R[i * d + e] *= decay; kv[e] += R[i * d + e] * kk[i]; }
+            for (int e = 0; e < d; e++) { kv[e] = beta * (v[e] - kv[e]); ro[e] = 0; }
+            for (int i = 0; i < d; i++)
+                for (int e = 0; e < d; e++) { R[i * d + e] += kk[i] * kv[e]; ro[e] += R[i * d + e] * q[i]; }
+            double scale = 1.0;
+            for (int e = 0; e < d; e++) scale = fmax(scale, fabs(ro[e]));
+            for (int e = 0; e < d; e++) bad += fabs(o[e] - ro[e]) > 1e-5 * scale * sqrt((double)d);
+            for (int i = 0; i < d * d; i++) bad += fabs(S[i] - R[i]) > 1e-5 * (1.0 + fabs(R[i]));
+        }
+        free(S);
+        free(R);
+    }
+    TEST_CHECK(bad == 0, "%s: delta_step off the recurrence (%d)", k->isa, bad);
+}
+
 static void test_selection(void) {
     setenv("POCKET_KERNELS", "ref", 1);              /* before the first pk_kernels_* call */
     const pk_kernels *sel = pk_kernels_get();
@@ -578,6 +619,7 @@ int main(void) {
         test_kernels_dot(list[i]);
         test_kernels_quant(list[i]);
         test_kernels_float(list[i]);
+        test_delta_step(list[i]);
     }
     return TEST_REPORT();
 }

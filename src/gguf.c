@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "platform.h"
 #include "quant.h"
 
 #define GGUF_MAGIC 0x46554747u /* "GGUF" read as little-endian u32 */
@@ -440,10 +441,9 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err) {
     int e = errno;
     close(fd);
     if (map == MAP_FAILED) return pk_errorf(err, PK_ERR_IO, "%s: cannot mmap: %s", path, strerror(e));
-    /* weights are streamed: ask for huge pages (fewer TLB misses) and
-       read-ahead; both are hints, failures are harmless */
-    madvise(map, (size_t)st.st_size, MADV_HUGEPAGE);
-    madvise(map, (size_t)st.st_size, MADV_WILLNEED);
+    /* weights are streamed: huge pages and read-ahead where the system has
+       them; hints only, failures are harmless */
+    pk_map_hint_sequential(map, (size_t)st.st_size);
     int rc = gguf_parse(map, (uint64_t)st.st_size, path, out, err);
     if (rc) {
         munmap(map, (size_t)st.st_size);

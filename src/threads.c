@@ -12,15 +12,13 @@
  * before the job word is published and read only after a successful claim,
  * which proves the job is still running.
  */
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include "common.h"
+#include "platform.h"
 #include "threads.h"
 
 #define SPIN_ITERS 4000 /* ~50-100 us of polling before sleeping */
@@ -30,7 +28,8 @@ struct pk_pool {
     pthread_t *tid;
     _Atomic uint64_t job;   /* gen:16 | n_chunks:24 | next:24 */
     atomic_int done;        /* chunks finished in the current job */
-    atomic_uint wake;       /* futex word: bumped when a job is published */
+    atomic_uint wake;       /* bumped when a job is published; sleepers wait
+                               on it with pk_word_wait (futex on Linux) */
     atomic_int sleepers;
     atomic_int stop;
     pk_chunk_fn fn;
@@ -41,18 +40,6 @@ struct pk_pool {
 #define JOB_N(w) ((int)(((w) >> 24) & 0xFFFFFF))
 #define JOB_NEXT(w) ((int)((w) & 0xFFFFFF))
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-static void futex_wait(atomic_uint *addr, unsigned val) {
-    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-static void futex_wake(atomic_uint *addr) {
-    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
-}
 
 /* Claim and run chunks of the current job until none remain. */
 static void work(pk_pool *p) {
@@ -79,11 +66,11 @@ static void *worker(void *va) {
                 /* yield now and then: if another process wants this core,
                    let it run rather than polling */
                 if (spins % 64 == 0) sched_yield();
-                else cpu_relax();
+                else pk_cpu_relax();
                 continue;
             }
             atomic_fetch_add(&p->sleepers, 1);
-            futex_wait(&p->wake, seen);
+            pk_word_wait(&p->wake, seen);
             atomic_fetch_sub(&p->sleepers, 1);
             spins = 0;
         }
@@ -109,7 +96,7 @@ void pk_pool_free(pk_pool *p) {
     if (!p) return;
     atomic_store(&p->stop, 1);
     atomic_fetch_add(&p->wake, 1);
-    futex_wake(&p->wake);
+    pk_word_wake_all(&p->wake);
     for (int i = 1; i < p->n; i++) pthread_join(p->tid[i], NULL);
     free(p->tid);
     free(p);
@@ -128,14 +115,17 @@ void pk_pool_run(pk_pool *p, pk_chunk_fn fn, void *arg, int n_chunks) {
     p->arg = arg;
     atomic_store_explicit(&p->done, 0, memory_order_relaxed);
     atomic_store_explicit(&p->job, JOB((old >> 48) + 1, n_chunks, 0), memory_order_release);
-    atomic_fetch_add_explicit(&p->wake, 1, memory_order_release);
-    if (atomic_load(&p->sleepers) > 0) futex_wake(&p->wake);
+    /* sequentially consistent, as the worker's sleepers increment: either
+       the worker then sees the new wake value, or this load sees it asleep
+       (a release store here could be ordered after the load on ARM) */
+    atomic_fetch_add(&p->wake, 1);
+    if (atomic_load(&p->sleepers) > 0) pk_word_wake_all(&p->wake);
     work(p);
     /* wait for chunks still in flight on workers; yield if that takes long,
        in case the worker shares our core */
     int spins = 0;
     while (atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks) {
-        if (++spins < SPIN_ITERS) cpu_relax();
+        if (++spins < SPIN_ITERS) pk_cpu_relax();
         else sched_yield();
     }
 }

@@ -5,7 +5,8 @@
  * caller and by whichever workers are running, so the caller never waits for
  * a worker that is not scheduled (a 2-vCPU VM with a competing process):
  * it only waits for chunks a worker has actually started. Idle workers spin
- * briefly, then sleep on a futex.
+ * briefly, then sleep (a futex on Linux, a condition variable elsewhere:
+ * platform.h).
  */
 #ifndef PK_THREADS_H
 #define PK_THREADS_H

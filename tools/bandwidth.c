@@ -13,35 +13,11 @@
 #include <unistd.h>
 
 #include "bandwidth.h"
+#include "platform.h"
 
 /* ---- CPU model -------------------------------------------------------------------- */
 
-void bw_cpu_model(char *buf, size_t cap) {
-    snprintf(buf, cap, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    const char *keys[] = {"model name", "Processor", "cpu model"};
-    int best = 3;  /* index of the key found so far; lower wins */
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!colon) continue;
-        for (int k = 0; k < best; k++) {
-            if (strncmp(line, keys[k], strlen(keys[k]))) continue;
-            char *v = colon + 1;
-            while (*v == ' ' || *v == '\t') v++;
-            size_t n = strcspn(v, "\r\n");
-            if (!n) break;
-            snprintf(buf, cap, "%.*s", (int)n, v);
-            best = k;
-            break;
-        }
-        if (best == 0) break;
-    }
-    fclose(f);
-    for (char *p = buf; *p; p++)  /* the cache file is tab-separated */
-        if (*p == '\t' || (unsigned char)*p < 32) *p = ' ';
-}
+void bw_cpu_model(char *buf, size_t cap) { pk_cpu_name(buf, cap); }
 
 /* ---- the read probe ----------------------------------------------------------------- */
 

@@ -1,6 +1,13 @@
 # pocket - build, test, demo.  `make demo` builds and runs the bundled model;
 # `make test` builds and runs every test.  As root, missing Debian packages are
 # installed with apt-get; otherwise they are named in an error.
+#
+# Targets: x86-64 and AArch64 (Linux; macOS/iOS in principle), chosen by what
+# `$(CC) -dumpmachine` says, so `make CC=clang` and cross compilers such as
+# `make CC=aarch64-linux-gnu-gcc SYSROOT=DIR` work.  `make PORTABLE=1` builds
+# the POSIX fallback of src/platform.c on Linux too (no futex, no madvise).
+# `make test-aarch64` cross-builds into build-aarch64/ and runs the tests under
+# qemu-aarch64 on three emulated CPUs (tests/run_aarch64.sh).
 
 CC      ?= cc
 BUILD   ?= build
@@ -24,20 +31,55 @@ TOOL_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 LIB      := $(BUILD)/libpocket.a
 CLI      := $(BUILD)/pocket
 
-# Per-ISA kernel files get their own target flags; the rest stays portable.
-ISA_avx2   = -mavx2 -mfma -mf16c
-ISA_avx512 = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq \
-             -mavx512vnni
+# The target, from the compiler: x86_64-linux-gnu, aarch64-linux-gnu,
+# arm64-apple-darwin..., and whether that is this machine (uname -m).
+TARGET    := $(shell $(CC) -dumpmachine 2>/dev/null)
+norm_arch  = $(patsubst amd64,x86_64,$(patsubst arm64,aarch64,$(1)))
+ARCH      := $(call norm_arch,$(firstword $(subst -, ,$(TARGET))))
+HOST_ARCH := $(call norm_arch,$(shell uname -m))
+CROSS     := $(if $(filter $(HOST_ARCH),$(ARCH)),,1)
 
-.PHONY: all deps demo test sanitize clean install bench
+# A target root file system (headers and libraries of the target), e.g. the
+# arm64 Debian tree that `make test-aarch64` makes.
+SYSROOT ?=
+ifneq ($(SYSROOT),)
+CFLAGS  += --sysroot=$(SYSROOT)
+LDFLAGS += --sysroot=$(SYSROOT)
+endif
+ifeq ($(PORTABLE),1)
+CFLAGS  += -DPK_PORTABLE
+endif
+
+# Per-ISA kernel files get their own target flags; the rest stays portable.
+# Each kernel file guards its code with #if on the ISA macros, so a file of
+# the other architecture (or one built without its flags) compiles to an
+# empty table.
+#   x86-64:  kernels_avx2*.c, kernels_avx512*.c, kernels_amx.c
+#   AArch64: kernels_neon*.c (baseline ARMv8.0 NEON: no flags),
+#            kernels_dotprod*.c (ARMv8.2 sdot/udot, fp16),
+#            kernels_i8mm*.c (ARMv8.2 + smmla/ummla)
+ISA_avx2    = -mavx2 -mfma -mf16c
+ISA_avx512  = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq \
+              -mavx512vnni
+ISA_dotprod = -march=armv8.2-a+dotprod+fp16
+ISA_i8mm    = -march=armv8.2-a+dotprod+fp16+i8mm
+
+.PHONY: all deps demo test sanitize clean install bench test-aarch64 aarch64-deps aarch64-sysroot
 all: deps $(CLI) $(TEST_BIN) $(TOOL_BIN)
 
+# Headers are probed through the compiler, so a sysroot or another
+# compiler's search path counts. A cross build names what its target lacks;
+# only a native build installs Debian packages.
+have_header = printf '\043include <%s>\n' $(1) | $(CC) $(CFLAGS) -DPCRE2_CODE_UNIT_WIDTH=8 -E -x c - -o /dev/null 2>/dev/null
 deps:
 	@missing=""; \
-	[ -f /usr/include/pcre2.h ] || missing="$$missing libpcre2-dev"; \
+	$(call have_header,pcre2.h) || missing="$$missing libpcre2-dev"; \
+	$(call have_header,microhttpd.h) || missing="$$missing libmicrohttpd-dev"; \
+	$(call have_header,jansson.h) || missing="$$missing libjansson-dev"; \
+	if [ -n "$(CROSS)" ] && [ -n "$$missing" ]; then \
+	  echo "error: $(CC) ($(TARGET)) lacks the headers of:$$missing (pass SYSROOT=DIR with the target's packages; make test-aarch64 makes one for aarch64)" >&2; exit 1; \
+	fi; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkgconf"; \
-	[ -f /usr/include/microhttpd.h ] || missing="$$missing libmicrohttpd-dev"; \
-	[ -f /usr/include/jansson.h ] || missing="$$missing libjansson-dev"; \
 	$(PYTHON) -c 'import numpy' 2>/dev/null || missing="$$missing python3-numpy"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -48,9 +90,15 @@ deps:
 	  fi; \
 	fi
 
+ifeq ($(ARCH),x86_64)
 $(BUILD)/obj/kernels_avx2.o $(BUILD)/obj/kernels_avx2_%.o: CFLAGS += $(ISA_avx2)
 $(BUILD)/obj/kernels_avx512.o $(BUILD)/obj/kernels_avx512_%.o: CFLAGS += $(ISA_avx512)
 $(BUILD)/obj/kernels_amx.o: CFLAGS += $(ISA_avx512) -mamx-tile -mamx-int8
+endif
+ifeq ($(ARCH),aarch64)
+$(BUILD)/obj/kernels_dotprod.o $(BUILD)/obj/kernels_dotprod_%.o: CFLAGS += $(ISA_dotprod)
+$(BUILD)/obj/kernels_i8mm.o $(BUILD)/obj/kernels_i8mm_%.o: CFLAGS += $(ISA_i8mm)
+endif
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/pocket.h | $(BUILD)/obj
 	$(CC) $(CFLAGS) -c $< -o $@

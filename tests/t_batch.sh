@@ -6,23 +6,34 @@
 # batch size that does not divide the prompt - except the Gated DeltaNet's
 # chunked delta rule (prompt batches of 8+ tokens), equal up to rounding.
 # Run once per kernel variant usable on this CPU (the list `pocket --help`
-# prints), each forced with POCKET_KERNELS.
+# prints), each forced with POCKET_KERNELS; $BATCH_VARIANTS, if set, names
+# the variants to run instead (each must be usable: tests/run_aarch64.sh
+# gives each emulated CPU the variants the smaller CPUs lack).
+# $POCKET_RUN, if set, prefixes every pocket binary (e.g. "qemu-aarch64 -L
+# SYSROOT -cpu max" for a cross build: tests/run_aarch64.sh).
 set -eu
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
 T="$BUILD/tests/tool_logits"
+RUN=${POCKET_RUN:-}
 tmp="$BUILD/tmp/batch"; rm -rf "$tmp"; mkdir -p "$tmp"
 "$PYTHON" tests/gen_model.py mixtral "$tmp/mixtral.gguf" --seed 1 >/dev/null
 "$PYTHON" tests/gen_model.py qwen3 "$tmp/qwen3.gguf" --seed 2 >/dev/null
-"$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
+$RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
     { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
-variants=$("$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
+variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
 [ -n "$variants" ] || { echo "FAIL: no usable kernel variant in pocket --help"; exit 1; }
+if [ -n "${BATCH_VARIANTS:-}" ]; then
+    for v in $BATCH_VARIANTS; do
+        echo "$variants" | grep -qx "$v" || { echo "FAIL: BATCH_VARIANTS names '$v', not usable here (usable:" $variants")"; exit 1; }
+    done
+    variants=$BATCH_VARIANTS
+fi
 run_variant() {
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
 for m in models/kjv-moe-f16.gguf ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf "$tmp/mixtral.gguf" "$tmp/qwen3.gguf"; do
-    "$T" -t 1 -b 1 "$m" "$tmp/one.f32" "$ids"
+    $RUN "$T" -t 1 -b 1 "$m" "$tmp/one.f32" "$ids"
     for cfg in "-t 1 -b 16" "-t 2 -b 64" "-t 2 -b 7"; do
-        "$T" $cfg "$m" "$tmp/batch.f32" "$ids"
+        $RUN "$T" $cfg "$m" "$tmp/batch.f32" "$ids"
         if cmp -s "$tmp/one.f32" "$tmp/batch.f32"; then continue; fi
         # Gated DeltaNet prompt batches (>= 8 tokens) use the chunked form of
         # the delta rule: equal to the recurrence up to float rounding
@@ -48,8 +59,8 @@ done
 # size of difference as between the AVX2 and AVX-512 gemv kernels).
 if true; then
     ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 4000) for i in range(100)))")
-    "$T" -t 2 -b 1 "$tmp/q4km.gguf" "$tmp/one.f32" "$ids"
-    "$T" -t 2 -b 64 "$tmp/q4km.gguf" "$tmp/batch.f32" "$ids"
+    $RUN "$T" -t 2 -b 1 "$tmp/q4km.gguf" "$tmp/one.f32" "$ids"
+    $RUN "$T" -t 2 -b 64 "$tmp/q4km.gguf" "$tmp/batch.f32" "$ids"
     "$PYTHON" - "$tmp/one.f32" "$tmp/batch.f32" <<'PY'
 import sys
 import numpy as np

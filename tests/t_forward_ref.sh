@@ -8,11 +8,14 @@
 # 1e-3 for F32 weights, 2e-2 for F16 weights (pocket rounds activations to
 # F16 for F16 matmuls, as llama.cpp does). One model also runs with -t 2.
 # Run from the project root; uses $BUILD (default build) and $PYTHON.
+# $POCKET_RUN, if set, prefixes every pocket binary (e.g. "qemu-aarch64 -L
+# SYSROOT -cpu max" for a cross build: tests/run_aarch64.sh).
 # The seeds are chosen so that no router decision on this sequence is close
 # to a tie (a flipped expert choice would be a legitimate, large difference).
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 TOOL="$BUILD/tests/tool_logits"
+RUN=${POCKET_RUN:-}
 TOL_F32=1e-3
 TOL_F16=2e-2
 
@@ -72,7 +75,7 @@ check() {
     fi
     for t in $threads; do
         out="$TMP/$name.t$t.f32"
-        if ! "$TOOL" -t "$t" "$model" "$out" "$ids"; then
+        if ! $RUN "$TOOL" -t "$t" "$model" "$out" "$ids"; then
             echo "FAIL $name: tool_logits -t $t exited with an error"; fail=1; continue
         fi
         compare "$name -t $t" "$TMP/$name.ref.npy" "$out" "$tol" || fail=1

@@ -19,6 +19,8 @@
 # with REF_ONLY=1 only the Python parts run (no build/tests/tool_logits needed).
 # Every failure line names its step. Run from the project root; uses $BUILD
 # (default build), $PYTHON and $FIXTURES (default ../shared/fixtures/qwen35moe).
+# $POCKET_RUN, if set, prefixes every pocket binary (e.g. "qemu-aarch64 -L
+# SYSROOT -cpu max" for a cross build: tests/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (smallest top-k probability margin >= 1e-3).
 BUILD=${BUILD:-build}
@@ -26,6 +28,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 FIXTURES=${FIXTURES:-../shared/fixtures/qwen35moe}
 REF_ONLY=${REF_ONLY:-0}
 TOOL="$BUILD/tests/tool_logits"
+RUN=${POCKET_RUN:-}
 TOL_F32=1e-3
 TOL_F16=5e-2
 
@@ -127,7 +130,7 @@ check() {
     [ "$REF_ONLY" = 1 ] && return
     for t in $threads; do
         out="$TMP/$name.t$t.f32"
-        if ! "$TOOL" -t "$t" "$model" "$out" "$ids"; then
+        if ! $RUN "$TOOL" -t "$t" "$model" "$out" "$ids"; then
             note_fail "$step" "tool_logits -t $t exited with an error (pocket cannot run $arch?)"; continue
         fi
         for r in $refs; do
@@ -152,7 +155,7 @@ if [ "$REF_ONLY" != 1 ]; then
         echo "== step $step (pocket vs llama.cpp on tiny-qwen35moe.gguf, $f.json teacher-forced)"
         ids=$("$PYTHON" tests/check_fixture.py ids "$json") || { note_fail "$step" "cannot read $json"; continue; }
         out="$TMP/fixture-$f.f32"
-        if ! "$TOOL" -t 1 "$FIXTURES/tiny-qwen35moe.gguf" "$out" "$ids"; then
+        if ! $RUN "$TOOL" -t 1 "$FIXTURES/tiny-qwen35moe.gguf" "$out" "$ids"; then
             note_fail "$step" "tool_logits exited with an error on tiny-qwen35moe.gguf"; continue
         fi
         "$PYTHON" tests/check_fixture.py logits "$json" "$out" 4096 \
@@ -166,9 +169,9 @@ if [ "$REF_ONLY" != 1 ]; then
     echo "== step $step (a model with an MTP layer gives the logits of the same model without it)"
     "$PYTHON" tests/gen_model.py qwen35moe "$TMP/mtp.gguf" --seed 37 --mtp >/dev/null &&
     "$PYTHON" tests/gen_model.py qwen35moe "$TMP/nomtp.gguf" --seed 37 >/dev/null &&
-    "$TOOL" "$TMP/mtp.gguf" "$TMP/mtp.f32" 1,17,299,42 && "$TOOL" "$TMP/nomtp.gguf" "$TMP/nomtp.f32" 1,17,299,42 &&
+    $RUN "$TOOL" "$TMP/mtp.gguf" "$TMP/mtp.f32" 1,17,299,42 && $RUN "$TOOL" "$TMP/nomtp.gguf" "$TMP/nomtp.f32" 1,17,299,42 &&
     cmp -s "$TMP/mtp.f32" "$TMP/nomtp.f32" || note_fail "$step" "logits differ with the MTP layer"
-    "$BUILD/pocket" info "$TMP/mtp.gguf" | grep -q "^mtp  *1 next-token-prediction layer" ||
+    $RUN "$BUILD/pocket" info "$TMP/mtp.gguf" | grep -q "^mtp  *1 next-token-prediction layer" ||
         note_fail "$step" "pocket info does not show the MTP layer"
 fi
 

@@ -126,8 +126,43 @@ sanitize:
 	POCKET_TEST_QUICK=1 $(MAKE) BUILD=build-san OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
+# ---- AArch64 under emulation ------------------------------------------------
+# `make test-aarch64`: cross-build with $(A64_CC) against an arm64 Debian tree
+# (tests/aarch64_sysroot.sh, reused once made) into build-aarch64/, then run
+# the tests under qemu-aarch64 on three CPUs (tests/run_aarch64.sh). The host
+# build is made too: its perplexity anchors the emulated one. Leaves
+# build-aarch64/pocket, runnable as
+#   qemu-aarch64 -L build-aarch64/sysroot -cpu max build-aarch64/pocket run ...
+A64         = build-aarch64
+A64_SYSROOT = $(A64)/sysroot
+A64_CC     ?= aarch64-linux-gnu-gcc
+A64_PKGS    = gcc-aarch64-linux-gnu qemu-user mmdebstrap
+
+aarch64-deps:
+	@missing=""; \
+	command -v $(A64_CC) >/dev/null 2>&1 || missing="$$missing gcc-aarch64-linux-gnu"; \
+	command -v qemu-aarch64 >/dev/null 2>&1 || missing="$$missing qemu-user"; \
+	command -v mmdebstrap >/dev/null 2>&1 || [ -e $(A64_SYSROOT)/usr/include/pcre2.h ] || missing="$$missing mmdebstrap"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "error: missing Debian packages:$$missing (run make as root, or: sudo apt-get install$$missing)" >&2; exit 1; \
+	  fi; \
+	fi
+
+aarch64-sysroot: aarch64-deps
+	@sh tests/aarch64_sysroot.sh $(A64_SYSROOT)
+
+test-aarch64: aarch64-sysroot
+	$(MAKE) all
+	$(MAKE) CC=$(A64_CC) BUILD=$(A64) SYSROOT=$(A64_SYSROOT) all
+	@BUILD=$(A64) SYSROOT=$(A64_SYSROOT) HOST_BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run_aarch64.sh
+
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-portable build-clang
+	rm -rf $(A64)/obj $(A64)/tests $(A64)/tmp $(A64)/logs $(A64)/pocket $(A64)/libpocket.a
 
 # `make install PREFIX=DIR` (DESTDIR is honoured): the library, its header and
 # pkg-config file, the CLI, and the bundled model where the CLI looks for it

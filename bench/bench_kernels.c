@@ -3,8 +3,9 @@
  * larger than the caches (default 64 MB; use more than the L3), i.e. the
  * single-token decode regime. Each (type, variant) is timed in D draws of
  * one full pass each, after one warm-up pass; every draw is printed, with
- * the best. The first line is the core's plain read bandwidth over the same
- * size (a streaming 64-bit sum; with AVX2 where the compiler has it), the
+ * the best (times are the thread's CPU time, see now()). The first line is the core's plain read bandwidth over the same
+ * size (a streaming 64-bit sum, 4 rows of 16 KB side by side as the F32 gemv
+ * reads them; with AVX2 where the compiler has it), the
  * reference the gemv figures are a fraction of. Not a test. Build and run
  * (after `make`):
  *
@@ -24,40 +25,57 @@
 #include <immintrin.h>
 #endif
 
+/* CPU time of this thread, not wall time: on a shared machine (VMs, other
+ * jobs on the core) the time the thread is descheduled is not the kernel's;
+ * BENCH_WALL=1 uses the wall clock instead. */
 static double now(void) {
+    static int wall = -1;
+    if (wall < 0) wall = getenv("BENCH_WALL") && atoi(getenv("BENCH_WALL"));
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static uint64_t rs = 88172645463325252ull;
 static uint32_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)rs; }
 
-/* Weights from random floats in [-1, 1] through the reference quantizer. */
+/* Weights from random floats in [-1, 1] through the reference quantizer:
+ * the first 8 MB of rows quantized, then copied over the rest (quantizing
+ * hundreds of MB with the reference takes minutes; the bandwidth does not
+ * depend on the values repeating). */
 static void fill_type(int type, void *dst, int64_t nelem) {
     const pk_type_traits *tt = pk_type_get(type);
     enum { CH = 1 << 16 };
     float *buf = malloc(CH * sizeof(float));
-    size_t rb = pk_row_size(type, CH);
-    for (int64_t i = 0; i < nelem; i += CH) {
+    size_t rb = pk_row_size(type, CH), total = pk_row_size(type, nelem), done = 0;
+    for (int64_t i = 0; i < nelem && done < (8u << 20); i += CH, done += rb) {
         for (int j = 0; j < CH; j++) buf[j] = (float)rnd() / 2147483648.0f - 1.0f;
-        tt->from_float(buf, (char *)dst + (size_t)(i / CH) * rb, CH);
+        tt->from_float(buf, (char *)dst + done, CH);
     }
+    for (; done < total; done += done < total - done ? done : total - done)
+        memcpy((char *)dst + done, dst, done < total - done ? done : total - done);
     free(buf);
 }
 
-/* the plain read bandwidth: sum of all 64-bit words, 4 (x 256-bit) streams */
+/* the plain read bandwidth: sum of all 64-bit words, read as a gemv reads a
+ * matrix of 16 KB rows: 4 rows side by side (4 streams), 4 x 256 bits each */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target("avx2")))
 static uint64_t stream_sum(const void *p, size_t bytes) {
+    enum { RB = 16384 / 32 };                  /* a row, in 256-bit words */
     const __m256i *v = p;
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 4 <= bytes / 32; i += 4) {
-        a0 = _mm256_add_epi64(a0, _mm256_load_si256(v + i));
-        a1 = _mm256_add_epi64(a1, _mm256_load_si256(v + i + 1));
-        a2 = _mm256_add_epi64(a2, _mm256_load_si256(v + i + 2));
-        a3 = _mm256_add_epi64(a3, _mm256_load_si256(v + i + 3));
-    }
+    for (size_t g = 0; g + 4 * RB <= bytes / 32; g += 4 * RB)
+        for (size_t i = 0; i < RB; i += 2) {
+            a0 = _mm256_add_epi64(a0, _mm256_add_epi64(_mm256_load_si256(v + g + i),
+                                                       _mm256_load_si256(v + g + i + 1)));
+            a1 = _mm256_add_epi64(a1, _mm256_add_epi64(_mm256_load_si256(v + g + RB + i),
+                                                       _mm256_load_si256(v + g + RB + i + 1)));
+            a2 = _mm256_add_epi64(a2, _mm256_add_epi64(_mm256_load_si256(v + g + 2 * RB + i),
+                                                       _mm256_load_si256(v + g + 2 * RB + i + 1)));
+            a3 = _mm256_add_epi64(a3, _mm256_add_epi64(_mm256_load_si256(v + g + 3 * RB + i),
+                                                       _mm256_load_si256(v + g + 3 * RB + i + 1)));
+        }
     uint64_t o[4];
     _mm256_storeu_si256((__m256i *)o, _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
     return o[0] + o[1] + o[2] + o[3];

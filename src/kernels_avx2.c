@@ -76,11 +76,8 @@ static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      
         const T *w3 = (const T *)((const char *)w2 + rb);                       \
         __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;             \
         __m256 a2 = a0, b2 = a0, a3 = a0, b3 = a0;                              \
-        const char *nxt = (const char *)w0 + 4 * rb;                            \
         int64_t i = 0;                                                          \
         for (; i + 16 <= n; i += 16) {                                          \
-            for (size_t o_ = 0; o_ < 4 * 16 * sizeof(T); o_ += 64)              \
-                _mm_prefetch(nxt + (size_t)i * 4 * sizeof(T) + o_, _MM_HINT_T0); \
             __m256 x0 = ld8_##SFX(x + i), x1 = ld8_##SFX(x + i + 8);            \
             a0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i), x0, a0);                    \
             b0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i + 8), x1, b0);                \

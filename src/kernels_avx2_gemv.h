@@ -308,10 +308,16 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
  * worth, so the whole next group is in flight while this one is computed.
  * Prefetches never fault, so running past the end of the matrix is
  * harmless. */
+#ifndef GV_PF_GROUPS
+#define GV_PF_GROUPS 1          /* how many 4-row groups ahead */
+#endif
+#ifndef GV_PF_HINT
+#define GV_PF_HINT _MM_HINT_T0
+#endif
 #define GV_PREFETCH(base, i, bs)                                                   \
     do {                                                                           \
         const char *p_ = (base) + (size_t)(i) * 4 * (bs);                          \
-        for (size_t o_ = 0; o_ < 4 * (bs); o_ += 64) _mm_prefetch(p_ + o_, _MM_HINT_T0); \
+        for (size_t o_ = 0; o_ < 4 * (bs); o_ += 64) _mm_prefetch(p_ + o_, GV_PF_HINT); \
     } while (0)
 
 /* the fp16 scales of the 4 rows' block i: with a second fp16 after d (dmin
@@ -360,7 +366,7 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
         const WT *w1 = (const WT *)((const char *)w0 + rb);                           \
         const WT *w2 = (const WT *)((const char *)w1 + rb);                           \
         const WT *w3 = (const WT *)((const char *)w2 + rb);                           \
-        const char *nxt = (const char *)w0 + 4 * rb;                                  \
+        const char *nxt = (const char *)w0 + 4 * GV_PF_GROUPS * rb;                   \
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                   \
         __m128 am = _mm_setzero_ps();                                                 \
         for (int64_t i = 0; i < nb; i++) {                                            \

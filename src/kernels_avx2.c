@@ -3,19 +3,21 @@
  * only called after kernels.c has checked the CPU.
  *
  * Tuned for: single-token decode, where a gemv streams each weight matrix from
- * DRAM once per token. The gemvs take 4 rows at a time so one activation load
- * (and conversion) feeds 4 weight streams, and keep 2 independent
- * accumulators per row so FMA latency never stalls the loads. Everything here
- * is bandwidth-bound; the activation vector stays in L1/L2.
+ * DRAM once per token. The float gemvs (F32, F16, BF16, here) take 4 rows at
+ * a time so one activation load (and conversion) feeds 4 weight streams, and
+ * keep 2 independent accumulators per row so FMA latency never stalls the
+ * loads (no software prefetch: a 4-row group of float rows is larger than
+ * L1 and the hardware prefetcher follows these long streams). The
+ * block-quantized gemvs (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K,
+ * IQ4_XS) come from one 4-row driver with software prefetch in
+ * kernels_avx2_gemv.h (see its header for their tuning and numerics).
  *
  * Numerics: float sums are reassociated (8 lanes x several accumulators), so
- * results differ from the reference by rounding only. Q8_0 products are exact
- * int32 per block, provided activations are in [-127, 127] (what every Q8_0
- * quantizer produces); weights may use the full int8 range.
- * Activation quantizers are bit-exact with the reference for finite input.
- *
- * The block-quantized types (Q4_0, IQ4_NL, Q2_K..Q6_K, IQ4_XS, and the Q8_K /
- * Q8_1 activation quantizers) come from kernels_x86_quant.h, included below.
+ * results differ from the reference by rounding only. Block products are
+ * exact int32 per block, provided activations are in [-127, 127] (what every
+ * Q8 quantizer produces); Q8_0 weights may use the full int8 range.
+ * Activation quantizers are bit-exact with the reference for finite input
+ * (Q8_0, Q8_K and Q8_1 from kernels_x86_quant.h, shared with AVX-512).
  */
 #include <string.h>
 #include "kernels.h"

@@ -211,9 +211,10 @@ GV_INLINE __m256i gk_q3_K(const pk_block_q3_K *w, const gv_x *a, __m128i *ms) {
 }
 
 /* Q4_K / Q5_K scales and mins: bytes [sc0..sc7, m0..m7] (as
- * pk_get_scales_mins_k4), from the 12 scale bytes by 32-bit lanes */
+ * pk_get_scales_mins_k4), from the 12 scale bytes by 32-bit lanes (the
+ * 16-byte load reads 4 bytes of the block's levels, unused) */
 GV_INLINE __m128i gv_k4_scales(const uint8_t *s) {
-    __m128i v = _mm_setr_epi32((int)gv_u32(s), (int)gv_u32(s + 4), (int)gv_u32(s + 8), 0);
+    __m128i v = _mm_loadu_si128((const __m128i *)s);
     __m128i t = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
     t = _mm_and_si128(t, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
     __m128i hb = _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);

@@ -1,53 +1,139 @@
 /* bench_kernels.c - micro-benchmark of the gemv kernels: GB/s of weights
  * streamed by one core, per weight type and ISA variant, over a matrix much
- * larger than the caches (64 MB), i.e. the single-token decode regime.
- * Not a test. Build and run (after `make`):
+ * larger than the caches (default 64 MB; use more than the L3), i.e. the
+ * single-token decode regime. Each (type, variant) is timed in D draws of
+ * one full pass each, after one warm-up pass; every draw is printed, with
+ * the best (times are the thread's CPU time, see now()). The first line is the core's plain read bandwidth over the same
+ * size (a streaming 64-bit sum, 4 rows of 16 KB side by side as the F32 gemv
+ * reads them; with AVX2 where the compiler has it), the
+ * reference the gemv figures are a fraction of. Not a test. Build and run
+ * (after `make`):
  *
  *   gcc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
  *       bench/bench_kernels.c build/libpocket.a -o build/bench_kernels -lm -lpthread
- *   ./build/bench_kernels [MB [TYPE]]
+ *   ./build/bench_kernels [MB [TYPE[,TYPE...] [ISA[,ISA...] [DRAWS]]]]
+ *
+ * e.g. `./build/bench_kernels 512 Q4_K,Q8_0 ref,avx2 3`; "all" or "-" for
+ * every type / every usable variant.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "kernels.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
+/* CPU time of this thread, not wall time: on a shared machine (VMs, other
+ * jobs on the core) the time the thread is descheduled is not the kernel's;
+ * BENCH_WALL=1 uses the wall clock instead. */
 static double now(void) {
+    static int wall = -1;
+    if (wall < 0) wall = getenv("BENCH_WALL") && atoi(getenv("BENCH_WALL"));
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static uint64_t rs = 88172645463325252ull;
 static uint32_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)rs; }
 
-/* Weights from random floats in [-1, 1] through the reference quantizer. */
+/* Weights from random floats in [-1, 1] through the reference quantizer:
+ * the first 8 MB of rows quantized, then copied over the rest (quantizing
+ * hundreds of MB with the reference takes minutes; the bandwidth does not
+ * depend on the values repeating). */
 static void fill_type(int type, void *dst, int64_t nelem) {
     const pk_type_traits *tt = pk_type_get(type);
     enum { CH = 1 << 16 };
     float *buf = malloc(CH * sizeof(float));
-    size_t rb = pk_row_size(type, CH);
-    for (int64_t i = 0; i < nelem; i += CH) {
+    size_t rb = pk_row_size(type, CH), total = pk_row_size(type, nelem), done = 0;
+    for (int64_t i = 0; i < nelem && done < (8u << 20); i += CH, done += rb) {
         for (int j = 0; j < CH; j++) buf[j] = (float)rnd() / 2147483648.0f - 1.0f;
-        tt->from_float(buf, (char *)dst + (size_t)(i / CH) * rb, CH);
+        tt->from_float(buf, (char *)dst + done, CH);
     }
+    for (; done < total; done += done < total - done ? done : total - done)
+        memcpy((char *)dst + done, dst, done < total - done ? done : total - done);
     free(buf);
+}
+
+/* the plain read bandwidth: sum of all 64-bit words, read as a gemv reads a
+ * matrix of 16 KB rows: 4 rows side by side (4 streams), 4 x 256 bits each */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2")))
+static uint64_t stream_sum(const void *p, size_t bytes) {
+    enum { RB = 16384 / 32 };                  /* a row, in 256-bit words */
+    const __m256i *v = p;
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t g = 0; g + 4 * RB <= bytes / 32; g += 4 * RB)
+        for (size_t i = 0; i < RB; i += 2) {
+            a0 = _mm256_add_epi64(a0, _mm256_add_epi64(_mm256_load_si256(v + g + i),
+                                                       _mm256_load_si256(v + g + i + 1)));
+            a1 = _mm256_add_epi64(a1, _mm256_add_epi64(_mm256_load_si256(v + g + RB + i),
+                                                       _mm256_load_si256(v + g + RB + i + 1)));
+            a2 = _mm256_add_epi64(a2, _mm256_add_epi64(_mm256_load_si256(v + g + 2 * RB + i),
+                                                       _mm256_load_si256(v + g + 2 * RB + i + 1)));
+            a3 = _mm256_add_epi64(a3, _mm256_add_epi64(_mm256_load_si256(v + g + 3 * RB + i),
+                                                       _mm256_load_si256(v + g + 3 * RB + i + 1)));
+        }
+    uint64_t o[4];
+    _mm256_storeu_si256((__m256i *)o, _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+    return o[0] + o[1] + o[2] + o[3];
+}
+#else
+static uint64_t stream_sum(const void *p, size_t bytes) {
+    const uint64_t *v = p;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (size_t i = 0; i + 4 <= bytes / 8; i += 4) { a0 += v[i]; a1 += v[i + 1]; a2 += v[i + 2]; a3 += v[i + 3]; }
+    return a0 + a1 + a2 + a3;
+}
+#endif
+
+static int listed(const char *list, const char *name) {
+    if (!list || !strcmp(list, "all") || !strcmp(list, "-")) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
 }
 
 int main(int argc, char **argv) {
     size_t mb = argc > 1 ? (size_t)atoi(argv[1]) : 64;
-    const char *only = argc > 2 ? argv[2] : NULL;   /* one type name, e.g. Q4_K */
+    const char *only = argc > 2 ? argv[2] : NULL;   /* type names, e.g. Q4_K,Q8_0 */
+    const char *isas = argc > 3 ? argv[3] : NULL;   /* variants, e.g. ref,avx2 */
+    int draws = argc > 4 ? atoi(argv[4]) : 3;
+    if (draws < 1) draws = 1;
     const int64_t n = 4096;                    /* row length (a typical hidden size) */
     static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0,
-                                 PK_TYPE_Q4_0, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K,
+                                 PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
+                                 PK_TYPE_IQ4_NL, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K,
                                  PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
     const pk_kernels *list[8];
     int nl = pk_kernels_list(list, 8);
-    printf("%-8s %-6s %10s %10s\n", "isa", "type", "GB/s", "ms/pass");
+
+    {   /* plain read bandwidth of one core over the same size */
+        size_t bytes = mb << 20;
+        void *m = aligned_alloc(64, bytes);
+        memset(m, 1, bytes);
+        volatile uint64_t sink = stream_sum(m, bytes);
+        printf("%-8s %-6s", "read", "-");
+        double best = 0;
+        for (int d = 0; d < draws; d++) {
+            double t0 = now();
+            sink += stream_sum(m, bytes);
+            double gbs = (double)bytes / (now() - t0) / 1e9;
+            if (gbs > best) best = gbs;
+            printf(" %7.2f", gbs);
+        }
+        printf("   best %7.2f GB/s\n", best);
+        (void)sink;
+        free(m);
+    }
+
+    printf("%-8s %-6s %s (GB/s of weights per draw)   best   ms/pass\n", "isa", "type", "draws");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         int t = types[ti];
-        if (only && strcmp(only, pk_type_name(t))) continue;
+        if (!listed(only, pk_type_name(t))) continue;
         size_t rb = pk_row_size(t, n);
         int64_t nrows = (int64_t)(mb << 20) / (int64_t)rb;
         nrows &= ~(int64_t)63;
@@ -59,14 +145,20 @@ int main(int argc, char **argv) {
         void *x = malloc(pk_row_size(xt, n));
         float *y = malloc((size_t)nrows * sizeof(float));
         for (int k = 0; k < nl; k++) {
+            if (!listed(isas, list[k]->isa)) continue;
             list[k]->quantize[xt](xf, x, n);
             list[k]->gemv[t](n, nrows, y, w, rb, x);          /* warm up */
-            int reps = strcmp(list[k]->isa, "ref") == 0 ? 2 : 8;
-            double t0 = now();
-            for (int r = 0; r < reps; r++) list[k]->gemv[t](n, nrows, y, w, rb, x);
-            double dt = (now() - t0) / reps;
-            printf("%-8s %-6s %10.2f %10.2f\n", list[k]->isa, pk_type_name(t),
-                   (double)rb * (double)nrows / dt / 1e9, dt * 1e3);
+            double best = 1e30;
+            printf("%-8s %-6s", list[k]->isa, pk_type_name(t));
+            for (int d = 0; d < draws; d++) {
+                double t0 = now();
+                list[k]->gemv[t](n, nrows, y, w, rb, x);
+                double dt = now() - t0;
+                if (dt < best) best = dt;
+                printf(" %7.2f", (double)rb * (double)nrows / dt / 1e9);
+            }
+            printf("   %7.2f %8.2f\n", (double)rb * (double)nrows / best / 1e9, best * 1e3);
+            fflush(stdout);
         }
         free(w); free(x); free(xf); free(y);
     }

@@ -3,19 +3,21 @@
  * only called after kernels.c has checked the CPU.
  *
  * Tuned for: single-token decode, where a gemv streams each weight matrix from
- * DRAM once per token. The gemvs take 4 rows at a time so one activation load
- * (and conversion) feeds 4 weight streams, and keep 2 independent
- * accumulators per row so FMA latency never stalls the loads. Everything here
- * is bandwidth-bound; the activation vector stays in L1/L2.
+ * DRAM once per token. The float gemvs (F32, F16, BF16, here) take 4 rows at
+ * a time so one activation load (and conversion) feeds 4 weight streams, and
+ * keep 2 independent accumulators per row so FMA latency never stalls the
+ * loads (no software prefetch: a 4-row group of float rows is larger than
+ * L1 and the hardware prefetcher follows these long streams). The
+ * block-quantized gemvs (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K,
+ * IQ4_XS) come from one 4-row driver with software prefetch in
+ * kernels_avx2_gemv.h (see its header for their tuning and numerics).
  *
  * Numerics: float sums are reassociated (8 lanes x several accumulators), so
- * results differ from the reference by rounding only. Q8_0 products are exact
- * int32 per block, provided activations are in [-127, 127] (what every Q8_0
- * quantizer produces); weights may use the full int8 range.
- * Activation quantizers are bit-exact with the reference for finite input.
- *
- * The block-quantized types (Q4_0, IQ4_NL, Q2_K..Q6_K, IQ4_XS, and the Q8_K /
- * Q8_1 activation quantizers) come from kernels_x86_quant.h, included below.
+ * results differ from the reference by rounding only. Block products are
+ * exact int32 per block, provided activations are in [-127, 127] (what every
+ * Q8 quantizer produces); Q8_0 weights may use the full int8 range.
+ * Activation quantizers are bit-exact with the reference for finite input
+ * (Q8_0, Q8_K and Q8_1 from kernels_x86_quant.h, shared with AVX-512).
  */
 #include <string.h>
 #include "kernels.h"
@@ -112,71 +114,6 @@ FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f16, uint16_t)
 FLOAT_KERNELS(bf16, uint16_t)
 
-/* ---- Q8_0 x Q8_0 --------------------------------------------------------- */
-
-/* 8 int32 partial sums of w[i]*x[i] over 32 int8 pairs. maddubs wants
- * unsigned*signed, so move w's sign onto x: |w| * (x * sign(w)). Exact while
- * x != -128 (|w| <= 128, |x| <= 127: pair sums stay below 2^15). */
-static inline __m256i dot32_i8(__m256i w, __m256i x) {
-    __m256i aw = _mm256_abs_epi8(w);
-    __m256i sx = _mm256_sign_epi8(x, w);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
-}
-
-static inline __m256i ldq(const pk_block_q8_0 *b) {
-    return _mm256_loadu_si256((const __m256i *)b->qs);
-}
-
-static void vec_dot_q8_0(int64_t n, float *s, const void *vw, const void *vx) {
-    const pk_block_q8_0 *w = vw, *x = vx;
-    int64_t nb = n / PK_QK8_0, i = 0;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
-    for (; i + 2 <= nb; i += 2) {
-        __m256i p0 = dot32_i8(ldq(&w[i]), ldq(&x[i]));
-        __m256i p1 = dot32_i8(ldq(&w[i + 1]), ldq(&x[i + 1]));
-        __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(x[i].d));
-        __m256 d1 = _mm256_set1_ps(_cvtsh_ss(w[i + 1].d) * _cvtsh_ss(x[i + 1].d));
-        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
-        a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);
-    }
-    for (; i < nb; i++) {
-        __m256i p0 = dot32_i8(ldq(&w[i]), ldq(&x[i]));
-        __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(x[i].d));
-        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
-    }
-    *s = hsum8(_mm256_add_ps(a0, a1));
-}
-
-static void gemv_q8_0(int64_t n, int64_t nrows, float *y, const void *vw,
-                      size_t rb, const void *vx) {
-    const pk_block_q8_0 *x = vx;
-    int64_t nb = n / PK_QK8_0, r = 0;
-    for (; r + 4 <= nrows; r += 4) {
-        const pk_block_q8_0 *w0 = (const void *)((const char *)vw + (size_t)r * rb);
-        const pk_block_q8_0 *w1 = (const void *)((const char *)w0 + rb);
-        const pk_block_q8_0 *w2 = (const void *)((const char *)w1 + rb);
-        const pk_block_q8_0 *w3 = (const void *)((const char *)w2 + rb);
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int64_t i = 0; i < nb; i++) {
-            __m256i xq = ldq(&x[i]);
-            /* the 4 rows' scales in one conversion, times the activation scale */
-            uint64_t dd = (uint64_t)w0[i].d | (uint64_t)w1[i].d << 16 |
-                          (uint64_t)w2[i].d << 32 | (uint64_t)w3[i].d << 48;
-            __m128 d4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)dd)),
-                                   _mm_set1_ps(_cvtsh_ss(x[i].d)));
-            __m256 d8 = _mm256_castps128_ps256(d4);
-#define ROW(k)                                                                  \
-            a##k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32_i8(ldq(&w##k[i]), xq)),     \
-                                   _mm256_permutevar8x32_ps(d8, _mm256_set1_epi32(k)), a##k);
-            ROW(0) ROW(1) ROW(2) ROW(3)
-#undef ROW
-        }
-        y[r] = hsum8(a0); y[r + 1] = hsum8(a1); y[r + 2] = hsum8(a2); y[r + 3] = hsum8(a3);
-    }
-    for (; r < nrows; r++)
-        vec_dot_q8_0(n, &y[r], (const char *)vw + (size_t)r * rb, vx);
-}
-
 /* ---- activation quantizers (bit-exact with quant.c) ----------------------- */
 
 static void quantize_f32(const float *x, void *y, int64_t n) {
@@ -216,21 +153,27 @@ static void quantize_bf16(const float *x, void *vy, int64_t n) {
     for (; i < n; i++) y[i] = pk_fp32_to_bf16(x[i]);
 }
 
-/* ---- block-quantized types (shared 256-bit code, this file's flags) ------- */
+/* ---- block-quantized types ------------------------------------------------ */
 
+/* the Q8_0 / Q8_K / Q8_1 activation quantizers (shared with the AVX-512
+ * table); its block kernels are replaced by kernels_avx2_gemv.h */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
 #include "kernels_x86_quant.h"
+#pragma GCC diagnostic pop
+#include "kernels_avx2_gemv.h"
 
 const pk_kernels pk_kernels_avx2_table = {
     .isa = "avx2",
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
-        [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,
-        QX_VEC_DOT_ENTRIES
+        [PK_TYPE_BF16] = vec_dot_bf16,
+        GV_VEC_DOT_ENTRIES
     },
     .gemv = {
         [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,
-        [PK_TYPE_BF16] = gemv_bf16, [PK_TYPE_Q8_0] = gemv_q8_0,
-        QX_GEMV_ENTRIES
+        [PK_TYPE_BF16] = gemv_bf16,
+        GV_GEMV_ENTRIES
     },
     .quantize = {
         [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,

@@ -316,7 +316,7 @@ static void test_dot_type(const pk_kernels *k, int type, int64_t n, int kind) {
     const pk_type_traits *tw = pk_type_get(type);
     int xt = tw->vec_dot_type;
     size_t rs = pk_row_size(type, n), xs = pk_row_size(xt, n);
-    static const int rows_list[] = { 1, 3, 4, 5, 8, 17 };
+    static const int rows_list[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 17 };
     int maxrows = 17;
     size_t pad = 3 * tw->type_size;                     /* rows not densely packed */
     size_t rb = rs + pad;
@@ -379,7 +379,7 @@ static void test_dot_type(const pk_kernels *k, int type, int64_t n, int kind) {
 
 static void test_kernels_dot(const pk_kernels *k) {
     static const int64_t n1[] = { 1, 3, 7, 31, 33, 127, 255, 1000, 4097 };
-    static const int64_t nq[] = { 32, 64, 96, 4096 + 32 };
+    static const int64_t nq[] = { 32, 64, 96, 224, 4096 + 32 };
     static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0 };
     for (int ti = 0; ti < 4; ti++) {
         int t = types[ti];
@@ -445,7 +445,7 @@ static void test_kernels_quant(const pk_kernels *k) {
     check_quant_exact(k, PK_TYPE_BF16, x, m, "bit sweep");
 
     /* Q8_0: random scales, outliers, zero blocks, exact ties after scaling */
-    static const int64_t nq[] = { 32, 64, 96, 4096 + 32 };
+    static const int64_t nq[] = { 32, 64, 96, 224, 4096 + 32 };
     for (size_t i = 0; i < sizeof nq / sizeof *nq; i++) {
         for (int64_t b = 0; b < nq[i] / 32; b++) {
             float scale = ldexpf(1.0f, (int)(rnd64() % 40) - 20);

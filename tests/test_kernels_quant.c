@@ -554,7 +554,7 @@ static void test_dot_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const pk_type_traits *tw = pk_type_get(t);
     int xt = tw->vec_dot_type;
     size_t rs = pk_row_size(t, n), xs = pk_row_size(xt, n);
-    static const int rows_list[] = { 1, 3, 4, 5, 8, 9 };
+    static const int rows_list[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
     enum { MAXR = 9 };
     size_t pad = 3 * tw->type_size;                 /* rows not densely packed */
     size_t rb = rs + pad;
@@ -607,12 +607,12 @@ static void test_dot_type(const pk_kernels *k, int t, int64_t n, int kind) {
 }
 
 static void test_kernels_dot(const pk_kernels *k) {
-    static const int64_t nk[] = { 256, 512, 2816 };
-    static const int64_t nl[] = { 32, 64, 96, 2816 };
+    static const int64_t nk[] = { 256, 512, 1792, 2816 };         /* 1, 2, 7, 11 blocks */
+    static const int64_t nl[] = { 32, 64, 96, 224, 2816 };        /* 1, 2, 3, 7, 88 */
     for (int ti = 0; ti < NTYPES; ti++) {
         int t = types[ti].t;
         const int64_t *ns = type_blck(t) == 256 ? nk : nl;
-        int cnt = type_blck(t) == 256 ? 3 : 4;
+        int cnt = type_blck(t) == 256 ? 4 : 5;
         for (int i = 0; i < cnt; i++)
             for (int kind = 0; kind < D_COUNT; kind++) test_dot_type(k, t, ns[i], kind);
     }

@@ -128,7 +128,8 @@ typedef struct {
     float pad[7];
 } xk;
 
-static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk *X) {
+static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk *X, float *D) {
+    for (int i = 0; i < KBK * TK; i++) D[i] = 0.0f;
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < kb; b++) {
             const pk_block_q8_K *s = &xs[t][b];
@@ -152,6 +153,7 @@ static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk 
                                           _mm256_madd_epi16(bs, _mm256_set1_epi16(1)))));
             }
             o->d = s->d;
+            D[b * TK + t] = s->d;
         }
 }
 
@@ -164,12 +166,15 @@ static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, in
 }
 
 /* The driver: per k-block and token tile, prepare; per row, decode each
- * super-block (DECODE, which defines the registers BODY uses) and run BODY
- * for every token (xp: its prepared block, acc[t]: its accumulator). */
+ * super-block (DECODE, which defines the registers BODY uses and the weight
+ * scale dwf), form dd[t] = dwf * d of every token with two multiplies, and
+ * run BODY for every token (xp: its prepared block, acc[t]: its
+ * accumulator). */
 #define KQ_GEMM(T, WT, KIND, DECODE, BODY)                                          \
 static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
                      const void *w, size_t rb, const void *const *x) {              \
     xk X[TK * KBK] __attribute__((aligned(32)));                                    \
+    float D[KBK * TK] __attribute__((aligned(32))), dd[TK] __attribute__((aligned(32))); \
     int64_t nb = n / PK_QK_K;                                                       \
     for (int64_t k0 = 0; k0 < nb; k0 += KBK) {                                      \
         int kb = nb - k0 < KBK ? (int)(nb - k0) : KBK;                              \
@@ -177,7 +182,7 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
             int nt = ntok - t0 < TK ? (int)(ntok - t0) : TK;                        \
             const pk_block_q8_K *xs[TK];                                            \
             for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0; \
-            prep_k(KIND, nt, xs, kb, X);                                            \
+            prep_k(KIND, nt, xs, kb, X, D);                                         \
             for (int64_t r = 0; r < nrows; r++) {                                   \
                 const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0; \
                 __m256 acc[TK];                                                     \
@@ -185,6 +190,9 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
                 for (int b = 0; b < kb; b++) {                                      \
                     const WT *wb = wr + b;                                          \
                     DECODE                                                          \
+                    const __m256 dwv = _mm256_set1_ps(dwf);                         \
+                    _mm256_store_ps(dd, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK))); \
+                    _mm256_store_ps(dd + 8, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + 8))); \
                     for (int t = 0; t < nt; t++) {                                  \
                         const xk *xp = &X[t * kb + b];                              \
                         BODY                                                        \
@@ -209,7 +217,7 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
     const __m256i S = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc))); \
     const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)mn))), \
                                       _mm256_set1_ps(f16f(wb->dmin)));              \
-    const __m256 dw = _mm256_set1_ps(f16f(wb->d));                                  \
+    const float dwf = f16f(wb->d);                                  \
     __m256i v[8];                                                                   \
     for (int h = 0; h < 4; h++) {                                                   \
         __m256i q = ld(wb->qs + 32 * h);                                            \
@@ -220,7 +228,7 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
 #define Q4K_BODY                                                                    \
     __m256i s16 = _mm256_add_epi16(MB4(0), MB4(4));                                 \
     __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S));                       \
-    acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(dw, _mm256_broadcast_ss(&xp->d)), acc[t]); \
+    acc[t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[t]), acc[t]); \
     acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
 KQ_GEMM(q4_K, pk_block_q4_K, 3, Q4K_DECODE, Q4K_BODY)
 
@@ -238,7 +246,7 @@ GI __m256i bit_to(__m256i q, const int from, const int to, int mask) {
     const __m256i SB = _mm256_broadcastsi128_si256(_mm_unpackhi_epi64(sc16, sc16)); \
     const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)mn))), \
                                       _mm256_set1_ps(f16f(wb->dmin)));              \
-    const __m256 dw = _mm256_set1_ps(f16f(wb->d));                                  \
+    const float dwf = f16f(wb->d);                                  \
     __m256i v[8];                                                                   \
     const __m256i qh = ld(wb->qh);                                                  \
     for (int h = 0; h < 4; h++) {                                                   \
@@ -258,7 +266,7 @@ GI __m256i bit_to(__m256i q, const int from, const int to, int mask) {
 #define Q5K_BODY                                                                    \
     __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(MB4(0), SA), _mm256_madd_epi16(MB4(4), SB)); \
     __m256 f = _mm256_cvtepi32_ps(i32);                                             \
-    acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(dw, _mm256_broadcast_ss(&xp->d)), acc[t]); \
+    acc[t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[t]), acc[t]); \
     acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
 KQ_GEMM(q5_K, pk_block_q5_K, 2, Q5K_DECODE, Q5K_BODY)
 
@@ -278,7 +286,7 @@ GI __m256i pair_scales(__m128i sc8, const int i) {
     const __m256i S0 = pair_scales(sc8, 0), S1 = pair_scales(sc8, 1);               \
     const __m256i S2 = pair_scales(sc8, 2), S3 = pair_scales(sc8, 3);               \
     const __m256i off = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5);            \
-    const __m256 dw = _mm256_set1_ps(f16f(wb->d));                                  \
+    const float dwf = f16f(wb->d);                                  \
     __m256i v[8];                                                                   \
     for (int h = 0; h < 2; h++) {                                                   \
         __m256i la = ld(wb->ql + 64 * h), lb = ld(wb->ql + 64 * h + 32), qh = ld(wb->qh + 32 * h); \
@@ -293,7 +301,7 @@ GI __m256i pair_scales(__m128i sc8, const int i) {
     __m256i i32 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(MB2(0), S0), _mm256_madd_epi16(MB2(2), S1)), \
                                    _mm256_add_epi32(_mm256_madd_epi16(MB2(4), S2), _mm256_madd_epi16(MB2(6), S3))); \
     i32 = _mm256_sub_epi32(i32, _mm256_madd_epi16(off, _mm256_load_si256((const __m256i *)xp->bs))); \
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_mul_ps(dw, _mm256_broadcast_ss(&xp->d)), acc[t]);
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(&dd[t]), acc[t]);
 KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, PAIRS_BODY)
 
 /* Q3_K: natural register 4h + k: bits 2k of qs[32h + l] and bit 4h + k of
@@ -310,7 +318,7 @@ KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, PAIRS_BODY)
     const __m256i S0 = pair_scales(sc8, 0), S1 = pair_scales(sc8, 1);               \
     const __m256i S2 = pair_scales(sc8, 2), S3 = pair_scales(sc8, 3);               \
     const __m256i off = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 2);            \
-    const __m256 dw = _mm256_set1_ps(f16f(wb->d));                                  \
+    const float dwf = f16f(wb->d);                                  \
     __m256i v[8];                                                                   \
     const __m256i hm = ld(wb->hmask);                                               \
     for (int h = 0; h < 2; h++) {                                                   \
@@ -347,7 +355,7 @@ GI __m256i q2_scale_idx(const int r) {
     const __m256 dmin = _mm256_set1_ps(f16f(wb->dmin));                             \
     const __m256 mins0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)), dmin); \
     const __m256 mins1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m8, 8))), dmin); \
-    const __m256 dw = _mm256_set1_ps(f16f(wb->d));                                  \
+    const float dwf = f16f(wb->d);                                  \
     __m256i v[8];                                                                   \
     for (int h = 0; h < 2; h++) {                                                   \
         __m256i q = ld(wb->qs + 32 * h);                                            \
@@ -361,7 +369,7 @@ GI __m256i q2_scale_idx(const int r) {
     const __m256i one = _mm256_set1_epi16(1);                                       \
     __m256i i32 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(MB2(0), one), _mm256_madd_epi16(MB2(2), one)), \
                                    _mm256_add_epi32(_mm256_madd_epi16(MB2(4), one), _mm256_madd_epi16(MB2(6), one))); \
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_mul_ps(dw, _mm256_broadcast_ss(&xp->d)), acc[t]); \
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(&dd[t]), acc[t]); \
     acc[t] = _mm256_fnmadd_ps(mins0, _mm256_load_ps(xp->P), acc[t]);                \
     acc[t] = _mm256_fnmadd_ps(mins1, _mm256_load_ps(xp->P + 8), acc[t]);
 KQ_GEMM(q2_K, pk_block_q2_K, 0, Q2K_DECODE, Q2K_BODY)

@@ -167,7 +167,7 @@ static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, in
 
 /* The driver: per k-block and token tile, prepare; per row, decode each
  * super-block (DECODE, which defines the registers BODY uses and the weight
- * scale dwf), form dd[t] = dwf * d of every token with two multiplies, and
+ * scale dwf), form dd[t] = dwf * d of every token (a multiply per 8), and
  * run BODY for every token (xp: its prepared block, acc[t]: its
  * accumulator). */
 #define KQ_GEMM(T, WT, KIND, DECODE, BODY)                                          \
@@ -191,8 +191,8 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
                     const WT *wb = wr + b;                                          \
                     DECODE                                                          \
                     const __m256 dwv = _mm256_set1_ps(dwf);                         \
-                    _mm256_store_ps(dd, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK))); \
-                    _mm256_store_ps(dd + 8, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + 8))); \
+                    for (int i = 0; i < nt; i += 8)                                 \
+                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + i))); \
                     for (int t = 0; t < nt; t++) {                                  \
                         const xk *xp = &X[t * kb + b];                              \
                         BODY                                                        \

@@ -40,7 +40,9 @@
  * the AVX-512 gemm), the 32-element types' block sums are converted as two
  * exact halves. Only the float accumulation across blocks differs from the
  * reference (reassociated, within the tolerance of tests/test_gemm.c).
- * F16, BF16, F32 and IQ4_XS have no gemm here: tests/t_batch.sh wants
+ * IQ4_XS (signed levels) uses int16 on both sides, its 6-bit scales
+ * multiplied into the levels, one int32 sum per super-block.
+ * F16, BF16 and F32 have no gemm here: tests/t_batch.sh wants
  * batched logits of F16 / F32 models bitwise equal to one-token decoding,
  * i.e. the gemv's summation order (see kernels_avx512_gemm.c).
  *
@@ -374,6 +376,86 @@ GI __m256i q2_scale_idx(const int r) {
     acc[t] = _mm256_fnmadd_ps(mins1, _mm256_load_ps(xp->P + 8), acc[t]);
 KQ_GEMM(q2_K, pk_block_q2_K, 0, Q2K_DECODE, Q2K_BODY)
 
+/* IQ4_XS: the signed non-linear levels do not fit vpmaddubsw's unsigned
+ * operand, so both sides are int16: levels times their sub-block scale
+ * (ls - 32) at decode (|127 * 32| < 2^15), activations widened once per
+ * token tile, vpmaddwd products summed in int32 over the super-block (the
+ * reference's isum exactly: |sum| <= 256 * 4064 * 127 < 2^31). A row's
+ * super-block is decoded in two halves of 8 registers. */
+enum { KBX = 2 };   /* IQ4_XS super-blocks per k-block (int16 activations) */
+typedef struct {
+    int16_t q[256];
+    float d;
+    float pad[7];
+} xk16;
+
+static void prep_k16(int nt, const pk_block_q8_K *const *xs, int kb, xk16 *X, float *D) {
+    for (int i = 0; i < KBX * TK; i++) D[i] = 0.0f;
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < kb; b++) {
+            const pk_block_q8_K *s = &xs[t][b];
+            xk16 *o = &X[t * kb + b];
+            for (int k = 0; k < 16; k++)
+                _mm256_store_si256((__m256i *)(o->q + 16 * k),
+                                   _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(s->qs + 16 * k))));
+            o->d = s->d;
+            D[b * TK + t] = s->d;
+        }
+}
+
+static void gemm_iq4_xs(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                        const void *w, size_t rb, const void *const *x) {
+    xk16 X[TK * KBX] __attribute__((aligned(32)));
+    float D[KBX * TK] __attribute__((aligned(32))), dd[TK] __attribute__((aligned(32)));
+    __m256i isum[TK];
+    const __m128i m4 = _mm_set1_epi8(0x0F), lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
+    int64_t nb = n / PK_QK_K;
+    for (int64_t k0 = 0; k0 < nb; k0 += KBX) {
+        int kb = nb - k0 < KBX ? (int)(nb - k0) : KBX;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TK) {
+            int nt = ntok - t0 < TK ? (int)(ntok - t0) : TK;
+            const pk_block_q8_K *xs[TK];
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
+            prep_k16(nt, xs, kb, X, D);
+            for (int64_t r = 0; r < nrows; r++) {
+                const pk_block_iq4_xs *wr = (const pk_block_iq4_xs *)((const char *)w + (size_t)r * rb) + k0;
+                __m256 acc[TK];
+                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+                for (int b = 0; b < kb; b++) {
+                    const pk_block_iq4_xs *wb = wr + b;
+                    const __m256 dwv = _mm256_set1_ps(f16f(wb->d));
+                    for (int i = 0; i < nt; i += 8)
+                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + i)));
+                    for (int half = 0; half < 2; half++) {
+                        __m256i W[8];
+                        for (int j = 0; j < 4; j++) {
+                            const int sb = 4 * half + j;
+                            int ls = ((wb->scales_l[sb / 2] >> 4 * (sb % 2)) & 0xF) | ((wb->scales_h >> 2 * sb) & 3) << 4;
+                            const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
+                            __m128i q = _mm_loadu_si128((const __m128i *)(wb->qs + 16 * sb));
+                            W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4))), sc);
+                            W[2 * j + 1] = _mm256_mullo_epi16(
+                                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4))), sc);
+                        }
+                        for (int t = 0; t < nt; t++) {
+                            const int16_t *q = X[t * kb + b].q + 128 * half;
+                            __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(W[0], ld(q)), _mm256_madd_epi16(W[1], ld(q + 16)));
+                            __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(W[2], ld(q + 32)), _mm256_madd_epi16(W[3], ld(q + 48)));
+                            __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(W[4], ld(q + 64)), _mm256_madd_epi16(W[5], ld(q + 80)));
+                            __m256i s3 = _mm256_add_epi32(_mm256_madd_epi16(W[6], ld(q + 96)), _mm256_madd_epi16(W[7], ld(q + 112)));
+                            __m256i s = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
+                            if (half == 0) isum[t] = s;
+                            else acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], s)),
+                                                          _mm256_broadcast_ss(&dd[t]), acc[t]);
+                        }
+                    }
+                }
+                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);
+            }
+        }
+    }
+}
+
 /* ---- 32-element blocks x Q8_0 / Q8_1 -----------------------------------------
  * Per token and group of 4 blocks: the 128 activations widened to int16,
  * the 4 scales as [d0 d1 d2 d3 | d0 d1 d2 d3] (the lane order of the
@@ -557,7 +639,7 @@ const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT] = {
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
     [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
-    [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K,
+    [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
 };
 
 /* ---- F32 matrix product (attention, the chunked delta rule) ------------------- */

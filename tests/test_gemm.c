@@ -40,7 +40,7 @@ static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_
  * flags, an entry dropped from its array) fails instead of testing nothing. */
 static const struct { const char *isa; int types[16]; } required[] = {
     { "avx2", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
-                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, -1 } },
+                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, -1 } },
     { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q2_K, PK_TYPE_Q4_K, PK_TYPE_Q6_K, -1 } },
 };
 enum { NTYPES = sizeof types / sizeof *types };
@@ -70,6 +70,7 @@ static void extreme_levels(int t, uint8_t *row, int64_t n) {
     case PK_TYPE_Q4_K: off = 4; len = 140; break;                       /* scales, mins 63, q 15 */
     case PK_TYPE_Q5_K: off = 4; len = 172; break;                       /* q 31 */
     case PK_TYPE_Q6_K: off = 0; len = 192; break;                       /* q 63 */
+    case PK_TYPE_IQ4_XS: off = 2; len = 134; val = 0; break;            /* scales -32, level -127 */
     default: return;
     }
     const pk_type_traits *tr = pk_type_get(t);

@@ -382,7 +382,7 @@ KQ_GEMM(q2_K, pk_block_q2_K, 0, Q2K_DECODE, Q2K_BODY)
  * token tile, vpmaddwd products summed in int32 over the super-block (the
  * reference's isum exactly: |sum| <= 256 * 4064 * 127 < 2^31). A row's
  * super-block is decoded in two halves of 8 registers. */
-enum { KBX = 2 };   /* IQ4_XS super-blocks per k-block (int16 activations) */
+enum { KBX = 4 };   /* IQ4_XS super-blocks per k-block (int16 activations) */
 typedef struct {
     int16_t q[256];
     float d;

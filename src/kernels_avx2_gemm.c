@@ -27,7 +27,11 @@
  *     (sums of two: 2 * 2 * 63 * 127 < 2^15), Q2_K 8 + 4 with its 4-bit
  *     scales multiplied into the 2-bit levels at decode (q * sc <= 45);
  *     the mins (Q2_K, Q4_K, Q5_K) are subtracted in float as dmin * m times
- *     (d * bsums) of the activations, prepared once per token;
+ *     (d * bsums) of the activations, prepared once per token; the
+ *     super-block factor d * dx of all the tile's tokens takes two
+ *     multiplies per row super-block;
+ *   - IQ4_XS (signed levels): int16 on both sides, levels times the
+ *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
  *   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: weights widened to int16 at
  *     decode, activations widened once per token tile, products by vpmaddwd
  *     (no sign fix-up per token); four blocks' sums are reduced with
@@ -36,15 +40,14 @@
  * quantizer's output): the int16 sums above rely on it.
  *
  * Numerics: within a block or super-block every product and sum is exact
- * int32, as in the reference; the K-quant mins are applied in float (as
- * the AVX-512 gemm), the 32-element types' block sums are converted as two
- * exact halves. Only the float accumulation across blocks differs from the
- * reference (reassociated, within the tolerance of tests/test_gemm.c).
- * IQ4_XS (signed levels) uses int16 on both sides, its 6-bit scales
- * multiplied into the levels, one int32 sum per super-block.
- * F16, BF16 and F32 have no gemm here: tests/t_batch.sh wants
- * batched logits of F16 / F32 models bitwise equal to one-token decoding,
- * i.e. the gemv's summation order (see kernels_avx512_gemm.c).
+ * int32, as in the reference (IQ4_XS: the reference's super-block isum
+ * itself); the K-quant mins are applied in float (as the AVX-512 gemm), the
+ * 32-element types' block sums are converted as two exact halves. Only
+ * the float accumulation across blocks differs from the reference
+ * (reassociated, within the tolerance of tests/test_gemm.c). F16, BF16 and
+ * F32 have no gemm here: tests/t_batch.sh wants batched logits of F16 / F32
+ * models bitwise equal to one-token decoding, i.e. the gemv's summation
+ * order (see kernels_avx512_gemm.c).
  *
  * sgemm: 4 rows x 24 columns of C in 12 ymm accumulators, one FMA per k in
  * order from zero (masked loads for a column tail): every element is the

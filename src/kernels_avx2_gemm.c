@@ -23,8 +23,9 @@
  *     summed in int16 before one vpmaddwd with the sub-block scales: per
  *     super-block and token, Q4_K takes 8 vpmaddubsw + 1 vpmaddwd (sum of
  *     eight: 8 * 2 * 15 * 127 = 30480 < 2^15), Q5_K 8 + 2 (sum of four:
- *     4 * 2 * 31 * 127 < 2^15), Q6_K and Q3_K 8 + 4 + 1 for the level offset
- *     (sums of two: 2 * 2 * 63 * 127 < 2^15), Q2_K 8 + 4 with its 4-bit
+ *     4 * 2 * 31 * 127 < 2^15), Q6_K 8 + 2 (four registers, the -32 level
+ *     offset subtracted in int16 - wrapping, as the true sum of 8 products
+ *     fits: 8 * 32 * 127 < 2^15), Q3_K 8 + 1 (eight, offset -4), Q2_K 8 + 4 with its 4-bit
  *     scales multiplied into the 2-bit levels at decode (q * sc <= 45);
  *     the mins (Q2_K, Q4_K, Q5_K) are subtracted in float as dmin * m times
  *     (d * bsums) of the activations, prepared once per token; the
@@ -102,11 +103,14 @@ GI void st64(__m256i *a, __m256i *b) {
     __m256i lo = _mm256_unpacklo_epi64(*a, *b), hi = _mm256_unpackhi_epi64(*a, *b);
     *a = lo; *b = hi;
 }
-/* kind 1: pairs (2i, 2i+1) -> both carry, per 128-bit half, 4 lanes of each
- * of the two inputs' half: with 16-element sub-blocks (register k = subs 2k
- * | 2k+1), lanes [4i x4, 4i+2 x4 | 4i+1 x4, 4i+3 x4] for pair i. */
+/* kind 1: a 32-bit transpose per half within registers 0..3 and 4..7: every
+ * register of a group carries dwords [0 1 2 3] (input indices within the
+ * group) in each half. With 16-element sub-blocks (register k = subs 2k |
+ * 2k + 1) registers 0..3 carry int16 lanes of subs [0 0 2 2 4 4 6 6 | 1 1 3
+ * 3 5 5 7 7], registers 4..7 the same plus 8. */
 GI void perm1(__m256i v[8]) {
-    st64(&v[0], &v[1]); st64(&v[2], &v[3]); st64(&v[4], &v[5]); st64(&v[6], &v[7]);
+    st32(&v[0], &v[1]); st32(&v[2], &v[3]); st32(&v[4], &v[5]); st32(&v[6], &v[7]);
+    st64(&v[0], &v[2]); st64(&v[1], &v[3]); st64(&v[4], &v[6]); st64(&v[5], &v[7]);
 }
 /* kind 2: registers 0..3 carry lanes [0 1 2 3 0 1 2 3] (input indices) in
  * each half, registers 4..7 [4 5 6 7 4 5 6 7]. */
@@ -124,11 +128,13 @@ GI void perm3(__m256i v[8]) {
 /* ---- K-quants x Q8_K -------------------------------------------------------- */
 
 /* One token's super-block, prepared: permuted levels, P = d * bsums (kind 0:
- * per 16, kinds 2-3: per 32), the raw bsums and d. */
+ * per 16, kinds 2-3: per 32), the level offsets' int16 lane sums c (kind 1:
+ * 32 * the lane's activations summed over registers 0..3 | 4..7; kind 4:
+ * the perm3 order, 4 * the sum over all 8 registers) and d. */
 typedef struct {
     int8_t q[256];
     float P[16];
-    int16_t bs[16];
+    int16_t c[32];
     float d;
     float pad[7];
 } xk;
@@ -143,10 +149,24 @@ static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk 
             for (int k = 0; k < 8; k++) v[k] = ld(s->qs + 32 * k);
             if (kind == 1) perm1(v);
             else if (kind == 2) perm2(v);
-            else if (kind == 3) perm3(v);
+            else if (kind >= 3) perm3(v);
             for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(o->q + 32 * k), v[k]);
+            if (kind == 1) {   /* 32 * pair sums, summed over 4 registers: |.| <= 32512 */
+                const __m256i k32 = _mm256_set1_epi8(32);
+                __m256i ca = _mm256_setzero_si256(), cb = ca;
+                for (int k = 0; k < 4; k++) {
+                    ca = _mm256_add_epi16(ca, _mm256_maddubs_epi16(k32, v[k]));
+                    cb = _mm256_add_epi16(cb, _mm256_maddubs_epi16(k32, v[k + 4]));
+                }
+                _mm256_store_si256((__m256i *)o->c, ca);
+                _mm256_store_si256((__m256i *)(o->c + 16), cb);
+            } else if (kind == 4) {   /* 4 * pair sums over 8 registers: |.| <= 8128 */
+                const __m256i k4 = _mm256_set1_epi8(4);
+                __m256i c = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k4, v[k]));
+                _mm256_store_si256((__m256i *)o->c, c);
+            }
             __m256i bs = ld(s->bsums);
-            _mm256_store_si256((__m256i *)o->bs, bs);
             __m256 d = _mm256_set1_ps(s->d);
             if (kind == 0) {
                 _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
@@ -275,22 +295,22 @@ GI __m256i bit_to(__m256i q, const int from, const int to, int mask) {
     acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
 KQ_GEMM(q5_K, pk_block_q5_K, 2, Q5K_DECODE, Q5K_BODY)
 
-/* 16-element sub-blocks (Q6_K, Q3_K) after perm1: the scales of pair i, as
- * int16 lanes [4i x4, 4i+2 x4 | 4i+1 x4, 4i+3 x4], from 16 int8 scales. */
-GI __m256i pair_scales(__m128i sc8, const int i) {
-    const int a = 4 * i, b = 4 * i + 2;
-    __m128i idx = _mm_setr_epi8(a, a, a, a, b, b, b, b, a + 1, a + 1, a + 1, a + 1, b + 1, b + 1, b + 1, b + 1);
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, idx));
-}
+/* The int16 lane scales of 16-element sub-blocks (Q6_K, Q3_K) from their 16
+ * int8 scales, in the lane order of a permutation (the sub-block of lane i
+ * is idx[i]). */
+GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, idx)); }
 
 /* Q6_K: natural register 4h + k (elements 128h + 32k + l): low nibble from
  * ql[64h + 32(k & 1) + l] (high nibble for k >= 2), bits 4-5 from bits 2k of
- * qh[32h + l]; levels 0..63, the -32 offset as 32 * sum(sc * bsums). */
+ * qh[32h + l]; levels 0..63. After perm1 four registers share each lane's
+ * sub-block: their vpmaddubsw products (each <= 2 * 63 * 127) are summed in
+ * int16 and the -32 offset (c) subtracted, wrapping: the true sum of 8
+ * products (q - 32) x is within 8 * 32 * 127 < 2^15, so it comes out exact;
+ * then one vpmaddwd per 4 registers. */
 #define Q6K_DECODE                                                                  \
     const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);               \
-    const __m256i S0 = pair_scales(sc8, 0), S1 = pair_scales(sc8, 1);               \
-    const __m256i S2 = pair_scales(sc8, 2), S3 = pair_scales(sc8, 3);               \
-    const __m256i off = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5);            \
+    const __m256i SA = lane_scales(sc8, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7)); \
+    const __m256i SB = lane_scales(sc8, _mm_setr_epi8(8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15)); \
     const float dwf = f16f(wb->d);                                  \
     __m256i v[8];                                                                   \
     for (int h = 0; h < 2; h++) {                                                   \
@@ -302,16 +322,18 @@ GI __m256i pair_scales(__m128i sc8, const int i) {
         v[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4), bit_to(qh, 6, 4, 0x30)); \
     }                                                                               \
     perm1(v);
-#define PAIRS_BODY                                                                  \
-    __m256i i32 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(MB2(0), S0), _mm256_madd_epi16(MB2(2), S1)), \
-                                   _mm256_add_epi32(_mm256_madd_epi16(MB2(4), S2), _mm256_madd_epi16(MB2(6), S3))); \
-    i32 = _mm256_sub_epi32(i32, _mm256_madd_epi16(off, _mm256_load_si256((const __m256i *)xp->bs))); \
+#define Q6K_BODY                                                                    \
+    __m256i sa = _mm256_sub_epi16(MB4(0), _mm256_load_si256((const __m256i *)xp->c));        \
+    __m256i sb = _mm256_sub_epi16(MB4(4), _mm256_load_si256((const __m256i *)(xp->c + 16))); \
+    __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(sa, SA), _mm256_madd_epi16(sb, SB));    \
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(&dd[t]), acc[t]);
-KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, PAIRS_BODY)
+KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, Q6K_BODY)
 
 /* Q3_K: natural register 4h + k: bits 2k of qs[32h + l] and bit 4h + k of
- * hmask[l] as bit 2: levels 0..7 (the -4 offset as 4 * sum(sc * bsums));
- * 6-bit scales minus 32 unpacked with 32-bit word operations. */
+ * hmask[l] as bit 2: levels 0..7; 6-bit scales minus 32 unpacked with
+ * 32-bit word operations. After perm3 all 8 registers share each lane's
+ * sub-block: products summed in int16 (<= 8 * 2 * 7 * 127), the -4 offset
+ * (c) subtracted, one vpmaddwd. */
 #define Q3K_DECODE                                                                  \
     uint32_t a0, a1, a2;                                                            \
     memcpy(&a0, wb->scales, 4); memcpy(&a1, wb->scales + 4, 4); memcpy(&a2, wb->scales + 8, 4); \
@@ -320,9 +342,7 @@ KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, PAIRS_BODY)
         (int)((a1 & 0x0F0F0F0Fu) | ((a2 >> 2) & 0x03030303u) << 4),                 \
         (int)(((a0 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 4) & 0x03030303u) << 4),          \
         (int)(((a1 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 6) & 0x03030303u) << 4)), _mm_set1_epi8(32)); \
-    const __m256i S0 = pair_scales(sc8, 0), S1 = pair_scales(sc8, 1);               \
-    const __m256i S2 = pair_scales(sc8, 2), S3 = pair_scales(sc8, 3);               \
-    const __m256i off = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 2);            \
+    const __m256i S = lane_scales(sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)); \
     const float dwf = f16f(wb->d);                                  \
     __m256i v[8];                                                                   \
     const __m256i hm = ld(wb->hmask);                                               \
@@ -342,8 +362,11 @@ KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, PAIRS_BODY)
     v[5] = _mm256_or_si256(v[5], bit_to(hm, 5, 2, 0x04));                           \
     v[6] = _mm256_or_si256(v[6], bit_to(hm, 6, 2, 0x04));                           \
     v[7] = _mm256_or_si256(v[7], bit_to(hm, 7, 2, 0x04));                           \
-    perm1(v);
-KQ_GEMM(q3_K, pk_block_q3_K, 1, Q3K_DECODE, PAIRS_BODY)
+    perm3(v);
+#define Q3K_BODY                                                                    \
+    __m256i s16 = _mm256_sub_epi16(_mm256_add_epi16(MB4(0), MB4(4)), _mm256_load_si256((const __m256i *)xp->c)); \
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S)), _mm256_broadcast_ss(&dd[t]), acc[t]);
+KQ_GEMM(q3_K, pk_block_q3_K, 4, Q3K_DECODE, Q3K_BODY)
 
 /* Q2_K: natural register 4h + k = bits 2k of qs[32h + l] (sub-blocks 2r |
  * 2r + 1 of register r), times its 4-bit scale at decode (vpmullw: levels

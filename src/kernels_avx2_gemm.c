@@ -25,8 +25,8 @@
  *     eight: 8 * 2 * 15 * 127 = 30480 < 2^15), Q5_K 8 + 2 (sum of four:
  *     4 * 2 * 31 * 127 < 2^15), Q6_K 8 + 2 (four registers, the -32 level
  *     offset subtracted in int16 - wrapping, as the true sum of 8 products
- *     fits: 8 * 32 * 127 < 2^15), Q3_K 8 + 1 (eight, offset -4), Q2_K 8 + 4 with its 4-bit
- *     scales multiplied into the 2-bit levels at decode (q * sc <= 45);
+ *     fits: 8 * 32 * 127 < 2^15), Q3_K 8 + 1 (eight, offset -4), Q2_K 8 + 1
+ *     (eight);
  *     the mins (Q2_K, Q4_K, Q5_K) are subtracted in float as dmin * m times
  *     (d * bsums) of the activations, prepared once per token; the
  *     super-block factor d * dx of all the tile's tokens takes two
@@ -127,8 +127,8 @@ GI void perm3(__m256i v[8]) {
 
 /* ---- K-quants x Q8_K -------------------------------------------------------- */
 
-/* One token's super-block, prepared: permuted levels, P = d * bsums (kind 0:
- * per 16, kinds 2-3: per 32), the level offsets' int16 lane sums c (kind 1:
+/* One token's super-block, prepared: permuted levels (kinds 3-5: perm3),
+ * P = d * bsums (kinds 0, 5: per 16, kinds 2-3: per 32), the level offsets' int16 lane sums c (kind 1:
  * 32 * the lane's activations summed over registers 0..3 | 4..7; kind 4:
  * the perm3 order, 4 * the sum over all 8 registers) and d. */
 typedef struct {
@@ -168,7 +168,7 @@ static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk 
             }
             __m256i bs = ld(s->bsums);
             __m256 d = _mm256_set1_ps(s->d);
-            if (kind == 0) {
+            if (kind == 0 || kind == 5) {
                 _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
                                           _mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs)))));
                 _mm256_store_ps(o->P + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
@@ -232,7 +232,6 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
 /* sum of 4 vpmaddubsw products (v[i..i+3] with the prepared q) in int16 */
 #define MB4(i) _mm256_add_epi16(_mm256_add_epi16(mb(v[i], xp->q + 32 * (i)), mb(v[i + 1], xp->q + 32 * (i) + 32)), \
                                 _mm256_add_epi16(mb(v[i + 2], xp->q + 32 * (i) + 64), mb(v[i + 3], xp->q + 32 * (i) + 96)))
-#define MB2(i) _mm256_add_epi16(mb(v[i], xp->q + 32 * (i)), mb(v[i + 1], xp->q + 32 * (i) + 32))
 
 /* Q4_K: natural register 2h = low nibbles of qs[32h..], 2h+1 = high nibbles
  * (sub-blocks 2h, 2h+1); after perm3 lane i of every register is sub-block i. */
@@ -369,38 +368,34 @@ KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, Q6K_BODY)
 KQ_GEMM(q3_K, pk_block_q3_K, 4, Q3K_DECODE, Q3K_BODY)
 
 /* Q2_K: natural register 4h + k = bits 2k of qs[32h + l] (sub-blocks 2r |
- * 2r + 1 of register r), times its 4-bit scale at decode (vpmullw: levels
- * <= 45 stay within their byte); pairs of products summed in int16. */
-GI __m256i q2_scale_idx(const int r) {
-    const char a = (char)(2 * r), b = (char)(2 * r + 1), z = (char)0x80;
-    return _mm256_setr_epi8(a, z, a, z, a, z, a, z, a, z, a, z, a, z, a, z,
-                            b, z, b, z, b, z, b, z, b, z, b, z, b, z, b, z);
-}
+ * 2r + 1 of register r); after perm3 the 8 registers' products (each lane
+ * <= 2 * 3 * 127) are summed in int16, then one vpmaddwd with the 4-bit
+ * scales; the mins in float against d * bsums. */
 #define Q2K_DECODE                                                                  \
     const __m128i s8 = _mm_loadu_si128((const __m128i *)wb->scales);                \
-    const __m256i sc = _mm256_broadcastsi128_si256(_mm_and_si128(s8, _mm_set1_epi8(0x0F))); \
+    const __m256i S = lane_scales(_mm_and_si128(s8, _mm_set1_epi8(0x0F)),            \
+                                  _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)); \
     const __m128i m8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F));   \
     const __m256 dmin = _mm256_set1_ps(f16f(wb->dmin));                             \
     const __m256 mins0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)), dmin); \
     const __m256 mins1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m8, 8))), dmin); \
-    const float dwf = f16f(wb->d);                                  \
+    const float dwf = f16f(wb->d);                                                  \
     __m256i v[8];                                                                   \
     for (int h = 0; h < 2; h++) {                                                   \
         __m256i q = ld(wb->qs + 32 * h);                                            \
         const __m256i m2 = _mm256_set1_epi8(3);                                     \
-        for (int k = 0; k < 4; k++) {                                               \
-            __m256i l = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * k)), m2); \
-            v[4 * h + k] = _mm256_mullo_epi16(l, _mm256_shuffle_epi8(sc, q2_scale_idx(4 * h + k))); \
-        }                                                                           \
-    }
+        v[4 * h + 0] = _mm256_and_si256(q, m2);                                     \
+        v[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), m2);               \
+        v[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m2);               \
+        v[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), m2);               \
+    }                                                                               \
+    perm3(v);
 #define Q2K_BODY                                                                    \
-    const __m256i one = _mm256_set1_epi16(1);                                       \
-    __m256i i32 = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(MB2(0), one), _mm256_madd_epi16(MB2(2), one)), \
-                                   _mm256_add_epi32(_mm256_madd_epi16(MB2(4), one), _mm256_madd_epi16(MB2(6), one))); \
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(&dd[t]), acc[t]); \
+    __m256i s16 = _mm256_add_epi16(MB4(0), MB4(4));                                 \
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S)), _mm256_broadcast_ss(&dd[t]), acc[t]); \
     acc[t] = _mm256_fnmadd_ps(mins0, _mm256_load_ps(xp->P), acc[t]);                \
     acc[t] = _mm256_fnmadd_ps(mins1, _mm256_load_ps(xp->P + 8), acc[t]);
-KQ_GEMM(q2_K, pk_block_q2_K, 0, Q2K_DECODE, Q2K_BODY)
+KQ_GEMM(q2_K, pk_block_q2_K, 5, Q2K_DECODE, Q2K_BODY)
 
 /* IQ4_XS: the signed non-linear levels do not fit vpmaddubsw's unsigned
  * operand, so both sides are int16: levels times their sub-block scale

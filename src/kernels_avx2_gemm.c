@@ -127,10 +127,12 @@ GI void perm3(__m256i v[8]) {
 
 /* ---- K-quants x Q8_K -------------------------------------------------------- */
 
-/* One token's super-block, prepared: permuted levels (kinds 3-5: perm3),
- * P = d * bsums (kinds 0, 5: per 16, kinds 2-3: per 32), the level offsets' int16 lane sums c (kind 1:
- * 32 * the lane's activations summed over registers 0..3 | 4..7; kind 4:
- * the perm3 order, 4 * the sum over all 8 registers) and d. */
+/* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
+ * 3: Q4_K, 4: Q3_K, 5: Q2_K): the levels permuted (kind 1 perm1, 2 perm2,
+ * 3-5 perm3); P = d * bsums (kind 5: per 16, kinds 2-3: per 32); the level
+ * offsets' int16 lane sums c (kind 1: 32 * the lane's activations summed
+ * over registers 0..3 | 4..7; kind 4: 4 * the sum over all 8 registers);
+ * and d. */
 typedef struct {
     int8_t q[256];
     float P[16];
@@ -168,7 +170,7 @@ static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk 
             }
             __m256i bs = ld(s->bsums);
             __m256 d = _mm256_set1_ps(s->d);
-            if (kind == 0 || kind == 5) {
+            if (kind == 5) {
                 _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
                                           _mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs)))));
                 _mm256_store_ps(o->P + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(

@@ -82,6 +82,12 @@ extern const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT];
 /* The AVX2 Gated DeltaNet step (kernels_avx2_deltanet.c; NULL when built
  * without AVX2), in the avx2 table and inherited by avx512 and amx. */
 extern const pk_delta_step_fn pk_delta_step_avx2;
+/* AVX2 sgemm, exp_sub and silu_mul (kernels_avx2_gemm.c), used by the avx2
+ * table (and inherited by the tables that leave these entries NULL). */
+void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                   float *C, int64_t ldc);
+void pk_avx2_exp_sub(float *x, int64_t n, float sub);
+void pk_avx2_silu_mul(float *g, const float *u, int64_t n);
 /* Multi-token kernels of the AVX-512 variant (kernels_avx512_gemm.c),
  * merged into its table; NULL entries fall back to gemv per token. */
 extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];

@@ -165,6 +165,9 @@ static void quantize_bf16(const float *x, void *vy, int64_t n) {
 
 const pk_kernels pk_kernels_avx2_table = {
     .isa = "avx2",
+    .sgemm = pk_avx2_sgemm,
+    .exp_sub = pk_avx2_exp_sub,
+    .silu_mul = pk_avx2_silu_mul,
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16,

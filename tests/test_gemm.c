@@ -32,15 +32,49 @@ static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0
 static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254f; }
 
 static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
+                             PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                              PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
                              PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+/* The gemm entries each variant must have when it is usable here: a
+ * variant whose multi-token kernels went missing (a build without its ISA
+ * flags, an entry dropped from its array) fails instead of testing nothing. */
+static const struct { const char *isa; int types[16]; } required[] = {
+    { "avx2", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
+                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, -1 } },
+    { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q2_K, PK_TYPE_Q4_K, PK_TYPE_Q6_K, -1 } },
+};
 enum { NTYPES = sizeof types / sizeof *types };
 
-enum { D_NORMAL, D_MAX, D_COUNT };   /* activations: normal, or all +-1 (full-scale levels) */
+/* activations: normal, all +-1 (full-scale levels), or all +1 with the
+ * weights' level bytes (and K-quant scales) at their extreme: the largest
+ * int16 / int32 partial sums any kernel can meet */
+enum { D_NORMAL, D_MAX, D_EXT, D_COUNT };
 
 static void fill(float *v, int64_t n, int kind, float scale) {
     for (int64_t i = 0; i < n; i++)
-        v[i] = kind == D_MAX ? ((rnd64() & 1) ? scale : -scale) : rndn() * scale;
+        v[i] = kind == D_EXT ? scale : kind == D_MAX ? ((rnd64() & 1) ? scale : -scale) : rndn() * scale;
+}
+
+/* Set the level bytes (and 4/6-bit scales) of every block of a row to their
+ * extreme: offset and length within the block, and the byte value. */
+static void extreme_levels(int t, uint8_t *row, int64_t n) {
+    int off = 0, len = 0, val = 0xFF;
+    switch (t) {
+    case PK_TYPE_Q8_0: off = 2; len = 32; val = 0x80; break;            /* -128 */
+    case PK_TYPE_Q4_0: case PK_TYPE_IQ4_NL: off = 2; len = 16; val = t == PK_TYPE_Q4_0 ? 0xFF : 0; break;
+    case PK_TYPE_Q4_1: off = 4; len = 16; break;
+    case PK_TYPE_Q5_0: off = 2; len = 20; break;
+    case PK_TYPE_Q5_1: off = 4; len = 20; break;
+    case PK_TYPE_Q2_K: off = 0; len = 80; break;                        /* scales 15, mins 15, q 3 */
+    case PK_TYPE_Q3_K: off = 0; len = 96; break;                        /* q 7 */
+    case PK_TYPE_Q4_K: off = 4; len = 140; break;                       /* scales, mins 63, q 15 */
+    case PK_TYPE_Q5_K: off = 4; len = 172; break;                       /* q 31 */
+    case PK_TYPE_Q6_K: off = 0; len = 192; break;                       /* q 63 */
+    case PK_TYPE_IQ4_XS: off = 2; len = 134; val = 0; break;            /* scales -32, level -127 */
+    default: return;
+    }
+    const pk_type_traits *tr = pk_type_get(t);
+    for (int64_t b = 0; b < n / tr->blck; b++) memset(row + b * tr->type_size + off, val, (size_t)len);
 }
 
 #define SENT (-12345.0f)
@@ -48,7 +82,7 @@ static void fill(float *v, int64_t n, int kind, float scale) {
 static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
     static const int rows_list[] = { 1, 3, 8, 13, 16, 37 };
-    static const int tok_list[] = { 1, 2, 3, 5, 8, 12, 17, 33, 64 };
+    static const int tok_list[] = { 1, 2, 3, 5, 8, 12, 15, 16, 17, 31, 33, 64 };
     enum { MAXR = 37, MAXT = 64 };
     size_t rs = pk_row_size(t, n), xs = pk_row_size(tw->vec_dot_type, n);
     size_t rb = rs + 3 * tw->type_size + 4;           /* rows not densely packed */
@@ -60,6 +94,7 @@ static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     for (int r = 0; r < MAXR; r++) {
         fill(f, n, D_NORMAL, 1.0f);
         tw->from_float(f, w + r * rb, n);
+        if (kind == D_EXT) extreme_levels(t, w + r * rb, n);
         memset(w + r * rb + rs, 0xAB, rb - rs);
         tw->to_float(w + r * rb, wf + (size_t)r * n, n);
     }
@@ -126,16 +161,25 @@ static void test_all(void) {
             int t = types[ti];
             if (!list[v]->gemm[t]) continue;
             int blck = pk_type_get(t)->blck;
-            int64_t ns[4] = { 256, 512, 4096, 0 };
+            /* 1, 2, 16 super-blocks; 6 (a partial k-block of the AVX2
+               kernels); for 32-element blocks 3 and 37 (partial groups of 4,
+               a partial k-block) */
+            int64_t ns[5] = { 256, 512, 4096, 1536, 0 };
             if (blck == 1) ns[3] = 100;                /* F16 / F32: a masked tail */
-            else if (blck == 32) ns[3] = 96;           /* odd block count */
-            for (int i = 0; i < 4; i++) {
+            else if (blck == 32) ns[3] = 96, ns[4] = 32 * 37;
+            for (int i = 0; i < 5; i++) {
                 if (!ns[i]) continue;
                 for (int kind = 0; kind < D_COUNT; kind++) test_type(list[v], t, ns[i], kind);
             }
             tested++;
         }
     fprintf(stderr, "tested %d gemm kernels\n", tested);
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++) {
+        const pk_kernels *k = pk_kernels_by_name(required[i].isa);
+        if (!k) continue;                              /* not usable on this CPU */
+        for (const int *t = required[i].types; *t >= 0; t++)
+            TEST_CHECK(k->gemm[*t] != NULL, "%s variant has a %s gemm", required[i].isa, pk_type_name(*t));
+    }
 }
 
 /* ---- benchmark: `test_gemm bench [n] [nrows] [ntok] [chunk]` -------------------------- */

@@ -354,27 +354,17 @@ QA_INLINE int32x4_t qa_scale8(const int32x4_t *e, uint8x8_t sc) {
     return vmlaq_s32(vmulq_s32(qa_red4(e[0], e[1], e[2], e[3]), lo), qa_red4(e[4], e[5], e[6], e[7]), hi);
 }
 
+/* b[0], b[1]: the 8 sub-block sums as lanes; times the 8 scales sc */
+QA_INLINE int32x4_t qa_scale8b(const int32x4_t *b, uint8x8_t sc) {
+    uint16x8_t s16 = vmovl_u8(sc);
+    int32x4_t lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(s16)));
+    int32x4_t hi = vreinterpretq_s32_u32(vmovl_high_u16(s16));
+    return vmlaq_s32(vmulq_s32(b[0], lo), b[1], hi);
+}
+
 /* sum_j m[j] * (bsums[2j] + bsums[2j + 1]); bp = the pair sums */
 QA_INLINE int32x4_t qa_k4_mins(uint8x8_t m, int16x8_t bp) {
     return qa_mul16(vreinterpretq_s16_u16(vmovl_u8(m)), bp);
-}
-
-QA_INLINE void row_q4_K(const pk_block_q4_K *w, const pk_block_q8_K *x, int16x8_t bp,
-                        int32x4_t *isum, int32x4_t *msum) {
-    const uint8x16_t m4 = vdupq_n_u8(0x0F);
-    int32x4_t e[8];
-    for (int j = 0; j < 4; j++) {
-        uint8x16_t q0 = vld1q_u8(w->qs + 32 * j), q1 = vld1q_u8(w->qs + 32 * j + 16);
-        const int8_t *xj = x->qs + 64 * j;
-        e[2 * j] = qa_dot32s(vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(xj),
-                             vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(xj + 16));
-        e[2 * j + 1] = qa_dot32s(vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(xj + 32),
-                                 vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(xj + 48));
-    }
-    uint8x8_t sc, m;
-    qa_k4_scales(w->scales, &sc, &m);
-    *isum = qa_scale8(e, sc);
-    *msum = qa_k4_mins(m, bp);
 }
 
 QA_INLINE void row_q5_K(const pk_block_q5_K *w, const pk_block_q8_K *x, int16x8_t bp,
@@ -464,12 +454,40 @@ QA_INLINE float32x4_t blk_q6_K(const int R, const pk_block_q6_K *const *w, int64
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));
 }
 
+/* Q4_K chunk j (64 elements: sub-blocks 2j, 2j + 1) of one row against the
+ * activation vectors xv[0..3]: lanes 0-1 sum sub-block 2j, lanes 2-3 2j + 1 */
+QA_INLINE int32x4_t qa_q4k_chunk(const uint8_t *qs, const int8x16_t *xv) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0F);
+    uint8x16_t q0 = vld1q_u8(qs), q1 = vld1q_u8(qs + 16);
+    int32x4_t lo = qa_dot32s(vreinterpretq_s8_u8(vandq_u8(q0, m4)), xv[0],
+                             vreinterpretq_s8_u8(vandq_u8(q1, m4)), xv[1]);
+    int32x4_t hi = qa_dot32s(vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), xv[2],
+                             vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), xv[3]);
+    return vpaddq_s32(lo, hi);
+}
+
+/* Q4_K: 128 activations (8 vectors) at a time, shared by the R rows */
 QA_INLINE float32x4_t blk_q4_K(const int R, const pk_block_q4_K *const *w, int64_t i,
                                const pk_block_q8_K *x, float32x4_t acc) {
-    int16x8_t bp = vpaddq_s16(vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8));
-    int32x4_t is[4], ms[4];
+    int32x4_t b[4][2], is[4], ms[4];
+    for (int h = 0; h < 2; h++) {
+        int8x16_t xv[8];
+        for (int v = 0; v < 8; v++) xv[v] = vld1q_s8(x->qs + 128 * h + 16 * v);
 #pragma GCC unroll 4
-    for (int k = 0; k < R; k++) row_q4_K(&w[k][i], x, bp, &is[k], &ms[k]);
+        for (int k = 0; k < R; k++) {
+            const uint8_t *qs = w[k][i].qs + 64 * h;
+            /* lanes: the sums of sub-blocks 4h .. 4h + 3 */
+            b[k][h] = vpaddq_s32(qa_q4k_chunk(qs, xv), qa_q4k_chunk(qs + 32, xv + 4));
+        }
+    }
+    int16x8_t bp = vpaddq_s16(vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8));
+#pragma GCC unroll 4
+    for (int k = 0; k < R; k++) {
+        uint8x8_t sc, m;
+        qa_k4_scales(w[k][i].scales, &sc, &m);
+        is[k] = qa_scale8b(b[k], sc);
+        ms[k] = qa_k4_mins(m, bp);
+    }
     float32x4_t d, m;
     qa_f16x4x2(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d, &d, &m);
     acc = vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));

@@ -20,6 +20,11 @@
 #include "kernels.h"
 
 #if defined(__ARM_NEON) && defined(__aarch64__)
+/* GCC's pre-allocation scheduler hoists the loads of the 4-row kernels and
+ * then spills (measured: 25% more instructions for Q4_K); clang is unaffected */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-schedule-insns")
+#endif
 #include <arm_neon.h>
 
 static inline __attribute__((always_inline)) int32x4_t qa_dot16(int8x16_t a, int8x16_t b) {

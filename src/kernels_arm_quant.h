@@ -528,11 +528,17 @@ QA_INLINE void rows_##t(const int R, int64_t nb, float *y, const char *w0, size_
     int64_t i = 0;                                                                 \
     for (; i + (U) <= nb; i += (U)) {                                              \
         for (int k = 0; k < R; k++)                                                \
-            for (size_t off = 0; off < (U) * sizeof(WT); off += 64)               \
-                __builtin_prefetch((const char *)&w[k][i] + QA_PF_DIST + off);     \
-        for (int u = 0; u < (U); u++) acc = blk_##t(R, w, i + u, &x[i + u], acc);  \
+            for (size_t off = 0; off == 0 || off + 64 <= (U) * sizeof(WT); off += 64) \
+                __builtin_prefetch((const char *)w[k] + QA_PF_DIST + off);         \
+        for (int u = 0; u < (U); u++) acc = blk_##t(R, w, u, &x[u], acc);          \
+        for (int k = 0; k < 4; k++) w[k] += (U);                                   \
+        x += (U);                                                                  \
     }                                                                              \
-    for (; i < nb; i++) acc = blk_##t(R, w, i, &x[i], acc);                        \
+    for (; i < nb; i++) {                                                          \
+        acc = blk_##t(R, w, 0, x, acc);                                            \
+        for (int k = 0; k < 4; k++) w[k]++;                                        \
+        x++;                                                                       \
+    }                                                                              \
     y[0] = vgetq_lane_f32(acc, 0);                                                 \
     if (R > 1) y[1] = vgetq_lane_f32(acc, 1);                                      \
     if (R > 2) y[2] = vgetq_lane_f32(acc, 2);                                      \
@@ -555,11 +561,11 @@ static void gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw,        
 }
 
 QA_KERNELS(q8_0, pk_block_q8_0, pk_block_q8_0, PK_QK8_0, 2)
-QA_KERNELS(q4_0, pk_block_q4_0, pk_block_q8_0, PK_QK4_0, 2)
-QA_KERNELS(q4_1, pk_block_q4_1, pk_block_q8_1, PK_QK4_1, 2)
-QA_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, 2)
-QA_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, 2)
-QA_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, 2)
+QA_KERNELS(q4_0, pk_block_q4_0, pk_block_q8_0, PK_QK4_0, 4)
+QA_KERNELS(q4_1, pk_block_q4_1, pk_block_q8_1, PK_QK4_1, 3)
+QA_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, 3)
+QA_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, 3)
+QA_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, 4)
 QA_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, 1)
 QA_KERNELS(q3_K, pk_block_q3_K, pk_block_q8_K, PK_QK_K, 1)
 QA_KERNELS(q4_K, pk_block_q4_K, pk_block_q8_K, PK_QK_K, 1)

@@ -8,6 +8,8 @@
  *   qa_dot32s(a0, b0, a1, b1) the same when any 4 products sum below 2^15
  *                             in magnitude (levels <= 63 x activations)
  *   qa_dot16(a, b)            int32x4 whose lanes sum to a.b (16 pairs)
+ *   qa_dot32a(acc, a0, b0, a1, b1)  acc plus lanes summing to a0.b0 + a1.b1,
+ *                             when any 4 products sum below 2^15
  * kernels_dotprod.c spells them with sdot (vdotq_s32), kernels_neon.c with
  * smull / smlal2 / saddlp / sadalp; everything below is written once.
  *
@@ -234,27 +236,43 @@ QA_INLINE void qa_s8x16_s32(int8x16_t v, int32x4_t *sc, int16x8_t *s16) {
     sc[2] = vmovl_s16(vget_low_s16(s16[1])); sc[3] = vmovl_high_s16(s16[1]);
 }
 
-/* Q2_K: isum lanes sum to sum_s sc[s] * (q . x)[s], msum to sum_s m[s] * bsums[s] */
+/* byte `lane` of v in all 16 lanes (lane a constant once inlined and unrolled) */
+QA_INLINE uint8x16_t qa_bcast_u8(uint8x16_t v, const int lane) {
+    switch (lane) {
+    case 0: return vdupq_laneq_u8(v, 0);   case 1: return vdupq_laneq_u8(v, 1);
+    case 2: return vdupq_laneq_u8(v, 2);   case 3: return vdupq_laneq_u8(v, 3);
+    case 4: return vdupq_laneq_u8(v, 4);   case 5: return vdupq_laneq_u8(v, 5);
+    case 6: return vdupq_laneq_u8(v, 6);   case 7: return vdupq_laneq_u8(v, 7);
+    case 8: return vdupq_laneq_u8(v, 8);   case 9: return vdupq_laneq_u8(v, 9);
+    case 10: return vdupq_laneq_u8(v, 10); case 11: return vdupq_laneq_u8(v, 11);
+    case 12: return vdupq_laneq_u8(v, 12); case 13: return vdupq_laneq_u8(v, 13);
+    case 14: return vdupq_laneq_u8(v, 14); default: return vdupq_laneq_u8(v, 15);
+    }
+}
+
+/* Q2_K: level (<= 3) times its 4-bit sub-block scale fits a byte (<= 45), so
+ * the scaled levels go straight into one accumulator: isum lanes sum to
+ * sum_s sc[s] * (q . x)[s], msum to sum_s m[s] * bsums[s] */
 QA_INLINE void row_q2_K(const pk_block_q2_K *w, const pk_block_q8_K *x, const int16x8_t *bs,
                         int32x4_t *isum, int32x4_t *msum) {
     const uint8x16_t m3 = vdupq_n_u8(3);
-    int32x4_t e[16];
+    uint8x16_t s8 = vld1q_u8(w->scales), sc = vandq_u8(s8, vdupq_n_u8(0x0F));
+    int32x4_t a = vdupq_n_s32(0);
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         uint8x16_t q0 = vld1q_u8(w->qs + 32 * h), q1 = vld1q_u8(w->qs + 32 * h + 16);
+#pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             int c = 4 * h + k;
             const int8_t *xc = x->qs + 32 * c;
-            e[2 * c] = qa_dot16(vreinterpretq_s8_u8(vandq_u8(q0, m3)), vld1q_s8(xc));
-            e[2 * c + 1] = qa_dot16(vreinterpretq_s8_u8(vandq_u8(q1, m3)), vld1q_s8(xc + 16));
+            uint8x16_t u0 = vmulq_u8(vandq_u8(q0, m3), qa_bcast_u8(sc, 2 * c));
+            uint8x16_t u1 = vmulq_u8(vandq_u8(q1, m3), qa_bcast_u8(sc, 2 * c + 1));
+            a = qa_dot32a(a, vreinterpretq_s8_u8(u0), vld1q_s8(xc), vreinterpretq_s8_u8(u1), vld1q_s8(xc + 16));
             q0 = vshrq_n_u8(q0, 2);
             q1 = vshrq_n_u8(q1, 2);
         }
     }
-    uint8x16_t s8 = vld1q_u8(w->scales);
-    int32x4_t sc[4];
-    int16x8_t s16[2];
-    qa_s8x16_s32(vreinterpretq_s8_u8(vandq_u8(s8, vdupq_n_u8(0x0F))), sc, s16);
-    *isum = qa_scale16(e, sc);
+    *isum = a;
     uint8x16_t mn = vshrq_n_u8(s8, 4);
     int16x8_t m0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(mn)));
     int16x8_t m1 = vreinterpretq_s16_u16(vmovl_high_u8(mn));

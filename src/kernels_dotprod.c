@@ -33,6 +33,10 @@ static inline __attribute__((always_inline)) int32x4_t qa_dot32(int8x16_t a0, in
     return vdotq_s32(vdotq_s32(vdupq_n_s32(0), a0, b0), a1, b1);
 }
 #define qa_dot32s qa_dot32
+static inline __attribute__((always_inline)) int32x4_t qa_dot32a(int32x4_t acc, int8x16_t a0, int8x16_t b0,
+                                                                 int8x16_t a1, int8x16_t b1) {
+    return vdotq_s32(vdotq_s32(acc, a0, b0), a1, b1);
+}
 
 #include "kernels_arm_float.h"
 #include "kernels_arm_quant.h"

@@ -42,6 +42,12 @@ static inline __attribute__((always_inline)) int32x4_t qa_dot32s(int8x16_t a0, i
     p = vmlal_high_s8(vmlal_s8(p, vget_low_s8(a1), vget_low_s8(b1)), a1, b1);
     return vpaddlq_s16(p);
 }
+static inline __attribute__((always_inline)) int32x4_t qa_dot32a(int32x4_t acc, int8x16_t a0, int8x16_t b0,
+                                                                 int8x16_t a1, int8x16_t b1) {
+    int16x8_t p = vmlal_high_s8(vmull_s8(vget_low_s8(a0), vget_low_s8(b0)), a0, b0);
+    p = vmlal_high_s8(vmlal_s8(p, vget_low_s8(a1), vget_low_s8(b1)), a1, b1);
+    return vpadalq_s16(acc, p);
+}
 
 #include "kernels_arm_float.h"
 #include "kernels_arm_quant.h"

@@ -10,10 +10,11 @@
  * there for the 4-row structure and the numerics (exact int32 within a
  * block, reassociated float across blocks, bit-exact quantizers).
  *
- * The int8 products, without sdot: smull / smlal2 form int16 sums of 2 (or,
- * for qa_dot32s, 4) products - below 2^15 in magnitude for |w| <= 128,
- * |x| <= 127 (and for levels <= 63 in the 4-product form) - and saddlp /
- * sadalp widen them into int32 lanes: exact.
+ * The int8 products, without sdot: smull / smlal2 form int16 sums of 2
+ * products (qa_dot16, qa_dot32: below 2^15 in magnitude for |w| <= 128,
+ * |x| <= 127) or of 4 (qa_dot32s, qa_dot32a: used only where the weights
+ * are <= 63 in magnitude, e.g. 4-bit and 5-bit levels, Q2_K's scaled levels
+ * <= 45), and saddlp / sadalp widen them into int32 lanes: exact.
  */
 #include <math.h>
 #include <string.h>

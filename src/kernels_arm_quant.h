@@ -306,8 +306,10 @@ QA_INLINE int32x4_t row_q3_K(const pk_block_q3_K *w, const pk_block_q8_K *x, con
     const uint8x16_t one = vdupq_n_u8(1);
     uint8x16_t hm0 = vld1q_u8(w->hmask), hm1 = vld1q_u8(w->hmask + 16);
     int32x4_t e[16];
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         uint8x16_t q0 = vld1q_u8(w->qs + 32 * h), q1 = vld1q_u8(w->qs + 32 * h + 16);
+#pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             int c = 4 * h + k;
             const int8_t *xc = x->qs + 32 * c;
@@ -332,9 +334,11 @@ QA_INLINE int32x4_t row_q3_K(const pk_block_q3_K *w, const pk_block_q8_K *x, con
 QA_INLINE int32x4_t row_q6_K(const pk_block_q6_K *w, const pk_block_q8_K *x, const int16x8_t *bs) {
     const uint8x16_t m3 = vdupq_n_u8(3), m30 = vdupq_n_u8(0x30);
     int32x4_t e[16];
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         const uint8_t *ql = w->ql + 64 * h;
         uint8x16_t qh[2] = {vld1q_u8(w->qh + 32 * h), vld1q_u8(w->qh + 32 * h + 16)};
+#pragma GCC unroll 2
         for (int v = 0; v < 2; v++) {              /* l in [16v, 16v + 16) */
             uint8x16_t l0 = vld1q_u8(ql + 16 * v), l1 = vld1q_u8(ql + 32 + 16 * v);
             uint8x16_t t = vshrq_n_u8(qh[v], 2);
@@ -398,6 +402,7 @@ QA_INLINE void row_q5_K(const pk_block_q5_K *w, const pk_block_q8_K *x, int16x8_
     const uint8x16_t one = vdupq_n_u8(1), two = vdupq_n_u8(2);
     uint8x16_t h0 = vld1q_u8(w->qh), h1 = vld1q_u8(w->qh + 16);
     int32x4_t e[8];
+#pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
         uint8x16_t q0 = vld1q_u8(w->qs + 32 * j), q1 = vld1q_u8(w->qs + 32 * j + 16);
         const int8_t *xj = x->qs + 64 * j;
@@ -436,6 +441,7 @@ QA_INLINE int32x4_t row_iq4_xs(const pk_block_iq4_xs *w, const pk_block_q8_K *x)
     const uint8x16_t m4 = vdupq_n_u8(0x0F);
     const int8x16_t tab = vld1q_s8(pk_iq4nl_values);
     int32x4_t e[8];
+#pragma GCC unroll 8
     for (int s = 0; s < 8; s++) {
         uint8x16_t q = vld1q_u8(w->qs + 16 * s);
         e[s] = qa_dot32(vqtbl1q_s8(tab, vandq_u8(q, m4)), vld1q_s8(x->qs + 32 * s),
@@ -496,6 +502,7 @@ QA_INLINE int32x4_t qa_q4k_chunk(const uint8_t *qs, const int8x16_t *xv) {
 QA_INLINE float32x4_t blk_q4_K(const int R, const pk_block_q4_K *const *w, int64_t i,
                                const pk_block_q8_K *x, float32x4_t acc) {
     int32x4_t b[4][2], is[4], ms[4];
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         int8x16_t xv[8];
         for (int v = 0; v < 8; v++) xv[v] = vld1q_s8(x->qs + 128 * h + 16 * v);

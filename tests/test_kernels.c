@@ -605,8 +605,44 @@ static void test_selection(void) {
     }
 }
 
+/* On AArch64 no weight type may fall back to the scalar reference in an ARM
+ * variant that this CPU can run: gemv and vec_dot of every type, the
+ * activation quantizers and the float kernels are the variant's own. */
+static void test_arm_no_ref_fallback(void) {
+#if defined(__aarch64__)
+    static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
+                              PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
+                              PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS };
+    static const int at[] = { PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q8_1, PK_TYPE_Q8_K };
+    static const char *const arm[] = { "neon", "dotprod", "i8mm" };
+    const pk_kernels *ref = &pk_kernels_ref_table;
+    TEST_CHECK(pk_kernels_by_name("neon") != NULL, "aarch64: the neon variant is usable");
+    for (size_t v = 0; v < sizeof arm / sizeof *arm; v++) {
+        const pk_kernels *k = pk_kernels_by_name(arm[v]);
+        if (!k) continue;                         /* this CPU lacks it */
+        int fallback = 0;
+        for (size_t i = 0; i < sizeof wt / sizeof *wt; i++) {
+            int t = wt[i];
+            int g = !k->gemv[t] || k->gemv[t] == ref->gemv[t];
+            int d = !k->vec_dot[t] || k->vec_dot[t] == ref->vec_dot[t];
+            TEST_CHECK(!g && !d, "%s: %s gemv/vec_dot are SIMD, not the reference's", arm[v],
+                       pk_type_name(t));
+            fallback += g + d;
+        }
+        for (size_t i = 0; i < sizeof at / sizeof *at; i++)
+            TEST_CHECK(k->quantize[at[i]] && k->quantize[at[i]] != ref->quantize[at[i]],
+                       "%s: %s quantizer is SIMD", arm[v], pk_type_name(at[i]));
+        TEST_CHECK(k->sgemm != ref->sgemm && k->exp_sub != ref->exp_sub && k->silu_mul != ref->silu_mul,
+                   "%s: sgemm / exp_sub / silu_mul are SIMD", arm[v]);
+        fprintf(stderr, "%s: %d of %d weight-type entries fall back to the reference\n", arm[v],
+                fallback, (int)(2 * sizeof wt / sizeof *wt));
+    }
+#endif
+}
+
 int main(void) {
     test_selection();
+    test_arm_no_ref_fallback();
     test_types();
     test_k4_scales();
     test_fp16();

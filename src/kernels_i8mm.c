@@ -37,6 +37,8 @@
  *   (d_w * d_x) (and one for the mins / Q4_1-Q5_1 offsets m_w * s_x): only
  *   the float accumulation across blocks and k-blocks differs from the
  *   reference.
+ *   F32 / F16 / BF16 (only with -DPK_GEMM_FLOAT=1, see their section):
+ *   widened to F32, FMA in 4 lanes, reassociated float sums.
  */
 #include <string.h>
 #include "kernels.h"
@@ -600,7 +602,115 @@ L_GEMM(gemm_q5_1, sizeof(pk_block_q5_1), 1)
 L_GEMM(gemm_iq4_nl, sizeof(pk_block_iq4_nl), 0)
 #undef L_T
 
+/* ---- F32, F16, BF16 -----------------------------------------------------------------
+ * Not registered by default, as in kernels_avx512_gemm.c: tests/t_batch.sh
+ * requires batched logits to be bitwise identical to one-token decoding on
+ * its F16 / F32 models, and these kernels sum in a different order than the
+ * dotprod gemvs (within float rounding, as tests/test_gemm.c checks). Build
+ * with -DPK_GEMM_FLOAT=1 to use them for weights.
+ * A register tile is 4 rows x 4 tokens of F32 FMA accumulators (4 lanes);
+ * F16 / BF16 activations are widened to F32 once per (k-block, token tile). */
+#ifndef PK_GEMM_FLOAT
+#define PK_GEMM_FLOAT 0
+#endif
+#if PK_GEMM_FLOAT
+enum { KB_F = 512, TF = 4 };
+
+/* 4 weights of kind K (0 F32, 1 F16, 2 BF16) at element i of row w, as F32 */
+GI float32x4_t ldw(const int K, const void *w, int64_t i) {
+    if (K == 0) return vld1q_f32((const float *)w + i);
+    uint16x4_t h = vld1_u16((const uint16_t *)w + i);
+    if (K == 1) return vcvt_f32_f16(vreinterpret_f16_u16(h));
+    return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+}
+GI float ldw1(const int K, const void *w, int64_t i) {
+    if (K == 0) return ((const float *)w)[i];
+    uint16_t h = ((const uint16_t *)w)[i];
+    if (K == 1) return f16f(h);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* rows w[0..3] (len elements of kind K) times tokens x[0..3] (F32); stores
+ * nr rows x nt tokens to y[t * ys + r] */
+GI void tile_f(const int K, const void *const *w, const float *const *x, int64_t len, float *y, int64_t ys,
+               int nr, int nt, int first) {
+    float32x4_t acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int t = 0; t < 4; t++) acc[r][t] = vdupq_n_f32(0);
+    int64_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        float32x4_t wv[4], xv[4];
+        for (int r = 0; r < 4; r++) wv[r] = ldw(K, w[r], i);
+        for (int t = 0; t < 4; t++) xv[t] = vld1q_f32(x[t] + i);
+        for (int r = 0; r < 4; r++)
+            for (int t = 0; t < 4; t++) acc[r][t] = vfmaq_f32(acc[r][t], wv[r], xv[t]);
+    }
+    for (int r = 0; r < nr; r++)
+        for (int t = 0; t < nt; t++) {
+            float s = vaddvq_f32(acc[r][t]);
+            for (int64_t j = i; j < len; j++) s += ldw1(K, w[r], j) * x[t][j];
+            float *o = y + t * ys + r;
+            *o = first ? s : *o + s;
+        }
+}
+
+GI void gemm_float(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                   size_t rb, const void *const *x) {
+    float buf[TF * KB_F] __attribute__((aligned(16)));
+    const size_t es = K == 0 ? 4 : 2;
+    for (int64_t k0 = 0; k0 < n; k0 += KB_F) {
+        int64_t len = n - k0 < KB_F ? n - k0 : KB_F;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TF) {
+            int nt = ntok - t0 < TF ? (int)(ntok - t0) : TF;
+            const float *xf[TF];
+            for (int t = 0; t < TF; t++) {
+                int tt = t < nt ? t : nt - 1;
+                if (K == 0) {
+                    xf[t] = (const float *)x[t0 + tt] + k0;
+                } else if (t < nt) {   /* F16 / BF16 activations widened once per tile */
+                    const uint16_t *src = (const uint16_t *)x[t0 + t] + k0;
+                    float *dst = buf + t * KB_F;
+                    int64_t j = 0;
+                    for (; j + 4 <= len; j += 4) vst1q_f32(dst + j, ldw(K, src, j));
+                    for (; j < len; j++) dst[j] = ldw1(K, src, j);
+                    xf[t] = dst;
+                } else {
+                    xf[t] = xf[nt - 1];
+                }
+            }
+            float *yt = y + t0 * ys;
+            for (int64_t r = 0; r < nrows; r += 4) {
+                int nr = nrows - r < 4 ? (int)(nrows - r) : 4;
+                const void *wr[4];
+                for (int i = 0; i < 4; i++)
+                    wr[i] = (const char *)w + (size_t)(r + (i < nr ? i : 0)) * rb + (size_t)k0 * es;
+                tile_f(K, wr, xf, len, yt + r, ys, nr, nt, k0 == 0);
+            }
+        }
+    }
+}
+
+static void gemm_f32(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                     const void *const *x) {
+    gemm_float(0, n, nrows, ntok, y, ys, w, rb, x);
+}
+static void gemm_f16(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                     const void *const *x) {
+    gemm_float(1, n, nrows, ntok, y, ys, w, rb, x);
+}
+static void gemm_bf16(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                      const void *const *x) {
+    gemm_float(2, n, nrows, ntok, y, ys, w, rb, x);
+}
+#endif
+
 const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT] = {
+#if PK_GEMM_FLOAT
+    [PK_TYPE_F32] = gemm_f32, [PK_TYPE_F16] = gemm_f16, [PK_TYPE_BF16] = gemm_bf16,
+#endif
     [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,

@@ -47,10 +47,13 @@
 #include <arm_neon.h>
 
 #define GI static inline __attribute__((always_inline))
+/* fully unroll the short loops over token pairs / rows, so the accumulators stay in registers */
+#define UNROLL _Pragma("GCC unroll 16")
 
 enum {
     TT = 16, TPMAX = TT / 2,   /* tokens per tile, token pairs per tile */
-    KB_K = 4,                  /* K-quant super-blocks per k-block (1024 elements) */
+    TT_K = 32,                 /* tokens per tile of the K-quant kernels */
+    KB_K = 2,                  /* K-quant super-blocks per k-block (512 elements) */
     KB_L = 32,                 /* 32-element blocks per k-block (1024 elements) */
 };
 
@@ -320,43 +323,60 @@ GI void dec_iq4_xs(const pk_block_iq4_xs *A, const pk_block_iq4_xs *B, wk_t *o) 
     }
 }
 
-/* Super-block sums for NP (<= 4) token pairs: acc[p] += (d_w d_x) * isum
- * - (dmin_w d_x) * msum. SUB16: 16 sub-blocks of 16 (else 8 of 32); MINS:
- * 0 none, 8 or 16 mins. X: pair 0's block, pairs kb apart. */
-GI void kq_prod(const int NP, const int SUB16, const int MINS, const wk_t *wd, const xk_t *X, int kb,
-                float32x4_t *acc) {
-    int32x4_t sb[4];
+/* Super-block sums for RP (1, 2) decoded row pairs wd[] and NP (<= 4) token
+ * pairs: acc[q * 4 + p] += (d_w d_x) * isum - (dmin_w d_x) * msum.
+ * SUB16: 16 sub-blocks of 16 (else 8 of 32); MINS: 0 none, 8 or 16 mins.
+ * X: pair 0's block, pairs kb apart. */
+GI void kq_prod(const int RP, const int NP, const int SUB16, const int MINS, const wk_t *wd, const xk_t *X,
+                int kb, float32x4_t *acc) {
+    int32x4_t sb[2][4];
     const int32x4_t z = vdupq_n_s32(0);
-    for (int p = 0; p < NP; p++) sb[p] = z;
+    UNROLL
+    for (int q = 0; q < RP; q++)
+        UNROLL
+        for (int p = 0; p < NP; p++) sb[q][p] = z;
     for (int c = 0; c < 8; c++) {
-        int8x16_t w0 = ld8(wd->W + 64 * c), w1 = ld8(wd->W + 64 * c + 16);
-        int8x16_t w2 = ld8(wd->W + 64 * c + 32), w3 = ld8(wd->W + 64 * c + 48);
+        int8x16_t w[2][4];
+        UNROLL
+        for (int q = 0; q < RP; q++)
+            UNROLL
+            for (int i = 0; i < 4; i++) w[q][i] = ld8(wd[q].W + 64 * c + 16 * i);
+        UNROLL
         for (int p = 0; p < NP; p++) {
             const int8_t *x = X[p * kb].qs + 64 * c;
-            if (SUB16) {
-                sb[p] = vmlaq_s32(sb[p], mm(mm(z, w0, ld8(x)), w1, ld8(x + 16)), wd->S[2 * c]);
-                sb[p] = vmlaq_s32(sb[p], mm(mm(z, w2, ld8(x + 32)), w3, ld8(x + 48)), wd->S[2 * c + 1]);
-            } else {
-                int32x4_t s = mm(mm(mm(mm(z, w0, ld8(x)), w1, ld8(x + 16)), w2, ld8(x + 32)), w3, ld8(x + 48));
-                sb[p] = vmlaq_s32(sb[p], s, wd->S[c]);
+            int8x16_t x0 = ld8(x), x1 = ld8(x + 16), x2 = ld8(x + 32), x3 = ld8(x + 48);
+            UNROLL
+            for (int q = 0; q < RP; q++) {
+                if (SUB16) {
+                    sb[q][p] = vmlaq_s32(sb[q][p], mm(mm(z, w[q][0], x0), w[q][1], x1), wd[q].S[2 * c]);
+                    sb[q][p] = vmlaq_s32(sb[q][p], mm(mm(z, w[q][2], x2), w[q][3], x3), wd[q].S[2 * c + 1]);
+                } else {
+                    int32x4_t s = mm(mm(mm(mm(z, w[q][0], x0), w[q][1], x1), w[q][2], x2), w[q][3], x3);
+                    sb[q][p] = vmlaq_s32(sb[q][p], s, wd[q].S[c]);
+                }
             }
         }
     }
+    UNROLL
     for (int p = 0; p < NP; p++) {
         const xk_t *xp = &X[p * kb];
         float32x4_t dx = vld1q_f32(xp->d);
-        acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(sb[p]), vmulq_f32(wd->dv, dx));
-        if (MINS) {
-            int32x4_t m;
-            if (MINS == 16) {
-                m = mm(mm(z, wd->ma[0], ld8(xp->hi16)), wd->ma[1], ld8(xp->hi16 + 16));
-                m = vshlq_n_s32(m, 7);
-                m = mm(mm(m, wd->ma[0], ld8(xp->lo16)), wd->ma[1], ld8(xp->lo16 + 16));
-            } else {
-                m = vshlq_n_s32(mm(z, wd->ma[0], ld8(xp->hi8)), 7);
-                m = mm(m, wd->ma[0], ld8(xp->lo8));
+        UNROLL
+        for (int q = 0; q < RP; q++) {
+            float32x4_t *a = &acc[q * 4 + p];
+            *a = vfmaq_f32(*a, vcvtq_f32_s32(sb[q][p]), vmulq_f32(wd[q].dv, dx));
+            if (MINS) {
+                int32x4_t m;
+                if (MINS == 16) {
+                    m = mm(mm(z, wd[q].ma[0], ld8(xp->hi16)), wd[q].ma[1], ld8(xp->hi16 + 16));
+                    m = vshlq_n_s32(m, 7);
+                    m = mm(mm(m, wd[q].ma[0], ld8(xp->lo16)), wd[q].ma[1], ld8(xp->lo16 + 16));
+                } else {
+                    m = vshlq_n_s32(mm(z, wd[q].ma[0], ld8(xp->hi8)), 7);
+                    m = mm(m, wd[q].ma[0], ld8(xp->lo8));
+                }
+                *a = vfmsq_f32(*a, vcvtq_f32_s32(m), vmulq_f32(wd[q].dmv, dx));
             }
-            acc[p] = vfmsq_f32(acc[p], vcvtq_f32_s32(m), vmulq_f32(wd->dmv, dx));
         }
     }
 }
@@ -372,67 +392,85 @@ GI void decode_k(const int TYPE, const void *A, const void *B, int64_t b, wk_t *
     }
 }
 
-/* Rows A, B (kb super-blocks) times NP token pairs; results to y (row A's
- * column of the tile's first token). */
-GI void tile_k(const int NP, const int TYPE, const void *A, const void *B, const xk_t *X, int kb,
-               float *y, int64_t ys, int nt, int two_r, int first) {
+/* RP decoded row pairs (wd[b * 2 + q] for super-block b < kb) times NP (<=
+ * 4) token pairs; results to y (the tile's first row and token); nr rows,
+ * nt tokens are stored. */
+GI void tile_k(const int RP, const int NP, const int TYPE, const wk_t *wd, const xk_t *X, int kb,
+               float *y, int64_t ys, int nr, int nt, int first) {
     const int SUB16 = TYPE == T_Q2_K || TYPE == T_Q3_K || TYPE == T_Q6_K;
     const int MINS = TYPE == T_Q2_K ? 16 : (TYPE == T_Q4_K || TYPE == T_Q5_K) ? 8 : 0;
-    float32x4_t acc[TPMAX];
-    for (int p = 0; p < NP; p++) acc[p] = vdupq_n_f32(0);
-    wk_t wd;
-    for (int b = 0; b < kb; b++) {
-        decode_k(TYPE, A, B, b, &wd);
-        kq_prod(NP > 4 ? 4 : NP, SUB16, MINS, &wd, X + b, kb, acc);
-        if (NP > 4) kq_prod(NP > 4 ? NP - 4 : 1, SUB16, MINS, &wd, X + 4 * kb + b, kb, acc + 4);
-    }
-    for (int p = 0; p < NP; p++)
-        store2x2(acc[p], y + 2 * p * ys, ys, 2 * p + 1 < nt, two_r, first);
+    float32x4_t acc[8];
+    UNROLL
+    for (int i = 0; i < 8; i++) acc[i] = vdupq_n_f32(0);
+    for (int b = 0; b < kb; b++) kq_prod(RP, NP, SUB16, MINS, wd + 2 * b, X + b, kb, acc);
+    UNROLL
+    for (int q = 0; q < RP; q++)
+        UNROLL
+        for (int p = 0; p < NP; p++)
+            store2x2(acc[q * 4 + p], y + 2 * p * ys + 2 * q, ys, 2 * p + 1 < nt, 2 * q + 1 < nr, first);
 }
 
-/* gemm for K-quant type TYPE (block struct WT): k-blocks, token tiles, row pairs */
-#define KQ_GEMM(name, TYPE, WT)                                                          \
+/* gemm for K-quant type KQ_T (block struct WT): per k-block and token tile
+ * of up to TT_K tokens, the activations are interleaved once; per tile of 4
+ * rows (2 for the last one or two) the k-block's super-blocks are decoded
+ * once and applied to the token pairs, 4 pairs at a time. */
+#define KQ_GEMM(name, WT)                                                                \
 static void name(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,           \
                  const void *w, size_t rb, const void *const *x) {                       \
-    xk_t X[TPMAX * KB_K] __attribute__((aligned(16)));                                   \
+    xk_t X[TT_K / 2 * KB_K] __attribute__((aligned(16)));                                \
+    wk_t wd[2 * KB_K];                                                                   \
     int64_t nb = n / PK_QK_K;                                                            \
     for (int64_t k0 = 0; k0 < nb; k0 += KB_K) {                                          \
         int kb = nb - k0 < KB_K ? (int)(nb - k0) : KB_K;                                 \
-        for (int64_t t0 = 0; t0 < ntok; t0 += TT) {                                      \
-            int nt = ntok - t0 < TT ? (int)(ntok - t0) : TT, np = (nt + 1) / 2;          \
-            const pk_block_q8_K *xs[TT];                                                 \
+        for (int64_t t0 = 0; t0 < ntok; t0 += TT_K) {                                    \
+            int nt = ntok - t0 < TT_K ? (int)(ntok - t0) : TT_K, np = (nt + 1) / 2;      \
+            const pk_block_q8_K *xs[TT_K];                                               \
             for (int t = 0; t < 2 * np; t++)                                             \
                 xs[t] = (const pk_block_q8_K *)x[t0 + (t < nt ? t : nt - 1)] + k0;       \
             prep_k(np, xs, kb, X);                                                       \
             float *yt = y + t0 * ys;                                                     \
-            for (int64_t r = 0; r < nrows; r += 2) {                                     \
-                const WT *A = (const WT *)((const char *)w + (size_t)r * rb) + k0;       \
-                int two_r = r + 1 < nrows;                                               \
-                const WT *B = two_r ? (const WT *)((const char *)A + rb) : A;            \
-                NP_SWITCH(np, KQ_CALL)                                                   \
+            for (int64_t r = 0; r < nrows; r += 4) {                                     \
+                int nr = nrows - r < 4 ? (int)(nrows - r) : 4, rp = nr > 2 ? 2 : 1;      \
+                const void *R[4];                                                        \
+                for (int i = 0; i < 4; i++)                                              \
+                    R[i] = (const WT *)((const char *)w + (size_t)(r + (i < nr ? i : nr - 1)) * rb) + k0; \
+                for (int b = 0; b < kb; b++)                                             \
+                    for (int q = 0; q < rp; q++)                                         \
+                        decode_k(KQ_T, R[2 * q], R[2 * q + 1], b, &wd[2 * b + q]);       \
+                for (int g = 0; g < np; g += 4) {                                        \
+                    int ng = np - g < 4 ? np - g : 4, ntg = nt - 2 * g;                  \
+                    const xk_t *Xg = X + g * kb;                                         \
+                    float *yg = yt + 2 * g * ys + r;                                     \
+                    if (rp == 2) { KQ_SW(ng, KQ_CALL2) }                                 \
+                    else { KQ_SW(ng, KQ_CALL1) }                                         \
+                }                                                                        \
             }                                                                            \
         }                                                                                \
     }                                                                                    \
 }
-#define KQ_CALL(NP) tile_k(NP, KQ_T, A, B, X, kb, yt + r, ys, nt, two_r, k0 == 0)
+#define KQ_SW(ng, CALL)                                                                  \
+    switch (ng) { case 1: CALL(1); break; case 2: CALL(2); break;                        \
+                  case 3: CALL(3); break; default: CALL(4); break; }
+#define KQ_CALL2(NP) tile_k(2, NP, KQ_T, wd, Xg, kb, yg, ys, nr, ntg, k0 == 0)
+#define KQ_CALL1(NP) tile_k(1, NP, KQ_T, wd, Xg, kb, yg, ys, nr, ntg, k0 == 0)
 
 #define KQ_T T_Q2_K
-KQ_GEMM(gemm_q2_K, T_Q2_K, pk_block_q2_K)
+KQ_GEMM(gemm_q2_K, pk_block_q2_K)
 #undef KQ_T
 #define KQ_T T_Q3_K
-KQ_GEMM(gemm_q3_K, T_Q3_K, pk_block_q3_K)
+KQ_GEMM(gemm_q3_K, pk_block_q3_K)
 #undef KQ_T
 #define KQ_T T_Q4_K
-KQ_GEMM(gemm_q4_K, T_Q4_K, pk_block_q4_K)
+KQ_GEMM(gemm_q4_K, pk_block_q4_K)
 #undef KQ_T
 #define KQ_T T_Q5_K
-KQ_GEMM(gemm_q5_K, T_Q5_K, pk_block_q5_K)
+KQ_GEMM(gemm_q5_K, pk_block_q5_K)
 #undef KQ_T
 #define KQ_T T_Q6_K
-KQ_GEMM(gemm_q6_K, T_Q6_K, pk_block_q6_K)
+KQ_GEMM(gemm_q6_K, pk_block_q6_K)
 #undef KQ_T
 #define KQ_T T_IQ4_XS
-KQ_GEMM(gemm_iq4_xs, T_IQ4_XS, pk_block_iq4_xs)
+KQ_GEMM(gemm_iq4_xs, pk_block_iq4_xs)
 #undef KQ_T
 
 /* ---- 32-element blocks x Q8_0 / Q8_1 ---------------------------------------------- */
@@ -539,11 +577,13 @@ GI void tile_l(const int NP, const int TYPE, const void *A, const void *B, const
     const int OFS = TYPE == T_Q4_1 || TYPE == T_Q5_1;
     const int32x4_t z = vdupq_n_s32(0);
     float32x4_t acc[TPMAX];
+    UNROLL
     for (int p = 0; p < NP; p++) acc[p] = vdupq_n_f32(0);
     for (int b = 0; b < kb; b++) {
         int8x16_t v[4];
         float32x4_t dv, mv = vdupq_n_f32(0);
         decode_l(TYPE, A, B, b, v, &dv, &mv);
+        UNROLL
         for (int p = 0; p < NP; p++) {
             const xl_t *xp = &X[p * kb + b];
             int32x4_t s = mm(mm(mm(mm(z, v[0], ld8(xp->qs)), v[1], ld8(xp->qs + 16)), v[2], ld8(xp->qs + 32)),
@@ -552,6 +592,7 @@ GI void tile_l(const int NP, const int TYPE, const void *A, const void *B, const
             if (OFS) acc[p] = vfmaq_f32(acc[p], mv, vld1q_f32(xp->s));
         }
     }
+    UNROLL
     for (int p = 0; p < NP; p++)
         store2x2(acc[p], y + 2 * p * ys, ys, 2 * p + 1 < nt, two_r, first);
 }
@@ -638,14 +679,20 @@ GI float ldw1(const int K, const void *w, int64_t i) {
 GI void tile_f(const int K, const void *const *w, const float *const *x, int64_t len, float *y, int64_t ys,
                int nr, int nt, int first) {
     float32x4_t acc[4][4];
+    UNROLL
     for (int r = 0; r < 4; r++)
+        UNROLL
         for (int t = 0; t < 4; t++) acc[r][t] = vdupq_n_f32(0);
     int64_t i = 0;
     for (; i + 4 <= len; i += 4) {
         float32x4_t wv[4], xv[4];
+        UNROLL
         for (int r = 0; r < 4; r++) wv[r] = ldw(K, w[r], i);
+        UNROLL
         for (int t = 0; t < 4; t++) xv[t] = vld1q_f32(x[t] + i);
+        UNROLL
         for (int r = 0; r < 4; r++)
+            UNROLL
             for (int t = 0; t < 4; t++) acc[r][t] = vfmaq_f32(acc[r][t], wv[r], xv[t]);
     }
     for (int r = 0; r < nr; r++)

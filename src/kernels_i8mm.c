@@ -244,12 +244,23 @@ GI void dec_q2_K(const pk_block_q2_K *A, const pk_block_q2_K *B, wk_t *o) {
     }
 }
 
+/* The 16 signed scales (sc - 32) of a Q3_K block (pk_q3_K_scales), without
+ * reading past its 12 scale bytes: low nibbles of bytes 0..7 for s < 8,
+ * high nibbles for s >= 8; bits 2(s/4).. of byte 8 + s % 4 on top. */
+GI int8x16_t q3_scales(const uint8_t *sc) {
+    uint8x8_t l8 = vld1_u8(sc);
+    uint32_t h;
+    memcpy(&h, sc + 8, 4);
+    uint8x16_t lo = vcombine_u8(vand_u8(l8, vdup_n_u8(0x0F)), vshr_n_u8(l8, 4));
+    static const int8_t sh[16] = {0, 0, 0, 0, -2, -2, -2, -2, -4, -4, -4, -4, -6, -6, -6, -6};
+    uint8x16_t hi = vandq_u8(vshlq_u8(vreinterpretq_u8_u32(vdupq_n_u32(h)), vld1q_s8(sh)), vdupq_n_u8(3));
+    return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 4))), vdupq_n_s8(32));
+}
+
 GI void dec_q3_K(const pk_block_q3_K *A, const pk_block_q3_K *B, wk_t *o) {
-    int8_t sa[16], sb[16];
-    pk_q3_K_scales(A->scales, sa);
-    pk_q3_K_scales(B->scales, sb);
-    scales8(s8to16(sa), s8to16(sb), o->S);
-    scales8(s8to16(sa + 8), s8to16(sb + 8), o->S + 8);
+    int8x16_t sa = q3_scales(A->scales), sb = q3_scales(B->scales);
+    scales8(vmovl_s8(vget_low_s8(sa)), vmovl_s8(vget_low_s8(sb)), o->S);
+    scales8(vmovl_high_s8(sa), vmovl_high_s8(sb), o->S + 8);
     o->dv = dup2(f16f(A->d), f16f(B->d));
     o->dmv = vdupq_n_f32(0);
     o->ma[0] = o->ma[1] = vdupq_n_s8(0);

@@ -182,6 +182,152 @@ static void test_all(void) {
     }
 }
 
+/* ---- sweep: every type, ntok 1..33, odd row counts, 1.. several blocks, extreme scales ----
+ * Per (variant, type, n, data kind): MAXR_S rows and MAXT_S tokens quantized
+ * once; every gemm call takes the first nr rows and nt tokens, for nr in
+ * rows_s and every nt in 1..33. Kinds: normal data; activations all +-1
+ * (full-scale levels); extreme scales (row r scaled by 10^(r mod 9 - 4),
+ * token j by 10^(j mod 7 - 3), one zero row and one zero token). */
+
+static const int sweep_types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
+                                   PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
+                                   PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
+                                   PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+enum { NSWEEP = sizeof sweep_types / sizeof *sweep_types };
+enum { S_NORMAL, S_MAX, S_EXTREME, S_COUNT };
+
+static float sweep_scale(int extreme, int i, int mod, int zero_at) {
+    if (!extreme) return 1.0f;
+    if (i == zero_at) return 0.0f;
+    return powf(10.0f, (float)(i % mod - mod / 2));
+}
+
+static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
+    const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
+    static const int rows_s[] = { 1, 2, 3, 5, 7 };
+    enum { MAXR_S = 7, MAXT_S = 33 };
+    size_t rs = pk_row_size(t, n), xs = pk_row_size(tw->vec_dot_type, n);
+    size_t rb = rs + tw->type_size + 2;
+    uint8_t *w = malloc(rb * MAXR_S);
+    float *f = malloc((size_t)n * sizeof(float)), *wf = malloc((size_t)n * MAXR_S * sizeof(float));
+    float *xf = malloc((size_t)n * MAXT_S * sizeof(float));
+    uint8_t *xbuf = malloc(xs * MAXT_S + 1);
+    const void *xp[MAXT_S];
+    for (int r = 0; r < MAXR_S; r++) {
+        fill(f, n, D_NORMAL, sweep_scale(kind == S_EXTREME, r, 9, 3));
+        tw->from_float(f, w + r * rb, n);
+        memset(w + r * rb + rs, 0xCD, rb - rs);
+        tw->to_float(w + r * rb, wf + (size_t)r * n, n);
+    }
+    for (int j = 0; j < MAXT_S; j++) {
+        fill(f, n, kind == S_MAX ? D_MAX : D_NORMAL, sweep_scale(kind == S_EXTREME, j, 7, 5));
+        /* token j at an odd offset order: tokens interleaved back to front */
+        uint8_t *dst = xbuf + xs * (size_t)(MAXT_S - 1 - j);
+        tx->from_float(f, dst, n);
+        tx->to_float(dst, xf + (size_t)j * n, n);
+        xp[j] = dst;
+    }
+    const pk_kernels *ref = pk_kernels_by_name("ref");
+    float *yref = malloc(sizeof(float) * MAXR_S * MAXT_S);
+    double *mag = malloc(sizeof(double) * MAXR_S * MAXT_S);
+    for (int j = 0; j < MAXT_S; j++) {
+        ref->gemv[t](n, MAXR_S, yref + j * MAXR_S, w, rb, xp[j]);
+        for (int r = 0; r < MAXR_S; r++) {
+            double m = 0;
+            for (int64_t i = 0; i < n; i++)
+                m += fabs((double)wf[(size_t)r * n + i] * xf[(size_t)j * n + i]);
+            mag[j * MAXR_S + r] = m;
+        }
+    }
+    int bad = 0, bad_sent = 0;
+    for (size_t ri = 0; ri < sizeof rows_s / sizeof *rows_s; ri++)
+        for (int nt = 1; nt <= MAXT_S; nt++) {
+            int nr = rows_s[ri];
+            int64_t ys = nr + 3;
+            size_t ylen = (size_t)ys * nt + 5;
+            float *y = malloc(ylen * sizeof(float));
+            for (size_t i = 0; i < ylen; i++) y[i] = SENT;
+            k->gemm[t](n, nr, nt, y, ys, w, rb, xp);
+            for (int j = 0; j < nt; j++)
+                for (int r = 0; r < nr; r++) {
+                    double got = y[j * ys + r], want = yref[j * MAXR_S + r], m = mag[j * MAXR_S + r];
+                    double tol = 4.0 * ((double)n / tw->blck + 16) * 0x1p-23 * m + 1e-30;
+                    if (!(fabs(got - want) <= tol) && !bad++)
+                        fprintf(stderr, "  %s %s gemm n=%lld rows=%d tok=%d kind %d: y[%d][%d] = %.9g "
+                                "want %.9g (tol %.3g)\n", k->isa, tw->name, (long long)n, nr, nt, kind,
+                                j, r, got, want, tol);
+                }
+            for (size_t i = 0; i < ylen; i++) {
+                int64_t j = (int64_t)i / ys, r = (int64_t)i % ys;
+                if (j < nt && r < nr) continue;
+                if (y[i] != SENT && !bad_sent++)
+                    fprintf(stderr, "  %s %s gemm n=%lld rows=%d tok=%d wrote y[%zu]\n", k->isa,
+                            tw->name, (long long)n, nr, nt, i);
+            }
+            free(y);
+        }
+    TEST_CHECK(bad == 0, "%s %s gemm sweep n=%lld kind %d: %d results off", k->isa, tw->name,
+               (long long)n, kind, bad);
+    TEST_CHECK(bad_sent == 0, "%s %s gemm sweep n=%lld kind %d: writes outside its y entries",
+               k->isa, tw->name, (long long)n, kind);
+    free(w); free(f); free(wf); free(xf); free(xbuf); free(yref); free(mag);
+}
+
+static void test_sweep(void) {
+    const pk_kernels *list[8];
+    int nk = pk_kernels_list(list, 8), tested = 0;
+    for (int v = 0; v < nk; v++)
+        for (int ti = 0; ti < NSWEEP; ti++) {
+            int t = sweep_types[ti];
+            if (!list[v]->gemm[t]) continue;
+            int blck = pk_type_get(t)->blck;
+            /* 1, 2, 3 blocks and one count past a k-block boundary */
+            int64_t ns[4];
+            if (blck == 1) { ns[0] = 1; ns[1] = 7; ns[2] = 100; ns[3] = 1030; }
+            else if (blck == 32) { ns[0] = 32; ns[1] = 64; ns[2] = 96; ns[3] = 32 * 67; }
+            else { ns[0] = 256; ns[1] = 512; ns[2] = 768; ns[3] = 256 * 9; }
+            for (int i = 0; i < 4; i++)
+                for (int kind = 0; kind < S_COUNT; kind++) sweep_type(list[v], t, ns[i], kind);
+            tested++;
+        }
+    fprintf(stderr, "sweep: %d gemm kernels\n", tested);
+}
+
+/* ---- the i8mm variant: usable exactly when the CPU has i8mm (and dotprod), and
+ * then a gemm entry for every weight type ---------------------------------------- */
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+static void test_i8mm_complete(void) {
+    static const int need[] = { PK_TYPE_Q4_K, PK_TYPE_Q8_0, PK_TYPE_Q2_K, PK_TYPE_Q6_K, PK_TYPE_Q5_K,
+                                PK_TYPE_Q3_K, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
+                                PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
+#if defined(PK_GEMM_FLOAT) && PK_GEMM_FLOAT
+                                PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_F32,
+#endif
+    };
+    const pk_kernels *k = pk_kernels_by_name("i8mm");
+#if defined(__aarch64__) && defined(__linux__)
+    unsigned long h = getauxval(AT_HWCAP), h2 = getauxval(AT_HWCAP2);
+    int cpu = (h & (1ul << 20)) && (h & (1ul << 9)) && (h & (1ul << 10)) && (h2 & (1ul << 13));
+    /* compiled in: the i8mm file was built with its flags, and dotprod has a table */
+    int compiled = pk_gemm_i8mm[PK_TYPE_Q4_K] != NULL && pk_kernels_dotprod_table.vec_dot[PK_TYPE_F32];
+    TEST_CHECK(!(k && !cpu), "i8mm variant listed on a CPU without i8mm/dotprod (HWCAP %#lx HWCAP2 %#lx)", h, h2);
+    TEST_CHECK(!(cpu && compiled && !k), "CPU has i8mm and dotprod but the i8mm variant is not usable");
+    fprintf(stderr, "i8mm: CPU %s, compiled %s, variant %s\n", cpu ? "yes" : "no", compiled ? "yes" : "no",
+            k ? "usable" : "not usable");
+#endif
+    if (!k) return;
+    int missing = 0;
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        if (!k->gemm[need[i]]) {
+            missing++;
+            fprintf(stderr, "  i8mm: no gemm for %s\n", pk_type_name(need[i]));
+        }
+    TEST_CHECK(missing == 0, "i8mm variant lacks %d gemm entries", missing);
+}
+
 /* ---- benchmark: `test_gemm bench [n] [nrows] [ntok] [chunk]` -------------------------- */
 
 static double now(void) {
@@ -245,5 +391,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     test_all();
+    test_sweep();
+    test_i8mm_complete();
     return TEST_REPORT();
 }

@@ -46,7 +46,7 @@ typedef void (*pk_delta_step_fn)(float *S, int d, const float *q, const float *k
                                  float decay, float beta, float *o);
 
 typedef struct pk_kernels {
-    const char *isa;                          /* "ref", "avx2", "avx512" */
+    const char *isa;                          /* variant name (kernels.c list) */
     pk_vec_dot_fn vec_dot[PK_TYPE_COUNT];     /* by weight type; NULL: unsupported */
     pk_gemv_fn gemv[PK_TYPE_COUNT];           /* by weight type; NULL: unsupported */
     pk_quantize_fn quantize[PK_TYPE_COUNT];   /* by activation type */

@@ -43,7 +43,6 @@ static inline float hsum8(__m256 v) {
 }
 
 static inline __mmask16 tail16(int64_t k) { return (__mmask16)((1u << k) - 1); }
-static inline __mmask32 tail32(int64_t k) { return (__mmask32)((1ull << k) - 1); }
 
 /* ---- F32, F16: 16 lanes of FMA, masked tail ----------------------------- */
 

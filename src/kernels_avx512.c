@@ -22,10 +22,10 @@
  * Q2_K..Q6_K and IQ4_XS use the 512-bit kernels of kernels_avx512_kquant.h
  * (64 levels per instruction, vpmaddubsw + vpdpwssd with the sub-block
  * scales, 4 rows sharing each activation block, the rows' fp16 scales and
- * mins converted together, software prefetch of the next 4 rows). Q4_0,
- * IQ4_NL and the Q8_K / Q8_1 activation quantizers come from
- * kernels_x86_quant.h: the same 256-bit algorithm as the AVX2 table,
- * compiled with AVX-512 flags.
+ * mins converted together, software prefetch of the next 4 rows). The Q8_K
+ * / Q8_1 activation quantizers come from kernels_x86_quant.h (shared with
+ * AVX2, compiled with AVX-512 flags); Q4_0, IQ4_NL, Q4_1, Q5_0 and Q5_1 are
+ * inherited from the avx2 table.
  */
 #include <math.h>
 #include <string.h>
@@ -385,7 +385,7 @@ static void quantize_q8_0(const float *x, void *vy, int64_t n) {
 /* ---- block-quantized types (shared 256-bit code, this file's flags) ------- */
 
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"   /* its K-quant kernels are replaced */
+#pragma GCC diagnostic ignored "-Wunused-function"   /* quantize_q8_0_x: it has its own */
 #include "kernels_x86_quant.h"
 #pragma GCC diagnostic pop
 #include "kernels_avx512_levels.h"

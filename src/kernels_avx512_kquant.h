@@ -357,13 +357,12 @@ KQ_KERNELS(q5_K, pk_block_q5_K, kq_x_k4, 1)
 KQ_KERNELS(q6_K, pk_block_q6_K, kq_x_q6, 0)
 KQ_KERNELS(iq4_xs, pk_block_iq4_xs, kq_x_iq4, 0)
 
+/* Q4_0 and IQ4_NL are inherited from the avx2 table (kernels.c parent chain) */
 #define KQ_VEC_DOT_ENTRIES                                                         \
-    [PK_TYPE_Q4_0] = vec_dot_q4_0, [PK_TYPE_IQ4_NL] = vec_dot_iq4_nl,              \
     [PK_TYPE_Q2_K] = vec_dot_q2_K_512, [PK_TYPE_Q3_K] = vec_dot_q3_K_512,          \
     [PK_TYPE_Q4_K] = vec_dot_q4_K_512, [PK_TYPE_Q5_K] = vec_dot_q5_K_512,          \
     [PK_TYPE_Q6_K] = vec_dot_q6_K_512, [PK_TYPE_IQ4_XS] = vec_dot_iq4_xs_512,
 #define KQ_GEMV_ENTRIES                                                            \
-    [PK_TYPE_Q4_0] = gemv_q4_0, [PK_TYPE_IQ4_NL] = gemv_iq4_nl,                    \
     [PK_TYPE_Q2_K] = gemv_q2_K_512, [PK_TYPE_Q3_K] = gemv_q3_K_512,                \
     [PK_TYPE_Q4_K] = gemv_q4_K_512, [PK_TYPE_Q5_K] = gemv_q5_K_512,                \
     [PK_TYPE_Q6_K] = gemv_q6_K_512, [PK_TYPE_IQ4_XS] = gemv_iq4_xs_512,

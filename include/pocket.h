@@ -75,6 +75,47 @@ typedef struct pk_model pk_model;
 int pk_model_load(const char *path, pk_model **out, pk_error *err);
 void pk_model_free(pk_model *m);
 
+/* Load-time parameters: a memory budget. With mem > 0 the model keeps
+ * resident at most mem bytes for itself and one context of n_ctx tokens:
+ * the weights every token reads (attention / DeltaNet, norms, routers,
+ * shared experts, embeddings, output head), the context's KV cache and
+ * buffers, a 64 MiB margin, and a cache of routed experts in what is left;
+ * experts not in the cache are read from the file when a token needs them
+ * (the output is bitwise the same). If every expert fits, the file is just
+ * mapped, as with mem = 0. The expert cache is the model's: every context
+ * shares it. Fails with PK_ERR_ARG if mem cannot hold the resident part
+ * plus one expert per layer (the message names both sizes). */
+typedef struct pk_model_params {
+    uint64_t mem;              /* bytes (0: no budget) */
+    int n_ctx;                 /* the context the plan reserves (0: as pk_context_new) */
+    int expert_slots;          /* > 0: cache exactly this many experts per layer,
+                                  whatever mem says (tests, experiments) */
+} pk_model_params;
+pk_model_params pk_model_default_params(void);
+int pk_model_load_params(const char *path, const pk_model_params *p, pk_model **out, pk_error *err);
+
+/* The memory plan a model was loaded with. */
+typedef struct pk_model_plan {
+    uint64_t mem;              /* the budget (0: none) */
+    uint64_t resident_bytes;   /* weights kept resident: all but the routed experts */
+    uint64_t expert_bytes;     /* all routed experts */
+    uint64_t context_bytes;    /* one context of n_ctx tokens: KV cache, states, buffers */
+    uint64_t kv_bytes_per_token; /* of that context's KV cache */
+    int n_ctx;
+    int streaming;             /* 1: experts are read into a cache */
+    int expert_slots;          /* cached experts per layer (n_expert if all resident) */
+    int n_expert, n_layer_moe;
+    uint64_t cache_bytes;      /* the expert cache (slots x layers x slot) */
+    uint64_t expert_slice_bytes; /* one expert of one layer: gate + up + down */
+    uint64_t expected_read_per_token; /* bytes read from the file per decoded token
+                                         if routing were uniform: (1 - slots / n_expert)
+                                         x k experts x layers x slice */
+} pk_model_plan;
+void pk_model_get_plan(const pk_model *m, pk_model_plan *out);
+/* Memory this process may still use: MemAvailable, or less if its cgroup's
+ * limit says so (Linux); 0 if unknown. */
+uint64_t pk_mem_available(void);
+
 typedef struct pk_model_info {
     const char *arch;          /* general.architecture */
     const char *name;          /* general.name, or "" */
@@ -154,6 +195,12 @@ typedef struct pk_stats {
                                  reads and writes, recurrent (DeltaNet) and conv states */
     const char *isa;          /* kernel variant in use */
     int n_threads;
+    uint64_t mem_bytes;       /* the context's own memory (KV cache, buffers) */
+    /* the expert cache (a model loaded with a memory budget): lookups of
+       routed experts by these tokens, bytes read from the file for the
+       misses, and the wall time spent waiting for them */
+    uint64_t expert_hits, expert_misses, storage_bytes;
+    double storage_secs;
 } pk_stats;
 void pk_context_stats(const pk_context *c, pk_stats *out);
 

@@ -62,6 +62,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     }
     if (p.n_batch == 0) p.n_batch = DEFAULT_BATCH;
     if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
+    const uint64_t alloc0 = pk_alloc_bytes;
     pk_context *c = pk_calloc(1, sizeof *c);
     if (!c) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
     c->m = m;
@@ -141,6 +142,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
         pk_context_free(c);
         return pk_errorf(err, PK_ERR_NOMEM, "out of memory for a context of %d tokens", p.n_ctx);
     }
+    c->mem_bytes = pk_alloc_bytes - alloc0;
     for (int64_t i = 0; i < P; i++) c->pair_seq[i] = (int32_t)i;
     rope_table(c);
     *out = c;
@@ -192,8 +194,10 @@ static int decode_batches(pk_context *c, const int32_t *tokens, int n, float *al
     for (int i = 0; i < n; i += c->n_batch) {
         int nb = n - i < c->n_batch ? n - i : c->n_batch;
         float *out = all ? all + (size_t)i * V : i + nb == n ? c->logits : NULL;
-        if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL)))
+        if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL))) {
+            if (rc == PK_ERR_IO) return pk_errorf(err, rc, "%s", c->io_msg);
             return pk_errorf(err, rc, "out of memory for scratch (position %d, %d tokens)", c->pos, nb);
+        }
     }
     if (all && n > 0) memcpy(c->logits, all + (size_t)(n - 1) * V, V * sizeof(float));
     return PK_OK;
@@ -214,4 +218,9 @@ void pk_context_stats(const pk_context *c, pk_stats *out) {
     out->state_bytes = c->state_bytes;
     out->isa = c->kern->isa;
     out->n_threads = pk_pool_size(c->pool);
+    out->mem_bytes = c->mem_bytes;
+    out->expert_hits = c->xstats.hits;
+    out->expert_misses = c->xstats.misses;
+    out->storage_bytes = c->xstats.bytes_read;
+    out->storage_secs = c->xstats.read_secs;
 }

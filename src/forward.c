@@ -230,8 +230,12 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         else if (attention(c, L, il) != PK_OK) return PK_ERR_NOMEM;
         for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
         rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, n, D);
-        if (hp->moe) pk_moe_forward(c, L);
-        else ffn_dense(c, L);
+        if (hp->moe) {
+            int rc = pk_moe_forward(c, L);
+            if (rc) return rc;
+        } else {
+            ffn_dense(c, L);
+        }
         for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
     }
     c->pos += n;

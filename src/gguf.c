@@ -441,9 +441,8 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err) {
     int e = errno;
     close(fd);
     if (map == MAP_FAILED) return pk_errorf(err, PK_ERR_IO, "%s: cannot mmap: %s", path, strerror(e));
-    /* weights are streamed: huge pages and read-ahead where the system has
-       them; hints only, failures are harmless */
-    pk_map_hint_sequential(map, (size_t)st.st_size);
+    /* read-ahead hints come from the model's memory plan (memplan.c): under
+       a budget only the resident tensors are read ahead */
     int rc = gguf_parse(map, (uint64_t)st.st_size, path, out, err);
     if (rc) {
         munmap(map, (size_t)st.st_size);

@@ -10,6 +10,7 @@
 
 #include "kernels.h"
 #include "model.h"
+#include "xcache.h"
 #include "pocket.h"
 #include "quant.h"
 
@@ -325,8 +326,18 @@ static void count_params(pk_model *m) {
     m->bytes_per_token = bytes;
 }
 
+pk_model_params pk_model_default_params(void) {
+    pk_model_params p = {0, 0, 0};
+    return p;
+}
+
 int pk_model_load(const char *path, pk_model **out, pk_error *err) {
+    return pk_model_load_params(path, NULL, out, err);
+}
+
+int pk_model_load_params(const char *path, const pk_model_params *params, pk_model **out, pk_error *err) {
     *out = NULL;
+    pk_model_params mp = params ? *params : pk_model_default_params();
     pk_model *m = pk_calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(path))) {
         free(m);
@@ -396,6 +407,7 @@ int pk_model_load(const char *path, pk_model **out, pk_error *err) {
         goto fail;
     }
     count_params(m);
+    if ((rc = pk_memplan_apply(m, &mp, err))) goto fail;
     free(an);
     *out = m;
     return PK_OK;
@@ -408,6 +420,7 @@ fail:
 void pk_model_free(pk_model *m) {
     if (!m) return;
     pk_tokenizer_free(m->tok);
+    pk_xcache_free(m->xc);
     free(m->layers);
     free(m->recurrent);
     free(m->nextn);

@@ -97,6 +97,13 @@ struct pk_model {
     int64_t n_params;                    /* all weights */
     int64_t n_params_active;             /* weights used per token */
     uint64_t bytes_per_token;            /* weight bytes read per decoded token */
+    struct pk_xcache *xc;                /* routed-expert cache (memory budget), or NULL */
+    pk_model_plan plan;                  /* memplan.c */
 };
+
+/* memplan.c: decide what stays resident under p->mem, make the expert
+ * cache if needed, and give the mapping its read-ahead hints (all of it,
+ * or only the resident tensors). */
+int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err);
 
 #endif

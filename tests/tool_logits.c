@@ -1,8 +1,10 @@
 /* tool_logits - write the logits pocket computes at every position, for the
  * independent numpy reference (tests/t_forward_ref.sh) to compare with.
  *
- *   tool_logits [-t THREADS] [-b BATCH] MODEL.gguf OUT.f32 ID,ID,...
+ *   tool_logits [-t THREADS] [-b BATCH] [-s SLOTS] MODEL.gguf OUT.f32 ID,ID,...
  *
+ * -s: load under a memory plan with an expert cache of SLOTS experts per
+ * layer (the rest read from the file on demand: tests/t_xcache.sh).
  * Feeds the ids in batches of BATCH (default: the context's default; 1 =
  * one token at a time), token i at position i, and writes
  * n_ids x n_vocab little-endian float32 logits to OUT.f32. */
@@ -12,20 +14,23 @@
 #include "pocket.h"
 
 int main(int argc, char **argv) {
-    int threads = 1, batch = 0, a = 1;
+    int threads = 1, batch = 0, slots = 0, a = 1;
     while (argc - a > 3 && argv[a][0] == '-') {
         if (!strcmp(argv[a], "-t")) threads = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "-b")) batch = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "-s")) slots = atoi(argv[a + 1]);
         else break;
         a += 2;
     }
     if (argc - a != 3) {
-        fprintf(stderr, "usage: tool_logits [-t THREADS] [-b BATCH] MODEL.gguf OUT.f32 ID,ID,...\n");
+        fprintf(stderr, "usage: tool_logits [-t THREADS] [-b BATCH] [-s SLOTS] MODEL.gguf OUT.f32 ID,ID,...\n");
         return 2;
     }
     pk_error err = {0};
     pk_model *m;
-    if (pk_model_load(argv[a], &m, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+    pk_model_params mp = pk_model_default_params();
+    mp.expert_slots = slots;
+    if (pk_model_load_params(argv[a], &mp, &m, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
     int32_t ids[4096];
     int n = 0;
     for (char *s = argv[a + 2]; *s && n < 4096;) {

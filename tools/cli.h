@@ -20,7 +20,15 @@ double parse_double(const char *flag, const char *v, double lo, double hi);
 char *read_file(const char *path, size_t *len);
 /* The bundled model's path (see pocket --help). */
 const char *default_model(void);
-pk_model *load_model(const char *path, double *secs);
+/* Load path under the memory plan of o (--mem, -c; NULL: none): without
+ * --mem, a budget of the memory available (pk_mem_available) minus a margin
+ * if the file does not fit in it, else none. */
+struct opts;
+pk_model *load_model(const char *path, const struct opts *o, double *secs);
+/* "6G", "512M", "1.5GiB", "100000000": bytes; dies naming the flag otherwise */
+uint64_t parse_size(const char *flag, const char *v);
+/* the memory plan in a few lines ("memory plan ..."), to f */
+void print_plan(const pk_model *m, FILE *f);
 int32_t *tokenize(const pk_model *m, const char *text, size_t len, int add_special,
                   int parse_special, int *n_out);
 void print_piece(const pk_model *m, int32_t id, FILE *out);
@@ -30,6 +38,8 @@ typedef struct opts {
     int n_predict, n_threads, n_ctx, n_chunks;
     int no_special, ignore_eos, quiet, show_tensors;
     const char *kld_base, *kld;
+    uint64_t mem;                 /* --mem (mem_set: given; 0: no budget) */
+    int mem_set, expert_slots;
     pk_sampler_params sp;
     int seed_given;
 } opts;

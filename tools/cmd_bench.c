@@ -921,7 +921,7 @@ int cmd_bench(int argc, char **argv) {
     }
     describe_machine(b);  /* load average before our own work */
 
-    pk_model *m = load_model(b->model, NULL);
+    pk_model *m = load_model(b->model, &o, NULL);
     if (single_ppl) {  /* child: perplexity only */
         b->ppl_file = single_ppl;
         cres *r = &b->r[0];

@@ -102,7 +102,7 @@ int cmd_chat(int argc, char **argv) {
     }
     if (!o.seed_given) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
 
-    pk_model *m = load_model(o.model ? o.model : default_model(), NULL);
+    pk_model *m = load_model(o.model ? o.model : default_model(), &o, NULL);
     pk_error err = {0};
     const char *tmpl;
     if (pk_chat_resolve(m, tmpl_name, &tmpl, &err)) die("%s", err.msg);

@@ -13,11 +13,14 @@
 /* ---- pocket info ------------------------------------------------------------------ */
 
 static const char *info_help =
-    "usage: pocket info [--tensors] [MODEL]\n"
+    "usage: pocket info [--tensors] [--mem SIZE] [-c N] [MODEL]\n"
     "\n"
     "Describe a GGUF model: architecture, geometry, total and active parameters\n"
     "per token, tensor types, and the weight bytes read per decoded token.\n"
-    "  --tensors   also list every tensor with its type and shape\n";
+    "  --tensors   also list every tensor with its type and shape\n"
+    "  --mem SIZE  show the memory plan under this budget (e.g. 6G; 0: none;\n"
+    "              default: the memory available if the file does not fit in it)\n"
+    "  -c N        the context the plan reserves (default: the model's, at most 4096)\n";
 
 static void human_bytes(double b, char *out, size_t cap) {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -35,7 +38,7 @@ int cmd_info(int argc, char **argv) {
         if (!parse_common(&o, argc, argv, &i)) die("info: unknown option '%s' (see pocket info --help)", argv[i]);
     }
     const char *path = o.model ? o.model : default_model();
-    pk_model *m = load_model(path, NULL);
+    pk_model *m = load_model(path, &o, NULL);
     pk_model_info mi;
     pk_model_get_info(m, &mi);
     char b1[32], b2[32];
@@ -76,6 +79,7 @@ int cmd_info(int argc, char **argv) {
     human_bytes((double)mi.bytes_per_token, b2, sizeof b2);
     printf("file size       %s\n", b1);
     printf("bytes/token     %s of weights read per decoded token\n", b2);
+    print_plan(m, stdout);
 
     /* tensor types summary */
     const char *tnames[64];

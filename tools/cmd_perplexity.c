@@ -97,7 +97,7 @@ int cmd_perplexity(int argc, char **argv) {
     }
     if (o.kld && o.kld_base) die("perplexity: --kl-divergence and --kl-divergence-base exclude each other");
     if (!o.text_file && !o.kld) die("perplexity: no text: give -f FILE");
-    pk_model *m = load_model(o.model ? o.model : default_model(), NULL);
+    pk_model *m = load_model(o.model ? o.model : default_model(), &o, NULL);
     const int V = pk_model_n_vocab(m);
     const int32_t bos = pk_model_bos(m);
     int n_tok = 0, n_ctx = o.n_ctx ? o.n_ctx : 512, n_chunk = 0;

@@ -49,7 +49,7 @@ int cmd_run(int argc, char **argv) {
     if (!o.seed_given) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
 
     double t_load;
-    pk_model *m = load_model(o.model ? o.model : default_model(), &t_load);
+    pk_model *m = load_model(o.model ? o.model : default_model(), &o, &t_load);
     int n_prompt;
     int32_t *prompt = tokenize(m, ptext, plen, 1, !o.no_special, &n_prompt);
     if (n_prompt == 0) die("run: the prompt is empty after tokenization");
@@ -100,6 +100,15 @@ int cmd_run(int argc, char **argv) {
             t_gen, n_gen / (t_gen > 0 ? t_gen : 1e-9), st.n_threads, st.isa,
             (unsigned long long)o.sp.seed,
             gen_tokens ? (double)(st.weight_bytes - st0.weight_bytes) / gen_tokens / 1e6 : 0.0);
+    pk_model_plan plan;
+    pk_model_get_plan(m, &plan);
+    if (plan.streaming) {
+        uint64_t look = st.expert_hits + st.expert_misses;
+        print_plan(m, stderr);
+        fprintf(stderr, "expert cache: %llu lookups, hit rate %.1f%%, %.1f MB read from storage per token (%.2f s waiting)\n",
+                (unsigned long long)look, look ? 100.0 * (double)st.expert_hits / (double)look : 0.0,
+                st.tokens ? (double)st.storage_bytes / (double)st.tokens / 1e6 : 0.0, st.storage_secs);
+    }
     pk_sampler_free(s);
     pk_context_free(c);
     pk_model_free(m);

@@ -1134,7 +1134,7 @@ int cmd_serve(int argc, char **argv) {
     }
 
     const char *path = o.model ? o.model : default_model();
-    S.model = load_model(path, NULL);
+    S.model = load_model(path, &o, NULL);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     snprintf(S.model_id, sizeof S.model_id, "%s", base);

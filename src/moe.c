@@ -100,14 +100,18 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
     }
     for (int e = 0; e < E; e++) c->exp_off[e] -= c->exp_count[e];
 
+    /* expert e's gate rows are the first F of its gate_exps.ne[1] rows, its
+       up rows the last F of its up_exps.ne[1]: the whole slices, or the two
+       halves of a merged ffn_gate_up_exps bound in both fields (model.c) */
     pk_mv *jobs = c->jobs;
+    const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     int nj = 0;
     for (int e = 0; e < E; e++) {
         if (!c->exp_count[e]) continue;
         const int off = c->exp_off[e], n = c->exp_count[e];
-        jobs[nj++] = (pk_mv){&L->gate_exps, (int64_t)e * F, F, PK_SLOT_X, n, c->tok_idx + off,
+        jobs[nj++] = (pk_mv){&L->gate_exps, e * gs, F, PK_SLOT_X, n, c->tok_idx + off,
                              c->exp_h + (size_t)off * F, F};
-        jobs[nj++] = (pk_mv){&L->up_exps, (int64_t)e * F, F, PK_SLOT_X, n, c->tok_idx + off,
+        jobs[nj++] = (pk_mv){&L->up_exps, (e + 1) * us - F, F, PK_SLOT_X, n, c->tok_idx + off,
                              c->exp_h2 + (size_t)off * F, F};
     }
     pk_matvec(c, jobs, nj);

@@ -245,6 +245,14 @@ static int bind_layer(pk_model *m, int il, pk_error *err) {
     B(attn_norm, "attn_norm.weight", 1, 1, D, 0, 0);
     if (m->recurrent && m->recurrent[il]) {
         const int64_t C = hp->ssm_channels, HV = hp->ssm_v_heads, VD = (int64_t)HV * hp->ssm_state;
+        snprintf(nm, sizeof nm, "blk.%d.attn_qkv.weight", il);
+        if (!gguf_find_tensor(m->gguf, nm)) {
+            snprintf(nm, sizeof nm, "blk.%d.ssm_in.weight", il);
+            if (gguf_find_tensor(m->gguf, nm))
+                return pk_errorf(err, PK_ERR_UNSUPPORTED,
+                                 "%s: tensor '%s' (the fused q|k|v|z projection of old GGUF files) is not "
+                                 "supported; a current conversion writes attn_qkv and attn_gate", m->path, nm);
+        }
         B(attn_qkv, "attn_qkv.weight", 1, 2, D, C, 0);
         B(attn_z, "attn_gate.weight", 1, 2, D, VD, 0);
         B(ssm_conv1d, "ssm_conv1d.weight", 1, 2, hp->ssm_conv, C, 0);

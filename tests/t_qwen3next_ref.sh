@@ -164,6 +164,7 @@ if "$PYTHON" - "$MODEL" "$TMP/bad" >"$TMP/bad.cases" <<'EOF'
 import os
 import sys
 sys.path.insert(0, "tests")
+import numpy as np
 import gguf_py as G
 import mkbad
 g = G.read_gguf(sys.argv[1])
@@ -177,9 +178,21 @@ cases = [
     ("no_group_count", dict(drop_keys=("qwen3next.ssm.group_count",)), "qwen3next.ssm.group_count"),
     ("v_not_multiple", dict(set_keys={"qwen3next.ssm.group_count": (3, G.UINT32)}), "group_count"),
     ("no_experts", dict(set_keys={"qwen3next.expert_count": (0, G.UINT32)}), "expert_used_count"),
+    ("merged_short", dict(drop_tensors=("blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight"),
+                          extra={"blk.0.ffn_gate_up_exps.weight": np.zeros((8, 60, 80))}),
+     "blk.0.ffn_gate_up_exps.weight"),
+    ("legacy_ssm_in", dict(drop_tensors=("blk.2.attn_qkv.weight", "blk.2.attn_gate.weight"),
+                           extra={"blk.2.ssm_in.weight": np.zeros((256, 80))}), "blk.2.ssm_in.weight"),
 ]
 for name, kw, expect in cases:
+    extra = kw.pop("extra", {})
+    for t, a in extra.items():   # tensors added to the file
+        g.tensors[t] = a
+        g.tensor_order.append(t)
     mkbad.rewrite(g, os.path.join(out, name + ".gguf"), **kw)
+    for t in extra:
+        del g.tensors[t]
+        g.tensor_order.remove(t)
     print("%s.gguf\t%s" % (name, expect))
 EOF
 then

@@ -17,7 +17,8 @@
 #      reference at every row (so every greedy continuation is the same) and
 #      each row's 20 reference logits within 1e-3 * max(1, |ref|), by token
 #      id - one token at a time and as one batch (the chunked delta rule), on
-#      every kernel variant usable here (the list `pocket --help` prints);
+#      every kernel variant usable here (the list `pocket --help` prints; or
+#      those $BATCH_VARIANTS names, as for tests/t_batch.sh);
 #   C. a merged ffn_gate_up_exps gives the logits of the two tensors, bitwise;
 #   D. a qwen3next file with a missing or misshapen tensor or key gives one
 #      error line naming it, exit status 1.
@@ -131,6 +132,8 @@ check qwen3next-long   $TOL_F32 "2"   long  16 --seed 18
 
 variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
 [ -n "$variants" ] || note_fail setup "no usable kernel variant in pocket --help"
+# under emulation tests/run_aarch64.sh names the variants each CPU adds
+[ -n "${BATCH_VARIANTS:-}" ] && variants=$BATCH_VARIANTS
 for f in greedy long150; do
     step="B:fixture-$f"
     json="$FIXTURES/tiny-qwen3next.$f.json"

@@ -116,8 +116,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     ALLOC(c->logits, hp->n_vocab);
     ALLOC(c->ssm_qkv, B * C);
     ALLOC(c->ssm_z, B * VD);
-    ALLOC(c->ssm_beta, B * hp->ssm_v_heads);
-    ALLOC(c->ssm_alpha, B * hp->ssm_v_heads);
+    ALLOC(c->ssm_ba, B * 2 * hp->ssm_v_heads);
     ALLOC(c->ssm_o, B * VD);
     c->ssm_scratch_per = (size_t)2 * PK_DN_CHUNK * PK_DN_CHUNK + (size_t)2 * PK_DN_CHUNK * hp->ssm_state +
                          2 * PK_DN_CHUNK;
@@ -158,7 +157,7 @@ void pk_context_free(pk_context *c) {
     void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->hb, c->hb2,
                     c->router, c->sel, c->sel_w, c->pair_w,
                     c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
-                    c->logits, c->ssm_qkv, c->ssm_z, c->ssm_beta, c->ssm_alpha, c->ssm_o, c->ssm_scratch, c->jobs,
+                    c->logits, c->ssm_qkv, c->ssm_z, c->ssm_ba, c->ssm_o, c->ssm_scratch, c->jobs,
                     c->xptr, c->xptr_off};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);

@@ -69,7 +69,7 @@ struct pk_context {
     /* Gated DeltaNet (hybrid archs) */
     float *ssm_qkv;               /* (channels) projection, then conv output */
     float *ssm_z;                 /* (v_heads * state) */
-    float *ssm_beta, *ssm_alpha;  /* (v_heads) */
+    float *ssm_ba;                /* (2 * v_heads) beta and alpha projections (hp->ssm_ba_*) */
     float *ssm_o;                 /* (v_heads * state) */
     float *ssm_scratch;           /* [v_heads][ssm_scratch_per]: chunked delta rule */
     size_t ssm_scratch_per;

@@ -109,6 +109,10 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
        products as one parallel section, then the down products in sections
        of at most exp_cap pairs (one expert has at most B <= exp_cap pairs).
        The pairs of a round, and of a section, are a consecutive range. */
+    /* expert e's gate rows are the first F of its gate_exps.ne[1] rows, its
+       up rows the last F of its up_exps.ne[1]: the whole slices, or the two
+       halves of a merged ffn_gate_up_exps bound in both fields (model.c) */
+    const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     pk_xcache *xc = c->m->xc;
     const int il = (int)(L - c->m->layers), R = xc ? pk_xcache_slots(xc) : E;
     int ex[R];
@@ -131,12 +135,13 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
         int nj = 0;
         for (int i = 0; i < nx; i++) {
             const int off = c->exp_off[ex[i]], n = c->exp_count[ex[i]];
-            jobs[nj++] = (pk_mv){&L->gate_exps, (int64_t)ex[i] * F, F, PK_SLOT_X, n, c->tok_idx + off,
+            jobs[nj++] = (pk_mv){&L->gate_exps, ex[i] * gs, F, PK_SLOT_X, n, c->tok_idx + off,
                                  c->exp_h + (size_t)off * F, F};
             jd[nj - 1] = xc ? ptr[3 * i] : NULL;
-            jobs[nj++] = (pk_mv){&L->up_exps, (int64_t)ex[i] * F, F, PK_SLOT_X, n, c->tok_idx + off,
+            jobs[nj++] = (pk_mv){&L->up_exps, (ex[i] + 1) * us - F, F, PK_SLOT_X, n, c->tok_idx + off,
                                  c->exp_h2 + (size_t)off * F, F};
-            jd[nj - 1] = xc ? ptr[3 * i + 1] : NULL;
+            /* the cache's copy starts at the slice's first row */
+            jd[nj - 1] = xc ? (const uint8_t *)ptr[3 * i + 1] + (size_t)(us - F) * L->up_exps.row_bytes : NULL;
         }
         pk_matvec_from(c, jobs, nj, jd);
         c->kern->silu_mul(c->exp_h + (size_t)p_lo * F, c->exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);

@@ -8,7 +8,8 @@ Reads everything from the GGUF file (keys and tensors, nothing from the
 generator) and writes an (n_tokens, n_vocab) float64 array: row i holds the
 logits after token i at position i, attending causally to positions 0..i.
 Supported architectures: llama (dense, or MoE "mixtral" with expert tensors),
-qwen3, qwen3moe, and the hybrid qwen35moe / qwen35 (see below). Semantics
+qwen3, qwen3moe, and the hybrids qwen35moe / qwen35 and qwen3next (see
+below). Semantics
 follow llama.cpp:
   rms(x, w) = x / sqrt(mean(x^2) + eps) * w
   attention: optional per-head q/k RMS norm, RoPE (NEOX for qwen3*, NORM for
@@ -39,6 +40,15 @@ qwen35moe / qwen35 (Qwen3.5 hybrids, llama.cpp's models/qwen35*.cpp):
   FFN: qwen35moe = routed experts (softmax, top-k, renormalised) + shared
   expert * sigmoid(ffn_gate_inp_shexp . h); qwen35 = dense SiLU FFN.
   Norm weights are used as stored (no +1).
+
+qwen3next (Qwen3-Next, llama.cpp's models/qwen3next.cpp): the qwen35moe
+  blocks with three differences: plain NEOX partial RoPE (no sections key);
+  beta and alpha come from one tensor ssm_ba (2 H_v rows), which holds per k
+  head g [beta of v heads g r .. g r + r - 1 | alpha of the same], r = H_v /
+  H_k; and v head j uses q/k head j // r (grouped order, where qwen35* files
+  are tiled: j % H_k).
+Any MoE layer may hold a merged ffn_gate_up_exps (E, 2 F, D) instead of
+  ffn_gate_exps and ffn_up_exps: per expert the gate rows, then the up rows.
   --stats prints the smallest router top-k margin (p_k - p_k+1) to stdout.
 """
 
@@ -52,7 +62,7 @@ import gguf_py as G  # noqa: E402
 
 NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe")
 NORM_ARCHS = ("llama",)
-HYBRID_ARCHS = ("qwen35moe", "qwen35")
+HYBRID_ARCHS = ("qwen35moe", "qwen35", "qwen3next")
 
 
 class Model:
@@ -119,8 +129,7 @@ class Model:
                 router=self.t(b + "ffn_gate_inp.weight", required=False),
             )
             if ly["router"] is not None:
-                ly["gate_exps"] = self.t(b + "ffn_gate_exps.weight")
-                ly["up_exps"] = self.t(b + "ffn_up_exps.weight")
+                ly.update(self.gate_up(b))
                 ly["down_exps"] = self.t(b + "ffn_down_exps.weight")
                 if self.n_expert_used <= 0:
                     raise SystemExit("ref_forward: MoE layer without "
@@ -136,10 +145,13 @@ class Model:
             self.layers.append(ly)
 
     def _load_hybrid(self, key):
-        """qwen35moe / qwen35: hyperparameters and per-layer tensors."""
-        sec = key("rope.dimension_sections", required=True)
-        sec = [int(v) for v in np.atleast_1d(sec)][:4]
-        self.sections = sec + [0] * (4 - len(sec))
+        """qwen35moe / qwen35 / qwen3next: hyperparameters and per-layer
+        tensors."""
+        self.next = self.arch == "qwen3next"
+        if not self.next:   # IMROPE; qwen3next rotates plain NEOX
+            sec = key("rope.dimension_sections", required=True)
+            sec = [int(v) for v in np.atleast_1d(sec)][:4]
+            self.sections = sec + [0] * (4 - len(sec))
         if self.head_dim != self.head_dim_v:
             raise SystemExit("ref_forward: %s needs key_length == "
                              "value_length" % self.arch)
@@ -171,10 +183,10 @@ class Model:
                 raise SystemExit("ref_forward: full_attention_interval %d"
                                  % iv)
             self.is_recr = [(i + 1) % iv != 0 for i in range(self.n_layer)]
-        moe = self.arch == "qwen35moe"
+        moe = self.arch in ("qwen35moe", "qwen3next")
         if moe and not (0 < self.n_expert_used <= self.n_expert):
-            raise SystemExit("ref_forward: qwen35moe needs 0 < "
-                             "expert_used_count <= expert_count")
+            raise SystemExit("ref_forward: %s needs 0 < "
+                             "expert_used_count <= expert_count" % self.arch)
 
         self.tok_embd = self.t("token_embd.weight")          # (V, D)
         self.n_vocab = self.tok_embd.shape[0]
@@ -196,10 +208,20 @@ class Model:
                     conv=self.t(b + "ssm_conv1d.weight"),    # (conv_dim, K)
                     dt_bias=self.t(b + "ssm_dt.bias"),       # (H_v,)
                     ssm_a=self.t(b + "ssm_a"),               # (H_v,)
-                    wbeta=self.t(b + "ssm_beta.weight"),     # (H_v, D)
-                    walpha=self.t(b + "ssm_alpha.weight"),   # (H_v, D)
                     ssm_norm=self.t(b + "ssm_norm.weight"),  # (d_state,)
                     ssm_out=self.t(b + "ssm_out.weight"))    # (D, d_inner)
+                if self.next:
+                    ba = self.t(b + "ssm_ba.weight")         # (2 H_v, D)
+                    if ba.shape != (2 * self.H_v, self.n_embd):
+                        raise SystemExit("ref_forward: blk.%d ssm_ba has "
+                                         "shape %s" % (i, ba.shape))
+                    r = self.H_v // self.H_k
+                    ba = ba.reshape(self.H_k, 2 * r, self.n_embd)
+                    ly["wbeta"] = ba[:, :r].reshape(self.H_v, self.n_embd)
+                    ly["walpha"] = ba[:, r:].reshape(self.H_v, self.n_embd)
+                else:
+                    ly["wbeta"] = self.t(b + "ssm_beta.weight")    # (H_v, D)
+                    ly["walpha"] = self.t(b + "ssm_alpha.weight")  # (H_v, D)
                 want = {"wqkv": (conv_dim, self.n_embd),
                         "wz": (self.d_inner, self.n_embd),
                         "conv": (conv_dim, self.d_conv),
@@ -223,10 +245,9 @@ class Model:
                         "wo": (self.n_embd, self.n_head * hd),
                         "q_norm": (hd,), "k_norm": (hd,)}
             if moe:
+                ly.update(self.gate_up(b))
                 ly.update(
                     router=self.t(b + "ffn_gate_inp.weight"),
-                    gate_exps=self.t(b + "ffn_gate_exps.weight"),
-                    up_exps=self.t(b + "ffn_up_exps.weight"),
                     down_exps=self.t(b + "ffn_down_exps.weight"),
                     shexp_gate_inp=self.t(b + "ffn_gate_inp_shexp.weight")
                     .reshape(-1),
@@ -245,6 +266,16 @@ class Model:
                     raise SystemExit("ref_forward: blk.%d %s has shape %s, "
                                      "expected %s" % (i, k, ly[k].shape, shp))
             self.layers.append(ly)
+
+    def gate_up(self, b):
+        """Expert gate and up matrices (E, F, D) of layer prefix b: two
+        tensors, or one merged ffn_gate_up_exps (E, 2 F, D), gate first."""
+        gu = self.t(b + "ffn_gate_up_exps.weight", required=False)
+        if gu is None:
+            return dict(gate_exps=self.t(b + "ffn_gate_exps.weight"),
+                        up_exps=self.t(b + "ffn_up_exps.weight"))
+        F = gu.shape[1] // 2
+        return dict(gate_exps=gu[:, :F], up_exps=gu[:, F:])
 
     def t(self, name, required=True):
         a = self.g.tensor(name, np.float64)
@@ -442,7 +473,10 @@ class Model:
             return x / np.maximum(n, self.eps)
         q = l2n(q) / np.sqrt(dk)
         k = l2n(k)
-        kh = [j % Hk for j in range(Hv)]       # tiled v-head -> k-head map
+        if self.next:                          # grouped v-head -> k-head map
+            kh = [j // (Hv // Hk) for j in range(Hv)]
+        else:                                  # tiled
+            kh = [j % Hk for j in range(Hv)]
         q, k = q[:, kh, :], k[:, kh, :]
         if self.deltanet_mode == "chunked":
             o = self.delta_chunked(q, k, v, g, beta, self.chunk)

@@ -30,7 +30,8 @@ if [ -n "${BATCH_VARIANTS:-}" ]; then
 fi
 run_variant() {
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
-for m in models/kjv-moe-f16.gguf ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf "$tmp/mixtral.gguf" "$tmp/qwen3.gguf"; do
+for m in models/kjv-moe-f16.gguf ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf \
+         ../shared/fixtures/qwen3next/tiny-qwen3next.gguf "$tmp/mixtral.gguf" "$tmp/qwen3.gguf"; do
     $RUN "$T" -t 1 -b 1 "$m" "$tmp/one.f32" "$ids"
     for cfg in "-t 1 -b 16" "-t 2 -b 64" "-t 2 -b 7"; do
         $RUN "$T" $cfg "$m" "$tmp/batch.f32" "$ids"
@@ -38,7 +39,7 @@ for m in models/kjv-moe-f16.gguf ../shared/fixtures/qwen35moe/tiny-qwen35moe.ggu
         # Gated DeltaNet prompt batches (>= 8 tokens) use the chunked form of
         # the delta rule: equal to the recurrence up to float rounding
         case "$m:$cfg" in
-        *qwen35*:*-b\ 16|*qwen35*:*-b\ 64)
+        *qwen35*:*-b\ 16|*qwen35*:*-b\ 64|*qwen3next*:*-b\ 16|*qwen3next*:*-b\ 64)
             "$PYTHON" - "$tmp/one.f32" "$tmp/batch.f32" "$cfg" <<'PY' || exit 1
 import sys
 import numpy as np

@@ -14,6 +14,7 @@ T="$BUILD/tests/tool_logits"
 RUN=${POCKET_RUN:-}
 tmp="$BUILD/tmp/xcache"; rm -rf "$tmp"; mkdir -p "$tmp"
 "$PYTHON" tests/gen_model.py mixtral "$tmp/mixtral.gguf" --seed 3 >/dev/null
+"$PYTHON" tests/gen_model.py qwen3next "$tmp/q3n-merged.gguf" --seed 4 --merged-gate-up >/dev/null
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
     { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
 variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
@@ -23,7 +24,8 @@ ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 250) for i in range(40)))
 n_exp() { $RUN "$BUILD/pocket" info "$1" | sed -n 's/.*MoE: \([0-9]*\) experts.*/\1/p'; }
 for v in $variants; do
     POCKET_KERNELS=$v; export POCKET_KERNELS
-    for m in models/kjv-moe-f16.gguf "$tmp/q4km.gguf" ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf "$tmp/mixtral.gguf"; do
+    for m in models/kjv-moe-f16.gguf "$tmp/q4km.gguf" ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf \
+             ../shared/fixtures/qwen3next/tiny-qwen3next.gguf "$tmp/q3n-merged.gguf" "$tmp/mixtral.gguf"; do
         E=$(n_exp "$m")
         [ -n "$E" ] || { echo "FAIL: $m: no expert count in pocket info"; exit 1; }
         for cfg in "-t 1 -b 1" "-t 2 -b 16" "-t 2 -b 40"; do

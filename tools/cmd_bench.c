@@ -37,7 +37,7 @@
 #define MAX_DRAWS 1000
 
 static const char *bench_help =
-    "usage: pocket bench [-m MODEL] [-p 512] [-n 64] [-r 5] [-t N] [-c N] [-b N] [--json OUT]\n"
+    "usage: pocket bench [-m MODEL] [-p 512] [-n 64] [-r 5] [-t N] [-c N] [-b N] [--mem SIZE] [--json OUT]\n"
     "                    [--ab \"FLAGS_A\" \"FLAGS_B\"] [--ppl-file TEXT] [--no-bw] [--bw-refresh]\n"
     "\n"
     "Throughput of MODEL as llama-bench measures it: pp (a prompt of -p tokens\n"
@@ -58,6 +58,9 @@ static const char *bench_help =
     "                    the difference of means B - A with a 95% Welch interval\n"
     "  --ppl-file TEXT   also score the first 8 windows of 512 tokens of TEXT\n"
     "                    (as `pocket perplexity`), the quality beside the speed\n"
+    "  --mem SIZE        load under a memory budget (see pocket run --help); the\n"
+    "                    report adds the expert cache's hit rate, the storage\n"
+    "                    bytes per token and the time spent waiting for them\n"
     "  --no-bw           skip the memory-bandwidth probe\n"
     "  --bw-refresh      re-measure the bandwidth instead of using the cached figure\n"
     "\n"
@@ -88,7 +91,9 @@ typedef struct stats { int n; double mean, sd, min, max; } stats;
 typedef struct cres {
     series pp, tg;
     uint64_t pp_tokens, pp_bytes, tg_tokens, tg_bytes;  /* timed draws, engine counts */
-    uint64_t tg_state;                                  /* state bytes of the tg draws */
+    uint64_t tg_state;
+    uint64_t tg_hits, tg_misses, tg_storage;            /* expert cache (--mem) in the tg draws */
+    double tg_wait;                                  /* state bytes of the tg draws */
     char isa[16];
     int n_threads, n_ctx;
     int have_ppl;
@@ -105,6 +110,7 @@ typedef struct bench {
     cres r[2];
     /* model */
     pk_model_info mi;
+    pk_model_plan plan;   /* the memory plan (--mem) */
     char types[512];      /* "F16: 44 (42.25 MiB), F32: ..." */
     char types_json[1024];
     uint64_t tensor_bytes;
@@ -279,6 +285,7 @@ static void json_str(FILE *f, const char *s);
 
 /* Tensor type mix from pk_model_tensor, as text and as a JSON object. */
 static void describe_model(bench *b, const pk_model *m) {
+    pk_model_get_plan(m, &b->plan);
     pk_model_get_info(m, &b->mi);
     const char *tn[64];
     int cnt[64] = {0};
@@ -332,7 +339,7 @@ static int32_t *bench_tokens(int n, int V) {
 /* One pp (gen = 0) or tg (gen = 1) run of n tokens from an empty context;
  * returns tok/s, adds the engine's token and weight-byte counts. */
 static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint64_t *tokens,
-                       uint64_t *bytes, uint64_t *state) {
+                       uint64_t *bytes, uint64_t *state, cres *xr) {
     pk_error err = {0};
     pk_stats s0, s1;
     pk_context_reset(c);
@@ -349,6 +356,12 @@ static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint6
     if (tokens) *tokens += s1.tokens - s0.tokens;
     if (bytes) *bytes += s1.weight_bytes - s0.weight_bytes;
     if (state) *state += s1.state_bytes - s0.state_bytes;
+    if (xr) {
+        xr->tg_hits += s1.expert_hits - s0.expert_hits;
+        xr->tg_misses += s1.expert_misses - s0.expert_misses;
+        xr->tg_storage += s1.storage_bytes - s0.storage_bytes;
+        xr->tg_wait += s1.storage_secs - s0.storage_secs;
+    }
     return n / (dt > 0 ? dt : 1e-9);
 }
 
@@ -370,14 +383,14 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
     int n_max = b->n_prompt > b->n_gen ? b->n_prompt : b->n_gen;
     int32_t *toks = bench_tokens(n_max, pk_model_n_vocab(m));
     if (b->n_prompt) {
-        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL);  /* warm-up */
+        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL, NULL);  /* warm-up */
         for (int i = 0; i < reps; i++)
-            push(&r->pp, run_once(ctx, toks, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes, NULL));
+            push(&r->pp, run_once(ctx, toks, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes, NULL, NULL));
     }
     if (b->n_gen) {
-        run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL);
+        run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL, NULL);
         for (int i = 0; i < reps; i++)
-            push(&r->tg, run_once(ctx, toks, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes, &r->tg_state));
+            push(&r->tg, run_once(ctx, toks, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes, &r->tg_state, r));
     }
     pk_stats st;
     pk_context_stats(ctx, &st);
@@ -812,6 +825,15 @@ static void print_report(const bench *b) {
             human_bytes(bytes_per_tok(r->tg_state, r->tg_tokens), h1, sizeof h1);
             printf("%s  state: %.0f (%s) of KV cache and recurrent state read + written per generated token\n",
                    pre, bytes_per_tok(r->tg_state, r->tg_tokens), h1);
+            if (r->tg_hits + r->tg_misses) {
+                const pk_model_plan pl = b->plan;
+                double look = (double)(r->tg_hits + r->tg_misses), sps = bytes_per_tok(r->tg_storage, r->tg_tokens);
+                printf("%s  experts: cache of %d of %d per layer (--mem); hit rate %.1f%%; %.1f MB per token read "
+                       "from storage at %.2f GB/s, %.1f ms per token waiting for it\n", pre, pl.expert_slots,
+                       pl.n_expert, 100.0 * (double)r->tg_hits / look, sps / 1e6,
+                       r->tg_wait > 0 ? (double)r->tg_storage / r->tg_wait / 1e9 : 0.0,
+                       1e3 * r->tg_wait / (double)r->tg_tokens);
+            }
             if (r->pp_tokens) {
                 human_bytes(bytes_per_tok(r->pp_bytes, r->pp_tokens), h1, sizeof h1);
                 printf("%s  prompt: %s of weights read per token (batched reads, logits after the last only)\n",
@@ -895,7 +917,8 @@ int cmd_bench(int argc, char **argv) {
             ab_b = argv[++i];
             b->ab = 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") || !strcmp(a, "--threads") ||
-                   !strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+                   !strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--mem") ||
+                   !strcmp(a, "--expert-slots")) {
             parse_common(&o, argc, argv, &i);
         } else {
             die("bench: unknown option '%s' (see pocket bench --help)", a);

@@ -381,16 +381,20 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
     pk_context *ctx;
     if (pk_context_new(m, &cp, &ctx, &err)) die("%s", err.msg);
     int n_max = b->n_prompt > b->n_gen ? b->n_prompt : b->n_gen;
-    int32_t *toks = bench_tokens(n_max, pk_model_n_vocab(m));
+    /* the warm-up and every draw get tokens of their own: under a memory
+       budget a draw must not find its experts cached by the one before */
+    int32_t *toks = bench_tokens(n_max * (reps + 1), pk_model_n_vocab(m));
     if (b->n_prompt) {
         run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL, NULL);  /* warm-up */
         for (int i = 0; i < reps; i++)
-            push(&r->pp, run_once(ctx, toks, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes, NULL, NULL));
+            push(&r->pp, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes,
+                                  NULL, NULL));
     }
     if (b->n_gen) {
         run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL, NULL);
         for (int i = 0; i < reps; i++)
-            push(&r->tg, run_once(ctx, toks, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes, &r->tg_state, r));
+            push(&r->tg, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes,
+                                  &r->tg_state, r));
     }
     pk_stats st;
     pk_context_stats(ctx, &st);

@@ -1,5 +1,6 @@
 /* test_kv.c - the KV cache types: the attention kernels over F16 and Q8_0
- * caches (att_kq / att_pv of every usable kernel table).
+ * caches (att_kq / att_pv of every usable kernel table) and the cache
+ * type names of the public API.
  *
  * For every variant, type, and odd sizes (head dims with and without SIMD
  * tails, 1..37 positions, 1..6 queries, rows strided as in the cache):
@@ -195,7 +196,22 @@ static void test_vs_ref(const pk_kernels *k, const pk_kernels *ref, int t, int n
     free(c);
 }
 
+static void test_names(void) {
+    TEST_COND("f32", pk_cache_type_parse("f32") == PK_CACHE_F32);
+    TEST_COND("F16", pk_cache_type_parse("F16") == PK_CACHE_F16);
+    TEST_COND("q8_0", pk_cache_type_parse("q8_0") == PK_CACHE_Q8_0);
+    TEST_COND("Q8_0", pk_cache_type_parse("Q8_0") == PK_CACHE_Q8_0);
+    TEST_COND("unknown", pk_cache_type_parse("q4_k") == -1 && pk_cache_type_parse("") == -1 &&
+                             pk_cache_type_parse(NULL) == -1 && pk_cache_type_parse("f16 ") == -1);
+    TEST_COND("names", !strcmp(pk_cache_type_name(PK_CACHE_DEFAULT), "f16") &&
+                           !strcmp(pk_cache_type_name(PK_CACHE_Q8_0), "q8_0") && pk_cache_type_name(99) == NULL &&
+                           pk_cache_type_name(-1) == NULL);
+    pk_context_params p = pk_context_default_params();
+    TEST_COND("default is f16", p.type_k == PK_CACHE_F16 && p.type_v == PK_CACHE_F16);
+}
+
 int main(void) {
+    test_names();
     const pk_kernels *list[8];
     const int nl = pk_kernels_list(list, 8);
     const int types[2] = {PK_TYPE_F16, PK_TYPE_Q8_0};

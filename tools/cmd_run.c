@@ -23,7 +23,9 @@ static const char *const run_help =
     "  -f, --file FILE        read the prompt from FILE\n"
     "  -n, --n-predict N      tokens to generate (default 128; -1: until end of text or context)\n"
     "  -t, --threads N        threads (default: all cores)\n"
-    "  -c, --ctx-size N       context window (default: the model's, at most 4096)\n"
+    "  -c, --ctx-size N       context window (default: the model's trained length; more\n"
+    "                         than 4096 only if its KV cache fits 1/4 of free memory)\n"
+    CACHE_TYPE_HELP
     "      --temp T           temperature (default 0.8; 0 = greedy)\n"
     "      --top-k N          keep the N most likely tokens (default 40; 0 = off)\n"
     "      --top-p P          nucleus sampling (default 0.95; 1 = off)\n"
@@ -58,6 +60,8 @@ int cmd_run(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = o.n_ctx;
     cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     int n_ctx = pk_context_n_ctx(c);

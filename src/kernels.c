@@ -151,10 +151,10 @@ static void init(void) {
             for (int t = 0; t < PK_TYPE_COUNT; t++)
                 if (d->gemm[t]) m->gemm[t] = d->gemm[t];
         if (v == V_AVX2 && !m->delta_step) m->delta_step = pk_delta_step_avx2;
-        if (v == V_AVX2)
+        if (v == V_AVX2 || v == V_NEON)   /* attention over typed KV caches */
             for (int t = 0; t < PK_TYPE_COUNT; t++) {
-                if (!m->att_kq[t]) m->att_kq[t] = pk_att_kq_avx2[t];
-                if (!m->att_pv[t]) m->att_pv[t] = pk_att_pv_avx2[t];
+                if (!m->att_kq[t]) m->att_kq[t] = v == V_AVX2 ? pk_att_kq_avx2[t] : pk_att_kq_neon[t];
+                if (!m->att_pv[t]) m->att_pv[t] = v == V_AVX2 ? pk_att_pv_avx2[t] : pk_att_pv_neon[t];
             }
         if (d->parent >= 0) fill(m, &merged[d->parent]);
         /* an ISA file built without its flags has an empty table */

@@ -110,6 +110,10 @@ extern const pk_delta_step_fn pk_delta_step_avx2;
  * DeltaNet step and inherited by avx512 and amx. */
 extern const pk_att_kq_fn pk_att_kq_avx2[PK_TYPE_COUNT];
 extern const pk_att_pv_fn pk_att_pv_avx2[PK_TYPE_COUNT];
+/* The same for ARMv8.0 NEON (kernels_neon_att.c), merged into the neon
+ * table and inherited by dotprod and i8mm. */
+extern const pk_att_kq_fn pk_att_kq_neon[PK_TYPE_COUNT];
+extern const pk_att_pv_fn pk_att_pv_neon[PK_TYPE_COUNT];
 /* AVX2 sgemm, exp_sub and silu_mul (kernels_avx2_gemm.c), used by the avx2
  * table (and inherited by the tables that leave these entries NULL). */
 void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb,

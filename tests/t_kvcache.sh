@@ -103,8 +103,9 @@ expect_error "q8_0 keys, head dim 16" "needs a head dimension that is a multiple
     "$P" run -m "$tmp/hd16.gguf" -p x -n 1 -ctk q8_0
 expect_error "q8_0 values, head dim 16 (info)" "for the values needs a head dimension" \
     "$P" info -ctv q8_0 "$tmp/hd16.gguf"
-if "$P" run -m "$tmp/hd16.gguf" -p x -n 2 -ctk f16 -ctv f32 >/dev/null 2>"$tmp/err"; then
-    echo "ok   head dim 16 runs with f16 keys and f32 values"
+if "$P" run -m "$tmp/hd16.gguf" -p x -n 2 -ctk f16 -ctv f32 >/dev/null 2>"$tmp/err" &&
+   grep -q "^kv cache f16 keys, f32 values: $("$PYTHON" -c "print(2 * 2 * 16 * (2 + 4))") bytes per token" "$tmp/err"; then
+    echo "ok   head dim 16 runs with f16 keys and f32 values: $(grep '^kv cache' "$tmp/err")"
 else
     fail "head dim 16 with f16/f32: $(cat "$tmp/err")"
 fi

@@ -104,6 +104,11 @@ int cmd_run(int argc, char **argv) {
             t_gen, n_gen / (t_gen > 0 ? t_gen : 1e-9), st.n_threads, st.isa,
             (unsigned long long)o.sp.seed,
             gen_tokens ? (double)(st.weight_bytes - st0.weight_bytes) / gen_tokens / 1e6 : 0.0);
+    uint64_t kv_tok;
+    pk_context_kv_size(c, &kv_tok, NULL);
+    fprintf(stderr, "kv cache %s keys, %s values: %llu bytes per token, %.1f MB at context %d\n",
+            pk_cache_type_name(o.type_k), pk_cache_type_name(o.type_v), (unsigned long long)kv_tok,
+            (double)kv_tok * n_ctx / 1e6, n_ctx);
     pk_sampler_free(s);
     pk_context_free(c);
     pk_model_free(m);

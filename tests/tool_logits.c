@@ -44,7 +44,11 @@ int main(int argc, char **argv) {
     cp.type_k = tk;
     cp.type_v = tv;
     pk_context *c;
-    if (pk_context_new(m, &cp, &c, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+    if (pk_context_new(m, &cp, &c, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        pk_model_free(m);
+        return 1;
+    }
     int V = pk_model_n_vocab(m);
     float *logits = malloc((size_t)n * V * sizeof(float));
     if (!logits || pk_decode_all(c, ids, n, logits, &err)) {

@@ -157,7 +157,8 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
     if (tv != PK_TYPE_F32)   /* every variant's quantizer is bit-exact with the reference */
         for (int g = 0; g < nkv; g++)
             for (int b = 0; b < B; b++)
-                c->kern->quantize[tv](vrows + (size_t)b * vd + (size_t)g * hdv, pk_kv_vh(&c->kv, il, g, pos0 + b), hdv);
+                c->kern->quantize[tv](vrows + (size_t)b * vd + (size_t)g * hdv,
+                                      pk_kv_vh(&c->kv, il, g, pos0 + b), hdv);
     for (int b = 0; b < B; b++) {
         float *q = c->q + (size_t)b * qd, *k = c->kb + (size_t)b * kd;
         if (gated) { /* q and gate are interleaved per head: [q_h | gate_h] */
@@ -188,7 +189,8 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
     else
         for (int g = 0; g < nkv; g++)
             for (int b = 0; b < B; b++)
-                c->kern->quantize[tk](c->kb + (size_t)b * kd + (size_t)g * hd, pk_kv_k(&c->kv, il, g, pos0 + b), hd);
+                c->kern->quantize[tk](c->kb + (size_t)b * kd + (size_t)g * hd,
+                                      pk_kv_k(&c->kv, il, g, pos0 + b), hd);
 
     /* chunks of up to 16 tokens per kv head, fewer if their scores would
        pass 4 MiB */

@@ -77,12 +77,12 @@ typedef struct att_task {
  * pos0 + b) attends over positions 0..pos0+b. Over keys 0..nk-1 (nk = pos0 +
  * b1), as matrix products:
  *   S = Q K^T   (an F32 cache holds K transposed, for sgemm; a typed cache,
- *                F16 or Q8_0, K by position, for att_kq; each key is read
- *                once for all M queries);
+ *                F16 or Q8_0, each kv head's keys by position, for att_kq;
+ *                each key is read once for all M queries);
  *   P = softmax of each row over its own positions, 0 beyond;
  *   O = P V     (V read in place, in its type: sgemm or att_pv).
- * Every element is a sum in order over its k (pk_sgemm_fn; the att_kq /
- * att_pv contract in kernels.h is the same), and zero
+ * Every element is a sum in order over its k (pk_sgemm_fn; att_kq / att_pv
+ * promise the same independence from M, kernels.h), and zero
  * probabilities add exact zeros, so a query's result does not depend on
  * which other queries share its chunk: batched and one-token attention agree
  * bitwise. */

@@ -49,6 +49,8 @@ struct pk_context {
     float *qg;                    /* (2 * n_head * hd) joint q|gate projection (attn_gate) */
     float *gate;                  /* (n_head * hd) attention output gate */
     float *kb;                    /* (k_dim) per token: keys before the cache */
+    float *vb;                    /* (v_dim) per token: values before a typed cache
+                                     (NULL for an F32 cache, written in place) */
     int scratch_oom;                  /* set by a chunk (attention, DeltaNet) that had no scratch */
     float *att_out;               /* (n_head * hd_v) */
     float *hb, *hb2;              /* (max(F, F_shexp)) dense / shared-expert hidden */

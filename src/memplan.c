@@ -77,13 +77,14 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = p->n_ctx;
     cp.n_threads = 1;
+    cp.type_k = p->type_k;
+    cp.type_v = p->type_v;
     pk_context *c;
     int rc = pk_context_new(m, &cp, &c, err);
     if (rc) return rc;
     pl->context_bytes = c->mem_bytes;
     pl->n_ctx = c->n_ctx;
-    pl->kv_bytes_per_token = (uint64_t)(c->kv.n_layer - c->kv.n_rec) *
-                             (uint64_t)(c->kv.k_dim + c->kv.v_dim) * sizeof(float);
+    pk_context_kv_size(c, &pl->kv_bytes_per_token, NULL);
     pk_context_free(c);
 
     const int budget = p->mem > 0 || p->expert_slots > 0;

@@ -349,7 +349,7 @@ static void count_params(pk_model *m) {
 }
 
 pk_model_params pk_model_default_params(void) {
-    pk_model_params p = {0, 0, 0};
+    pk_model_params p = {0, 0, 0, 0, 0};
     return p;
 }
 

@@ -1,8 +1,12 @@
 #!/usr/bin/python3
 """ref_forward.py - independent float64 numpy reference of the forward pass.
 
-usage: ref_forward.py [--deltanet recurrent|chunked[:C]] [--stats]
-                      MODEL.gguf IDS OUT.npy      (IDS: comma-separated ids)
+usage: ref_forward.py [--deltanet recurrent|chunked[:C]] [--kv-cache TYPE]
+                      [--stats] MODEL.gguf IDS OUT.npy  (IDS: comma-separated ids)
+
+--kv-cache f16|q8_0 rounds the cached keys (after norm and rope) and values
+as a KV cache of that type holds them (Model.cache); f32 (the default) keeps
+them exact.
 
 Reads everything from the GGUF file (keys and tensors, nothing from the
 generator) and writes an (n_tokens, n_vocab) float64 array: row i holds the
@@ -66,7 +70,8 @@ HYBRID_ARCHS = ("qwen35moe", "qwen35", "qwen3next")
 
 
 class Model:
-    def __init__(self, path, deltanet="recurrent", chunk=64):
+    def __init__(self, path, deltanet="recurrent", chunk=64, kv_cache="f32"):
+        self.kv_cache = kv_cache
         g = G.read_gguf(path)
         self.g = g
         self.deltanet_mode = deltanet
@@ -350,6 +355,22 @@ class Model:
     def softplus(x):
         return np.logaddexp(0.0, x)
 
+    def cache(self, x):
+        """What a KV cache of self.kv_cache type holds for x (..., head dim):
+        f32 keeps x; f16 rounds each element to half precision; q8_0 keeps,
+        per block of 32 along a head, round(x / d) * fp16(d) with d =
+        max|x| / 127 (ggml's Q8_0)."""
+        if self.kv_cache == "f32":
+            return x
+        if self.kv_cache == "f16":
+            return x.astype(np.float32).astype(np.float16).astype(np.float64)
+        x32 = x.astype(np.float32).astype(np.float64)
+        b = x32.reshape(x32.shape[:-1] + (x32.shape[-1] // 32, 32))
+        d = np.abs(b).max(axis=-1, keepdims=True) / 127.0
+        inv = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
+        q = np.trunc(b * inv + np.copysign(0.5, b))      # roundf: half away from 0
+        return (q * d.astype(np.float16).astype(np.float64)).reshape(x.shape)
+
     @staticmethod
     def causal_softmax_attention(q, k, v, scale):
         """q (T, Hq, hd), k (T, Hkv, hd), v (T, Hkv, hdv); q head h uses kv
@@ -381,7 +402,8 @@ class Model:
         k = self.rms((h @ ly["wk"].T).reshape(T, Hkv, hd), ly["k_norm"])
         v = (h @ ly["wv"].T).reshape(T, Hkv, hd)
         q = self.rope(q, pos)
-        k = self.rope(k, pos)
+        k = self.cache(self.rope(k, pos))
+        v = self.cache(v)
         o = self.causal_softmax_attention(q, k, v, 1.0 / np.sqrt(hd))
         o = o * self.sigmoid(gate)
         return o.reshape(T, Hq * hd) @ ly["wo"].T
@@ -505,7 +527,8 @@ class Model:
         if ly["k_norm"] is not None:
             k = self.rms(k, ly["k_norm"])
         q = self.rope(q, pos)
-        k = self.rope(k, pos)
+        k = self.cache(self.rope(k, pos))
+        v = self.cache(v)
         group = Hq // Hkv
         scale = 1.0 / np.sqrt(hd)
         mask = np.tril(np.ones((T, T), dtype=bool))     # query i sees j <= i
@@ -598,14 +621,22 @@ def main(argv):
             raise SystemExit("ref_forward: --deltanet needs a value")
         mode, chunk = parse_deltanet(argv[i + 1])
         del argv[i:i + 2]
+    kv_cache = "f32"
+    if "--kv-cache" in argv:
+        i = argv.index("--kv-cache")
+        if i + 1 >= len(argv) or argv[i + 1] not in ("f32", "f16", "q8_0"):
+            raise SystemExit("ref_forward: --kv-cache must be f32, f16 or q8_0")
+        kv_cache = argv[i + 1]
+        del argv[i:i + 2]
     if len(argv) != 3:
         sys.stderr.write("usage: ref_forward.py [--deltanet recurrent|"
-                         "chunked[:C]] [--stats] MODEL.gguf ID,ID,... "
+                         "chunked[:C]] [--kv-cache f32|f16|q8_0] [--stats] "
+                         "MODEL.gguf ID,ID,... "
                          "OUT.npy\n")
         return 2
     model_path, ids_s, out_path = argv
     ids = [int(s) for s in ids_s.split(",") if s.strip() != ""]
-    m = Model(model_path, deltanet=mode, chunk=chunk)
+    m = Model(model_path, deltanet=mode, chunk=chunk, kv_cache=kv_cache)
     logits = m.forward(ids)
     np.save(out_path, logits)
     if stats:

@@ -96,6 +96,8 @@ pk_model *load_model(const char *path, const opts *o, double *secs) {
     int dflt = 0;
     if (o) {
         mp.n_ctx = o->n_ctx;
+        mp.type_k = o->type_k;
+        mp.type_v = o->type_v;
         mp.expert_slots = o->expert_slots;
         if (o->mem_set) {
             mp.mem = o->mem;
@@ -211,12 +213,20 @@ void opts_init(opts *o) {
     o->sp = pk_sampler_default_params();
 }
 
+int parse_cache_type(const char *flag, const char *v) {
+    int t = pk_cache_type_parse(v);
+    if (t < 0) die("%s: unknown KV cache type '%s' (f32, f16, q8_0)", flag, v);
+    return t;
+}
+
 int parse_common(opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i];
 #define NEXT() (*i + 1 < argc ? argv[++*i] : (die("%s needs a value", a), (char *)0))
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = NEXT();
     else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o->n_threads = (int)parse_long(a, NEXT(), 1, 512);
     else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) o->n_ctx = (int)parse_long(a, NEXT(), 0, 1 << 22);
+    else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) o->type_k = parse_cache_type(a, NEXT());
+    else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) o->type_v = parse_cache_type(a, NEXT());
     else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = NEXT();
     else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->text_file = NEXT();
     else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) o->n_predict = (int)parse_long(a, NEXT(), -1, INT_MAX);

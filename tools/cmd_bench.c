@@ -51,9 +51,11 @@ static const char *bench_help =
     "  -r N              timed draws per test (default 5)\n"
     "  -t N, -c N        threads (default: all cores), context size (default p + n)\n"
     "  -b N              prompt tokens per forward pass (default: the library's)\n"
+    "  -ctk T, -ctv T    KV cache type of the keys / values: f32, f16 (default), q8_0\n"
     "  --json OUT        also write everything (every draw) as JSON to OUT\n"
     "  --ab \"A\" \"B\"      compare two configurations; each is flags overriding the\n"
-    "                    base ones: -t N, -c N, -b N, POCKET_KERNELS=NAME.\n"
+    "                    base ones: -t N, -c N, -b N, -ctk T, -ctv T,\n"
+    "                    POCKET_KERNELS=NAME.\n"
     "                    Draws run in child processes, interleaved A B A B; prints\n"
     "                    the difference of means B - A with a 95% Welch interval\n"
     "  --ppl-file TEXT   also score the first 8 windows of 512 tokens of TEXT\n"
@@ -77,6 +79,7 @@ typedef struct cfg {
     char flags[256];      /* as given to --ab */
     int n_threads, n_ctx; /* 0: default */
     int n_batch;          /* prompt tokens per forward pass, 0: the library's default */
+    int type_k, type_v;   /* KV cache types (PK_CACHE_*), 0: the library's default */
     char kernels[16];     /* POCKET_KERNELS for the child, or "" (inherited) */
 } cfg;
 
@@ -376,6 +379,8 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
     cp.n_ctx = default_ctx(b, c);
     cp.n_threads = c->n_threads;
     cp.n_batch = c->n_batch;
+    cp.type_k = c->type_k;
+    cp.type_v = c->type_v;
     if (cp.n_ctx < b->n_prompt || cp.n_ctx < b->n_gen)
         die("bench: -c %d is smaller than the test (-p %d, -n %d)", cp.n_ctx, b->n_prompt, b->n_gen);
     pk_context *ctx;
@@ -422,6 +427,8 @@ static void run_ppl_local(const bench *b, const pk_model *m, const cfg *c, cres 
     cp.n_ctx = w > 0 ? w : 1;
     cp.n_threads = c->n_threads;
     cp.n_batch = c->n_batch;
+    cp.type_k = c->type_k;
+    cp.type_v = c->type_v;
     pk_context *ctx;
     if (pk_context_new(m, &cp, &ctx, &err)) die("%s", err.msg);
     if (ppl_run(m, ctx, toks, n_tok, w, PPL_CHUNKS, &r->ppl, &err))
@@ -445,7 +452,11 @@ static void parse_ab_flags(const char *label, const char *flags, const cfg *base
     char buf[256], *save = NULL;
     snprintf(buf, sizeof buf, "%s", flags);
     for (char *tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-        if (!strcmp(tok, "-t") || !strcmp(tok, "-c") || !strcmp(tok, "-b")) {
+        if (!strcmp(tok, "-ctk") || !strcmp(tok, "-ctv")) {
+            char *v = strtok_r(NULL, " \t", &save);
+            if (!v) die("--ab: %s needs a value in configuration %s \"%s\"", tok, label, flags);
+            *(tok[3] == 'k' ? &c->type_k : &c->type_v) = parse_cache_type(tok, v);
+        } else if (!strcmp(tok, "-t") || !strcmp(tok, "-c") || !strcmp(tok, "-b")) {
             char *v = strtok_r(NULL, " \t", &save);
             if (!v) die("--ab: %s needs a value in configuration %s \"%s\"", tok, label, flags);
             if (tok[1] == 't') c->n_threads = (int)parse_long("--ab -t", v, 1, 512);
@@ -459,7 +470,7 @@ static void parse_ab_flags(const char *label, const char *flags, const cfg *base
             snprintf(c->kernels, sizeof c->kernels, "%s", k);
         } else {
             die("--ab: unsupported flag '%s' in configuration %s \"%s\" (use -t N, -c N, -b N, "
-                "POCKET_KERNELS=NAME)", tok, label, flags);
+                "-ctk T, -ctv T, POCKET_KERNELS=NAME)", tok, label, flags);
         }
     }
 }
@@ -528,7 +539,8 @@ static double kv_num(const char *line, const char *key) {
 static void child_args(const bench *b, const cfg *c, int ppl, char **a, char bufs[6][32]) {
     int k = 0;
     static char exe[] = "pocket", cmd[] = "bench", single[] = "--single", sppl[] = "--single-ppl",
-                fm[] = "-m", fp[] = "-p", fn[] = "-n", ft[] = "-t", fc[] = "-c", fb[] = "-b";
+                fm[] = "-m", fp[] = "-p", fn[] = "-n", ft[] = "-t", fc[] = "-c", fb[] = "-b",
+                fctk[] = "-ctk", fctv[] = "-ctv";
     a[k++] = exe;
     a[k++] = cmd;
     a[k++] = ppl ? sppl : single;
@@ -542,6 +554,8 @@ static void child_args(const bench *b, const cfg *c, int ppl, char **a, char buf
     if (c->n_threads) { snprintf(bufs[2], 32, "%d", c->n_threads); a[k++] = ft; a[k++] = bufs[2]; }
     if (c->n_ctx) { snprintf(bufs[3], 32, "%d", c->n_ctx); a[k++] = fc; a[k++] = bufs[3]; }
     if (c->n_batch) { snprintf(bufs[4], 32, "%d", c->n_batch); a[k++] = fb; a[k++] = bufs[4]; }
+    if (c->type_k) { a[k++] = fctk; a[k++] = (char *)pk_cache_type_name(c->type_k); }
+    if (c->type_v) { a[k++] = fctv; a[k++] = (char *)pk_cache_type_name(c->type_v); }
     a[k] = NULL;
 }
 
@@ -666,6 +680,8 @@ static void write_json(const bench *b) {
         json_str(f, r->isa);
         fprintf(f, ", \"n_threads\": %d, \"n_ctx\": %d, \"n_batch\": ", r->n_threads, r->n_ctx);
         if (c->n_batch) fprintf(f, "%d", c->n_batch); else fputs("null", f);  /* null: library default */
+        fprintf(f, ", \"cache_type_k\": \"%s\", \"cache_type_v\": \"%s\"", pk_cache_type_name(c->type_k),
+                pk_cache_type_name(c->type_v));
         fputs(",\n     \"tests\": [", f);
         int first = 1;
         if (b->n_prompt) {
@@ -778,12 +794,14 @@ static void print_report(const bench *b) {
            b->n_gen, b->reps, TOKEN_SEED, b->ab ? ", child process per draw, A B interleaved" : "");
     for (int k = 0; k < nc; k++)
         if (b->ab)
-            printf("config %s: \"%s\" -> kernels %s, %d thread%s, n_ctx %d, n_batch %s\n", b->c[k].label,
-                   b->c[k].flags, b->r[k].isa, b->r[k].n_threads, b->r[k].n_threads == 1 ? "" : "s", b->r[k].n_ctx,
-                   batch_str(&b->c[k]));
+            printf("config %s: \"%s\" -> kernels %s, %d thread%s, n_ctx %d, n_batch %s, kv cache %s/%s\n",
+                   b->c[k].label, b->c[k].flags, b->r[k].isa, b->r[k].n_threads, b->r[k].n_threads == 1 ? "" : "s",
+                   b->r[k].n_ctx, batch_str(&b->c[k]), pk_cache_type_name(b->c[k].type_k),
+                   pk_cache_type_name(b->c[k].type_v));
         else
-            printf("config:  kernels %s, %d thread%s, n_ctx %d, n_batch %s\n", b->r[k].isa, b->r[k].n_threads,
-                   b->r[k].n_threads == 1 ? "" : "s", b->r[k].n_ctx, batch_str(&b->c[k]));
+            printf("config:  kernels %s, %d thread%s, n_ctx %d, n_batch %s, kv cache %s/%s\n", b->r[k].isa,
+                   b->r[k].n_threads, b->r[k].n_threads == 1 ? "" : "s", b->r[k].n_ctx, batch_str(&b->c[k]),
+                   pk_cache_type_name(b->c[k].type_k), pk_cache_type_name(b->c[k].type_v));
     printf("\n| %-20s | %10s | %8s |%s %-6s | %7s | %-6s | %18s |\n", "model", "size", "params",
            b->ab ? " cfg |" : "", "isa", "threads", "test", "t/s");
     printf("| %.20s | %.10s | %.8s |%s %.6s | %.7s | %.6s | %.18s |\n", "--------------------", "---------:",
@@ -922,7 +940,8 @@ int cmd_bench(int argc, char **argv) {
             b->ab = 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") || !strcmp(a, "--threads") ||
                    !strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--mem") ||
-                   !strcmp(a, "--expert-slots")) {
+                   !strcmp(a, "--expert-slots") || !strcmp(a, "-ctk") ||
+                   !strcmp(a, "--cache-type-k") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
             parse_common(&o, argc, argv, &i);
         } else {
             die("bench: unknown option '%s' (see pocket bench --help)", a);
@@ -933,6 +952,8 @@ int cmd_bench(int argc, char **argv) {
     b->model = o.model ? o.model : default_model();
     b->base.n_threads = o.n_threads;
     b->base.n_ctx = o.n_ctx;
+    b->base.type_k = o.type_k;
+    b->base.type_v = o.type_v;
     if (b->base.n_ctx && (b->base.n_ctx < b->n_prompt || b->base.n_ctx < b->n_gen))
         die("bench: -c %d is smaller than the test (-p %d, -n %d)", b->base.n_ctx, b->n_prompt, b->n_gen);
     if (b->ab) {

@@ -79,6 +79,8 @@ int cmd_imatrix(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     pk_imatrix *im;

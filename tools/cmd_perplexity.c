@@ -80,6 +80,8 @@ static const char *ppl_help =
     "and the final PPL with its standard error.\n"
     "\n"
     "  --chunks N                 score only the first N windows\n"
+    "  -ctk, -ctv TYPE            KV cache type of the keys / values: f32, f16\n"
+    "                             (default), q8_0 (--cache-type-k, --cache-type-v)\n"
     "  --kl-divergence-base FILE  also save the log-probabilities of every scored\n"
     "                             position (n_vocab x 4 bytes each) to FILE\n"
     "  --kl-divergence FILE       compare this model with the base run saved in FILE\n"
@@ -150,6 +152,8 @@ int cmd_perplexity(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     int add_bos = !o.kld && n_tok > 0 && bos >= 0 && toks[0] == bos;

@@ -23,7 +23,9 @@ static const char *const run_help =
     "  -f, --file FILE        read the prompt from FILE\n"
     "  -n, --n-predict N      tokens to generate (default 128; -1: until end of text or context)\n"
     "  -t, --threads N        threads (default: all cores)\n"
-    "  -c, --ctx-size N       context window (default: the model's, at most 4096)\n"
+    "  -c, --ctx-size N       context window (default: the model's trained length; more\n"
+    "                         than 4096 only if its KV cache fits 1/4 of free memory)\n"
+    CACHE_TYPE_HELP
     "      --mem SIZE         keep at most SIZE resident (e.g. 6G): weights every token\n"
     "                         reads, KV cache, buffers, and a cache of routed experts;\n"
     "                         other experts are read from the file when routed to\n"
@@ -64,6 +66,8 @@ int cmd_run(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = o.n_ctx;
     cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     int n_ctx = pk_context_n_ctx(c);
@@ -106,6 +110,11 @@ int cmd_run(int argc, char **argv) {
             t_gen, n_gen / (t_gen > 0 ? t_gen : 1e-9), st.n_threads, st.isa,
             (unsigned long long)o.sp.seed,
             gen_tokens ? (double)(st.weight_bytes - st0.weight_bytes) / gen_tokens / 1e6 : 0.0);
+    uint64_t kv_tok;
+    pk_context_kv_size(c, &kv_tok, NULL);
+    fprintf(stderr, "kv cache %s keys, %s values: %llu bytes per token, %.1f MB at context %d\n",
+            pk_cache_type_name(o.type_k), pk_cache_type_name(o.type_v), (unsigned long long)kv_tok,
+            (double)kv_tok * n_ctx / 1e6, n_ctx);
     pk_model_plan plan;
     pk_model_get_plan(m, &plan);
     if (plan.streaming) {

@@ -13,7 +13,10 @@
 # -p 0 -n N -r 1 (one untimed warm-up decode of N tokens, then N timed), or
 # llama-bench -p 0 -n N -r 1 (also with its warm-up). Env: N (16), R (draws,
 # 2), T (threads, 2), BUILD (build), POCKET_KERNELS is passed through.
-# Prints every draw, then mean and sd per engine. Not a test.
+# For pocket each draw also prints its peak resident memory: RssAnon of the
+# process plus the file's pages in the page cache (fincore), sampled every
+# 0.2 s - what the budget bounds. Prints every draw, then mean and sd per
+# engine. Not a test.
 set -eu
 [ $# -ge 3 ] || { echo "usage: sh bench/budget.sh MODEL LEAVE MEM [PEER/llama-bench ...]" >&2; exit 2; }
 MODEL=$1; LEAVE=$2; MEM=$3; shift 3
@@ -36,9 +39,22 @@ drop() {
 echo "model $MODEL, memory left $LEAVE, pocket --mem $MEM, tg$N, $T threads, $R draws interleaved"
 for r in $(seq 1 "$R"); do
     drop
-    tps=$("$BUILD/pocket" bench -m "$MODEL" -p 0 -n "$N" -r 1 -t "$T" --mem "$MEM" --no-bw 2>&1 |
-          tee "$out/pocket.$r.log" | sed -n 's/^ *tg[0-9]* *\([0-9.]*\) .*/\1/p' | head -1)
-    echo "draw $r pocket --mem $MEM: $tps tok/s | $(grep 'experts:' "$out/pocket.$r.log" | sed 's/^ *//')"
+    "$BUILD/pocket" bench -m "$MODEL" -p 0 -n "$N" -r 1 -t "$T" --mem "$MEM" --no-bw >"$out/pocket.$r.log" 2>&1 &
+    ppid=$!
+    # resident on pocket's behalf, sampled every 0.2 s: its anonymous memory
+    # (expert cache, KV, buffers) + the file's pages in the page cache
+    # (the mapped resident tensors; expert reads bypass it)
+    peak=0
+    while kill -0 $ppid 2>/dev/null; do
+        anon=$(sed -n 's/^RssAnon:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/$ppid/status 2>/dev/null || echo 0)
+        file=$(fincore -b -n -o RES "$MODEL" 2>/dev/null || echo 0)
+        now=$(( ${anon:-0} * 1024 + ${file:-0} ))
+        [ "$now" -gt "$peak" ] && peak=$now
+        sleep 0.2
+    done
+    wait $ppid || { cat "$out/pocket.$r.log"; exit 1; }
+    tps=$(sed -n 's/^ *tg[0-9]* *\([0-9.]*\) .*/\1/p' "$out/pocket.$r.log" | head -1)
+    echo "draw $r pocket --mem $MEM: $tps tok/s | peak resident $(echo "$peak" | awk '{printf "%.2f GiB", $1 / 1073741824}') (anon + the file's cached pages) | $(grep 'experts:' "$out/pocket.$r.log" | sed 's/^ *//')"
     echo "$tps" >>"$out/pocket.tps"
     i=0
     for peer in "$@"; do

@@ -105,12 +105,15 @@ int main(void) {
                    b[i].bad_slot);
     pk_model_free(m);
 
-    /* least recently used: 3 slots of layer 0 */
+    /* least frequently used, then least recently used: 3 slots of layer 0 */
     m = load(MODEL, SLOTS);
     TEST_COND("reload", m && m->xc);
     if (!m) return TEST_REPORT();
-    const int seq[] = {0, 1, 2, 0, 3, 1, 0, 2};
-    const int miss[] = {1, 1, 1, 0, 1, 1, 0, 1};   /* 3 evicts 1; 1 evicts 2; 2 evicts 3 */
+    /* 3 evicts 1 (used once, before 2); 1 evicts 2 (2 and 3 used once, 2
+       earlier); 2 evicts 3 (used once); 4 evicts 2 (used twice; 0 and 1
+       three times) where LRU would evict 0; 2 then evicts 4 */
+    const int seq[] = {0, 1, 2, 0, 3, 1, 0, 2, 1, 4, 2, 1, 0};
+    const int miss[] = {1, 1, 1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0};
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
         pk_xcache_stats st = {0};
         const void *ptr[3];

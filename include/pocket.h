@@ -108,6 +108,7 @@ typedef struct pk_model_plan {
     int n_expert, n_layer_moe;
     uint64_t cache_bytes;      /* the expert cache (slots x layers x slot) */
     uint64_t expert_slice_bytes; /* one expert of one layer: gate + up + down */
+    int io_depth;              /* expert reads in flight (the cache's I/O threads) */
     uint64_t expected_read_per_token; /* bytes read from the file per decoded token
                                          if routing were uniform: (1 - slots / n_expert)
                                          x k experts x layers x slice */

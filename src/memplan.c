@@ -121,6 +121,7 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
         if (slots < pl->n_expert || p->expert_slots > 0) {
             if ((rc = pk_xcache_new(m, slots, &m->xc, err))) return rc;
             pl->streaming = 1;
+            pl->io_depth = pk_xcache_io_depth();
             pl->cache_bytes = pk_xcache_slot_bytes(m->xc) * (uint64_t)slots * (uint64_t)hp->n_layer;
         }
     }

@@ -69,6 +69,7 @@ static double wall(void) {
 static uint64_t up_to(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 int pk_xcache_slots(const pk_xcache *xc) { return xc->slots; }
+int pk_xcache_io_depth(void) { return XC_IO_THREADS; }
 
 /* Bytes of a slot and of its three regions: each the covering pages of the
  * largest slice of its tensor over the layers, plus one page (a slice

@@ -32,6 +32,7 @@ typedef struct pk_xcache_stats {
 int pk_xcache_new(const struct pk_model *m, int slots, pk_xcache **out, pk_error *err);
 void pk_xcache_free(pk_xcache *xc);
 int pk_xcache_slots(const pk_xcache *xc);
+int pk_xcache_io_depth(void);  /* reads in flight at most (its I/O threads) */
 /* bytes of one slot (the three slices with their alignment margins), of
  * xc and of a cache m would get */
 uint64_t pk_xcache_slot_bytes(const pk_xcache *xc);

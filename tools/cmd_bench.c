@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bandwidth.h"
+#include "storage.h"
 #include "cli.h"
 #include "ppl_score.h"
 
@@ -847,6 +848,30 @@ static void print_report(const bench *b) {
             human_bytes(bytes_per_tok(r->tg_state, r->tg_tokens), h1, sizeof h1);
             printf("%s  state: %.0f (%s) of KV cache and recurrent state read + written per generated token\n",
                    pre, bytes_per_tok(r->tg_state, r->tg_tokens), h1);
+            if (r->tg_hits + r->tg_misses && r->have_bw) {
+                /* the ceiling of a budgeted run: RAM for what is resident,
+                   the device (probed at the cache's read size and depth) for
+                   what is read per token */
+                st_result so;
+                char why[256];
+                const pk_model_plan pl = b->plan;
+                size_t blk = (size_t)(pl.expert_slice_bytes / 3);
+                if (st_get(b->model, blk, pl.io_depth, b->bw_refresh, &so, why, sizeof why) == 0) {
+                    double ram = bytes_per_tok(r->tg_bytes + r->tg_state, r->tg_tokens) - bytes_per_tok(r->tg_storage, r->tg_tokens);
+                    double sto = bytes_per_tok(r->tg_storage, r->tg_tokens);
+                    double t_ram = ram / (r->bw.best_gbs * 1e9), t_sto = sto / (so.rnd_gbs * 1e9);
+                    double ceil = 1.0 / (t_ram + t_sto), got = r->tg.n ? stats_of(&r->tg).mean : 0;
+                    printf("%s  storage: %.2f GB/s in random reads of %zu KiB, %d in flight (4 MiB: %.2f, sequential: "
+                           "%.2f; %s; %s)\n", pre, so.rnd_gbs, so.block >> 10, so.depth, so.rnd4m_gbs, so.seq_gbs,
+                           so.direct ? "O_DIRECT" : "buffered", so.cached ? "cached; --bw-refresh re-measures" : "measured now");
+                    printf("%s  budget ceiling: %.2f tok/s = 1 / (%.1f MB / %.2f GB/s RAM + %.1f MB / %.2f GB/s storage) "
+                           "= 1 / (%.1f + %.1f ms); tg%d reached %.2f tok/s = %.1f%% of it\n", pre, ceil, ram / 1e6,
+                           r->bw.best_gbs, sto / 1e6, so.rnd_gbs, 1e3 * t_ram, 1e3 * t_sto, b->n_gen, got,
+                           100 * got / ceil);
+                } else {
+                    printf("%s  storage: no figure (%s)\n", pre, why);
+                }
+            }
             if (r->tg_hits + r->tg_misses) {
                 const pk_model_plan pl = b->plan;
                 double look = (double)(r->tg_hits + r->tg_misses), sps = bytes_per_tok(r->tg_storage, r->tg_tokens);

@@ -218,7 +218,9 @@ static int read_range(pk_xcache *xc, uint8_t *dst, uint64_t off, uint64_t len, u
         if (r == 0) return -1;
         got += (uint64_t)r;
     }
+#ifdef POSIX_FADV_DONTNEED
     if (!xc->direct) posix_fadvise(xc->fd, (off_t)a, (off_t)(end - a), POSIX_FADV_DONTNEED);
+#endif
     *done = got;
     return 0;
 }

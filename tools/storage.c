@@ -155,13 +155,19 @@ int st_get(const char *path, size_t block, int depth, int refresh, st_result *ou
         snprintf(why, cap, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
+#ifdef POSIX_FADV_DONTNEED
     if (!out->direct) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+#endif
     int err = 0;
     uint64_t size = (uint64_t)st.st_size;
     out->seq_gbs = seq_gbs(fd, size, &err);
+#ifdef POSIX_FADV_DONTNEED
     if (!out->direct) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+#endif
     if (!err) out->rnd4m_gbs = rnd_gbs(fd, size, BIG, depth, BUDGET / 2, &err);
+#ifdef POSIX_FADV_DONTNEED
     if (!out->direct) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+#endif
     if (!err) out->rnd_gbs = rnd_gbs(fd, size, block, depth, BUDGET / 2, &err);
     close(fd);
     if (err || !(out->seq_gbs > 0 && out->rnd4m_gbs > 0 && out->rnd_gbs > 0)) {

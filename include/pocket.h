@@ -231,6 +231,9 @@ typedef struct pk_stats {
        misses, and the wall time spent waiting for them */
     uint64_t expert_hits, expert_misses, storage_bytes;
     double storage_secs;
+    /* experts read ahead for the next layer (decode under a budget), and
+       lookups that found one of them */
+    uint64_t expert_prefetches, expert_prefetch_hits;
 } pk_stats;
 void pk_context_stats(const pk_context *c, pk_stats *out);
 

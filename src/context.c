@@ -288,4 +288,6 @@ void pk_context_stats(const pk_context *c, pk_stats *out) {
     out->expert_misses = c->xstats.misses;
     out->storage_bytes = c->xstats.bytes_read;
     out->storage_secs = c->xstats.read_secs;
+    out->expert_prefetches = c->xstats.prefetches;
+    out->expert_prefetch_hits = c->xstats.prefetch_hits;
 }

@@ -60,6 +60,24 @@ static void route(pk_context *c, const pk_layer *L) {
     }
 }
 
+/* Decoding under a memory budget: guess the experts layer il will route
+ * this token to - its router applied to this layer's FFN input (the
+ * residual stream changes little from one layer to the next) - and queue
+ * their reads behind this layer's, so they overlap this layer's compute.
+ * Only the hit rate depends on the guess. The logits go to the router
+ * buffer's second row (free at B = 1). */
+static void prefetch_next(pk_context *c, int il) {
+    const pk_hparams *hp = &c->m->hp;
+    const pk_layer *N = &c->m->layers[il];
+    const int E = hp->n_expert, K = hp->n_expert_used;
+    float *p = c->router + E;
+    pk_mv r = {&N->gate_inp, 0, E, PK_SLOT_X, 1, NULL, p, E};
+    pk_matvec(c, &r, 1);
+    int sel[K];
+    top_k(p, E, K, sel);                        /* softmax and sigmoid keep the order */
+    pk_xcache_prefetch(c->m->xc, il, sel, K, &c->xstats);
+}
+
 static void shared_expert(pk_context *c, const pk_layer *L) {
     const int D = c->m->hp.n_embd, S = (int)L->gate_shexp.ne[1], B = c->cur_batch;
     pk_mv gu[2] = {
@@ -115,6 +133,7 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
     const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     pk_xcache *xc = c->m->xc;
     const int il = (int)(L - c->m->layers), R = xc ? pk_xcache_slots(xc) : E;
+    if (xc && B == 1 && c->n_batch >= 2 && il + 1 < hp->n_layer) prefetch_next(c, il + 1);
     int ex[R];
     const void *ptr[xc ? 3 * R : 1], *jd[2 * R];
     pk_mv *jobs = c->jobs;

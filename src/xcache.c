@@ -14,10 +14,14 @@
  * LRU by 5-7 points of hit rate at 3/8 to 1/2 of the experts cached
  * (bench/cache_sim.py on a bench/route_trace.c trace; README).
  *
- * Reads: the misses of one acquire are read by the cache's own I/O threads
- * (several requests in flight: the device's queue depth, not the number of
- * cores, bounds the throughput of random reads), blocking in pread; one
- * acquire's reads at a time (the pool takes one caller).
+ * Reads: slice requests (layer, slot, tensor) in one queue, served by the
+ * cache's own reader threads blocking in pread (several requests in
+ * flight: the device's queue depth, not the number of cores, bounds the
+ * throughput of random reads). A slot being read is LOADING: not evicted,
+ * and a lookup of its expert pins it and waits. Demand reads (an acquire's
+ * misses) go to the front of the queue, prefetches (pk_xcache_prefetch:
+ * experts the next layer will probably want) to the back, so reads overlap
+ * the compute of the layers before.
  */
 #include "xcache.h"
 
@@ -56,8 +60,18 @@ struct pk_xcache {
     uint64_t tick;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    pk_pool *io;
-    pthread_mutex_t io_mu;        /* one pk_pool_run on io at a time */
+    /* reads: a queue of (layer, slot, tensor) slice requests served by
+       XC_IO_THREADS reader threads; demand reads go to the front,
+       prefetches to the back */
+    struct xc_req { int il, s, k; } *q;
+    int q_head, q_n, q_cap;
+    uint8_t *pending;             /* [layer * slots + s] slice reads outstanding */
+    uint8_t *pf;                  /* [layer * slots + s] 1: prefetched, not yet looked up */
+    int *rd_err;                  /* [layer * slots + s] errno of a failed read (-1: EOF) */
+    uint64_t bytes_read;          /* by the readers (under mu) */
+    pthread_cond_t q_cv;
+    pthread_t th[XC_IO_THREADS];
+    int n_th, stop;
 };
 
 static double wall(void) {
@@ -67,6 +81,7 @@ static double wall(void) {
 }
 
 static uint64_t up_to(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static void *reader(void *arg);
 
 int pk_xcache_slots(const pk_xcache *xc) { return xc->slots; }
 int pk_xcache_io_depth(void) { return XC_IO_THREADS; }
@@ -112,8 +127,8 @@ int pk_xcache_new(const pk_model *m, int slots, pk_xcache **out, pk_error *err) 
     xc->slots = slots;
     xc->file_size = m->gguf->size;
     pthread_mutex_init(&xc->mu, NULL);
-    pthread_mutex_init(&xc->io_mu, NULL);
     pthread_cond_init(&xc->cv, NULL);
+    pthread_cond_init(&xc->q_cv, NULL);
     int rc = PK_OK;
     const size_t L = (size_t)hp->n_layer, E = (size_t)hp->n_expert, S = (size_t)slots;
     if (!(xc->path = strdup(m->path)) || !(xc->off = pk_calloc(L, sizeof *xc->off)) ||
@@ -121,7 +136,9 @@ int pk_xcache_new(const pk_model *m, int slots, pk_xcache **out, pk_error *err) 
         !(xc->map = pk_calloc(L * E, sizeof *xc->map)) || !(xc->slot_e = pk_calloc(L * S, sizeof *xc->slot_e)) ||
         !(xc->ref = pk_calloc(L * S, sizeof *xc->ref)) || !(xc->last = pk_calloc(L * S, sizeof *xc->last)) ||
         !(xc->freq = pk_calloc(L * E, sizeof *xc->freq)) ||
-        !(xc->state = pk_calloc(L * S, 1))) {
+        !(xc->state = pk_calloc(L * S, 1)) || !(xc->pending = pk_calloc(L * S, 1)) ||
+        !(xc->pf = pk_calloc(L * S, 1)) || !(xc->rd_err = pk_calloc(L * S, sizeof *xc->rd_err)) ||
+        !(xc->q = pk_calloc(3 * L * S, sizeof *xc->q))) {
         rc = pk_errorf(err, PK_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -167,10 +184,12 @@ int pk_xcache_new(const pk_model *m, int slots, pk_xcache **out, pk_error *err) 
         rc = pk_errorf(err, PK_ERR_IO, "%s: cannot open for expert reads: %s", m->path, strerror(errno));
         goto fail;
     }
-    if (!(xc->io = pk_pool_new(XC_IO_THREADS))) {
-        rc = pk_errorf(err, PK_ERR_NOMEM, "out of memory for the expert cache's I/O threads");
-        goto fail;
-    }
+    xc->q_cap = (int)(3 * L * S);
+    for (; xc->n_th < XC_IO_THREADS; xc->n_th++)
+        if (pthread_create(&xc->th[xc->n_th], NULL, reader, xc)) {
+            rc = pk_errorf(err, PK_ERR_NOMEM, "cannot start the expert cache's I/O threads");
+            goto fail;
+        }
     *out = xc;
     return PK_OK;
 fail:
@@ -180,30 +199,25 @@ fail:
 
 void pk_xcache_free(pk_xcache *xc) {
     if (!xc) return;
-    pk_pool_free(xc->io);
+    pthread_mutex_lock(&xc->mu);
+    xc->stop = 1;
+    pthread_cond_broadcast(&xc->q_cv);
+    pthread_mutex_unlock(&xc->mu);
+    for (int i = 0; i < xc->n_th; i++) pthread_join(xc->th[i], NULL);
     if (xc->fd >= 0) close(xc->fd);
     if (xc->mem) munmap(xc->mem, xc->mem_bytes);
     pthread_mutex_destroy(&xc->mu);
-    pthread_mutex_destroy(&xc->io_mu);
     pthread_cond_destroy(&xc->cv);
+    pthread_cond_destroy(&xc->q_cv);
     free(xc->path); free(xc->off); free(xc->len); free(xc->map); free(xc->slot_e);
     free(xc->ref); free(xc->last); free(xc->freq); free(xc->state);
+    free(xc->pending); free(xc->pf); free(xc->rd_err); free(xc->q);
     free(xc);
 }
 
 static uint8_t *slot_mem(const pk_xcache *xc, int il, int s) {
     return xc->mem + ((size_t)il * (size_t)xc->slots + (size_t)s) * xc->slot_bytes;
 }
-
-/* one slice read: (slot, tensor k) */
-typedef struct {
-    pk_xcache *xc;
-    int il;
-    const int *slot, *expert;     /* [miss] */
-    int err_no;                   /* first errno (0: all good); written under mu */
-    int short_read;
-    uint64_t bytes;
-} rd_task;
 
 /* Read [off, off + len) of the file so that it lands at dst + (off mod
  * 4096), dst page-aligned; returns 0, or an errno (-1: end of file). */
@@ -225,16 +239,93 @@ static int read_range(pk_xcache *xc, uint8_t *dst, uint64_t off, uint64_t len, u
     return 0;
 }
 
-static void rd_run(void *arg, int i) {
-    rd_task *t = arg;
-    pk_xcache *xc = t->xc;
-    const int miss = i / 3, k = i % 3, s = t->slot[miss], e = t->expert[miss];
-    uint64_t off = xc->off[t->il][k] + (uint64_t)e * xc->len[t->il][k], done = 0;
-    int r = read_range(xc, slot_mem(xc, t->il, s) + xc->koff[k], off, xc->len[t->il][k], &done);
+/* ---- the readers ----------------------------------------------------------- */
+
+static void *reader(void *arg) {
+    pk_xcache *xc = arg;
     pthread_mutex_lock(&xc->mu);
-    if (r && !t->err_no) t->err_no = r;
-    t->bytes += done;
+    for (;;) {
+        while (!xc->q_n && !xc->stop) pthread_cond_wait(&xc->q_cv, &xc->mu);
+        if (xc->stop) break;
+        struct xc_req r = xc->q[xc->q_head];
+        xc->q_head = (xc->q_head + 1) % xc->q_cap;
+        xc->q_n--;
+        const size_t i = (size_t)r.il * (size_t)xc->slots + (size_t)r.s;
+        const int e = xc->slot_e[i];
+        pthread_mutex_unlock(&xc->mu);
+        /* the slot is LOADING: nobody else writes it, and e cannot change */
+        uint64_t off = xc->off[r.il][r.k] + (uint64_t)e * xc->len[r.il][r.k], done = 0;
+        int rc = read_range(xc, slot_mem(xc, r.il, r.s) + xc->koff[r.k], off, xc->len[r.il][r.k], &done);
+        pthread_mutex_lock(&xc->mu);
+        xc->bytes_read += done;
+        if (rc && !xc->rd_err[i]) xc->rd_err[i] = rc;
+        if (--xc->pending[i] == 0) {
+            if (xc->rd_err[i]) {                  /* forget it; waiters see it gone */
+                xc->map[(size_t)r.il * xc->n_expert + e] = -1;
+                xc->slot_e[i] = -1;
+                xc->state[i] = S_EMPTY;
+                xc->pf[i] = 0;
+            } else {
+                xc->state[i] = S_READY;
+            }
+            pthread_cond_broadcast(&xc->cv);
+        }
+    }
     pthread_mutex_unlock(&xc->mu);
+    return NULL;
+}
+
+/* Queue the three slice reads of slot s of layer il (under mu). */
+static void enqueue(pk_xcache *xc, int il, int s, int front) {
+    const size_t i = (size_t)il * (size_t)xc->slots + (size_t)s;
+    xc->pending[i] = 3;
+    xc->rd_err[i] = 0;
+    xc->state[i] = S_LOADING;
+    for (int k = 0; k < 3; k++) {
+        struct xc_req r = {il, s, front ? 2 - k : k};
+        if (front) {
+            xc->q_head = (xc->q_head + xc->q_cap - 1) % xc->q_cap;
+            xc->q[xc->q_head] = r;
+        } else {
+            xc->q[(xc->q_head + xc->q_n) % xc->q_cap] = r;
+        }
+        xc->q_n++;
+    }
+    pthread_cond_broadcast(&xc->q_cv);
+}
+
+/* The slot of layer il to give to a new expert (under mu): empty first,
+ * then least frequently used, then least recently used; never a pinned or
+ * loading slot, nor one holding an expert of want[0..nw); -1 if none. */
+static int victim(pk_xcache *xc, int il, const int *want, int nw) {
+    const int S = xc->slots;
+    const int *se = xc->slot_e + (size_t)il * S;
+    const uint32_t *ref = xc->ref + (size_t)il * S, *freq = xc->freq + (size_t)il * xc->n_expert;
+    const uint64_t *last = xc->last + (size_t)il * S;
+    const uint8_t *state = xc->state + (size_t)il * S;
+    int v = -1;
+    for (int s = 0; s < S; s++) {
+        if (ref[s] || state[s] == S_LOADING) continue;
+        int wanted = 0;
+        for (int j = 0; j < nw && !wanted; j++) wanted = se[s] == want[j];
+        if (wanted) continue;
+        if (v < 0 || (se[s] < 0 && se[v] >= 0)) { v = s; continue; }
+        if (se[s] < 0 || se[v] < 0) continue;
+        uint32_t fs = freq[se[s]], fv = freq[se[v]];
+        if (fs < fv || (fs == fv && last[s] < last[v])) v = s;
+    }
+    return v;
+}
+
+/* Give slot v of layer il to expert e (under mu). */
+static void assign(pk_xcache *xc, int il, int v, int e) {
+    const size_t i = (size_t)il * (size_t)xc->slots + (size_t)v;
+    int *map = xc->map + (size_t)il * xc->n_expert;
+    if (xc->slot_e[i] >= 0) map[xc->slot_e[i]] = -1;
+    xc->slot_e[i] = e;
+    map[e] = v;
+    xc->last[i] = ++xc->tick;
+    xc->pf[i] = 0;
 }
 
 static const void *slice_ptr(const pk_xcache *xc, int il, int s, int e, int k) {
@@ -249,17 +340,19 @@ int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **
                          xc->slots);
     const int E = xc->n_expert, S = xc->slots;
     int *map = xc->map + (size_t)il * E, *se = xc->slot_e + (size_t)il * S;
-    uint32_t *ref = xc->ref + (size_t)il * S;
+    uint32_t *ref = xc->ref + (size_t)il * S, *freq = xc->freq + (size_t)il * E;
     uint64_t *last = xc->last + (size_t)il * S;
-    uint8_t *state = xc->state + (size_t)il * S;
-    int slot[n > 0 ? n : 1], mslot[n > 0 ? n : 1], mexp[n > 0 ? n : 1], nm = 0;
+    uint8_t *state = xc->state + (size_t)il * S, *pf = xc->pf + (size_t)il * S;
+    int *rerr = xc->rd_err + (size_t)il * S;
+    int slot[n > 0 ? n : 1], nm = 0, npf = 0;
     double t0 = wall();
     pthread_mutex_lock(&xc->mu);
-    for (;;) {
+    const uint64_t b0 = xc->bytes_read;
+    for (;;) {                                  /* enough slots to take, or wait */
         int need = 0, victims = 0;
         for (int i = 0; i < n; i++) need += map[ex[i]] < 0;
         for (int s = 0; s < S; s++) {
-            if (ref[s]) continue;
+            if (ref[s] || state[s] == S_LOADING) continue;
             int wanted = 0;
             for (int i = 0; i < n && !wanted; i++) wanted = se[s] == ex[i];
             victims += !wanted;
@@ -267,69 +360,42 @@ int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **
         if (victims >= need) break;
         pthread_cond_wait(&xc->cv, &xc->mu);   /* other contexts hold the slots */
     }
-    uint32_t *freq = xc->freq + (size_t)il * E;
-    for (int i = 0; i < n; i++) {               /* pin the hits first */
+    for (int i = 0; i < n; i++) {               /* pin the hits (ready or on their way) */
         if (freq[ex[i]] < UINT32_MAX) freq[ex[i]]++;
         int s = slot[i] = map[ex[i]];
         if (s < 0) continue;
         ref[s]++;
         last[s] = ++xc->tick;
+        npf += pf[s];
+        pf[s] = 0;
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) {               /* the misses: read them first of all */
         if (slot[i] >= 0) continue;
-        int v = -1;                              /* empty first, then LFU, then LRU */
-        for (int s = 0; s < S; s++) {
-            if (ref[s]) continue;
-            if (v < 0 || (se[s] < 0 && se[v] >= 0)) { v = s; continue; }
-            if (se[s] < 0 || se[v] < 0) continue;
-            uint32_t fs = freq[se[s]], fv = freq[se[v]];
-            if (fs < fv || (fs == fv && last[s] < last[v])) v = s;
-        }
-        if (se[v] >= 0) map[se[v]] = -1;
-        se[v] = ex[i];
-        map[ex[i]] = v;
+        int v = victim(xc, il, ex, n);
+        assign(xc, il, v, ex[i]);
         ref[v] = 1;
-        last[v] = ++xc->tick;
-        state[v] = S_LOADING;
         slot[i] = v;
-        mslot[nm] = v;
-        mexp[nm++] = ex[i];
+        enqueue(xc, il, v, 1);
+        nm++;
     }
-    pthread_mutex_unlock(&xc->mu);
-
-    rd_task t = {xc, il, mslot, mexp, 0, 0, 0};
-    if (nm) {
-        pthread_mutex_lock(&xc->io_mu);
-        pk_pool_run(xc->io, rd_run, &t, 3 * nm);
-        pthread_mutex_unlock(&xc->io_mu);
-    }
-
-    pthread_mutex_lock(&xc->mu);
-    for (int j = 0; j < nm; j++) {
-        int s = mslot[j];
-        if (t.err_no) {                          /* forget the slot's contents */
-            map[se[s]] = -1;
-            se[s] = -1;
-            state[s] = S_EMPTY;
-        } else {
-            state[s] = S_READY;
+    int lost = 0, why = 0;
+    for (int i = 0; i < n; i++) {
+        while (state[slot[i]] == S_LOADING) pthread_cond_wait(&xc->cv, &xc->mu);
+        if (se[slot[i]] != ex[i]) {              /* its read failed */
+            lost = 1;
+            if (!why) why = rerr[slot[i]];
         }
     }
-    if (nm) pthread_cond_broadcast(&xc->cv);
-    int lost = 0;
-    for (int i = 0; i < n && !t.err_no; i++) {  /* hits another context is still reading */
-        while (state[slot[i]] == S_LOADING) pthread_cond_wait(&xc->cv, &xc->mu);
-        if (se[slot[i]] != ex[i]) lost = 1;      /* its read failed */
-    }
-    if (t.err_no || lost) {
+    const uint64_t got = xc->bytes_read - b0;
+    if (lost) {
         for (int i = 0; i < n; i++) ref[slot[i]]--;
         pthread_cond_broadcast(&xc->cv);
         pthread_mutex_unlock(&xc->mu);
-        if (t.err_no == -1)
+        if (why == -1)
             return pk_errorf(err, PK_ERR_IO, "%s: unexpected end of file reading the experts of layer %d (was the file truncated?)",
                              xc->path, il);
         return pk_errorf(err, PK_ERR_IO, "%s: cannot read the experts of layer %d: %s", xc->path, il,
-                         lost ? "a read in another context failed" : strerror(t.err_no));
+                         why > 0 ? strerror(why) : "the read failed");
     }
     pthread_mutex_unlock(&xc->mu);
     for (int i = 0; i < n; i++)
@@ -337,10 +403,30 @@ int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **
     if (st) {
         st->misses += (uint64_t)nm;
         st->hits += (uint64_t)(n - nm);
-        st->bytes_read += t.bytes;
+        st->prefetch_hits += (uint64_t)npf;
+        st->bytes_read += got;                   /* all reads meanwhile, prefetches too */
         st->read_secs += wall() - t0;
     }
     return PK_OK;
+}
+
+void pk_xcache_prefetch(pk_xcache *xc, int il, const int *ex, int n, pk_xcache_stats *st) {
+    if (il < 0 || il >= xc->n_layer || n < 0) return;
+    int *map = xc->map + (size_t)il * xc->n_expert;
+    uint8_t *pf = xc->pf + (size_t)il * xc->slots;
+    int issued = 0;
+    pthread_mutex_lock(&xc->mu);
+    for (int i = 0; i < n; i++) {
+        if (ex[i] < 0 || ex[i] >= xc->n_expert || map[ex[i]] >= 0) continue;
+        int v = victim(xc, il, ex, n);
+        if (v < 0) break;
+        assign(xc, il, v, ex[i]);
+        pf[v] = 1;
+        enqueue(xc, il, v, 0);
+        issued++;
+    }
+    pthread_mutex_unlock(&xc->mu);
+    if (st) st->prefetches += (uint64_t)issued;
 }
 
 void pk_xcache_release(pk_xcache *xc, int il, const int *ex, int n) {

@@ -22,7 +22,9 @@ typedef struct pk_xcache pk_xcache;
 /* Counters of one context's use of the cache (added to by acquire). */
 typedef struct pk_xcache_stats {
     uint64_t hits, misses;        /* expert lookups */
-    uint64_t bytes_read;          /* file bytes read for the misses */
+    uint64_t prefetches;          /* experts queued by pk_xcache_prefetch */
+    uint64_t prefetch_hits;       /* lookups that found a prefetched expert */
+    uint64_t bytes_read;          /* file bytes read meanwhile (misses, prefetches) */
     double read_secs;             /* wall time spent waiting for them */
 } pk_xcache_stats;
 
@@ -45,5 +47,9 @@ uint64_t pk_xcache_plan_slot_bytes(const struct pk_model *m);
 int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **ptr,
                       pk_xcache_stats *st, pk_error *err);
 void pk_xcache_release(pk_xcache *xc, int il, const int *ex, int n);
+/* Queue reads of those of ex[0..n) (layer il) that are not cached, into
+ * slots no one has pinned, behind the demand reads; returns at once. A
+ * guess: the output does not depend on it, only the hit rate. */
+void pk_xcache_prefetch(pk_xcache *xc, int il, const int *ex, int n, pk_xcache_stats *st);
 
 #endif

@@ -1,6 +1,7 @@
 /* test_xcache.c - the routed-expert cache's bookkeeping (src/xcache.c):
- * random routing traces (every pinned expert's bytes equal its slice of the
- * file, distinct experts never share a slot, hits + misses = lookups), the
+ * random routing traces with read-ahead guesses mixed in (every pinned
+ * expert's bytes equal its slice of the file, distinct experts never share
+ * a slot, hits + misses = lookups, prefetched experts get used), the
  * same from two threads at once (one cache shared by two contexts), the
  * least-recently-used order, argument checks, and a file truncated under
  * the cache (a clear I/O error, nothing left pinned). Run from the project
@@ -52,6 +53,10 @@ static void *trace(void *arg) {
         }
         const void *ptr[3 * SLOTS];
         pk_error err = {0};
+        if (rnd(&a->seed) % 3 == 0) {           /* read ahead a guess, maybe of this very layer */
+            int g[2] = {(int)(rnd(&a->seed) % (uint32_t)E), (int)(rnd(&a->seed) % (uint32_t)E)};
+            pk_xcache_prefetch(m->xc, rnd(&a->seed) % 2 ? il : (il + 1) % L, g, g[0] != g[1] ? 2 : 1, &a->st);
+        }
         if (pk_xcache_acquire(m->xc, il, ex, n, ptr, &a->st, &err)) { a->bad_rc++; continue; }
         for (int i = 0; i < n; i++)
             for (int k = 0; k < 3; k++) {
@@ -93,6 +98,9 @@ int main(void) {
                a.bad_rc, a.bad_bytes, a.bad_slot);
     TEST_CHECK(a.st.hits + a.st.misses > 3000 && a.st.hits > 0 && a.st.misses > 0,
                "trace counters: %llu hits, %llu misses", (unsigned long long)a.st.hits, (unsigned long long)a.st.misses);
+    TEST_CHECK(a.st.prefetches > 0 && a.st.prefetch_hits > 0 && a.st.prefetch_hits <= a.st.prefetches,
+               "prefetch counters: %llu issued, %llu used", (unsigned long long)a.st.prefetches,
+               (unsigned long long)a.st.prefetch_hits);
 
     /* two threads on one cache (two contexts of one model) */
     trace_arg b[2] = {{m, 1, 1500, 0, 0, 0, {0}}, {m, 2, 1500, 0, 0, 0, {0}}};

@@ -97,6 +97,7 @@ typedef struct cres {
     uint64_t pp_tokens, pp_bytes, tg_tokens, tg_bytes;  /* timed draws, engine counts */
     uint64_t tg_state;
     uint64_t tg_hits, tg_misses, tg_storage;            /* expert cache (--mem) in the tg draws */
+    uint64_t tg_pf, tg_pf_hits;
     double tg_wait;                                  /* state bytes of the tg draws */
     char isa[16];
     int n_threads, n_ctx;
@@ -364,6 +365,8 @@ static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint6
         xr->tg_hits += s1.expert_hits - s0.expert_hits;
         xr->tg_misses += s1.expert_misses - s0.expert_misses;
         xr->tg_storage += s1.storage_bytes - s0.storage_bytes;
+        xr->tg_pf += s1.expert_prefetches - s0.expert_prefetches;
+        xr->tg_pf_hits += s1.expert_prefetch_hits - s0.expert_prefetch_hits;
         xr->tg_wait += s1.storage_secs - s0.storage_secs;
     }
     return n / (dt > 0 ? dt : 1e-9);
@@ -880,6 +883,10 @@ static void print_report(const bench *b) {
                        pl.n_expert, 100.0 * (double)r->tg_hits / look, sps / 1e6,
                        r->tg_wait > 0 ? (double)r->tg_storage / r->tg_wait / 1e9 : 0.0,
                        1e3 * r->tg_wait / (double)r->tg_tokens);
+                if (r->tg_pf)
+                    printf("%s  prefetch: %.1f experts per token read ahead for the next layer, %.1f%% of them "
+                           "used by it\n", pre, (double)r->tg_pf / (double)r->tg_tokens,
+                           100.0 * (double)r->tg_pf_hits / (double)r->tg_pf);
             }
             if (r->pp_tokens) {
                 human_bytes(bytes_per_tok(r->pp_bytes, r->pp_tokens), h1, sizeof h1);

@@ -3,8 +3,10 @@
  * the read-ahead hints of the mapping.
  *
  *   resident  = every tensor but the routed experts (attention / DeltaNet,
- *               norms, routers, shared experts, embeddings, output head);
- *               the MTP layers a plain decode never reads are left out
+ *               norms, routers, shared experts, output head), and of the
+ *               token embeddings the rows of n_ctx tokens (the whole table
+ *               if it is also the output head); the MTP layers a plain
+ *               decode never reads are left out
  *   context   = one context of n_ctx tokens, measured by making one
  *               (KV cache, recurrent states, activation buffers)
  *   cache     = mem - resident - context - 64 MiB margin, in slots of one
@@ -52,8 +54,11 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
     pl->mem = p->mem;
     pl->n_expert = hp->moe ? hp->n_expert : 0;
 
-    uint64_t resident = tensor_bytes(&m->tok_embd) + tensor_bytes(&m->output_norm) + tensor_bytes(&m->rope_freqs);
-    if (m->output.data != m->tok_embd.data) resident += tensor_bytes(&m->output);
+    /* the embedding table counts whole only when it is also the output head;
+       otherwise a token reads its own row, and the context's tokens have at
+       most n_ctx distinct rows (counted once the context size is known) */
+    const int tied = m->output.data == m->tok_embd.data;
+    uint64_t resident = tensor_bytes(&m->output_norm) + tensor_bytes(&m->rope_freqs) + tensor_bytes(&m->output);
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_layer *L = &m->layers[il];
         const pk_tensor *t = (const pk_tensor *)L;
@@ -86,6 +91,11 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
     pl->n_ctx = c->n_ctx;
     pk_context_kv_size(c, &pl->kv_bytes_per_token, NULL);
     pk_context_free(c);
+    if (!tied) {
+        uint64_t rows = (uint64_t)pl->n_ctx < (uint64_t)hp->n_vocab ? (uint64_t)pl->n_ctx : (uint64_t)hp->n_vocab;
+        resident += rows * m->tok_embd.row_bytes;
+        pl->resident_bytes = resident;
+    }
 
     const int budget = p->mem > 0 || p->expert_slots > 0;
     if (budget && !pl->n_expert && p->expert_slots > 0)
@@ -129,8 +139,9 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
     if (pl->streaming) {
         pl->expected_read_per_token = (uint64_t)((1.0 - (double)slots / pl->n_expert) * hp->n_expert_used *
                                                  (double)hp->n_layer * (double)pl->expert_slice_bytes);
-        const pk_tensor *tops[4] = {&m->tok_embd, &m->output_norm, &m->output, &m->rope_freqs};
-        for (int i = 0; i < 4; i++) hint_tensor(m, tops[i], 1);
+        /* the embedding rows are read (and become resident) as tokens use them */
+        const pk_tensor *tops[3] = {&m->output_norm, &m->output, &m->rope_freqs};
+        for (int i = 0; i < 3; i++) hint_tensor(m, tops[i], 1);
         for (int il = 0; il < hp->n_layer; il++) {
             const pk_layer *L = &m->layers[il];
             const pk_tensor *t = (const pk_tensor *)L;

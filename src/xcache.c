@@ -4,8 +4,8 @@
  * down slices, each read as the covering range of whole 4 KiB pages (what
  * O_DIRECT wants) into its own page-aligned region of the slot, so the
  * slice starts at offset (file offset mod 4096) in it. The slot memory is
- * one anonymous mapping, populated when the cache is made (it is inside
- * the budget anyway; faulting it in under the first reads was slower).
+ * one anonymous mapping, populated at the first lookup (it is inside the
+ * budget anyway; faulting it in under the first reads was slower).
  *
  * Policy: least frequently used per layer, ties broken by least recently
  * used, among the slots no forward pass has pinned. An expert's frequency
@@ -72,7 +72,21 @@ struct pk_xcache {
     pthread_cond_t q_cv;
     pthread_t th[XC_IO_THREADS];
     int n_th, stop;
+    int populated;
 };
+
+/* Fault the slot memory in at once (under mu, before the first read):
+ * zeroing the pages while the first reads land in them cost more than the
+ * reads (2/3 of a cold run's time on POCKET-35B). Not at creation, so that
+ * `pocket info --mem` and a model that is never decoded cost nothing. */
+static void populate(pk_xcache *xc) {
+    if (xc->populated) return;
+    xc->populated = 1;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(xc->mem, xc->mem_bytes, MADV_POPULATE_WRITE) == 0) return;
+#endif
+    for (size_t o = 0; o < xc->mem_bytes; o += XC_PAGE) ((volatile uint8_t *)xc->mem)[o] = 0;
+}
 
 static double wall(void) {
     struct timespec ts;
@@ -169,12 +183,7 @@ int pk_xcache_new(const pk_model *m, int slots, pk_xcache **out, pk_error *err) 
 #ifdef MADV_HUGEPAGE
     madvise(mem, xc->mem_bytes, MADV_HUGEPAGE);   /* a hint: fewer TLB misses over the slots */
 #endif
-    /* populated now: zeroing the pages when the first reads land in them
-       cost more than the reads (2/3 of a cold run's time on POCKET-35B) */
-#ifdef MADV_POPULATE_WRITE
-    if (madvise(mem, xc->mem_bytes, MADV_POPULATE_WRITE) != 0)
-#endif
-        for (size_t o = 0; o < xc->mem_bytes; o += XC_PAGE) ((volatile uint8_t *)mem)[o] = 0;
+
 #ifdef O_DIRECT
     /* O_DIRECT where the file system takes it (tmpfs, for one, does not):
        probed with one aligned read */
@@ -353,6 +362,7 @@ int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **
     int slot[n > 0 ? n : 1], nm = 0, npf = 0;
     double t0 = wall();
     pthread_mutex_lock(&xc->mu);
+    populate(xc);
     const uint64_t b0 = xc->bytes_read;
     for (;;) {                                  /* enough slots to take, or wait */
         int need = 0, victims = 0;
@@ -422,6 +432,7 @@ void pk_xcache_prefetch(pk_xcache *xc, int il, const int *ex, int n, pk_xcache_s
     uint8_t *pf = xc->pf + (size_t)il * xc->slots;
     int issued = 0;
     pthread_mutex_lock(&xc->mu);
+    populate(xc);
     for (int i = 0; i < n; i++) {
         if (ex[i] < 0 || ex[i] >= xc->n_expert || map[ex[i]] >= 0) continue;
         int v = victim(xc, il, ex, n);

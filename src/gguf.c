@@ -10,6 +10,14 @@
  * and sum is overflow-checked, and tensors must lie inside the data section.
  * The first violation stops parsing with a message naming the file, the field
  * (key or tensor name where known) and the offending value.
+ *
+ * Alignment: general.alignment may be any power of two (1 included, as in
+ * llama.cpp's reader), but every tensor must start at an address that is a
+ * multiple of its type's alignment (pk_type_align: 4 for F32, 2 for F16,
+ * BF16 and the fp16-scaled blocks). The mapping is page-aligned, so that is
+ * the file offset; all later typed reads of tensor data are then aligned.
+ * Metadata values are never read in place through typed pointers: scalars
+ * and array elements are memcpy'd (decode_scalar).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -410,6 +418,19 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
             goto fail;
         }
         t->data = buf + f->data_offset + t->offset;
+        /* Typed reads (fp16 scales, float rows) need the type's alignment.
+           GGUF allows any power-of-two general.alignment, 1 included, which
+           can place a tensor at an odd offset: such a tensor is refused here
+           rather than read misaligned by every kernel. */
+        size_t ta = pk_type_align(t->type);
+        if ((uintptr_t)t->data % ta) {
+            rc = pk_errorf(err, PK_ERR_FORMAT,
+                           "%s: tensor '%s' (%s) starts at file offset %llu, not a multiple of %zu as its type needs "
+                           "(general.alignment is %llu; write the file with the default alignment 32)",
+                           name, tn, pk_type_name(t->type), (unsigned long long)(f->data_offset + t->offset), ta,
+                           (unsigned long long)f->alignment);
+            goto fail;
+        }
     }
     *out = f;
     return PK_OK;

@@ -104,7 +104,8 @@ double gguf_arr_float(const gguf_kv *kv, uint64_t i);
  * chunking; alignment padding is inserted); gguf_writer_finish fsyncs and
  * renames PATH.tmp to PATH. PATH is never touched before the rename; after a
  * failure, or gguf_writer_free without a finish, PATH.tmp is removed.
- * The alignment is general.alignment if present (power of two), else 32.
+ * The alignment is general.alignment if present (power of two) and >= 8, else
+ * 32 (a smaller general.alignment is dropped).
  * I/O failures return PK_ERR_IO naming PATH.tmp, the byte offset and errno's
  * text; misuse (wrong order, too much or too little data) PK_ERR_ARG. */
 typedef struct gguf_writer gguf_writer;

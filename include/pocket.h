@@ -99,6 +99,21 @@ typedef struct pk_model_info {
     uint64_t bytes_per_token;  /* weight bytes read per decoded token */
 } pk_model_info;
 
+/* A model file is mapped, not copied. If another program truncates or
+ * rewrites it in place while it is loaded, reads of the mapping fault
+ * (SIGBUS) or see other bytes; replacing it by rename is harmless (the
+ * mapping keeps the old file). pk_model_check_file: PK_OK while the mapped
+ * file has the size and modification time it had at load, else PK_ERR_IO
+ * with a message naming the file and what changed (a server calls it before
+ * each request). pk_fault_guard_install (opt-in, for programs, not called by
+ * the library itself): installs a SIGBUS handler that turns a fault inside a
+ * loaded model's mapping into one line on stderr, "pocket: error: FILE: the
+ * model file changed while in use ...", and _exit(1); other SIGBUS go to the
+ * handler installed before, or the default action. Returns PK_OK, or
+ * PK_ERR_IO if sigaction failed. */
+int pk_model_check_file(const pk_model *m, pk_error *err);
+int pk_fault_guard_install(void);
+
 void pk_model_get_info(const pk_model *m, pk_model_info *out);
 int pk_model_n_vocab(const pk_model *m);
 /* Tensor i (0 <= i < pk_model_n_tensors): name, type name, dims. */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "mapguard.h"
 #include "platform.h"
 #include "quant.h"
 
@@ -301,6 +302,7 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
     }
     f->map = buf;
     f->size = size;
+    f->fd = -1;
     cursor cc = {buf, size, 0, name, err}, *c = &cc;
     uint32_t magic = 0;
     int rc = cur_u32(c, &magic, "magic");
@@ -460,17 +462,42 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err) {
     }
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
-    close(fd);
-    if (map == MAP_FAILED) return pk_errorf(err, PK_ERR_IO, "%s: cannot mmap: %s", path, strerror(e));
+    if (map == MAP_FAILED) {
+        close(fd);
+        return pk_errorf(err, PK_ERR_IO, "%s: cannot mmap: %s", path, strerror(e));
+    }
+    /* a fault in the mapping (the file truncated under us) names the file */
+    pk_mapguard_add(map, (size_t)st.st_size, path);
     /* weights are streamed: huge pages and read-ahead where the system has
        them; hints only, failures are harmless */
     pk_map_hint_sequential(map, (size_t)st.st_size);
     int rc = gguf_parse(map, (uint64_t)st.st_size, path, out, err);
     if (rc) {
+        pk_mapguard_remove(map);
         munmap(map, (size_t)st.st_size);
+        close(fd);
         return rc;
     }
-    (*out)->mapped = 1;
+    gguf_file *f = *out;
+    f->mapped = 1;
+    f->fd = fd;   /* kept: fstat on it says whether the mapped inode changed */
+    f->st_size = (uint64_t)st.st_size;
+    f->st_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    return PK_OK;
+}
+
+int gguf_check_unchanged(const gguf_file *f, pk_error *err) {
+    if (f->fd < 0) return PK_OK;
+    struct stat st;
+    if (fstat(f->fd, &st) != 0)
+        return pk_errorf(err, PK_ERR_IO, "%s: cannot stat the mapped file: %s", f->path, strerror(errno));
+    int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if ((uint64_t)st.st_size != f->st_size)
+        return pk_errorf(err, PK_ERR_IO, "%s: the model file changed while in use: %llu bytes when loaded, %llu now",
+                         f->path, (unsigned long long)f->st_size, (unsigned long long)st.st_size);
+    if (mt != f->st_mtime_ns)
+        return pk_errorf(err, PK_ERR_IO, "%s: the model file changed while in use: written to since it was loaded",
+                         f->path);
     return PK_OK;
 }
 
@@ -485,7 +512,11 @@ void gguf_close(gguf_file *f) {
     free(f->tensors);
     free(f->kv_index);
     free(f->tensor_index);
-    if (f->mapped && f->map) munmap((void *)f->map, f->size);
+    if (f->mapped && f->map) {
+        pk_mapguard_remove(f->map);
+        munmap((void *)f->map, f->size);
+    }
+    if (f->fd >= 0) close(f->fd);
     free(f->path);
     free(f);
 }

@@ -465,6 +465,8 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->bytes_per_token = m->bytes_per_token;
 }
 
+int pk_model_check_file(const pk_model *m, pk_error *err) { return gguf_check_unchanged(m->gguf, err); }
+
 int pk_model_n_vocab(const pk_model *m) { return m->hp.n_vocab; }
 int pk_model_n_tensors(const pk_model *m) { return (int)m->gguf->n_tensors; }
 

@@ -110,6 +110,7 @@ static struct server {
     job *head, *tail;           /* queued jobs */
     int n_waiting, n_running;
     int shutdown;
+    char fatal[512];            /* non-empty: why the server stops by itself (model file changed) */
     slot *slots;
     uint64_t id_counter;
 
@@ -324,6 +325,19 @@ done:
                 j->id, s->index, j->n_prompt, t_prompt * 1e3, n_gen, how, t_gen > 0 ? n_gen / t_gen : 0.0, queued * 1e3);
 }
 
+/* The model file changed under the mapping (pk_model_check_file): fail the
+ * job, and stop the server, since further reads of the mapping may fault or
+ * see other bytes. The main thread (in sigwait) is woken by SIGTERM. */
+static void model_changed(job *j, const char *msg) {
+    pthread_mutex_lock(&S.mu);
+    snprintf(j->err, sizeof j->err, "%s", msg);
+    if (!S.fatal[0]) snprintf(S.fatal, sizeof S.fatal, "%s", msg);
+    S.shutdown = 1;
+    pthread_cond_broadcast(&S.work_cv);
+    pthread_mutex_unlock(&S.mu);
+    kill(getpid(), SIGTERM);
+}
+
 static void *worker_main(void *arg) {
     slot *s = arg;
     pthread_mutex_lock(&S.mu);
@@ -339,7 +353,9 @@ static void *worker_main(void *arg) {
         j->t_start = now();
         int skip = j->cancel;
         pthread_mutex_unlock(&S.mu);
-        if (!skip) run_job(s, j);
+        pk_error ferr = {0};
+        if (!skip && pk_model_check_file(S.model, &ferr)) model_changed(j, ferr.msg);
+        else if (!skip) run_job(s, j);
         pthread_mutex_lock(&S.mu);
         S.n_running--;
         if (j->cancel && !j->finish) S.cancelled_total++;
@@ -1042,7 +1058,12 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
                                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
         return send_response(c, 200, resp);
     }
-    case R_HEALTH: return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
+    case R_HEALTH: {
+        pk_error ferr = {0};
+        if (pk_model_check_file(S.model, &ferr))
+            return SEND_ERROR(c, 503, "server_error", "model_file_changed", NULL, "%s", ferr.msg);
+        return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
+    }
     case R_METRICS: return handle_metrics(c);
     case R_MODELS: return handle_models(c);
     case R_CHAT: return handle_completion(c, rq, 1);
@@ -1186,7 +1207,7 @@ int cmd_serve(int argc, char **argv) {
     for (int i = 0; i < parallel; i++)
         if (pthread_create(&S.slots[i].thread, NULL, worker_main, &S.slots[i])) die("serve: cannot start a worker thread");
 
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
                      MHD_USE_POLL | (ipv6 ? MHD_USE_IPv6 : 0);
     unsigned conn_limit = (unsigned)(parallel + queue + 64);
     struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, NULL,
@@ -1207,7 +1228,11 @@ int cmd_serve(int argc, char **argv) {
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr, "pocket serve: signal %d, shutting down\n", sig);
+    pthread_mutex_lock(&S.mu);
+    int fatal = S.fatal[0] != 0;
+    pthread_mutex_unlock(&S.mu);
+    if (fatal) fprintf(stderr, "pocket: error: %s; the server stops\n", S.fatal);
+    else fprintf(stderr, "pocket serve: signal %d, shutting down\n", sig);
 
     /* Cancel everything, let the workers finish, answer the waiters, close. */
     pthread_mutex_lock(&S.mu);
@@ -1227,9 +1252,20 @@ int cmd_serve(int argc, char **argv) {
     }
     S.tail = NULL;
     pthread_mutex_unlock(&S.mu);
+    /* Let the connections that were answered above send their error before
+       the sockets close: stop accepting, wait for them (at most 2 s; an idle
+       keep-alive connection holds until then). */
+    MHD_socket ls = MHD_quiesce_daemon(d);
+    for (int i = 0; i < 200; i++) {
+        const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!ci || ci->num_connections == 0) break;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     MHD_stop_daemon(d);
+    if (ls != MHD_INVALID_SOCKET) close(ls);
     for (int i = 0; i < parallel; i++) pk_context_free(S.slots[i].ctx);
     free(S.slots);
     pk_model_free(S.model);
-    return 0;
+    return fatal ? 1 : 0;
 }

@@ -4,7 +4,8 @@
  * Every type is opaque. Every fallible call returns a status code (PK_OK on
  * success) and, when given a pk_error, fills it with a one-line message that
  * names the file, the field and the value at fault. The library never exits
- * the process and never prints, except through callbacks you install.
+ * the process and never prints, except through callbacks you install (and
+ * the opt-in SIGBUS guard, pk_fault_guard_install).
  *
  * Usage (greedy generation; examples/minimal.c is the complete program):
  *

@@ -78,12 +78,12 @@ kill -TERM "$SERVER"; wait "$SERVER"; rc=$?
 trap - EXIT
 if [ $rc -ne 0 ]; then echo "FAIL server exit status $rc after SIGTERM"; tail -n 40 "$tmp/server.log"; fails=$((fails + 1)); fi
 
-# ---- the model file truncated under a running server ----------------------------------------
+# ---- a second server: --timeout, then its model file truncated under it -----------------------
 # A request before: 200. After: /health says 503 model_file_changed, the next
 # completion gets a 503 naming the change, and the server stops by itself
 # with exit status 1 and a "pocket: error:" line (rather than a SIGBUS).
 cp models/kjv-moe-f16.gguf "$tmp/copy.gguf"
-"$P" serve -m "$tmp/copy.gguf" --host 127.0.0.1 --port 0 -c 256 -t 1 --chat-template chatml >"$tmp/server2.log" 2>&1 &
+"$P" serve -m "$tmp/copy.gguf" --host 127.0.0.1 --port 0 -c 256 -t 1 --chat-template chatml --timeout 1 >"$tmp/server2.log" 2>&1 &
 S2=$!
 PORT2=""; i=0
 while [ $i -lt 300 ] && [ -z "$PORT2" ]; do
@@ -97,6 +97,12 @@ fetch('http://127.0.0.1:$PORT2' + p, b ? {method: 'POST', headers: {'Content-Typ
 }
 if [ -z "$PORT2" ]; then echo "FAIL second server did not start"; cat "$tmp/server2.log"; fails=$((fails + 1))
 else
+    # --timeout 1: a client that trickles half a request line is cut off after about a second
+    slow=$(node -e "const s = require('net').connect($PORT2, '127.0.0.1', () => s.write('GET /health HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: '));
+const t0 = Date.now(); s.on('data', () => {}); s.on('error', () => {});
+s.on('close', () => { console.log(Date.now() - t0); process.exit(0); }); setTimeout(() => { console.log('open'); process.exit(0); }, 6000);")
+    if [ "$slow" != open ] && [ "$slow" -ge 500 ] && [ "$slow" -le 4000 ]; then echo "ok   --timeout 1: a trickling client is closed after $slow ms"
+    else echo "FAIL --timeout 1: trickling client: $slow"; fails=$((fails + 1)); fi
     body='{"prompt": "And God said", "max_tokens": 2}'
     r1=$(req /v1/completions "$body")
     truncate -s 200000 "$tmp/copy.gguf"

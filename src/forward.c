@@ -157,9 +157,8 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
             rmsnorm_rows(c, k, k, &L->k_norm, hd, hp->n_head_kv, hd);
         }
     }
-    if (L->q_norm.data) /* one read of each norm vector per batch, not per row */
-        c->weight_bytes -= (uint64_t)(B * hp->n_head - 1) * L->q_norm.row_bytes +
-                           (uint64_t)(B * hp->n_head_kv - 1) * L->k_norm.row_bytes;
+    if (L->q_norm.data) /* rmsnorm_rows counts a norm vector once per call: once per batch, not per token */
+        c->weight_bytes -= (uint64_t)(B - 1) * (L->q_norm.row_bytes + L->k_norm.row_bytes);
     for (int b = 0; b < B; b++) {
         rope_apply(c, c->q + (size_t)b * qd, hp->n_head, hd, pos0 + b);
         rope_apply(c, c->kb + (size_t)b * kd, hp->n_head_kv, hd, pos0 + b);

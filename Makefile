@@ -49,6 +49,11 @@ endif
 ifeq ($(PORTABLE),1)
 CFLAGS  += -DPK_PORTABLE
 endif
+# ASSERTS=1 turns on the PK_ASSERT contracts (src/common.h); `make sanitize`
+# and `make fuzz` do.
+ifeq ($(ASSERTS),1)
+CFLAGS  += -DPK_ASSERTS
+endif
 
 # Per-ISA kernel files get their own target flags; the rest stays portable.
 # Each kernel file guards its code with #if on the ISA macros, so a file of
@@ -121,9 +126,11 @@ demo: all
 test: all
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run.sh
 
-# The sanitizer run scores fewer perplexity windows (POCKET_TEST_QUICK).
+# The sanitizer run scores fewer perplexity windows (POCKET_TEST_QUICK) and
+# has the PK_ASSERT contracts on. SAN_BUILD names its build directory.
+SAN_BUILD ?= build-san
 sanitize:
-	POCKET_TEST_QUICK=1 $(MAKE) BUILD=build-san OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	POCKET_TEST_QUICK=1 $(MAKE) BUILD=$(SAN_BUILD) ASSERTS=1 OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
 # ---- AArch64 under emulation ------------------------------------------------

@@ -19,6 +19,11 @@ int pk_errorf(pk_error *e, int code, const char *fmt, ...) {
     return code;
 }
 
+void pk_assert_fail(const char *cond, const char *file, int line, const char *func) {
+    fprintf(stderr, "pocket: assertion failed: %s (%s:%d, %s)\n", cond, file, line, func);
+    abort();
+}
+
 void *pk_calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
     return calloc(n ? n : 1, size ? size : 1);

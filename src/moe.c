@@ -85,6 +85,8 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
     const pk_hparams *hp = &c->m->hp;
     const int D = hp->n_embd, K = hp->n_expert_used, F = hp->n_ff_exp, E = hp->n_expert;
     const int B = c->cur_batch, P = B * K;
+    /* exp_h / exp_h2 / tok_idx / pair_w hold n_batch * k pairs (context.c) */
+    PK_ASSERT(B >= 1 && B <= c->n_batch && B <= c->exp_cap);
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     route(c, L);
 
@@ -94,6 +96,7 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
     for (int i = 0; i < P; i++) c->exp_count[c->sel[i]]++;
     for (int e = 0, off = 0; e < E; e++) { c->exp_off[e] = off; off += c->exp_count[e]; }
     for (int i = 0; i < P; i++) {
+        PK_ASSERT(c->sel[i] >= 0 && c->sel[i] < E);
         int p = c->exp_off[c->sel[i]]++;
         c->tok_idx[p] = i / K;
         c->pair_w[p] = c->sel_w[i];
@@ -110,6 +113,7 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
         jobs[nj++] = (pk_mv){&L->up_exps, (int64_t)e * F, F, PK_SLOT_X, n, c->tok_idx + off,
                              c->exp_h2 + (size_t)off * F, F};
     }
+    PK_ASSERT(nj <= c->n_jobs_cap);   /* 2 per selected expert: n_jobs_cap = 2 E + 8 */
     pk_matvec(c, jobs, nj);
     c->kern->silu_mul(c->exp_h, c->exp_h2, (int64_t)P * F);
     pk_act_set(c, PK_SLOT_EXP, c->exp_h, P, F, 0);
@@ -123,6 +127,7 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
         for (; e < E; e++) {
             const int off = c->exp_off[e], n = c->exp_count[e];
             if (!n) continue;
+            PK_ASSERT(n <= c->exp_cap);   /* else this round would never take it */
             if (used + n > c->exp_cap) break;
             if (base < 0) base = off;
             /* inputs: the hidden rows of pairs off..off+n-1 */

@@ -121,7 +121,7 @@ $(BUILD)/tests/%: tests/%.c tests/testhelp.h $(LIB) | $(BUILD)/tests
 
 # the fuzz harnesses as plain programs that replay files (fuzz/driver.c)
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h) | $(BUILD)/fuzz
-	$(CC) $(CFLAGS) -Itools $< fuzz/driver.c $(if $(filter fuzz_serve,$*),tools/cli.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itools $< fuzz/driver.c $(if $(filter serve,$*),tools/cli.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/obj $(BUILD)/tests $(BUILD)/fuzz:
 	mkdir -p $@
@@ -171,7 +171,7 @@ fuzz-build: fuzz-deps
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_BIN)
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h)
-	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(if $(filter fuzz_serve,$*),tools/cli.c) $(LIB) -o $@ \
+	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(if $(filter serve,$*),tools/cli.c) $(LIB) -o $@ \
 	  -fsanitize=fuzzer $(FUZZ_SAN) $(LDLIBS)
 
 fuzz: fuzz-build

@@ -488,9 +488,9 @@ static int client_gone(struct MHD_Connection *c) {
     return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-static int auth_ok(struct MHD_Connection *c) {
+/* h: the Authorization header, NULL if absent. */
+static int auth_ok(const char *h) {
     if (!S.has_api_key) return 1;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
     h += 7;
     while (*h == ' ') h++;
@@ -1006,13 +1006,13 @@ static mhd_result handle_metrics(struct MHD_Connection *c) {
     return r;
 }
 
-static mhd_result handle_models(struct MHD_Connection *c) {
+static json_t *models_json(void) {
     pk_model_info info;
     pk_model_get_info(S.model, &info);
-    return send_json(c, 200, json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I}}]}", "object", "list",
+    return json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I}}]}", "object", "list",
                                        "data", "id", S.model_id, "object", "model", "created", (json_int_t)S.created,
                                        "owned_by", "pocket", "meta", "arch", info.arch, "n_ctx", S.n_ctx,
-                                       "n_vocab", info.n_vocab, "n_params", (json_int_t)info.n_params));
+                                       "n_vocab", info.n_vocab, "n_params", (json_int_t)info.n_params);
 }
 
 /* Route ids. */
@@ -1033,6 +1033,38 @@ static int route(const char *url, const char *method, int *method_ok) {
     return R_NONE;
 }
 
+/* What can be answered from the request line and headers alone (authz and
+ * content_length: those headers, NULL if absent): 0 to go on and read the
+ * body, else the HTTP status, with the error object in *error. */
+static int precheck(int r, int method_ok, const char *method, const char *url, const char *authz,
+                    const char *content_length, json_t **error) {
+    if (r == R_NONE) {
+        *error = error_json("invalid_request_error", "not_found", NULL, "no such endpoint: %s %.200s", method, url);
+        return 404;
+    }
+    if (!method_ok) {
+        *error = error_json("invalid_request_error", "method_not_allowed", NULL, "%s is not allowed on %.200s",
+                            method, url);
+        return 405;
+    }
+    if ((r == R_METRICS || r == R_MODELS || r == R_CHAT || r == R_COMPLETIONS) && !auth_ok(authz)) {
+        *error = error_json("authentication_error", "invalid_api_key", NULL,
+                            "missing or incorrect API key: send the header 'Authorization: Bearer KEY'");
+        return 401;
+    }
+    if (content_length) {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(content_length, &end, 10);
+        if (errno || end == content_length || x > S.max_body) {
+            *error = error_json("invalid_request_error", "request_too_large", NULL,
+                                "the request body is larger than %zu bytes (--max-body)", S.max_body);
+            return 413;
+        }
+    }
+    return 0;
+}
+
 static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                              const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     request *rq = *con_cls;
@@ -1044,30 +1076,13 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         if (!rq) return MHD_NO;
         rq->t0 = now();
         *con_cls = rq;
-        if (r == R_NONE) {
+        json_t *error = NULL;
+        int status = precheck(r, method_ok, method, url,
+                              MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                              MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH), &error);
+        if (status) {
             rq->answered = 1;
-            return SEND_ERROR(c, 404, "invalid_request_error", "not_found", NULL, "no such endpoint: %s %.200s", method, url);
-        }
-        if (!method_ok) {
-            rq->answered = 1;
-            return SEND_ERROR(c, 405, "invalid_request_error", "method_not_allowed", NULL,
-                              "%s is not allowed on %.200s", method, url);
-        }
-        if ((r == R_METRICS || r == R_MODELS || r == R_CHAT || r == R_COMPLETIONS) && !auth_ok(c)) {
-            rq->answered = 1;
-            return SEND_ERROR(c, 401, "authentication_error", "invalid_api_key", NULL,
-                              "missing or incorrect API key: send the header 'Authorization: Bearer KEY'");
-        }
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl) {
-            char *end;
-            errno = 0;
-            unsigned long long x = strtoull(cl, &end, 10);
-            if (errno || end == cl || x > S.max_body) {
-                rq->answered = 1;
-                return SEND_ERROR(c, 413, "invalid_request_error", "request_too_large", NULL,
-                                  "the request body is larger than %zu bytes (--max-body)", S.max_body);
-            }
+            return send_json(c, (unsigned)status, error);
         }
         return MHD_YES;
     }
@@ -1117,7 +1132,7 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
     }
     case R_METRICS: return handle_metrics(c);
-    case R_MODELS: return handle_models(c);
+    case R_MODELS: return send_json(c, 200, models_json());
     case R_CHAT: return handle_completion(c, rq, 1);
     case R_COMPLETIONS: return handle_completion(c, rq, 0);
     }

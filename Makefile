@@ -222,7 +222,7 @@ test-aarch64: aarch64-sysroot
 	@BUILD=$(A64) SYSROOT=$(A64_SYSROOT) HOST_BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run_aarch64.sh
 
 clean:
-	rm -rf build build-san build-portable build-clang
+	rm -rf build build-san build-portable build-clang $(FUZZ_BUILD)
 	rm -rf $(A64)/obj $(A64)/tests $(A64)/tmp $(A64)/logs $(A64)/pocket $(A64)/libpocket.a
 
 # `make install PREFIX=DIR` (DESTDIR is honoured): the library, its header and

@@ -442,6 +442,15 @@ fail:
     return rc;
 }
 
+/* Modification time in nanoseconds (Apple names the field differently). */
+static int64_t mtime_ns(const struct stat *st) {
+#if defined(__APPLE__)
+    return (int64_t)st->st_mtimespec.tv_sec * 1000000000 + st->st_mtimespec.tv_nsec;
+#else
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+#endif
+}
+
 int gguf_open(const char *path, gguf_file **out, pk_error *err) {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -482,7 +491,7 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err) {
     f->mapped = 1;
     f->fd = fd;   /* kept: fstat on it says whether the mapped inode changed */
     f->st_size = (uint64_t)st.st_size;
-    f->st_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    f->st_mtime_ns = mtime_ns(&st);
     return PK_OK;
 }
 
@@ -491,11 +500,10 @@ int gguf_check_unchanged(const gguf_file *f, pk_error *err) {
     struct stat st;
     if (fstat(f->fd, &st) != 0)
         return pk_errorf(err, PK_ERR_IO, "%s: cannot stat the mapped file: %s", f->path, strerror(errno));
-    int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     if ((uint64_t)st.st_size != f->st_size)
         return pk_errorf(err, PK_ERR_IO, "%s: the model file changed while in use: %llu bytes when loaded, %llu now",
                          f->path, (unsigned long long)f->st_size, (unsigned long long)st.st_size);
-    if (mt != f->st_mtime_ns)
+    if (mtime_ns(&st) != f->st_mtime_ns)
         return pk_errorf(err, PK_ERR_IO, "%s: the model file changed while in use: written to since it was loaded",
                          f->path);
     return PK_OK;

@@ -20,6 +20,13 @@ Geometries (tensor and key names follow llama.cpp):
                  k-heads / 32 v-heads of 128, conv 4), 256 experts top-8 of FFN
                  512 + a gated shared expert of 512, vocab 248320. pocket
                  cannot run it yet; see ../shared/fixtures/qwen35moe/README.md.
+  qwen3-next-80b-a3b  arch qwen3next (Qwen3-Next-80B-A3B): hidden 2048, 48
+                 layers, every 4th full attention (16 q / 2 kv heads of 256,
+                 gated q, partial RoPE 64 dims, base 1e7), the others Gated
+                 DeltaNet (16 k-heads / 32 v-heads of 128, conv 4; beta and
+                 alpha in one ssm_ba), 512 experts top-10 of FFN 512 + a gated
+                 shared expert of 512, vocab 151936. 1.6 G parameters per
+                 layer, so --layers 4 (one attention layer) is ~2.5 GB at Q2_K.
 
 Types: 1-D tensors, norms, routers (ffn_gate_inp) and ssm_conv1d are F32.
 Q8_0 / Q4_K / Q2_K / F16 put every other matrix in that type; Q4_K_M is
@@ -72,7 +79,8 @@ def use_more_bits(i, n):
 # ------------------------------------------------------------- geometries
 
 def layers_default(geometry):
-    return {"qwen3-30b-a3b": 48, "dense": 23, "pocket-35b": 40}[geometry]
+    return {"qwen3-30b-a3b": 48, "dense": 23, "pocket-35b": 40,
+            "qwen3-next-80b-a3b": 48}[geometry]
 
 
 def gpt2_byte_chars():
@@ -188,32 +196,48 @@ def spec_qwen3(a, moe):
     return s
 
 
-def spec_qwen35moe(a):
+# the two Gated DeltaNet hybrids: Qwen3.5-35B-A3B's shape (qwen35moe: IMROPE
+# sections, separate beta/alpha) and Qwen3-Next-80B-A3B's (qwen3next: plain
+# partial RoPE, beta/alpha in one ssm_ba)
+HYBRIDS = {
+    "pocket-35b": dict(arch="qwen35moe", V=248320, rope_base=1e7, E=256, K=8,
+                       F=512, pre="qwen35", first_special=248044),
+    "qwen3-next-80b-a3b": dict(arch="qwen3next", V=151936, rope_base=1e7,
+                               E=512, K=10, F=5120, pre="qwen2",
+                               first_special=151643),
+}
+
+
+def spec_hybrid(a):
     s = Spec()
-    D, V, L, p = 2048, 248320, a.layers, "qwen35moe."
+    g = HYBRIDS[a.geometry]
+    arch = g["arch"]
+    nxt = arch == "qwen3next"
+    D, V, L, p = 2048, g["V"], a.layers, arch + "."
     Hq, Hkv, hd, n_rot = 16, 2, 256, 64
     Hk, Hv, dS, conv = 16, 32, 128, 4          # DeltaNet heads, head dim
-    E, K, Fe, Fs, interval = 256, 8, 512, 512, 4
+    E, K, Fe, Fs, interval = g["E"], g["K"], 512, 512, 4
     qkv = 2 * Hk * dS + Hv * dS                # conv channels: q | k | v
-    s.key("general.architecture", G.STRING, "qwen35moe")
+    s.key("general.architecture", G.STRING, arch)
     s.key("general.type", G.STRING, "model")
-    s.key("general.name", G.STRING, "pocket-bench-pocket-35b-%dL-%s" %
-          (L, a.type))
+    s.key("general.name", G.STRING, "pocket-bench-%s-%dL-%s" %
+          (a.geometry, L, a.type))
     s.key("general.file_type", G.UINT32, FILE_TYPE[a.type])
     s.key("general.quantization_version", G.UINT32, 2)
     s.key(p + "block_count", G.UINT32, L)
     s.key(p + "context_length", G.UINT32, 4096)
     s.key(p + "embedding_length", G.UINT32, D)
-    s.key(p + "feed_forward_length", G.UINT32, Fe)
+    s.key(p + "feed_forward_length", G.UINT32, g["F"])
     s.key(p + "attention.head_count", G.UINT32, Hq)
     s.key(p + "attention.head_count_kv", G.UINT32, Hkv)
     s.key(p + "attention.key_length", G.UINT32, hd)
     s.key(p + "attention.value_length", G.UINT32, hd)
     s.key(p + "attention.layer_norm_rms_epsilon", G.FLOAT32, 1e-6)
-    s.key(p + "rope.freq_base", G.FLOAT32, 1e7)
+    s.key(p + "rope.freq_base", G.FLOAT32, g["rope_base"])
     s.key(p + "rope.dimension_count", G.UINT32, n_rot)
-    s.key(p + "rope.dimension_sections", G.ARRAY,
-          np.array([11, 11, 10, 0], dtype=np.int32), G.INT32)
+    if not nxt:
+        s.key(p + "rope.dimension_sections", G.ARRAY,
+              np.array([11, 11, 10, 0], dtype=np.int32), G.INT32)
     s.key(p + "expert_count", G.UINT32, E)
     s.key(p + "expert_used_count", G.UINT32, K)
     s.key(p + "expert_feed_forward_length", G.UINT32, Fe)
@@ -224,7 +248,7 @@ def spec_qwen35moe(a):
     s.key(p + "ssm.time_step_rank", G.UINT32, Hv)
     s.key(p + "ssm.inner_size", G.UINT32, Hv * dS)
     s.key(p + "full_attention_interval", G.UINT32, interval)
-    for k in tokenizer_kv(V, "qwen35", 248044):
+    for k in tokenizer_kv(V, g["pre"], g["first_special"]):
         s.key(*k)
     s.mat("token_embd.weight", [D, V], sigma=1.0)
     s.f32("output_norm.weight", [D], "norm")
@@ -246,8 +270,11 @@ def spec_qwen35moe(a):
             s.f32(b + "ssm_conv1d.weight", [conv, qkv], "conv", i, 0.5)
             s.f32(b + "ssm_dt.bias", [Hv], "dt_bias", i)
             s.f32(b + "ssm_a", [Hv], "ssm_a", i)
-            s.mat(b + "ssm_beta.weight", [D, Hv], i)
-            s.mat(b + "ssm_alpha.weight", [D, Hv], i, 0.5 / math.sqrt(D))
+            if nxt:                            # per k head [beta | alpha]
+                s.mat(b + "ssm_ba.weight", [D, 2 * Hv], i)
+            else:
+                s.mat(b + "ssm_beta.weight", [D, Hv], i)
+                s.mat(b + "ssm_alpha.weight", [D, Hv], i, 0.5 / math.sqrt(D))
             s.f32(b + "ssm_norm.weight", [dS], "norm", i)
             s.mat(b + "ssm_out.weight", [Hv * dS, D], i)
         s.f32(b + "ffn_gate_inp.weight", [D, E], "router", i,
@@ -556,7 +583,8 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out")
     p.add_argument("--geometry", choices=["qwen3-30b-a3b", "dense",
-                                          "pocket-35b"])
+                                          "pocket-35b",
+                                          "qwen3-next-80b-a3b"])
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--type", choices=sorted(FILE_TYPE), default="Q4_K_M")
     p.add_argument("--seed", type=int, default=1)
@@ -572,8 +600,8 @@ def main(argv):
         a.layers = layers_default(a.geometry)
     if a.layers < 1:
         p.error("--layers must be >= 1")
-    if a.geometry == "pocket-35b":
-        spec = spec_qwen35moe(a)
+    if a.geometry in HYBRIDS:
+        spec = spec_hybrid(a)
     else:
         spec = spec_qwen3(a, a.geometry == "qwen3-30b-a3b")
     d = os.path.dirname(os.path.abspath(a.out))

@@ -76,6 +76,48 @@ typedef struct pk_model pk_model;
 int pk_model_load(const char *path, pk_model **out, pk_error *err);
 void pk_model_free(pk_model *m);
 
+/* Load-time parameters: a memory budget. With mem > 0 the model keeps
+ * resident at most mem bytes for itself and one context of n_ctx tokens:
+ * the weights every token reads (attention / DeltaNet, norms, routers,
+ * shared experts, embeddings, output head), the context's KV cache and
+ * buffers, a 64 MiB margin, and a cache of routed experts in what is left;
+ * experts not in the cache are read from the file when a token needs them
+ * (the output is bitwise the same). If every expert fits, the file is just
+ * mapped, as with mem = 0. The expert cache is the model's: every context
+ * shares it. Fails with PK_ERR_ARG if mem cannot hold the resident part
+ * plus one expert per layer (the message names both sizes). */
+typedef struct pk_model_params {
+    uint64_t mem;              /* bytes (0: no budget) */
+    int n_ctx;                 /* the context the plan reserves (0: as pk_context_new) */
+    int type_k, type_v;        /* its KV cache types (PK_CACHE_*, 0: F16) */
+    int expert_slots;          /* > 0: cache exactly this many experts per layer,
+                                  whatever mem says (tests, experiments) */
+} pk_model_params;
+pk_model_params pk_model_default_params(void);
+int pk_model_load_params(const char *path, const pk_model_params *p, pk_model **out, pk_error *err);
+
+/* The memory plan a model was loaded with. */
+typedef struct pk_model_plan {
+    uint64_t mem;              /* the budget (0: none) */
+    uint64_t resident_bytes;   /* weights kept resident: all but the routed experts */
+    uint64_t expert_bytes;     /* all routed experts */
+    uint64_t context_bytes;    /* one context of n_ctx tokens: KV cache, states, buffers */
+    uint64_t kv_bytes_per_token; /* of that context's KV cache */
+    int n_ctx;
+    int streaming;             /* 1: experts are read into a cache */
+    int expert_slots;          /* cached experts per layer (n_expert if all resident) */
+    int n_expert, n_layer_moe;
+    uint64_t cache_bytes;      /* the expert cache (slots x layers x slot) */
+    uint64_t expert_slice_bytes; /* one expert of one layer: gate + up + down */
+    uint64_t expected_read_per_token; /* bytes read from the file per decoded token
+                                         if routing were uniform: (1 - slots / n_expert)
+                                         x k experts x layers x slice */
+} pk_model_plan;
+void pk_model_get_plan(const pk_model *m, pk_model_plan *out);
+/* Memory this process may still use: MemAvailable, or less if its cgroup's
+ * limit says so (Linux); 0 if unknown. */
+uint64_t pk_mem_available(void);
+
 typedef struct pk_model_info {
     const char *arch;          /* general.architecture */
     const char *name;          /* general.name, or "" */
@@ -137,11 +179,35 @@ int32_t pk_model_bos(const pk_model *m);
 /* ---- context: one sequence being decoded -------------------------------- */
 typedef struct pk_context pk_context;
 
+/* Element types of the KV cache (pk_context_params.type_k / type_v), named
+ * as llama.cpp's --cache-type-k/-v name them. Keys and values are chosen
+ * independently; the attention kernels read each type directly. F16 halves
+ * F32's bytes (rounding to 11 significant bits; |x| > 65504 overflows), Q8_0
+ * (blocks of 32 int8 with one fp16 scale: 8.5 bits, 27% of F32's bytes)
+ * needs head dimensions that are multiples of 32. Gated DeltaNet states
+ * stay F32 whatever is chosen. */
+enum {
+    PK_CACHE_DEFAULT = 0,   /* F16 */
+    PK_CACHE_F32 = 1,
+    PK_CACHE_F16 = 2,
+    PK_CACHE_Q8_0 = 3,
+};
+/* "f32", "f16", "q8_0" for a PK_CACHE_* value (PK_CACHE_DEFAULT: "f16"),
+ * NULL for any other value. */
+const char *pk_cache_type_name(int type);
+/* The PK_CACHE_* value of a name (case-insensitive, as above), -1 if none. */
+int pk_cache_type_parse(const char *name);
+
 typedef struct pk_context_params {
-    int n_ctx;        /* context window in tokens (0: the model's, capped at 4096) */
+    int n_ctx;        /* context window in tokens (0: the model's trained length if
+                         its KV cache takes at most a quarter of the memory
+                         available now, else that length capped at 4096) */
     int n_threads;    /* worker threads (0: all cores) */
     int n_batch;      /* most prompt tokens per forward pass (0: 512); prompts are
                          processed in batches that read each weight once */
+    int type_k, type_v; /* KV cache element types, PK_CACHE_* (0: F16). PK_ERR_ARG
+                         for an unknown value, PK_ERR_UNSUPPORTED for Q8_0 with a
+                         head dimension that is not a multiple of 32 */
 } pk_context_params;
 
 pk_context_params pk_context_default_params(void);
@@ -152,6 +218,10 @@ void pk_context_free(pk_context *c);
 void pk_context_reset(pk_context *c);
 int pk_context_pos(const pk_context *c);       /* tokens in the sequence */
 int pk_context_n_ctx(const pk_context *c);
+/* The sequence memory: KV cache bytes per position of context (keys and
+ * values of every attention layer, in their cache types; x n_ctx allocated),
+ * and the fixed bytes of the Gated DeltaNet conv and recurrent states. */
+void pk_context_kv_size(const pk_context *c, uint64_t *kv_bytes_per_token, uint64_t *recurrent_bytes);
 
 /* Append n tokens to the sequence (in batches of up to n_batch). Afterwards
  * pk_context_logits() holds the logits after the last of them. Fails with PK_ERR_CONTEXT when the window
@@ -170,6 +240,12 @@ typedef struct pk_stats {
                                  reads and writes, recurrent (DeltaNet) and conv states */
     const char *isa;          /* kernel variant in use */
     int n_threads;
+    uint64_t mem_bytes;       /* the context's own memory (KV cache, buffers) */
+    /* the expert cache (a model loaded with a memory budget): lookups of
+       routed experts by these tokens, bytes read from the file for the
+       misses, and the wall time spent waiting for them */
+    uint64_t expert_hits, expert_misses, storage_bytes;
+    double storage_secs;
 } pk_stats;
 void pk_context_stats(const pk_context *c, pk_stats *out);
 

@@ -39,6 +39,12 @@ typedef struct pk_arch {
     int attn_gate;           /* attn_q holds q and a sigmoid output gate, interleaved per head */
     const char *ffn_norm;    /* name of the pre-FFN norm tensor: "ffn_norm" or
                                 "post_attention_norm" */
+    /* Gated DeltaNet layout (hybrid only) */
+    int ssm_ba;              /* beta and alpha in one tensor ssm_ba, per k head
+                                [beta x r | alpha x r] (r = v heads per k head);
+                                else ssm_beta and ssm_alpha, one row per v head */
+    int ssm_grouped;         /* v head j uses q/k head j / r (grouped order);
+                                else j mod k_heads (tiled) */
 } pk_arch;
 
 /* The descriptor for a GGUF architecture name, NULL if unsupported. */

@@ -24,9 +24,13 @@ void pk_assert_fail(const char *cond, const char *file, int line, const char *fu
     abort();
 }
 
+_Thread_local uint64_t pk_alloc_bytes;
+
 void *pk_calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
-    return calloc(n ? n : 1, size ? size : 1);
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (p) pk_alloc_bytes += (uint64_t)(n ? n : 1) * (size ? size : 1);
+    return p;
 }
 
 double pk_time(void) {

@@ -36,8 +36,11 @@ static inline int pk_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
 void pk_assert_fail(const char *cond, const char *file, int line, const char *func)
     __attribute__((noreturn));
 
-/* Allocation that returns NULL on overflow of n*size; memory is zeroed. */
+/* Allocation that returns NULL on overflow of n*size; memory is zeroed.
+ * pk_alloc_bytes counts the bytes this thread asked pk_calloc for (a
+ * context's memory is the difference across its creation). */
 void *pk_calloc(size_t n, size_t size);
+extern _Thread_local uint64_t pk_alloc_bytes;
 
 /* Monotonic wall clock in seconds. */
 double pk_time(void);

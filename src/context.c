@@ -4,14 +4,58 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include "context.h"
 
 #define DEFAULT_BATCH 512
 
 pk_context_params pk_context_default_params(void) {
-    pk_context_params p = {0, 0, 0};
+    pk_context_params p = {0, 0, 0, PK_CACHE_F16, PK_CACHE_F16};
     return p;
+}
+
+/* ---- KV cache types ---------------------------------------------------------- */
+
+static const struct { const char *name; int type; } cache_types[] = {
+    [PK_CACHE_DEFAULT] = {"f16", PK_TYPE_F16},
+    [PK_CACHE_F32] = {"f32", PK_TYPE_F32},
+    [PK_CACHE_F16] = {"f16", PK_TYPE_F16},
+    [PK_CACHE_Q8_0] = {"q8_0", PK_TYPE_Q8_0},
+};
+#define N_CACHE_TYPES (int)(sizeof cache_types / sizeof cache_types[0])
+
+const char *pk_cache_type_name(int type) {
+    return type >= 0 && type < N_CACHE_TYPES ? cache_types[type].name : NULL;
+}
+
+int pk_cache_type_parse(const char *name) {
+    for (int t = PK_CACHE_DEFAULT + 1; name && t < N_CACHE_TYPES; t++)
+        if (!strcasecmp(name, cache_types[t].name)) return t;
+    return -1;
+}
+
+/* The element type (PK_TYPE_*) of cache type t for rows of heads of hd
+ * elements, or an error naming what (keys / values) and why. */
+static int cache_elem_type(int t, const char *what, int hd, int *out, pk_error *err) {
+    if (t < 0 || t >= N_CACHE_TYPES)
+        return pk_errorf(err, PK_ERR_ARG, "cache type %d for the %s is not one of f32, f16, q8_0", t, what);
+    *out = cache_types[t].type;
+    const int blck = pk_type_get(*out)->blck;
+    if (hd % blck)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED,
+                         "a %s cache for the %s needs a head dimension that is a multiple of %d; this "
+                         "model's is %d (use f16 or f32)", cache_types[t].name, what, blck, hd);
+    return PK_OK;
+}
+
+/* Bytes of memory available now (0 if unknown). */
+static uint64_t mem_available(void) {
+#if defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && size > 0) return (uint64_t)pages * (uint64_t)size;
+#endif
+    return 0;
 }
 
 static int64_t max2(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -55,13 +99,26 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
         return pk_errorf(err, PK_ERR_ARG, "thread count %d is out of range [1, 512]", p.n_threads);
     if (p.n_batch < 0 || p.n_batch > 4096)
         return pk_errorf(err, PK_ERR_ARG, "batch size %d is out of range [1, 4096]", p.n_batch);
-    if (p.n_ctx == 0) p.n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    int tk = PK_TYPE_F16, tv = PK_TYPE_F16;
+    int rc = cache_elem_type(p.type_k, "keys", hp->head_dim, &tk, err);
+    if (rc || (rc = cache_elem_type(p.type_v, "values", hp->head_dim_v, &tv, err))) return rc;
+    if (p.n_ctx == 0) {
+        /* the trained length when its cache fits a quarter of the free memory */
+        int n_att = 0;
+        for (int l = 0; l < hp->n_layer; l++) n_att += !(m->recurrent && m->recurrent[l]);
+        const uint64_t per_tok = (uint64_t)n_att * (pk_row_size(tk, (int64_t)hp->n_head_kv * hp->head_dim) +
+                                                    pk_row_size(tv, (int64_t)hp->n_head_kv * hp->head_dim_v));
+        const uint64_t avail = mem_available();
+        const int train = hp->n_ctx_train < (1 << 22) ? hp->n_ctx_train : 1 << 22;
+        p.n_ctx = train <= 4096 || (avail && per_tok * (uint64_t)train <= avail / 4) ? train : 4096;
+    }
     if (p.n_threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         p.n_threads = n > 0 ? (int)n : 1;
     }
     if (p.n_batch == 0) p.n_batch = DEFAULT_BATCH;
     if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
+    const uint64_t alloc0 = pk_alloc_bytes;
     pk_context *c = pk_calloc(1, sizeof *c);
     if (!c) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
     c->m = m;
@@ -74,8 +131,8 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     const int64_t P = B * (K > 0 ? K : 1);              /* (token, expert) pairs */
     const int64_t F = max2(hp->n_ff, hp->n_ff_shexp), FE = hp->n_ff_exp;
     const int64_t C = hp->ssm_channels, VD = (int64_t)hp->ssm_v_heads * hp->ssm_state;
-    int ok = pk_kv_init(&c->kv, hp->n_layer, m->recurrent, p.n_ctx, hp->n_head_kv * hp->head_dim,
-                        hp->n_head_kv * hp->head_dim_v, hp->ssm_conv > 0 ? hp->ssm_conv - 1 : 0,
+    int ok = pk_kv_init(&c->kv, hp->n_layer, m->recurrent, p.n_ctx, hp->n_head_kv, hp->n_head_kv * hp->head_dim,
+                        hp->n_head_kv * hp->head_dim_v, tk, tv, hp->ssm_conv > 0 ? hp->ssm_conv - 1 : 0,
                         (int)C, hp->ssm_v_heads * hp->ssm_state * hp->ssm_state) == PK_OK;
     ok = ok && (c->pool = pk_pool_new(p.n_threads));
 #define ALLOC(ptr, n) ok = ok && ((ptr) = pk_calloc((size_t)max2((n), 1), sizeof *(ptr)))
@@ -88,7 +145,9 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
        expert's B rows; the up products, dead by then, share its memory. */
     c->exp_cap = (int)max2((P + 3) / 4, B);
     const int64_t kd = (int64_t)hp->n_head_kv * hp->head_dim;
-    const int64_t n_att = B * qd + (m->arch->attn_gate ? B * 3 * qd : 0) + B * vd + B * kd;
+    const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    const int64_t n_att = B * qd + (m->arch->attn_gate ? B * 3 * qd : 0) + B * vd + B * kd +
+                          (tv != PK_TYPE_F32 ? B * kvd : 0);
     const int64_t n_moe = P * FE + max2((int64_t)c->exp_cap * D, P * FE);
     ALLOC(c->arena, max2(n_att, n_moe));
     if (ok) {
@@ -97,6 +156,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
         c->gate = m->arch->attn_gate ? c->qg + B * 2 * qd : NULL;
         c->att_out = c->q + B * qd + (m->arch->attn_gate ? B * 3 * qd : 0);
         c->kb = c->att_out + B * vd;
+        c->vb = tv != PK_TYPE_F32 ? c->kb + B * kd : NULL;
         c->exp_h = c->arena;
         c->exp_out = c->exp_h2 = c->arena + P * FE;
     }
@@ -115,8 +175,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     ALLOC(c->logits, hp->n_vocab);
     ALLOC(c->ssm_qkv, B * C);
     ALLOC(c->ssm_z, B * VD);
-    ALLOC(c->ssm_beta, B * hp->ssm_v_heads);
-    ALLOC(c->ssm_alpha, B * hp->ssm_v_heads);
+    ALLOC(c->ssm_ba, B * 2 * hp->ssm_v_heads);
     ALLOC(c->ssm_o, B * VD);
     c->ssm_scratch_per = (size_t)2 * PK_DN_CHUNK * PK_DN_CHUNK + (size_t)2 * PK_DN_CHUNK * hp->ssm_state +
                          2 * PK_DN_CHUNK;
@@ -142,6 +201,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
         pk_context_free(c);
         return pk_errorf(err, PK_ERR_NOMEM, "out of memory for a context of %d tokens", p.n_ctx);
     }
+    c->mem_bytes = pk_alloc_bytes - alloc0;
     for (int64_t i = 0; i < P; i++) c->pair_seq[i] = (int32_t)i;
     rope_table(c);
     *out = c;
@@ -157,7 +217,7 @@ void pk_context_free(pk_context *c) {
     void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->hb, c->hb2,
                     c->router, c->sel, c->sel_w, c->pair_w,
                     c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
-                    c->logits, c->ssm_qkv, c->ssm_z, c->ssm_beta, c->ssm_alpha, c->ssm_o, c->ssm_scratch, c->jobs,
+                    c->logits, c->ssm_qkv, c->ssm_z, c->ssm_ba, c->ssm_o, c->ssm_scratch, c->jobs,
                     c->xptr, c->xptr_off};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
@@ -169,6 +229,13 @@ void pk_context_reset(pk_context *c) {
 }
 int pk_context_pos(const pk_context *c) { return c->pos; }
 int pk_context_n_ctx(const pk_context *c) { return c->n_ctx; }
+void pk_context_kv_size(const pk_context *c, uint64_t *kv_bytes_per_token, uint64_t *recurrent_bytes) {
+    const pk_kv *kv = &c->kv;
+    if (kv_bytes_per_token) *kv_bytes_per_token = (uint64_t)kv->n_att * (kv->k_row + kv->v_row);
+    if (recurrent_bytes)
+        *recurrent_bytes = (uint64_t)kv->n_rec * sizeof(float) *
+                           ((uint64_t)kv->conv_rows * kv->conv_dim + (uint64_t)kv->ssm_size);
+}
 const float *pk_context_logits(const pk_context *c) { return c->logits; }
 
 static int check_batch(pk_context *c, const int32_t *tokens, int n, pk_error *err) {
@@ -193,8 +260,10 @@ static int decode_batches(pk_context *c, const int32_t *tokens, int n, float *al
     for (int i = 0; i < n; i += c->n_batch) {
         int nb = n - i < c->n_batch ? n - i : c->n_batch;
         float *out = all ? all + (size_t)i * V : i + nb == n ? c->logits : NULL;
-        if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL)))
+        if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL))) {
+            if (rc == PK_ERR_IO) return pk_errorf(err, rc, "%s", c->io_msg);
             return pk_errorf(err, rc, "out of memory for scratch (position %d, %d tokens)", c->pos, nb);
+        }
     }
     if (all && n > 0) memcpy(c->logits, all + (size_t)(n - 1) * V, V * sizeof(float));
     return PK_OK;
@@ -215,4 +284,9 @@ void pk_context_stats(const pk_context *c, pk_stats *out) {
     out->state_bytes = c->state_bytes;
     out->isa = c->kern->isa;
     out->n_threads = pk_pool_size(c->pool);
+    out->mem_bytes = c->mem_bytes;
+    out->expert_hits = c->xstats.hits;
+    out->expert_misses = c->xstats.misses;
+    out->storage_bytes = c->xstats.bytes_read;
+    out->storage_secs = c->xstats.read_secs;
 }

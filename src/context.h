@@ -9,6 +9,7 @@
 #include "kv.h"
 #include "model.h"
 #include "threads.h"
+#include "xcache.h"
 
 /* Called for each matrix-vector product with its input vector x (F32,
  * w->ne[0] floats) and the rows it reads; for expert tensors the expert is
@@ -48,6 +49,8 @@ struct pk_context {
     float *qg;                    /* (2 * n_head * hd) joint q|gate projection (attn_gate) */
     float *gate;                  /* (n_head * hd) attention output gate */
     float *kb;                    /* (k_dim) per token: keys before the cache */
+    float *vb;                    /* (v_dim) per token: values before a typed cache
+                                     (NULL for an F32 cache, written in place) */
     int scratch_oom;                  /* set by a chunk (attention, DeltaNet) that had no scratch */
     float *att_out;               /* (n_head * hd_v) */
     float *hb, *hb2;              /* (max(F, F_shexp)) dense / shared-expert hidden */
@@ -68,7 +71,7 @@ struct pk_context {
     /* Gated DeltaNet (hybrid archs) */
     float *ssm_qkv;               /* (channels) projection, then conv output */
     float *ssm_z;                 /* (v_heads * state) */
-    float *ssm_beta, *ssm_alpha;  /* (v_heads) */
+    float *ssm_ba;                /* (2 * v_heads) beta and alpha projections (hp->ssm_ba_*) */
     float *ssm_o;                 /* (v_heads * state) */
     float *ssm_scratch;           /* [v_heads][ssm_scratch_per]: chunked delta rule */
     size_t ssm_scratch_per;
@@ -88,6 +91,9 @@ struct pk_context {
     uint64_t n_tokens;            /* decoded since creation */
     uint64_t weight_bytes;        /* weight bytes read (counted in matvec) */
     uint64_t state_bytes;         /* KV / recurrent-state bytes read + written (forward.c, deltanet.c) */
+    uint64_t mem_bytes;           /* allocated at creation */
+    pk_xcache_stats xstats;       /* expert cache use (moe.c) */
+    char io_msg[512];             /* the last expert read error */
 };
 
 /* ---- weight reads (matvec.c): the one place weights are read ----------- */
@@ -110,17 +116,21 @@ void pk_act_set(pk_context *c, int s, const float *x, int64_t n_rows, int64_t ro
 /* Run all jobs as one parallel section (weight rows split across the pool's
  * threads); counts weight bytes: each weight row once per call. */
 void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs);
+/* The same, with job j's rows read from data[j] (row row0 there: the expert
+ * cache's copy of a slice) instead of its tensor's mapping where data[j] is
+ * not NULL. */
+void pk_matvec_from(pk_context *c, const pk_mv *jobs, int n_jobs, const void *const *data);
 /* Dequantize row r of w into out (ne[0] floats); counts its bytes. */
 void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out);
 
 /* ---- blocks (forward.c, moe.c) ------------------------------------------ */
 void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps);
 /* g[i] = silu(g[i]) * u[i] */
-/* c->xb2 = FFN of c->xb through the routed experts (and shared expert). */
-void pk_moe_forward(pk_context *c, const pk_layer *L);
 /* c->xb2 rows = FFN of c->xb rows through the routed experts (and shared
- * expert), for the c->cur_batch tokens of the batch (moe.c). */
-void pk_moe_forward(pk_context *c, const pk_layer *L);
+ * expert), for the c->cur_batch tokens of the batch (moe.c). With an expert
+ * cache (a memory budget) the experts run in rounds of at most its slots
+ * per layer; PK_ERR_IO (message in c->io_msg) if an expert read fails. */
+int pk_moe_forward(pk_context *c, const pk_layer *L);
 /* Prompt batches of at least PK_DN_CHUNK_MIN tokens use the chunked delta
  * rule, in chunks of PK_DN_CHUNK tokens. */
 #define PK_DN_CHUNK_MIN 8

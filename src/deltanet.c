@@ -6,7 +6,7 @@
  *   beta = sigmoid(ssm_beta . h),  g = softplus(ssm_alpha . h + dt_bias) * ssm_a
  *   c = silu(causal depthwise conv over the last `conv` qkv rows)
  *   q, k, v = split(c); q, k L2-normalised per head, q scaled by 1/sqrt(state)
- *   per v head j (using q/k head j mod k_heads), state S (key x value):
+ *   per v head j (using q/k head kh(j)), state S (key x value):
  *     S = exp(g) S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q
  *   o_j = rmsnorm(o_j, ssm_norm) * silu(z_j);  out = ssm_out . o
  * The projections run batched (weights read once per batch) and the conv
@@ -22,6 +22,11 @@
  * tests/t_batch.sh). Heads are independent: each thread takes whole heads
  * through the whole batch. The conv state and S live in the sequence memory
  * (kv.h).
+ * The head layout is the model's (pk_hparams): kh(j) = j mod k_heads for
+ * tiled v heads (qwen35*), j / r for grouped ones (qwen3next, r = v heads
+ * per k head); beta and alpha come from ssm_beta and ssm_alpha or from one
+ * ssm_ba tensor interleaved per k head, into one buffer of 2 v_heads rows
+ * per token that ba_index() reads.
  */
 #include <math.h>
 #include <string.h>
@@ -39,6 +44,14 @@ static void l2_normalize(float *x, int n, float eps) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
+/* q/k head of v head j, and where j's beta sits in a token's 2 v_heads
+   beta|alpha rows (its alpha: hp->ssm_alpha_off further) */
+static int k_head(const pk_hparams *hp, int j) { return j / hp->ssm_vk_div % hp->ssm_k_heads; }
+static int ba_index(const pk_hparams *hp, int j) {
+    const int r = hp->ssm_v_heads / hp->ssm_k_heads;
+    return j / r * hp->ssm_ba_group + j % r;
+}
+
 typedef struct dn_task {
     pk_context *c;
     int layer;
@@ -53,8 +66,8 @@ typedef struct dn_task {
 static void dn_chunk(pk_context *c, const pk_layer *L, int il, int j, int b0, int n, float *S) {
     const pk_hparams *hp = &c->m->hp;
     const pk_kernels *kn = c->kern;
-    const int d = hp->ssm_state, hk = j % hp->ssm_k_heads, C = hp->ssm_channels;
-    const int HV = hp->ssm_v_heads, VD = HV * d;
+    const int d = hp->ssm_state, hk = k_head(hp, j), C = hp->ssm_channels;
+    const int HV = hp->ssm_v_heads, VD = HV * d, ib = ba_index(hp, j), ia = ib + hp->ssm_alpha_off;
     float *A = c->ssm_scratch + (size_t)j * c->ssm_scratch_per;   /* n x n */
     float *T = A + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x n */
     float *W = T + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x d */
@@ -70,9 +83,9 @@ static void dn_chunk(pk_context *c, const pk_layer *L, int il, int j, int b0, in
     const float *V0 = c->ssm_qkv + (size_t)b0 * C + (size_t)2 * hp->ssm_k_heads * d + (size_t)j * d;
     float *O = c->ssm_o + (size_t)b0 * VD + (size_t)j * d;
     for (int i = 0; i < n; i++) {
-        const size_t t = (size_t)(b0 + i) * HV + j;
-        G[i] = (i ? G[i - 1] : 0.0f) + softplusf(c->ssm_alpha[t] + dt) * a;
-        bet[i] = sigmoidf(c->ssm_beta[t]);
+        const float *ba = c->ssm_ba + (size_t)(b0 + i) * 2 * HV;
+        G[i] = (i ? G[i - 1] : 0.0f) + softplusf(ba[ia] + dt) * a;
+        bet[i] = sigmoidf(ba[ib]);
     }
     for (int i = 0; i < n; i++)
         for (int e = 0; e < d; e++) KT[(size_t)e * n + i] = K0[(size_t)i * C + e];
@@ -126,8 +139,8 @@ static void dn_head(void *arg, int j) {
     pk_context *c = t->c;
     const pk_hparams *hp = &c->m->hp;
     const pk_layer *L = &c->m->layers[t->layer];
-    const int d = hp->ssm_state, hk = j % hp->ssm_k_heads, C = hp->ssm_channels;
-    const int VD = hp->ssm_v_heads * d, HV = hp->ssm_v_heads;
+    const int d = hp->ssm_state, hk = k_head(hp, j), C = hp->ssm_channels;
+    const int VD = hp->ssm_v_heads * d, HV = hp->ssm_v_heads, ib = ba_index(hp, j), ia = ib + hp->ssm_alpha_off;
     float *S = pk_kv_ssm(&c->kv, t->layer) + (size_t)j * d * d;   /* [key i][value] */
     const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
     if (c->cur_batch >= PK_DN_CHUNK_MIN) {
@@ -147,8 +160,9 @@ static void dn_head(void *arg, int j) {
         const float *k = qkv + (size_t)(hp->ssm_k_heads + hk) * d;
         const float *v = qkv + (size_t)2 * hp->ssm_k_heads * d + (size_t)j * d;
         float *o = c->ssm_o + (size_t)b * VD + (size_t)j * d;
-        const float decay = expf(softplusf(c->ssm_alpha[(size_t)b * HV + j] + dt) * a);
-        const float beta = sigmoidf(c->ssm_beta[(size_t)b * HV + j]);
+        const float *ba = c->ssm_ba + (size_t)b * 2 * HV;
+        const float decay = expf(softplusf(ba[ia] + dt) * a);
+        const float beta = sigmoidf(ba[ib]);
         c->kern->delta_step(S, d, q, k, v, decay, beta, o);
         pk_rmsnorm(o, o, L->ssm_norm.data, d, hp->rms_eps);
         const float *z = c->ssm_z + (size_t)b * VD + (size_t)j * d;
@@ -161,13 +175,19 @@ void pk_deltanet_forward(pk_context *c, const pk_layer *L, int il) {
     const int C = hp->ssm_channels, HV = hp->ssm_v_heads, d = hp->ssm_state, K = hp->ssm_conv;
     const int B = c->cur_batch, D = hp->n_embd, VD = HV * d;
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
-    pk_mv proj[4] = {
+    /* beta|alpha rows: ssm_beta then ssm_alpha, or all of ssm_ba (model.c
+       binds one or the other) */
+    pk_mv proj[5] = {
         {&L->attn_qkv, 0, C, PK_SLOT_X, B, NULL, c->ssm_qkv, C},
         {&L->attn_z, 0, VD, PK_SLOT_X, B, NULL, c->ssm_z, VD},
-        {&L->ssm_beta, 0, HV, PK_SLOT_X, B, NULL, c->ssm_beta, HV},
-        {&L->ssm_alpha, 0, HV, PK_SLOT_X, B, NULL, c->ssm_alpha, HV},
     };
-    pk_matvec(c, proj, 4);
+    const pk_tensor *baw[3] = {&L->ssm_beta, &L->ssm_alpha, &L->ssm_ba};
+    const int baoff[3] = {0, HV, 0};
+    int np = 2;
+    for (int i = 0; i < 3; i++)
+        if (baw[i]->data)
+            proj[np++] = (pk_mv){baw[i], 0, baw[i]->ne[1], PK_SLOT_X, B, NULL, c->ssm_ba + baoff[i], 2 * HV};
+    pk_matvec(c, proj, np);
 
     /* causal depthwise conv, token by token: taps 0..K-2 on the state rows
        (oldest first), tap K-1 on the current row; shift the state; SiLU */

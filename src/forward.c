@@ -76,11 +76,13 @@ typedef struct att_task {
  * b0) * group query heads that share g's keys and values. Token b (position
  * pos0 + b) attends over positions 0..pos0+b. Over keys 0..nk-1 (nk = pos0 +
  * b1), as matrix products:
- *   S = Q K^T   (the cache holds K transposed; each key is read once for all
- *                M queries);
+ *   S = Q K^T   (an F32 cache holds K transposed, for sgemm; a typed cache,
+ *                F16 or Q8_0, each kv head's keys by position, for att_kq;
+ *                each key is read once for all M queries);
  *   P = softmax of each row over its own positions, 0 beyond;
- *   O = P V     (V read in place).
- * Every element is a sum in order over its k (pk_sgemm_fn), and zero
+ *   O = P V     (V read in place, in its type: sgemm or att_pv).
+ * Every element is a sum in order over its k (pk_sgemm_fn; att_kq / att_pv
+ * promise the same independence from M, kernels.h), and zero
  * probabilities add exact zeros, so a query's result does not depend on
  * which other queries share its chunk: batched and one-token attention agree
  * bitwise. */
@@ -102,7 +104,10 @@ static void att_run(void *arg, int chunk) {
         memcpy(Q + (size_t)(b - b0) * group * hd, c->q + (size_t)b * qd + (size_t)g * group * hd,
                (size_t)group * hd * sizeof(float));
     const pk_kv *kv = &c->kv;
-    c->kern->sgemm(M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
+    if (kv->type_k == PK_TYPE_F32)
+        c->kern->sgemm(M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
+    else   /* a typed cache, read in its type (kernels.h) */
+        c->kern->att_kq[kv->type_k](M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0), kv->k_head, S, nk);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / group;
         float *sc = S + (size_t)m * nk, mx = -INFINITY;
@@ -117,7 +122,10 @@ static void att_run(void *arg, int chunk) {
         for (int p = 0; p <= last; p++) sc[p] *= inv;
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
     }
-    c->kern->sgemm(M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv, kv->v_dim, O, hdv);
+    if (kv->type_v == PK_TYPE_F32)
+        c->kern->sgemm(M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv, kv->v_dim, O, hdv);
+    else
+        c->kern->att_pv[kv->type_v](M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0), kv->v_head, O, hdv);
     for (int b = b0; b < b1; b++)
         memcpy(c->att_out + (size_t)b * od + (size_t)g * group * hdv, O + (size_t)(b - b0) * group * hdv,
                (size_t)group * hdv * sizeof(float));
@@ -130,18 +138,27 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
     const int kd = c->kv.k_dim, vd = c->kv.v_dim;
     const int gated = c->m->arch->attn_gate;
 
-    /* V rows go straight into the cache at their positions; K rows to c->kb,
-       then transposed into it */
+    /* V rows go straight into an F32 cache at their positions, or to c->vb
+       and then converted into a typed cache; K rows to c->kb, then
+       transposed into an F32 cache or converted row by row */
+    const int tk = c->kv.type_k, tv = c->kv.type_v;
+    float *vrows = tv == PK_TYPE_F32 ? pk_kv_v(&c->kv, il, pos0) : c->vb;
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv qkv[3] = {
         {&L->wq, 0, L->wq.ne[1], PK_SLOT_X, B, NULL, gated ? c->qg : c->q, L->wq.ne[1]},
         {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, B, NULL, c->kb, kd},
-        {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, B, NULL, pk_kv_v(&c->kv, il, pos0), vd},
+        {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, B, NULL, vrows, vd},
     };
     pk_matvec(c, qkv, 3);
     add_bias(c, c->q, &L->bq, qd, B, qd);
     add_bias(c, c->kb, &L->bk, kd, B, kd);
-    add_bias(c, pk_kv_v(&c->kv, il, pos0), &L->bv, vd, B, vd);
+    add_bias(c, vrows, &L->bv, vd, B, vd);
+    const int nkv = hp->n_head_kv, hdv = hp->head_dim_v;
+    if (tv != PK_TYPE_F32)   /* every variant's quantizer is bit-exact with the reference */
+        for (int g = 0; g < nkv; g++)
+            for (int b = 0; b < B; b++)
+                c->kern->quantize[tv](vrows + (size_t)b * vd + (size_t)g * hdv,
+                                      pk_kv_vh(&c->kv, il, g, pos0 + b), hdv);
     for (int b = 0; b < B; b++) {
         float *q = c->q + (size_t)b * qd, *k = c->kb + (size_t)b * kd;
         if (gated) { /* q and gate are interleaved per head: [q_h | gate_h] */
@@ -163,10 +180,16 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
         rope_apply(c, c->q + (size_t)b * qd, hp->n_head, hd, pos0 + b);
         rope_apply(c, c->kb + (size_t)b * kd, hp->n_head_kv, hd, pos0 + b);
     }
-    for (int i = 0; i < kd; i++) {
-        float *kt = pk_kv_kt(&c->kv, il, i) + pos0;
-        for (int b = 0; b < B; b++) kt[b] = c->kb[(size_t)b * kd + i];
-    }
+    if (tk == PK_TYPE_F32)
+        for (int i = 0; i < kd; i++) {
+            float *kt = pk_kv_kt(&c->kv, il, i) + pos0;
+            for (int b = 0; b < B; b++) kt[b] = c->kb[(size_t)b * kd + i];
+        }
+    else
+        for (int g = 0; g < nkv; g++)
+            for (int b = 0; b < B; b++)
+                c->kern->quantize[tk](c->kb + (size_t)b * kd + (size_t)g * hd,
+                                      pk_kv_k(&c->kv, il, g, pos0 + b), hd);
 
     /* chunks of up to 16 tokens per kv head, fewer if their scores would
        pass 4 MiB */
@@ -174,9 +197,10 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
     while (t.tb > 1 && (int64_t)t.tb * (hp->n_head / hp->n_head_kv) * (pos0 + B) > (1 << 20)) t.tb /= 2;
     t.n_tb = (B + t.tb - 1) / t.tb;
     /* state ledger: each token tile reads the cached keys and values of the
-       positions it sees (at most pos0 + B); the batch writes its own rows */
-    c->state_bytes += sizeof(float) * ((uint64_t)t.n_tb * (uint64_t)(pos0 + B) * (uint64_t)(kd + vd) +
-                                       (uint64_t)B * (uint64_t)(kd + vd));
+       positions it sees (at most pos0 + B); the batch writes its own rows
+       (bytes in the cache's types) */
+    const uint64_t kv_row = (uint64_t)(c->kv.k_row + c->kv.v_row);
+    c->state_bytes += (uint64_t)t.n_tb * (uint64_t)(pos0 + B) * kv_row + (uint64_t)B * kv_row;
     const int chunks = t.n_tb * hp->n_head_kv;
     c->scratch_oom = 0;
     /* small attention spans are not worth a hand-off: run them on the caller */
@@ -237,8 +261,12 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         else if (attention(c, L, il) != PK_OK) return PK_ERR_NOMEM;
         for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
         rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, n, D);
-        if (hp->moe) pk_moe_forward(c, L);
-        else ffn_dense(c, L);
+        if (hp->moe) {
+            int rc = pk_moe_forward(c, L);
+            if (rc) return rc;
+        } else {
+            ffn_dense(c, L);
+        }
         for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
     }
     c->pos += n;

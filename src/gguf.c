@@ -477,9 +477,8 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err) {
     }
     /* a fault in the mapping (the file truncated under us) names the file */
     pk_mapguard_add(map, (size_t)st.st_size, path);
-    /* weights are streamed: huge pages and read-ahead where the system has
-       them; hints only, failures are harmless */
-    pk_map_hint_sequential(map, (size_t)st.st_size);
+    /* read-ahead hints come from the model's memory plan (memplan.c): under
+       a budget only the resident tensors are read ahead */
     int rc = gguf_parse(map, (uint64_t)st.st_size, path, out, err);
     if (rc) {
         pk_mapguard_remove(map);

@@ -131,6 +131,8 @@ static void fill(pk_kernels *out, const pk_kernels *p) {
         if (!out->gemv[t]) out->gemv[t] = p->gemv[t];
         if (!out->quantize[t]) out->quantize[t] = p->quantize[t];
         if (!out->gemm[t]) out->gemm[t] = p->gemm[t];
+        if (!out->att_kq[t]) out->att_kq[t] = p->att_kq[t];
+        if (!out->att_pv[t]) out->att_pv[t] = p->att_pv[t];
     }
     if (!out->sgemm) out->sgemm = p->sgemm;
     if (!out->exp_sub) out->exp_sub = p->exp_sub;
@@ -149,6 +151,11 @@ static void init(void) {
             for (int t = 0; t < PK_TYPE_COUNT; t++)
                 if (d->gemm[t]) m->gemm[t] = d->gemm[t];
         if (v == V_AVX2 && !m->delta_step) m->delta_step = pk_delta_step_avx2;
+        if (v == V_AVX2 || v == V_NEON)   /* attention over typed KV caches */
+            for (int t = 0; t < PK_TYPE_COUNT; t++) {
+                if (!m->att_kq[t]) m->att_kq[t] = v == V_AVX2 ? pk_att_kq_avx2[t] : pk_att_kq_neon[t];
+                if (!m->att_pv[t]) m->att_pv[t] = v == V_AVX2 ? pk_att_pv_avx2[t] : pk_att_pv_neon[t];
+            }
         if (d->parent >= 0) fill(m, &merged[d->parent]);
         /* an ISA file built without its flags has an empty table */
         int compiled = d->table->vec_dot[PK_TYPE_F32] != NULL;

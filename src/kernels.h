@@ -45,6 +45,26 @@ typedef void (*pk_quantize_fn)(const float *x, void *y, int64_t n);
 typedef void (*pk_delta_step_fn)(float *S, int d, const float *q, const float *k, const float *v,
                                  float decay, float beta, float *o);
 
+/* Attention over a typed KV cache (kv.h): nk positions, one row of type T
+ * per position, rows `stride` bytes apart, n elements of a head per row (n a
+ * multiple of T's block size); queries and probabilities are F32.
+ * kq (scores): S[m * lds + p] = dot(Q[m * ldq ...], key row p) for m < M,
+ *   p < nk. Each element is one dot product computed the same way whatever
+ *   M and nk are.
+ * pv (values): O[m * ldo + e] = sum over p < nk of P[m * ldp + p] * value
+ *   row p [e], for m < M, e < n (O overwritten). Each element is one sum in
+ *   order of p, and a zero P adds nothing (exactly), so a query's result
+ *   does not depend on the other queries of the call or on trailing zero
+ *   probabilities: batched and one-token attention agree bitwise.
+ * Type by type the numerics (what is exact, where rounding enters) are
+ * stated in kernels_ref.c; variants reassociate within a row's dot
+ * product (kq) and may fuse multiply-adds, agreeing with the reference to
+ * float rounding. F32 caches use sgemm (keys transposed) instead. */
+typedef void (*pk_att_kq_fn)(int M, int nk, int n, const float *Q, int64_t ldq, const void *K,
+                             size_t stride, float *S, int64_t lds);
+typedef void (*pk_att_pv_fn)(int M, int nk, int n, const float *P, int64_t ldp, const void *V,
+                             size_t stride, float *O, int64_t ldo);
+
 typedef struct pk_kernels {
     const char *isa;                          /* variant name (kernels.c list) */
     pk_vec_dot_fn vec_dot[PK_TYPE_COUNT];     /* by weight type; NULL: unsupported */
@@ -58,6 +78,9 @@ typedef struct pk_kernels {
     void (*exp_sub)(float *x, int64_t n, float sub);
     void (*silu_mul)(float *g, const float *u, int64_t n);
     pk_delta_step_fn delta_step;              /* Gated DeltaNet decode step */
+    /* attention over F16 / Q8_0 caches, by cache element type; NULL: unsupported */
+    pk_att_kq_fn att_kq[PK_TYPE_COUNT];
+    pk_att_pv_fn att_pv[PK_TYPE_COUNT];
 } pk_kernels;
 
 /* The selected kernel table (decided once, thread-safe). */
@@ -82,6 +105,15 @@ extern const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT];
 /* The AVX2 Gated DeltaNet step (kernels_avx2_deltanet.c; NULL when built
  * without AVX2), in the avx2 table and inherited by avx512 and amx. */
 extern const pk_delta_step_fn pk_delta_step_avx2;
+/* The AVX2 attention kernels over typed KV caches (kernels_avx2_att.c; NULL
+ * entries when built without AVX2), merged into the avx2 table like the
+ * DeltaNet step and inherited by avx512 and amx. */
+extern const pk_att_kq_fn pk_att_kq_avx2[PK_TYPE_COUNT];
+extern const pk_att_pv_fn pk_att_pv_avx2[PK_TYPE_COUNT];
+/* The same for ARMv8.0 NEON (kernels_neon_att.c), merged into the neon
+ * table and inherited by dotprod and i8mm. */
+extern const pk_att_kq_fn pk_att_kq_neon[PK_TYPE_COUNT];
+extern const pk_att_pv_fn pk_att_pv_neon[PK_TYPE_COUNT];
 /* AVX2 sgemm, exp_sub and silu_mul (kernels_avx2_gemm.c), used by the avx2
  * table (and inherited by the tables that leave these entries NULL). */
 void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb,

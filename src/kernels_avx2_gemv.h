@@ -14,7 +14,8 @@
  *     returning 8 int32 lanes whose sum is sum(scale_sub * level * x) over
  *     the block, and for the K-quants with mins, 4 int32 lanes whose sum is
  *     sum(min_sub * bsum_sub).
- * The driver multiplies per block by d_w * d_x (one FMA per row per block),
+ * The driver multiplies per block by d_w * d_x (one FMA per row per block;
+ * times ISC, the factor of a type whose isum is a multiple of the sum),
  * subtracts dmin_w * d_x * mins, or adds m_w * s_x (Q4_1, Q5_1).
  *
  * Tuned for: single-token decode on AVX2-only cores (Zen 2/3, Intel client
@@ -155,23 +156,31 @@ GV_INLINE __m256i gk_iq4_nl(const pk_block_iq4_nl *w, const gv_x *a, __m128i *ms
 /* ---- block kernels: K-quant super-blocks ---------------------------------------------- */
 
 /* Q2_K: chunk c = 4h + k (bits 2k..2k+1 of qs[32h .. 32h + 31]) holds
- * elements 32c .. 32c + 31: sub-block 2c in the low lane, 2c + 1 high. */
+ * elements 32c .. 32c + 31: sub-block 2c in the low lane, 2c + 1 high.
+ * One shift per 32 bytes of levels: chunks k = 0, 2 are (q >> 2k) & 3, the
+ * levels; chunks k = 1, 3 are (q >> 2(k - 1)) & 12, four times the levels
+ * (pair sums <= 2 * 12 * 127). The first are multiplied by 4 * scale, the
+ * second by the scale, so isum is exactly 4x the block's sum (|.| <= 4 *
+ * 256 * 3 * 15 * 127 < 2^23: its float conversion is exact) and the driver
+ * scales it by 1/4 (ISC). */
 GV_INLINE __m256i gk_q2_K(const pk_block_q2_K *w, const gv_x *a, __m128i *ms) {
-    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m3 = _mm256_set1_epi8(3), m12 = _mm256_set1_epi8(12), m4 = _mm256_set1_epi8(0x0F);
     __m256i s8 = gv_ld16x2(w->scales);
     __m256i sc = _mm256_and_si256(s8, m4);                          /* byte scales, both lanes */
+    __m256i sc4 = _mm256_slli_epi16(sc, 2);                         /* 4 * scale <= 60 per byte */
     __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(_mm256_castsi256_si128(s8), 4),
                                                     _mm256_castsi256_si128(m4)));
     __m256i m8 = _mm256_madd_epi16(mn, a->bs);
     *ms = _mm_add_epi32(_mm256_castsi256_si128(m8), _mm256_extracti128_si256(m8, 1));
     __m256i isum = _mm256_setzero_si256();
     for (int h = 0; h < 2; h++) {
-        __m256i q = gv_ld(w->qs + 32 * h);
+        __m256i q0 = gv_ld(w->qs + 32 * h), q4 = _mm256_srli_epi16(q0, 4);
         for (int k = 0; k < 4; k++) {
             int c = 4 * h + k;
-            __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3);
+            __m256i u = _mm256_and_si256(k < 2 ? q0 : q4, k & 1 ? m12 : m3);
             __m256i p = _mm256_maddubs_epi16(u, gv_ld(a->q + 32 * c));
-            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sc, GV_P8(2 * c, 2 * c + 1))));
+            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(k & 1 ? sc : sc4,
+                                                                  GV_P8(2 * c, 2 * c + 1))));
         }
     }
     return isum;
@@ -337,7 +346,7 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
 
 /* KIND 0: sum = d_w d_x isum; 1 (K-quant mins): - dmin_w d_x mins;
  * 2 (Q8_1 offset): + m_w s_x */
-#define GV_KERNELS(t, WT, XT, QK, XVIEW, KIND)                                        \
+#define GV_KERNELS(t, WT, XT, QK, XVIEW, KIND, ISC)                                        \
 static void gv_vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) {     \
     const WT *w = vw;                                                                 \
     const XT *x = vx;                                                                 \
@@ -349,7 +358,7 @@ static void gv_vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) 
         __m128i ms = _mm_setzero_si128();                                             \
         XVIEW(&x[i], &a);                                                             \
         __m256i is = gk_##t(&w[i], &a, &ms);                                          \
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(_cvtsh_ss(w[i].d) * a.d), acc); \
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(_cvtsh_ss(w[i].d) * ((ISC) * a.d)), acc); \
         if (KIND == 1)                                                                \
             am = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), _mm_set1_ps(gv_f16_next(&w[i].d) * a.d), am); \
         if (KIND == 2) am = _mm_add_ss(am, _mm_set_ss(gv_f16_next(&w[i].d) * a.s));  \
@@ -384,7 +393,8 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
             __m256i s3 = gk_##t(&w3[i], &a, &m3);                                     \
             if (KIND) {                                                               \
                 __m256 f = _mm256_mul_ps(GV_DD2(w, i), KIND == 2 ?                    \
-                    _mm256_setr_ps(a.d, a.s, a.d, a.s, a.d, a.s, a.d, a.s) : _mm256_set1_ps(a.d)); \
+                    _mm256_setr_ps(a.d, a.s, a.d, a.s, a.d, a.s, a.d, a.s) :   \
+                    _mm256_setr_ps((ISC) * a.d, a.d, (ISC) * a.d, a.d, (ISC) * a.d, a.d, (ISC) * a.d, a.d)); \
                 a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(0)), a0); \
                 a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(2)), a1); \
                 a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(4)), a2); \
@@ -397,7 +407,7 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
                 else                                                                  \
                     am = _mm_add_ps(am, fm);                                          \
             } else {                                                                  \
-                __m256 f = _mm256_castps128_ps256(_mm_mul_ps(GV_DD1(w, i), _mm_set1_ps(a.d))); \
+                __m256 f = _mm256_castps128_ps256(_mm_mul_ps(GV_DD1(w, i), _mm_set1_ps((ISC) * a.d))); \
                 a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(0)), a0); \
                 a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(1)), a1); \
                 a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(2)), a2); \
@@ -414,18 +424,18 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
         gv_vec_dot_##t(n, &y[r], (const char *)vw + (size_t)r * rb, vx);              \
 }
 
-GV_KERNELS(q8_0, pk_block_q8_0, pk_block_q8_0, PK_QK8_0, gv_x_q8_0, 0)
-GV_KERNELS(q4_0, pk_block_q4_0, pk_block_q8_0, PK_QK4_0, gv_x_q8_0_o8, 0)
-GV_KERNELS(q4_1, pk_block_q4_1, pk_block_q8_1, PK_QK4_1, gv_x_q8_1, 2)
-GV_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, gv_x_q8_0_o16, 0)
-GV_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, gv_x_q8_1, 2)
-GV_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, gv_x_q8_0, 0)
-GV_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bs, 1)
-GV_KERNELS(q3_K, pk_block_q3_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_o4, 0)
-GV_KERNELS(q4_K, pk_block_q4_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1)
-GV_KERNELS(q5_K, pk_block_q5_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1)
-GV_KERNELS(q6_K, pk_block_q6_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_o32, 0)
-GV_KERNELS(iq4_xs, pk_block_iq4_xs, pk_block_q8_K, PK_QK_K, gv_x_q8_K, 0)
+GV_KERNELS(q8_0, pk_block_q8_0, pk_block_q8_0, PK_QK8_0, gv_x_q8_0, 0, 1.0f)
+GV_KERNELS(q4_0, pk_block_q4_0, pk_block_q8_0, PK_QK4_0, gv_x_q8_0_o8, 0, 1.0f)
+GV_KERNELS(q4_1, pk_block_q4_1, pk_block_q8_1, PK_QK4_1, gv_x_q8_1, 2, 1.0f)
+GV_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, gv_x_q8_0_o16, 0, 1.0f)
+GV_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, gv_x_q8_1, 2, 1.0f)
+GV_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, gv_x_q8_0, 0, 1.0f)
+GV_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bs, 1, 0.25f)
+GV_KERNELS(q3_K, pk_block_q3_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_o4, 0, 1.0f)
+GV_KERNELS(q4_K, pk_block_q4_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1, 1.0f)
+GV_KERNELS(q5_K, pk_block_q5_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1, 1.0f)
+GV_KERNELS(q6_K, pk_block_q6_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_o32, 0, 1.0f)
+GV_KERNELS(iq4_xs, pk_block_iq4_xs, pk_block_q8_K, PK_QK_K, gv_x_q8_K, 0, 1.0f)
 
 #define GV_VEC_DOT_ENTRIES                                                              \
     [PK_TYPE_Q8_0] = gv_vec_dot_q8_0, [PK_TYPE_Q4_0] = gv_vec_dot_q4_0,                       \

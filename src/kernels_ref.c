@@ -333,12 +333,87 @@ static void silu_mul(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* ---- attention over typed KV caches (kernels.h: pk_att_kq_fn / pv_fn) ----
+ * Queries and probabilities stay F32; cached elements are widened to float
+ * where they are used, never copied out as a whole:
+ *   F16 keys:   s = sum over j, left to right, of q[j] * float(k[j]) (the
+ *               widening is exact: every F16 value is a float);
+ *   Q8_0 keys:  per block, b = sum over its 32 j of q[j] * qs[j] in float,
+ *               then s += b * d (the block scale), blocks left to right;
+ *   F16 values: o[e] += p * float(v[e]) for p = 0, 1, ... (zero p skipped);
+ *   Q8_0 values: o[e] += (p * d) * qs[e] for p = 0, 1, ... (zero p skipped).
+ * Against an F32 cache the only new error is the cache's rounding: F16
+ * keeps 11 significant bits, Q8_0 a relative step of 1/127 of each block's
+ * largest magnitude. */
+static void att_kq_f16(int M, int nk, int n, const float *Q, int64_t ldq, const void *K, size_t stride,
+                       float *S, int64_t lds) {
+    for (int p = 0; p < nk; p++) {
+        const uint16_t *k = (const uint16_t *)((const uint8_t *)K + (size_t)p * stride);
+        for (int m = 0; m < M; m++) {
+            const float *q = Q + m * ldq;
+            float sum = 0.0f;
+            for (int j = 0; j < n; j++) sum += q[j] * pk_fp16_to_fp32(k[j]);
+            S[m * lds + p] = sum;
+        }
+    }
+}
+
+static void att_kq_q8_0(int M, int nk, int n, const float *Q, int64_t ldq, const void *K, size_t stride,
+                        float *S, int64_t lds) {
+    for (int p = 0; p < nk; p++) {
+        const pk_block_q8_0 *k = (const pk_block_q8_0 *)((const uint8_t *)K + (size_t)p * stride);
+        for (int m = 0; m < M; m++) {
+            const float *q = Q + m * ldq;
+            float sum = 0.0f;
+            for (int i = 0; i < n / PK_QK8_0; i++) {
+                float b = 0.0f;
+                for (int j = 0; j < PK_QK8_0; j++) b += q[i * PK_QK8_0 + j] * (float)k[i].qs[j];
+                sum += b * pk_fp16_to_fp32(k[i].d);
+            }
+            S[m * lds + p] = sum;
+        }
+    }
+}
+
+static void att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
+                       float *O, int64_t ldo) {
+    for (int m = 0; m < M; m++) {
+        float *o = O + m * ldo;
+        for (int e = 0; e < n; e++) o[e] = 0.0f;
+        for (int p = 0; p < nk; p++) {
+            const float w = P[m * ldp + p];
+            if (w == 0.0f) continue;
+            const uint16_t *v = (const uint16_t *)((const uint8_t *)V + (size_t)p * stride);
+            for (int e = 0; e < n; e++) o[e] += w * pk_fp16_to_fp32(v[e]);
+        }
+    }
+}
+
+static void att_pv_q8_0(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
+                        float *O, int64_t ldo) {
+    for (int m = 0; m < M; m++) {
+        float *o = O + m * ldo;
+        for (int e = 0; e < n; e++) o[e] = 0.0f;
+        for (int p = 0; p < nk; p++) {
+            const float w = P[m * ldp + p];
+            if (w == 0.0f) continue;
+            const pk_block_q8_0 *v = (const pk_block_q8_0 *)((const uint8_t *)V + (size_t)p * stride);
+            for (int i = 0; i < n / PK_QK8_0; i++) {
+                const float wd = w * pk_fp16_to_fp32(v[i].d);
+                for (int j = 0; j < PK_QK8_0; j++) o[i * PK_QK8_0 + j] += wd * (float)v[i].qs[j];
+            }
+        }
+    }
+}
+
 const pk_kernels pk_kernels_ref_table = {
     .isa = "ref",
     .sgemm = sgemm,
     .exp_sub = exp_sub,
     .silu_mul = silu_mul,
     .delta_step = delta_step,
+    .att_kq = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0},
+    .att_pv = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0},
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,

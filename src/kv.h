@@ -1,12 +1,17 @@
 /* kv.h - the sequence memory of one context: everything a sequence carries
  * from one token to the next.
- *  - attention layers: the key/value cache in F32. Values: v_dim floats per
- *    position, by position. Keys transposed: per layer k_dim rows of n_ctx
- *    positions, so a head's keys are already the right-hand matrix of the
- *    scores product Q K^T;
+ *  - attention layers: the key/value cache, keys and values each in their
+ *    own element type (F32, F16 or Q8_0; pk_context_params.type_k/type_v).
+ *    F32 (for sgemm): values one row of v_dim floats per position; keys
+ *    transposed, per layer k_dim rows of n_ctx positions, so a head's keys
+ *    are already the right-hand matrix of the scores product Q K^T. Other
+ *    types (for att_kq / att_pv): per layer and kv head, one row of a
+ *    head's elements per position, so attention streams each head's keys
+ *    and values contiguously (a Q8_0 block cannot span positions, which
+ *    are written one token at a time);
  *  - Gated DeltaNet layers: the conv state (the last conv-1 pre-conv input
  *    rows, oldest first) and the recurrent state (per v head a
- *    state x state matrix, key dim by value dim).
+ *    state x state matrix, key dim by value dim), always F32.
  * Each layer owns one kind; a per-layer slot index maps into the arrays.
  */
 #ifndef PK_KV_H
@@ -17,31 +22,49 @@
 
 typedef struct pk_kv {
     int n_layer, n_ctx;
-    int k_dim, v_dim;      /* floats per position (attention layers) */
+    int k_dim, v_dim;      /* elements per position (attention layers) */
+    int n_head_kv;         /* kv heads: k_dim / n_head_kv elements per key head */
+    int type_k, type_v;    /* element types (PK_TYPE_F32, _F16, _Q8_0) */
+    size_t k_row, v_row;   /* bytes of one position's keys / values (all heads) */
+    size_t k_head, v_head; /* bytes of one head's keys / values at one position */
     int conv_rows, conv_dim; /* conv state rows x channels (DeltaNet layers) */
     int ssm_size;          /* recurrent state floats per DeltaNet layer */
-    int n_rec;             /* DeltaNet layers */
+    int n_att, n_rec;      /* attention layers, DeltaNet layers */
     int *slot;             /* [n_layer] index among the layers of the same kind */
-    float *k;              /* [attention layers][k_dim][n_ctx] */
-    float *v;              /* [attention layers][n_ctx][v_dim] */
+    uint8_t *k;            /* F32: [attention layers][k_dim][n_ctx] floats;
+                              else [attention layers][kv head][n_ctx] rows of k_head bytes */
+    uint8_t *v;            /* F32: [attention layers][n_ctx][v_dim] floats;
+                              else [attention layers][kv head][n_ctx] rows of v_head bytes */
     float *conv, *ssm;     /* [DeltaNet layers][...] */
 } pk_kv;
 
 /* Allocate for n_ctx positions; recurrent[il] != 0 marks DeltaNet layers
- * (recurrent may be NULL: all attention). Returns PK_OK or PK_ERR_NOMEM. */
-int pk_kv_init(pk_kv *kv, int n_layer, const uint8_t *recurrent, int n_ctx, int k_dim, int v_dim,
-               int conv_rows, int conv_dim, int ssm_size);
+ * (recurrent may be NULL: all attention); n_head_kv heads of k_dim /
+ * n_head_kv key and v_dim / n_head_kv value elements, in element types
+ * type_k / type_v whose head rows are whole blocks (the caller checks).
+ * Returns PK_OK or PK_ERR_NOMEM. */
+int pk_kv_init(pk_kv *kv, int n_layer, const uint8_t *recurrent, int n_ctx, int n_head_kv, int k_dim,
+               int v_dim, int type_k, int type_v, int conv_rows, int conv_dim, int ssm_size);
 void pk_kv_free(pk_kv *kv);
 /* Forget the sequence: zero the recurrent states (cached keys/values are
  * simply overwritten as positions are reused). */
 void pk_kv_clear(pk_kv *kv);
 
-/* key dimension i of layer l: n_ctx floats, one per position */
+/* F32 keys only: key dimension i of layer l, n_ctx floats, one per position */
 static inline float *pk_kv_kt(const pk_kv *kv, int l, int i) {
-    return kv->k + ((size_t)kv->slot[l] * kv->k_dim + i) * kv->n_ctx;
+    return (float *)kv->k + ((size_t)kv->slot[l] * kv->k_dim + i) * kv->n_ctx;
 }
+/* F32 values only: the row of layer l at position pos, v_dim floats */
 static inline float *pk_kv_v(const pk_kv *kv, int l, int pos) {
-    return kv->v + ((size_t)kv->slot[l] * kv->n_ctx + pos) * kv->v_dim;
+    return (float *)kv->v + ((size_t)kv->slot[l] * kv->n_ctx + pos) * kv->v_dim;
+}
+/* keys / values of the other types: kv head g of layer l at position pos
+ * (k_head / v_head bytes; the rows of positions pos, pos + 1, ... follow) */
+static inline uint8_t *pk_kv_k(const pk_kv *kv, int l, int g, int pos) {
+    return kv->k + (((size_t)kv->slot[l] * kv->n_head_kv + g) * kv->n_ctx + pos) * kv->k_head;
+}
+static inline uint8_t *pk_kv_vh(const pk_kv *kv, int l, int g, int pos) {
+    return kv->v + (((size_t)kv->slot[l] * kv->n_head_kv + g) * kv->n_ctx + pos) * kv->v_head;
 }
 static inline float *pk_kv_conv(const pk_kv *kv, int l) {
     return kv->conv + (size_t)kv->slot[l] * kv->conv_rows * kv->conv_dim;

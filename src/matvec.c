@@ -52,6 +52,7 @@ typedef struct mv_task {
     const void **xptr;            /* input row pointers of all jobs */
     const int *xptr_off;          /* [job] first of its pointers */
     int n_jobs;
+    const void *const *data;      /* [job] rows elsewhere (NULL: all mapped) */
     int64_t total_rows, chunk_rows;
     const pk_kernels *kern;
 } mv_task;
@@ -68,7 +69,9 @@ static void mv_run(void *arg, int chunk) {
         int64_t r1 = hi - base < mv->nrows ? hi - base : mv->nrows;
         if (r0 < r1) {
             const pk_tensor *w = mv->w;
-            const uint8_t *rows = (const uint8_t *)w->data + (size_t)(mv->row0 + r0) * w->row_bytes;
+            const uint8_t *rows = t->data && t->data[j]
+                                      ? (const uint8_t *)t->data[j] + (size_t)r0 * w->row_bytes
+                                      : (const uint8_t *)w->data + (size_t)(mv->row0 + r0) * w->row_bytes;
             const void *const *xp = t->xptr + t->xptr_off[j];
             if (mv->n_tok > 1 && t->kern->gemm[w->type])
                 t->kern->gemm[w->type](w->ne[0], r1 - r0, mv->n_tok, mv->y + r0, mv->y_stride, rows,
@@ -82,11 +85,13 @@ static void mv_run(void *arg, int chunk) {
     }
 }
 
-void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs) {
+void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs) { pk_matvec_from(c, jobs, n_jobs, NULL); }
+
+void pk_matvec_from(pk_context *c, const pk_mv *jobs, int n_jobs, const void *const *data) {
     /* the scratch lists are sized in context.c: at most n_jobs_cap jobs with
        at most xptr_cap input rows in all */
     PK_ASSERT(n_jobs >= 1 && n_jobs <= c->n_jobs_cap);
-    mv_task t = {jobs, c->xptr, c->xptr_off, n_jobs, 0, 0, c->kern};
+    mv_task t = {jobs, c->xptr, c->xptr_off, n_jobs, data, 0, 0, c->kern};
     uint64_t work = 0, bytes = 0;
     int np = 0;
     for (int j = 0; j < n_jobs; j++) {

@@ -11,6 +11,7 @@
 
 #include "kernels.h"
 #include "model.h"
+#include "xcache.h"
 #include "pocket.h"
 #include "quant.h"
 
@@ -77,6 +78,10 @@ static int load_hybrid_hparams(pk_model *m, const char *an, pk_error *err) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.ssm.time_step_rank %d is not a multiple of group_count %d",
                          f->path, an, hp->ssm_v_heads, hp->ssm_k_heads);
     hp->ssm_channels = 2 * hp->ssm_k_heads * hp->ssm_state + hp->ssm_v_heads * hp->ssm_state;
+    const int r = hp->ssm_v_heads / hp->ssm_k_heads;
+    hp->ssm_vk_div = m->arch->ssm_grouped ? r : 1;
+    hp->ssm_ba_group = m->arch->ssm_ba ? 2 * r : r;
+    hp->ssm_alpha_off = m->arch->ssm_ba ? r : hp->ssm_v_heads;
     char key[128];
     snprintf(key, sizeof key, "%s.rope.dimension_sections", an);
     const gguf_kv *sec = gguf_find_kv(f, key);
@@ -242,13 +247,25 @@ static int bind_layer(pk_model *m, int il, pk_error *err) {
     B(attn_norm, "attn_norm.weight", 1, 1, D, 0, 0);
     if (m->recurrent && m->recurrent[il]) {
         const int64_t C = hp->ssm_channels, HV = hp->ssm_v_heads, VD = (int64_t)HV * hp->ssm_state;
+        snprintf(nm, sizeof nm, "blk.%d.attn_qkv.weight", il);
+        if (!gguf_find_tensor(m->gguf, nm)) {
+            snprintf(nm, sizeof nm, "blk.%d.ssm_in.weight", il);
+            if (gguf_find_tensor(m->gguf, nm))
+                return pk_errorf(err, PK_ERR_UNSUPPORTED,
+                                 "%s: tensor '%s' (the fused q|k|v|z projection of old GGUF files) is not "
+                                 "supported; a current conversion writes attn_qkv and attn_gate", m->path, nm);
+        }
         B(attn_qkv, "attn_qkv.weight", 1, 2, D, C, 0);
         B(attn_z, "attn_gate.weight", 1, 2, D, VD, 0);
         B(ssm_conv1d, "ssm_conv1d.weight", 1, 2, hp->ssm_conv, C, 0);
         B(ssm_dt, "ssm_dt.bias", 1, 1, HV, 0, 0);
         B(ssm_a, "ssm_a", 1, 1, HV, 0, 0);
-        B(ssm_beta, "ssm_beta.weight", 1, 2, D, HV, 0);
-        B(ssm_alpha, "ssm_alpha.weight", 1, 2, D, HV, 0);
+        if (m->arch->ssm_ba) {
+            B(ssm_ba, "ssm_ba.weight", 1, 2, D, 2 * HV, 0);
+        } else {
+            B(ssm_beta, "ssm_beta.weight", 1, 2, D, HV, 0);
+            B(ssm_alpha, "ssm_alpha.weight", 1, 2, D, HV, 0);
+        }
         B(ssm_norm, "ssm_norm.weight", 1, 1, hp->ssm_state, 0, 0);
         B(ssm_out, "ssm_out.weight", 1, 2, VD, D, 0);
         const pk_tensor *f32[] = {&L->ssm_conv1d, &L->ssm_dt, &L->ssm_a, &L->ssm_norm};
@@ -272,8 +289,14 @@ static int bind_layer(pk_model *m, int il, pk_error *err) {
     if (hp->moe) {
         const int64_t E = hp->n_expert, F = hp->n_ff_exp;
         B(gate_inp, "ffn_gate_inp.weight", 1, 2, D, E, 0);
-        B(gate_exps, "ffn_gate_exps.weight", 1, 3, D, F, E);
-        B(up_exps, "ffn_up_exps.weight", 1, 3, D, F, E);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_gate_up_exps.weight", il);
+        if (gguf_find_tensor(m->gguf, nm)) { /* merged: one tensor in both fields */
+            if ((rc = bind(m, &L->gate_exps, nm, 1, 3, D, 2 * F, E, err))) return rc;
+            L->up_exps = L->gate_exps;
+        } else {
+            B(gate_exps, "ffn_gate_exps.weight", 1, 3, D, F, E);
+            B(up_exps, "ffn_up_exps.weight", 1, 3, D, F, E);
+        }
         B(down_exps, "ffn_down_exps.weight", 1, 3, F, D, E);
         if (hp->n_ff_shexp > 0 || m->arch->shared_expert) {
             const int64_t S = hp->n_ff_shexp;
@@ -317,7 +340,7 @@ static void count_params(pk_model *m) {
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_tensor *t = (const pk_tensor *)&m->layers[il];
         for (size_t i = 0; i < sizeof(pk_layer) / sizeof(pk_tensor); i++) {
-            if (!t[i].data) continue;
+            if (!t[i].data || (i > 0 && t[i].data == t[i - 1].data)) continue; /* merged gate_up: once */
             const int exps = &t[i] == &m->layers[il].gate_exps || &t[i] == &m->layers[il].up_exps ||
                              &t[i] == &m->layers[il].down_exps;
             total += nel(&t[i]);
@@ -335,8 +358,18 @@ static void count_params(pk_model *m) {
     m->bytes_per_token = bytes;
 }
 
+pk_model_params pk_model_default_params(void) {
+    pk_model_params p = {0, 0, 0, 0, 0};
+    return p;
+}
+
 int pk_model_load(const char *path, pk_model **out, pk_error *err) {
+    return pk_model_load_params(path, NULL, out, err);
+}
+
+int pk_model_load_params(const char *path, const pk_model_params *params, pk_model **out, pk_error *err) {
     *out = NULL;
+    pk_model_params mp = params ? *params : pk_model_default_params();
     pk_model *m = pk_calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(path))) {
         free(m);
@@ -406,6 +439,7 @@ int pk_model_load(const char *path, pk_model **out, pk_error *err) {
         goto fail;
     }
     count_params(m);
+    if ((rc = pk_memplan_apply(m, &mp, err))) goto fail;
     free(an);
     *out = m;
     return PK_OK;
@@ -418,6 +452,7 @@ fail:
 void pk_model_free(pk_model *m) {
     if (!m) return;
     pk_tokenizer_free(m->tok);
+    pk_xcache_free(m->xc);
     free(m->layers);
     free(m->recurrent);
     free(m->nextn);

@@ -48,6 +48,11 @@ typedef struct pk_hparams {
     int ssm_k_heads;     /* q/k heads (ssm.group_count) */
     int ssm_v_heads;     /* v heads (ssm.time_step_rank) */
     int ssm_channels;    /* conv channels: 2 * k_heads * state + v_heads * state */
+    /* the head layout, from the descriptor (r = v_heads / k_heads): v head j
+       reads q/k head (j / ssm_vk_div) % k_heads (1: tiled, r: grouped); its
+       beta sits at (j / r) * ssm_ba_group + j % r of the 2 * v_heads
+       beta|alpha projection rows, its alpha ssm_alpha_off further */
+    int ssm_vk_div, ssm_ba_group, ssm_alpha_off;
 } pk_hparams;
 
 /* Every field is a pk_tensor (model.c walks them as an array). */
@@ -60,7 +65,9 @@ typedef struct pk_layer {
     pk_tensor ffn_norm;                  /* (D) */
     pk_tensor ffn_gate, ffn_up, ffn_down;/* dense: (D -> F), (D -> F), (F -> D) */
     pk_tensor gate_inp;                  /* router: (D -> n_expert) */
-    pk_tensor gate_exps, up_exps;        /* (D -> F_exp) x n_expert */
+    pk_tensor gate_exps, up_exps;        /* (D -> F_exp) x n_expert; or both the merged
+                                            ffn_gate_up_exps (D -> 2 F_exp) x n_expert:
+                                            per expert the gate rows, then the up rows */
     pk_tensor down_exps;                 /* (F_exp -> D) x n_expert */
     pk_tensor gate_shexp, up_shexp, down_shexp; /* shared expert */
     pk_tensor gate_inp_shexp;            /* (D) shared expert gate, optional */
@@ -71,6 +78,7 @@ typedef struct pk_layer {
     pk_tensor ssm_dt;                    /* (v_heads) dt bias, F32 */
     pk_tensor ssm_a;                     /* (v_heads) -exp(A_log), F32 */
     pk_tensor ssm_beta, ssm_alpha;       /* (D -> v_heads) */
+    pk_tensor ssm_ba;                    /* arch ssm_ba: (D -> 2 v_heads) instead of both */
     pk_tensor ssm_norm;                  /* (state) gated RMSNorm weight, F32 */
     pk_tensor ssm_out;                   /* (v_heads * state -> D) */
 } pk_layer;
@@ -97,6 +105,13 @@ struct pk_model {
     int64_t n_params;                    /* all weights */
     int64_t n_params_active;             /* weights used per token */
     uint64_t bytes_per_token;            /* weight bytes read per decoded token */
+    struct pk_xcache *xc;                /* routed-expert cache (memory budget), or NULL */
+    pk_model_plan plan;                  /* memplan.c */
 };
+
+/* memplan.c: decide what stays resident under p->mem, make the expert
+ * cache if needed, and give the mapping its read-ahead hints (all of it,
+ * or only the resident tensors). */
+int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err);
 
 #endif

@@ -11,9 +11,13 @@
  * The gate and up products of all experts run as one parallel section, the
  * down products as another (up to four for large batches, whose outputs
  * are buffered a quarter at a time, to bound the context's memory). Each token's
- * expert outputs are summed in order of expert index.
+ * expert outputs are summed in order of expert index. Under a memory budget
+ * the experts come from the model's expert cache (xcache.c), in rounds of
+ * at most its slots per layer; the products and their order are the same,
+ * so the output is bitwise the output without a budget.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "context.h"
 
@@ -81,7 +85,7 @@ static void shared_expert(pk_context *c, const pk_layer *L) {
     }
 }
 
-void pk_moe_forward(pk_context *c, const pk_layer *L) {
+int pk_moe_forward(pk_context *c, const pk_layer *L) {
     const pk_hparams *hp = &c->m->hp;
     const int D = hp->n_embd, K = hp->n_expert_used, F = hp->n_ff_exp, E = hp->n_expert;
     const int B = c->cur_batch, P = B * K;
@@ -103,46 +107,72 @@ void pk_moe_forward(pk_context *c, const pk_layer *L) {
     }
     for (int e = 0; e < E; e++) c->exp_off[e] -= c->exp_count[e];
 
+    /* The used experts in rounds of at most R (all of them at once without
+       an expert cache), in order of expert index: per round the gate and up
+       products as one parallel section, then the down products in sections
+       of at most exp_cap pairs (one expert has at most B <= exp_cap pairs).
+       The pairs of a round, and of a section, are a consecutive range. */
+    /* expert e's gate rows are the first F of its gate_exps.ne[1] rows, its
+       up rows the last F of its up_exps.ne[1]: the whole slices, or the two
+       halves of a merged ffn_gate_up_exps bound in both fields (model.c) */
+    const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
+    pk_xcache *xc = c->m->xc;
+    const int il = (int)(L - c->m->layers), R = xc ? pk_xcache_slots(xc) : E;
+    int ex[R];
+    const void *ptr[xc ? 3 * R : 1], *jd[2 * R];
     pk_mv *jobs = c->jobs;
-    int nj = 0;
-    for (int e = 0; e < E; e++) {
-        if (!c->exp_count[e]) continue;
-        const int off = c->exp_off[e], n = c->exp_count[e];
-        jobs[nj++] = (pk_mv){&L->gate_exps, (int64_t)e * F, F, PK_SLOT_X, n, c->tok_idx + off,
-                             c->exp_h + (size_t)off * F, F};
-        jobs[nj++] = (pk_mv){&L->up_exps, (int64_t)e * F, F, PK_SLOT_X, n, c->tok_idx + off,
-                             c->exp_h2 + (size_t)off * F, F};
-    }
-    PK_ASSERT(nj <= c->n_jobs_cap);   /* 2 per selected expert: n_jobs_cap = 2 E + 8 */
-    pk_matvec(c, jobs, nj);
-    c->kern->silu_mul(c->exp_h, c->exp_h2, (int64_t)P * F);
-    pk_act_set(c, PK_SLOT_EXP, c->exp_h, P, F, 0);
-    /* down products in rounds of whole experts, at most exp_cap pairs each
-       (one expert has at most B <= exp_cap pairs); the pairs of a round are
-       the consecutive range [base, base + used) */
     memset(c->xb2, 0, (size_t)B * D * sizeof *c->xb2);
-    for (int e0 = 0; e0 < E;) {
-        int e = e0, base = -1, used = 0;
-        nj = 0;
-        for (; e < E; e++) {
-            const int off = c->exp_off[e], n = c->exp_count[e];
-            if (!n) continue;
-            PK_ASSERT(n <= c->exp_cap);   /* else this round would never take it */
-            if (used + n > c->exp_cap) break;
-            if (base < 0) base = off;
-            /* inputs: the hidden rows of pairs off..off+n-1 */
-            jobs[nj++] = (pk_mv){&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, n, c->pair_seq + off,
-                                 c->exp_out + (size_t)(off - base) * D, D};
-            used += n;
+    for (int e = 0; e < E;) {
+        int nx = 0;
+        for (; e < E && nx < R; e++)
+            if (c->exp_count[e]) ex[nx++] = e;
+        if (!nx) break;
+        if (xc) {
+            pk_error err = {0};
+            if (pk_xcache_acquire(xc, il, ex, nx, ptr, &c->xstats, &err)) {
+                snprintf(c->io_msg, sizeof c->io_msg, "%s", err.msg);
+                return PK_ERR_IO;
+            }
         }
-        e0 = e;
-        if (!nj) break;
-        pk_matvec(c, jobs, nj);
-        for (int p = base; p < base + used; p++) {
-            const float w = c->pair_w[p], *o = c->exp_out + (size_t)(p - base) * D;
-            float *y = c->xb2 + (size_t)c->tok_idx[p] * D;
-            for (int d = 0; d < D; d++) y[d] += w * o[d];
+        const int p_lo = c->exp_off[ex[0]], p_hi = c->exp_off[ex[nx - 1]] + c->exp_count[ex[nx - 1]];
+        int nj = 0;
+        for (int i = 0; i < nx; i++) {
+            const int off = c->exp_off[ex[i]], n = c->exp_count[ex[i]];
+            jobs[nj++] = (pk_mv){&L->gate_exps, ex[i] * gs, F, PK_SLOT_X, n, c->tok_idx + off,
+                                 c->exp_h + (size_t)off * F, F};
+            jd[nj - 1] = xc ? ptr[3 * i] : NULL;
+            jobs[nj++] = (pk_mv){&L->up_exps, (ex[i] + 1) * us - F, F, PK_SLOT_X, n, c->tok_idx + off,
+                                 c->exp_h2 + (size_t)off * F, F};
+            /* the cache's copy starts at the slice's first row */
+            jd[nj - 1] = xc ? (const uint8_t *)ptr[3 * i + 1] + (size_t)(us - F) * L->up_exps.row_bytes : NULL;
         }
+        PK_ASSERT(nj <= c->n_jobs_cap);   /* 2 per expert of the round: n_jobs_cap = 2 E + 8 */
+        pk_matvec_from(c, jobs, nj, jd);
+        c->kern->silu_mul(c->exp_h + (size_t)p_lo * F, c->exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);
+        pk_act_set(c, PK_SLOT_EXP, c->exp_h + (size_t)p_lo * F, p_hi - p_lo, F, 0);
+        for (int i0 = 0; i0 < nx;) {
+            int i = i0, base = c->exp_off[ex[i0]], used = 0;
+            nj = 0;
+            for (; i < nx; i++) {
+                const int off = c->exp_off[ex[i]], n = c->exp_count[ex[i]];
+                PK_ASSERT(n <= c->exp_cap);   /* else no section would ever take it */
+                if (used + n > c->exp_cap) break;
+                /* inputs: the hidden rows of pairs off..off+n-1 (slot row off - p_lo) */
+                jobs[nj++] = (pk_mv){&L->down_exps, (int64_t)ex[i] * D, D, PK_SLOT_EXP, n,
+                                     c->pair_seq + (off - p_lo), c->exp_out + (size_t)(off - base) * D, D};
+                jd[nj - 1] = xc ? ptr[3 * i + 2] : NULL;
+                used += n;
+            }
+            i0 = i;
+            pk_matvec_from(c, jobs, nj, jd);
+            for (int p = base; p < base + used; p++) {
+                const float w = c->pair_w[p], *o = c->exp_out + (size_t)(p - base) * D;
+                float *y = c->xb2 + (size_t)c->tok_idx[p] * D;
+                for (int d = 0; d < D; d++) y[d] += w * o[d];
+            }
+        }
+        if (xc) pk_xcache_release(xc, il, ex, nx);
     }
     if (L->gate_shexp.data) shared_expert(c, L);
+    return PK_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "platform.h"
+#include "pocket.h"
 
 #if defined(__linux__) && !defined(PK_PORTABLE)
 #define PK_OS_LINUX 1
@@ -211,4 +212,44 @@ void pk_cpu_name(char *buf, size_t cap) {
         cpuinfo_value("cpu model", buf, cap);
 #endif
     clean_name(buf);
+}
+
+/* ---- memory available ----------------------------------------------------------- */
+
+#if defined(__linux__)
+/* the first number in a file (a cgroup v2 value), or -1 ("max", absent) */
+static long long file_number(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long long v = -1;
+    if (fscanf(f, "%lld", &v) != 1) v = -1;
+    fclose(f);
+    return v;
+}
+#endif
+
+uint64_t pk_mem_available(void) {
+#if defined(__linux__)
+    uint64_t avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                avail = (uint64_t)kb << 10;
+                break;
+            }
+        fclose(f);
+    }
+    /* a cgroup v2 limit below that (containers, systemd slices) */
+    long long lim = file_number("/sys/fs/cgroup/memory.max"), cur = file_number("/sys/fs/cgroup/memory.current");
+    if (lim > 0 && cur >= 0) {
+        uint64_t left = lim > cur ? (uint64_t)(lim - cur) : 0;
+        if (!avail || left < avail) avail = left;
+    }
+    return avail;
+#else
+    return 0;
+#endif
 }

@@ -29,6 +29,7 @@ void pk_word_wake_all(atomic_uint *word);
  * huge pages and read-ahead where the system has them, nothing otherwise.
  * Never fails (hints that the system refuses are ignored). */
 void pk_map_hint_sequential(void *addr, size_t len);
+/* pk_mem_available (pocket.h) lives in platform.c */
 
 /* Spin-wait pause for one polling iteration (x86 pause, AArch64 isb). */
 static inline void pk_cpu_relax(void) {

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """check_fixture.py - compare logits with the llama.cpp reference JSON files of
-../shared/fixtures/qwen35moe (format: prompt_ids, prompt_rows[i].{argmax, top},
-steps[s].{id, top}, gen_ids; see that directory's README).
+../shared/fixtures/ARCH (qwen35moe, qwen3next; format: prompt_ids,
+prompt_rows[i].{argmax, top}, steps[s].{id, top}, gen_ids; see that
+directory's README).
 
 usage:
   check_fixture.py                     validate tests/ref_forward.py on the
@@ -16,7 +17,8 @@ usage:
                                        float32 logits (n x N_VOCAB, e.g. from
                                        tool_logits fed the "ids" sequence one
                                        token at a time) vs REF.json
-  options: --tol T (default 1e-3), --fixture-dir DIR
+  options: --tol T (default 1e-3), --arch ARCH (default qwen35moe: the
+  files tiny-ARCH.*), --fixture-dir DIR (default ../shared/fixtures/ARCH)
 
 Row i of the logits is the distribution after the i-th fed token. Prompt row
 i is compared with prompt_rows[i], greedy step s with row n_prompt - 1 + s.
@@ -35,9 +37,13 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-DEFAULT_DIR = os.path.join(HERE, "..", "..", "shared", "fixtures", "qwen35moe")
-FILES = ("tiny-qwen35moe.greedy.json", "tiny-qwen35moe.long150.json")
-MODEL = "tiny-qwen35moe.gguf"
+FIXTURES = os.path.join(HERE, "..", "..", "shared", "fixtures")
+
+
+def fixture_files(arch):
+    """(model, (greedy json, long150 json)) file names of an arch's fixture."""
+    return ("tiny-%s.gguf" % arch,
+            ("tiny-%s.greedy.json" % arch, "tiny-%s.long150.json" % arch))
 
 
 def teacher_ids(ref):
@@ -116,10 +122,11 @@ def pop_opt(args, name, default, conv=str):
 def main(argv):
     args = list(argv)
     tol = pop_opt(args, "--tol", 1e-3, float)
-    fdir = pop_opt(args, "--fixture-dir", DEFAULT_DIR)
+    arch = pop_opt(args, "--arch", "qwen35moe")
+    fdir = pop_opt(args, "--fixture-dir", os.path.join(FIXTURES, arch))
     spec = pop_opt(args, "--deltanet", "recurrent")
     if not args:
-        return validate_all(fdir, tol)
+        return validate_all(fdir, arch, tol)
     cmd = args[0]
     if cmd == "ids" and len(args) == 2:
         print(",".join(str(i) for i in teacher_ids(json.load(open(args[1])))))
@@ -146,13 +153,14 @@ def main(argv):
     return 2
 
 
-def validate_all(fdir, tol):
-    model = os.path.join(fdir, MODEL)
+def validate_all(fdir, arch, tol):
+    model_name, files = fixture_files(arch)
+    model = os.path.join(fdir, model_name)
     if not os.path.exists(model):
         print("FAIL: fixture model %s not found" % model)
         return 1
     all_ok = True
-    for fn in FILES:
+    for fn in files:
         ref = json.load(open(os.path.join(fdir, fn)))
         ids = teacher_ids(ref)
         base = None

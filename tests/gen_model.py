@@ -18,13 +18,19 @@ ARCH is one of
             shared expert (--shared-ff); the key/tensor names and layout of
             ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf
   qwen35    Qwen3.5 dense hybrid: the same mixers, dense ffn_gate/up/down (--ff)
+  qwen3next Qwen3-Next: qwen35moe's blocks with llama.cpp's qwen3next layout
+            (../shared/fixtures/qwen3next/README.md): no rope sections key,
+            beta/alpha as one ssm_ba tensor interleaved per k head; the v
+            heads are read in grouped order (the weights are random either way)
 
 Hybrid options (qwen35moe, qwen35): --ssm-k-heads (ssm.group_count),
 --ssm-v-heads (ssm.time_step_rank), --ssm-state (head dim of q/k/v),
 --conv (conv kernel), --n-rot (rope.dimension_count), --sections a,b,c,d
 (rope.dimension_sections), --interval (full_attention_interval), or
 --recurrent-layers 1,1,0,... (writes <arch>.attention.recurrent_layers
-instead of the interval). Hybrid init follows the fixture README: ssm_alpha
+instead of the interval), --merged-gate-up (qwen35moe, qwen3next: one
+ffn_gate_up_exps per layer, gate rows then up rows per expert, holding the
+values the two tensors would have). Hybrid init follows the fixture README: ssm_alpha
 x 0.5, ssm_a = -U(1, 16), ssm_dt.bias = log(expm1(dt)) with dt log-uniform
 in [1e-3, 1e-1], conv N(0, 1/kernel); ssm_conv1d, ssm_a, ssm_dt.bias, norms,
 the router and the shared-expert gate stay F32 whatever --type is.
@@ -63,13 +69,18 @@ DEFAULTS = {
                       shared_ff=32, ssm_k_heads=2, ssm_v_heads=4,
                       ssm_state=16, conv=4, n_rot=8, sections="2,1,1,0",
                       interval=4, recurrent_layers=None),
+    "qwen3next": dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
+                      head_dim=32, ff=32, experts=8, used=2, expert_ff=32,
+                      shared_ff=32, ssm_k_heads=2, ssm_v_heads=4,
+                      ssm_state=16, conv=4, n_rot=8, sections="",
+                      interval=4, recurrent_layers=None),
     "qwen35":   dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
                      head_dim=32, ff=96, experts=0, used=0, expert_ff=0,
                      shared_ff=0, ssm_k_heads=2, ssm_v_heads=4,
                      ssm_state=16, conv=4, n_rot=8, sections="2,1,1,0",
                      interval=4, recurrent_layers=None),
 }
-HYBRID = ("qwen35moe", "qwen35")
+HYBRID = ("qwen35moe", "qwen35", "qwen3next")
 
 TYPES = {"f32": G.T_F32, "f16": G.T_F16, "bf16": G.T_BF16, "q8_0": G.T_Q8_0}
 FILE_TYPES = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}   # llama_ftype
@@ -105,6 +116,8 @@ def parse_args(argv):
                  "ssm-k-heads", "ssm-v-heads", "ssm-state", "conv", "n-rot",
                  "interval"):
         p.add_argument("--" + name, type=int, default=None)
+    p.add_argument("--merged-gate-up", action="store_true",
+                   help="qwen35moe, qwen3next: one ffn_gate_up_exps per layer")
     p.add_argument("--sections", default=None)
     p.add_argument("--recurrent-layers", default=None)
     p.add_argument("--rope-base", type=float, default=10000.0)
@@ -145,7 +158,10 @@ def int_list(s, what):
 def build_hybrid(a, cfg):
     """qwen35moe / qwen35 (Gated DeltaNet + gated attention hybrids)."""
     arch = a.arch
-    moe = arch == "qwen35moe"
+    moe = arch in ("qwen35moe", "qwen3next")
+    nxt = arch == "qwen3next"
+    if a.merged_gate_up and not moe:
+        sys.exit("gen_model: --merged-gate-up needs experts")
     rng = np.random.default_rng(a.seed)
     V, D, L = cfg["vocab"], cfg["embd"], cfg["layers"]
     Hq, Hkv, hd = cfg["heads"], cfg["heads_kv"], cfg["head_dim"]
@@ -214,8 +230,9 @@ def build_hybrid(a, cfg):
         w.add_u32(pre + "expert_feed_forward_length", F_exp)
         w.add_u32(pre + "expert_shared_feed_forward_length", F_sh)
     w.add_u32(pre + "rope.dimension_count", n_rot)
-    w.add_arr(pre + "rope.dimension_sections",
-              np.array(sections, dtype=np.int32), G.INT32)
+    if not nxt:
+        w.add_arr(pre + "rope.dimension_sections",
+                  np.array(sections, dtype=np.int32), G.INT32)
     w.add_u32(pre + "ssm.conv_kernel", Kc)
     w.add_u32(pre + "ssm.state_size", ds)
     w.add_u32(pre + "ssm.group_count", Hk)
@@ -249,8 +266,15 @@ def build_hybrid(a, cfg):
             dt = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), Hv))
             put(b + "ssm_dt.bias", np.log(np.expm1(dt)), False)
             put(b + "ssm_a", -rng.uniform(1.0, 16.0, Hv), False)
-            put(b + "ssm_beta.weight", mat(Hv, D))
-            put(b + "ssm_alpha.weight", 0.5 * mat(Hv, D))
+            beta, alpha = mat(Hv, D), 0.5 * mat(Hv, D)
+            if nxt:   # per k head: beta of its r v heads, then their alpha
+                r = Hv // Hk
+                put(b + "ssm_ba.weight", np.concatenate(
+                    [beta.reshape(Hk, r, D), alpha.reshape(Hk, r, D)],
+                    axis=1).reshape(2 * Hv, D))
+            else:
+                put(b + "ssm_beta.weight", beta)
+                put(b + "ssm_alpha.weight", alpha)
             put(b + "ssm_norm.weight", norm(ds), False)
             put(b + "ssm_out.weight", mat(D, val_dim))
         else:
@@ -264,9 +288,15 @@ def build_hybrid(a, cfg):
         if moe:
             # router scaled up a little so the expert choice is clear-cut
             put(b + "ffn_gate_inp.weight", 2.0 * mat(E, D), False)
-            put(b + "ffn_gate_exps.weight", mat(E, F_exp, D))
-            put(b + "ffn_down_exps.weight", mat(E, D, F_exp))
-            put(b + "ffn_up_exps.weight", mat(E, F_exp, D))
+            gate, down, up = (mat(E, F_exp, D), mat(E, D, F_exp),
+                              mat(E, F_exp, D))
+            if a.merged_gate_up:
+                put(b + "ffn_gate_up_exps.weight",
+                    np.concatenate([gate, up], axis=1))
+            else:
+                put(b + "ffn_gate_exps.weight", gate)
+                put(b + "ffn_up_exps.weight", up)
+            put(b + "ffn_down_exps.weight", down)
             put(b + "ffn_gate_inp_shexp.weight", mat(D), False)
             put(b + "ffn_gate_shexp.weight", mat(F_sh, D))
             put(b + "ffn_down_shexp.weight", mat(D, F_sh))

@@ -1,14 +1,19 @@
 #!/usr/bin/python3
 """ref_forward.py - independent float64 numpy reference of the forward pass.
 
-usage: ref_forward.py [--deltanet recurrent|chunked[:C]] [--stats]
-                      MODEL.gguf IDS OUT.npy      (IDS: comma-separated ids)
+usage: ref_forward.py [--deltanet recurrent|chunked[:C]] [--kv-cache TYPE]
+                      [--stats] MODEL.gguf IDS OUT.npy  (IDS: comma-separated ids)
+
+--kv-cache f16|q8_0 rounds the cached keys (after norm and rope) and values
+as a KV cache of that type holds them (Model.cache); f32 (the default) keeps
+them exact.
 
 Reads everything from the GGUF file (keys and tensors, nothing from the
 generator) and writes an (n_tokens, n_vocab) float64 array: row i holds the
 logits after token i at position i, attending causally to positions 0..i.
 Supported architectures: llama (dense, or MoE "mixtral" with expert tensors),
-qwen3, qwen3moe, and the hybrid qwen35moe / qwen35 (see below). Semantics
+qwen3, qwen3moe, and the hybrids qwen35moe / qwen35 and qwen3next (see
+below). Semantics
 follow llama.cpp:
   rms(x, w) = x / sqrt(mean(x^2) + eps) * w
   attention: optional per-head q/k RMS norm, RoPE (NEOX for qwen3*, NORM for
@@ -39,6 +44,15 @@ qwen35moe / qwen35 (Qwen3.5 hybrids, llama.cpp's models/qwen35*.cpp):
   FFN: qwen35moe = routed experts (softmax, top-k, renormalised) + shared
   expert * sigmoid(ffn_gate_inp_shexp . h); qwen35 = dense SiLU FFN.
   Norm weights are used as stored (no +1).
+
+qwen3next (Qwen3-Next, llama.cpp's models/qwen3next.cpp): the qwen35moe
+  blocks with three differences: plain NEOX partial RoPE (no sections key);
+  beta and alpha come from one tensor ssm_ba (2 H_v rows), which holds per k
+  head g [beta of v heads g r .. g r + r - 1 | alpha of the same], r = H_v /
+  H_k; and v head j uses q/k head j // r (grouped order, where qwen35* files
+  are tiled: j % H_k).
+Any MoE layer may hold a merged ffn_gate_up_exps (E, 2 F, D) instead of
+  ffn_gate_exps and ffn_up_exps: per expert the gate rows, then the up rows.
   --stats prints the smallest router top-k margin (p_k - p_k+1) to stdout.
 """
 
@@ -52,11 +66,12 @@ import gguf_py as G  # noqa: E402
 
 NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe")
 NORM_ARCHS = ("llama",)
-HYBRID_ARCHS = ("qwen35moe", "qwen35")
+HYBRID_ARCHS = ("qwen35moe", "qwen35", "qwen3next")
 
 
 class Model:
-    def __init__(self, path, deltanet="recurrent", chunk=64):
+    def __init__(self, path, deltanet="recurrent", chunk=64, kv_cache="f32"):
+        self.kv_cache = kv_cache
         g = G.read_gguf(path)
         self.g = g
         self.deltanet_mode = deltanet
@@ -119,8 +134,7 @@ class Model:
                 router=self.t(b + "ffn_gate_inp.weight", required=False),
             )
             if ly["router"] is not None:
-                ly["gate_exps"] = self.t(b + "ffn_gate_exps.weight")
-                ly["up_exps"] = self.t(b + "ffn_up_exps.weight")
+                ly.update(self.gate_up(b))
                 ly["down_exps"] = self.t(b + "ffn_down_exps.weight")
                 if self.n_expert_used <= 0:
                     raise SystemExit("ref_forward: MoE layer without "
@@ -136,10 +150,13 @@ class Model:
             self.layers.append(ly)
 
     def _load_hybrid(self, key):
-        """qwen35moe / qwen35: hyperparameters and per-layer tensors."""
-        sec = key("rope.dimension_sections", required=True)
-        sec = [int(v) for v in np.atleast_1d(sec)][:4]
-        self.sections = sec + [0] * (4 - len(sec))
+        """qwen35moe / qwen35 / qwen3next: hyperparameters and per-layer
+        tensors."""
+        self.next = self.arch == "qwen3next"
+        if not self.next:   # IMROPE; qwen3next rotates plain NEOX
+            sec = key("rope.dimension_sections", required=True)
+            sec = [int(v) for v in np.atleast_1d(sec)][:4]
+            self.sections = sec + [0] * (4 - len(sec))
         if self.head_dim != self.head_dim_v:
             raise SystemExit("ref_forward: %s needs key_length == "
                              "value_length" % self.arch)
@@ -171,10 +188,10 @@ class Model:
                 raise SystemExit("ref_forward: full_attention_interval %d"
                                  % iv)
             self.is_recr = [(i + 1) % iv != 0 for i in range(self.n_layer)]
-        moe = self.arch == "qwen35moe"
+        moe = self.arch in ("qwen35moe", "qwen3next")
         if moe and not (0 < self.n_expert_used <= self.n_expert):
-            raise SystemExit("ref_forward: qwen35moe needs 0 < "
-                             "expert_used_count <= expert_count")
+            raise SystemExit("ref_forward: %s needs 0 < "
+                             "expert_used_count <= expert_count" % self.arch)
 
         self.tok_embd = self.t("token_embd.weight")          # (V, D)
         self.n_vocab = self.tok_embd.shape[0]
@@ -196,10 +213,20 @@ class Model:
                     conv=self.t(b + "ssm_conv1d.weight"),    # (conv_dim, K)
                     dt_bias=self.t(b + "ssm_dt.bias"),       # (H_v,)
                     ssm_a=self.t(b + "ssm_a"),               # (H_v,)
-                    wbeta=self.t(b + "ssm_beta.weight"),     # (H_v, D)
-                    walpha=self.t(b + "ssm_alpha.weight"),   # (H_v, D)
                     ssm_norm=self.t(b + "ssm_norm.weight"),  # (d_state,)
                     ssm_out=self.t(b + "ssm_out.weight"))    # (D, d_inner)
+                if self.next:
+                    ba = self.t(b + "ssm_ba.weight")         # (2 H_v, D)
+                    if ba.shape != (2 * self.H_v, self.n_embd):
+                        raise SystemExit("ref_forward: blk.%d ssm_ba has "
+                                         "shape %s" % (i, ba.shape))
+                    r = self.H_v // self.H_k
+                    ba = ba.reshape(self.H_k, 2 * r, self.n_embd)
+                    ly["wbeta"] = ba[:, :r].reshape(self.H_v, self.n_embd)
+                    ly["walpha"] = ba[:, r:].reshape(self.H_v, self.n_embd)
+                else:
+                    ly["wbeta"] = self.t(b + "ssm_beta.weight")    # (H_v, D)
+                    ly["walpha"] = self.t(b + "ssm_alpha.weight")  # (H_v, D)
                 want = {"wqkv": (conv_dim, self.n_embd),
                         "wz": (self.d_inner, self.n_embd),
                         "conv": (conv_dim, self.d_conv),
@@ -223,10 +250,9 @@ class Model:
                         "wo": (self.n_embd, self.n_head * hd),
                         "q_norm": (hd,), "k_norm": (hd,)}
             if moe:
+                ly.update(self.gate_up(b))
                 ly.update(
                     router=self.t(b + "ffn_gate_inp.weight"),
-                    gate_exps=self.t(b + "ffn_gate_exps.weight"),
-                    up_exps=self.t(b + "ffn_up_exps.weight"),
                     down_exps=self.t(b + "ffn_down_exps.weight"),
                     shexp_gate_inp=self.t(b + "ffn_gate_inp_shexp.weight")
                     .reshape(-1),
@@ -245,6 +271,16 @@ class Model:
                     raise SystemExit("ref_forward: blk.%d %s has shape %s, "
                                      "expected %s" % (i, k, ly[k].shape, shp))
             self.layers.append(ly)
+
+    def gate_up(self, b):
+        """Expert gate and up matrices (E, F, D) of layer prefix b: two
+        tensors, or one merged ffn_gate_up_exps (E, 2 F, D), gate first."""
+        gu = self.t(b + "ffn_gate_up_exps.weight", required=False)
+        if gu is None:
+            return dict(gate_exps=self.t(b + "ffn_gate_exps.weight"),
+                        up_exps=self.t(b + "ffn_up_exps.weight"))
+        F = gu.shape[1] // 2
+        return dict(gate_exps=gu[:, :F], up_exps=gu[:, F:])
 
     def t(self, name, required=True):
         a = self.g.tensor(name, np.float64)
@@ -319,6 +355,22 @@ class Model:
     def softplus(x):
         return np.logaddexp(0.0, x)
 
+    def cache(self, x):
+        """What a KV cache of self.kv_cache type holds for x (..., head dim):
+        f32 keeps x; f16 rounds each element to half precision; q8_0 keeps,
+        per block of 32 along a head, round(x / d) * fp16(d) with d =
+        max|x| / 127 (ggml's Q8_0)."""
+        if self.kv_cache == "f32":
+            return x
+        if self.kv_cache == "f16":
+            return x.astype(np.float32).astype(np.float16).astype(np.float64)
+        x32 = x.astype(np.float32).astype(np.float64)
+        b = x32.reshape(x32.shape[:-1] + (x32.shape[-1] // 32, 32))
+        d = np.abs(b).max(axis=-1, keepdims=True) / 127.0
+        inv = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
+        q = np.trunc(b * inv + np.copysign(0.5, b))      # roundf: half away from 0
+        return (q * d.astype(np.float16).astype(np.float64)).reshape(x.shape)
+
     @staticmethod
     def causal_softmax_attention(q, k, v, scale):
         """q (T, Hq, hd), k (T, Hkv, hd), v (T, Hkv, hdv); q head h uses kv
@@ -350,7 +402,8 @@ class Model:
         k = self.rms((h @ ly["wk"].T).reshape(T, Hkv, hd), ly["k_norm"])
         v = (h @ ly["wv"].T).reshape(T, Hkv, hd)
         q = self.rope(q, pos)
-        k = self.rope(k, pos)
+        k = self.cache(self.rope(k, pos))
+        v = self.cache(v)
         o = self.causal_softmax_attention(q, k, v, 1.0 / np.sqrt(hd))
         o = o * self.sigmoid(gate)
         return o.reshape(T, Hq * hd) @ ly["wo"].T
@@ -442,7 +495,10 @@ class Model:
             return x / np.maximum(n, self.eps)
         q = l2n(q) / np.sqrt(dk)
         k = l2n(k)
-        kh = [j % Hk for j in range(Hv)]       # tiled v-head -> k-head map
+        if self.next:                          # grouped v-head -> k-head map
+            kh = [j // (Hv // Hk) for j in range(Hv)]
+        else:                                  # tiled
+            kh = [j % Hk for j in range(Hv)]
         q, k = q[:, kh, :], k[:, kh, :]
         if self.deltanet_mode == "chunked":
             o = self.delta_chunked(q, k, v, g, beta, self.chunk)
@@ -471,7 +527,8 @@ class Model:
         if ly["k_norm"] is not None:
             k = self.rms(k, ly["k_norm"])
         q = self.rope(q, pos)
-        k = self.rope(k, pos)
+        k = self.cache(self.rope(k, pos))
+        v = self.cache(v)
         group = Hq // Hkv
         scale = 1.0 / np.sqrt(hd)
         mask = np.tril(np.ones((T, T), dtype=bool))     # query i sees j <= i
@@ -564,14 +621,22 @@ def main(argv):
             raise SystemExit("ref_forward: --deltanet needs a value")
         mode, chunk = parse_deltanet(argv[i + 1])
         del argv[i:i + 2]
+    kv_cache = "f32"
+    if "--kv-cache" in argv:
+        i = argv.index("--kv-cache")
+        if i + 1 >= len(argv) or argv[i + 1] not in ("f32", "f16", "q8_0"):
+            raise SystemExit("ref_forward: --kv-cache must be f32, f16 or q8_0")
+        kv_cache = argv[i + 1]
+        del argv[i:i + 2]
     if len(argv) != 3:
         sys.stderr.write("usage: ref_forward.py [--deltanet recurrent|"
-                         "chunked[:C]] [--stats] MODEL.gguf ID,ID,... "
+                         "chunked[:C]] [--kv-cache f32|f16|q8_0] [--stats] "
+                         "MODEL.gguf ID,ID,... "
                          "OUT.npy\n")
         return 2
     model_path, ids_s, out_path = argv
     ids = [int(s) for s in ids_s.split(",") if s.strip() != ""]
-    m = Model(model_path, deltanet=mode, chunk=chunk)
+    m = Model(model_path, deltanet=mode, chunk=chunk, kv_cache=kv_cache)
     logits = m.forward(ids)
     np.save(out_path, logits)
     if stats:

@@ -3,8 +3,10 @@
 # decoding: the batch changes how often weights are read, not the maths. Each
 # row is computed by the same kernels in the same order, so the outputs must
 # be bitwise identical, for every architecture family, thread count and a
-# batch size that does not divide the prompt - except the Gated DeltaNet's
-# chunked delta rule (prompt batches of 8+ tokens), equal up to rounding.
+# batch size that does not divide the prompt, and KV cache type (F16, the
+# default, on every model; F32 and Q8_0 on some: Q8_0 needs head dims that
+# are multiples of 32) - except the Gated DeltaNet's chunked delta rule
+# (prompt batches of 8+ tokens), equal up to rounding.
 # Run once per kernel variant usable on this CPU (the list `pocket --help`
 # prints), each forced with POCKET_KERNELS; $BATCH_VARIANTS, if set, names
 # the variants to run instead (each must be usable: tests/run_aarch64.sh
@@ -30,15 +32,18 @@ if [ -n "${BATCH_VARIANTS:-}" ]; then
 fi
 run_variant() {
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
-for m in models/kjv-moe-f16.gguf ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf "$tmp/mixtral.gguf" "$tmp/qwen3.gguf"; do
-    $RUN "$T" -t 1 -b 1 "$m" "$tmp/one.f32" "$ids"
+for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \
+           ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:f16 ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:q8_0 \
+           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0"; do
+    m=${mkv%:*}; kv=${mkv##*:}
+    $RUN "$T" -t 1 -b 1 -ctk $kv -ctv $kv "$m" "$tmp/one.f32" "$ids"
     for cfg in "-t 1 -b 16" "-t 2 -b 64" "-t 2 -b 7"; do
-        $RUN "$T" $cfg "$m" "$tmp/batch.f32" "$ids"
+        $RUN "$T" $cfg -ctk $kv -ctv $kv "$m" "$tmp/batch.f32" "$ids"
         if cmp -s "$tmp/one.f32" "$tmp/batch.f32"; then continue; fi
         # Gated DeltaNet prompt batches (>= 8 tokens) use the chunked form of
         # the delta rule: equal to the recurrence up to float rounding
         case "$m:$cfg" in
-        *qwen35*:*-b\ 16|*qwen35*:*-b\ 64)
+        *qwen35*:*-b\ 16|*qwen35*:*-b\ 64|*qwen3next*:*-b\ 16|*qwen3next*:*-b\ 64)
             "$PYTHON" - "$tmp/one.f32" "$tmp/batch.f32" "$cfg" <<'PY' || exit 1
 import sys
 import numpy as np
@@ -51,7 +56,7 @@ PY
         *) echo "FAIL: $m: logits with $cfg differ from one token at a time"; exit 1 ;;
         esac
     done
-    echo "ok   [$POCKET_KERNELS] $(basename "$m"): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time (bitwise, or within 1e-4 for chunked DeltaNet)"
+    echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time (bitwise, or within 1e-4 for chunked DeltaNet)"
 done
 # Quantized weights: prompt batches go through the multi-token (gemm)
 # kernels, whose float summation order differs from gemv's, so batched and

@@ -27,7 +27,7 @@ expect_error() {
     fi
 }
 
-if "$P" bench -m "$M" -p 16 -n 8 -r 2 -t 1 --no-bw --json "$J" >"$tmp/bench.out" 2>"$tmp/bench.err"; then
+if "$P" bench -m "$M" -p 16 -n 8 -r 2 -t 1 -ctk q8_0 --no-bw --json "$J" >"$tmp/bench.out" 2>"$tmp/bench.err"; then
     cat "$tmp/bench.out"
 else
     fail "bench run: exit $?"; sed 's/^/    /' "$tmp/bench.err"
@@ -65,10 +65,13 @@ assert bpt == exact, "engine counts %r bytes per decoded token, the model's geom
 assert c["decode"]["bandwidth"] is None, "--no-bw measured anyway"
 # state ledger: a tg draw decodes positions 0..n-1 from an empty context; at
 # position p each attention layer reads p + 1 cached K and V rows and writes
-# one (floats of n_kv_heads * (head_dim + head_dim_v))
+# one: n_kv_heads * head_dim keys and n_kv_heads * head_dim_v values, in the
+# cache's types (this run: Q8_0 keys, 34 bytes per 32; F16 values, 2 bytes)
 L = int(re.search(r"^layers +(\d+)", infotxt, re.M).group(1))
 m = re.search(r"(\d+) kv heads, head dim (\d+) \(v (\d+)\)", infotxt)
-kvrow = 4 * int(m.group(1)) * (int(m.group(2)) + int(m.group(3)))
+assert c["cache_type_k"] == "q8_0" and c["cache_type_v"] == "f16", (c["cache_type_k"], c["cache_type_v"])
+per_elem = {"f32": 4.0, "f16": 2.0, "q8_0": 34 / 32}
+kvrow = int(m.group(1)) * (per_elem["q8_0"] * int(m.group(2)) + per_elem["f16"] * int(m.group(3)))
 n = d["settings"]["n_gen"]
 want = L * kvrow * sum(p + 2 for p in range(n)) / n
 got = c["decode"]["state_bytes_per_token"]
@@ -79,12 +82,14 @@ assert "F16" in d["model"]["type_mix"]
 PY
 then echo "ok   JSON report"; else fail "JSON report"; fi
 
-# A/B: -t 1 against -t 2 in child processes, with the difference line
-if "$P" bench -m "$M" -p 8 -n 4 -r 2 --no-bw --ab "-t 1" "-t 2" >"$tmp/bench.out" 2>"$tmp/bench.err"; then
+# A/B: -t 1 against -t 2 with an F32 key cache in child processes, with the
+# difference line
+if "$P" bench -m "$M" -p 8 -n 4 -r 2 --no-bw --ab "-t 1" "-t 2 -ctk f32" >"$tmp/bench.out" 2>"$tmp/bench.err"; then
     cat "$tmp/bench.out"
     grep -q "^difference B - A, tg4: .*95% interval \[" "$tmp/bench.out" || fail "--ab printed no tg difference line"
     grep -q "^difference B - A, pp8: " "$tmp/bench.out" || fail "--ab printed no pp difference line"
-    grep -q '^config B: "-t 2" -> kernels [a-z0-9]*, 2 threads' "$tmp/bench.out" || fail "--ab config B is not 2 threads"
+    grep -q '^config B: "-t 2 -ctk f32" -> kernels [a-z0-9]*, 2 threads.*kv cache f32/f16$' "$tmp/bench.out" ||
+        fail "--ab config B is not 2 threads with an f32/f16 cache"
 else
     fail "bench --ab: exit $?"; sed 's/^/    /' "$tmp/bench.err"
 fi
@@ -93,6 +98,8 @@ expect_error "missing model" "$tmp/nope.gguf" "$P" bench -m "$tmp/nope.gguf" --n
 expect_error "zero repetitions" "-r" "$P" bench -m "$M" -r 0 --no-bw
 expect_error "--ab with one configuration" "--ab needs two" "$P" bench -m "$M" --no-bw --ab "-t 1"
 expect_error "--ab unknown flag" "--frob" "$P" bench -m "$M" --no-bw -r 1 --ab "-t 1" "--frob 2"
+expect_error "--ab bad cache type" "-ctv: unknown KV cache type 'q3'" "$P" bench -m "$M" --no-bw --ab "-ctv q3" "-t 1"
+expect_error "bad cache type" "-ctk: unknown KV cache type 'bf16'" "$P" bench -m "$M" --no-bw -ctk bf16
 expect_error "--ab bad kernel name" "POCKET_KERNELS" "$P" bench -m "$M" --no-bw --ab "POCKET_KERNELS=sse9" "-t 1"
 expect_error "nothing to measure" "nothing to measure" "$P" bench -m "$M" -p 0 -n 0 --no-bw
 expect_error "context too small" "-c 4" "$P" bench -m "$M" -p 16 -n 8 -c 4 --no-bw

@@ -7,6 +7,12 @@
 # and the max |pocket - ref| over all logits must stay under the tolerance:
 # 1e-3 for F32 weights, 2e-2 for F16 weights (pocket rounds activations to
 # F16 for F16 matmuls, as llama.cpp does). One model also runs with -t 2.
+# These run with an F32 KV cache (-ctk f32 -ctv f32). Then the KV cache
+# types: pocket with an F16 or Q8_0 cache against the reference holding the
+# same cache type (ref_forward.py --kv-cache: K and V rounded as the cache
+# rounds them), within the F32 tolerance: what differs is only the order of
+# float operations (and, rarely, an element rounded the other way); with
+# head dims of 16 (llama, mixtral) a Q8_0 cache must be refused.
 # Run from the project root; uses $BUILD (default build) and $PYTHON.
 # $POCKET_RUN, if set, prefixes every pocket binary (e.g. "qemu-aarch64 -L
 # SYSROOT -cpu max" for a cross build: tests/run_aarch64.sh).
@@ -60,9 +66,9 @@ sys.exit(0 if ok else 1)
 EOF
 }
 
-# check NAME ARCH TOL THREADS... -- generator options
+# check NAME ARCH TOL THREADS KV -- generator options (KV: the cache type)
 check() {
-    name=$1; arch=$2; tol=$3; threads=$4; shift 4
+    name=$1; arch=$2; tol=$3; threads=$4; kv=$5; shift 5
     model="$TMP/$name.gguf"
     if ! "$PYTHON" tests/gen_model.py "$arch" "$model" "$@"; then
         echo "FAIL $name: gen_model.py failed"; fail=1; return
@@ -70,24 +76,39 @@ check() {
     v=$("$PYTHON" -c 'import sys; sys.path.insert(0, "tests"); import gguf_py as G; print(G.read_gguf(sys.argv[1], False).tinfo["token_embd.weight"]["ne"][1])' "$model")
     ids="1,17,$((v - 1)),255,256,42,$((v - 2)),100,7,200,$((v - 3)),5"
     echo "== $name ($arch $*; n_vocab $v; ids $ids)"
-    if ! "$PYTHON" tests/ref_forward.py "$model" "$ids" "$TMP/$name.ref.npy"; then
+    if ! "$PYTHON" tests/ref_forward.py --kv-cache "$kv" "$model" "$ids" "$TMP/$name.ref.npy"; then
         echo "FAIL $name: ref_forward.py failed"; fail=1; return
     fi
     for t in $threads; do
         out="$TMP/$name.t$t.f32"
-        if ! $RUN "$TOOL" -t "$t" "$model" "$out" "$ids"; then
+        if ! $RUN "$TOOL" -t "$t" -ctk "$kv" -ctv "$kv" "$model" "$out" "$ids"; then
             echo "FAIL $name: tool_logits -t $t exited with an error"; fail=1; continue
         fi
         compare "$name -t $t" "$TMP/$name.ref.npy" "$out" "$tol" || fail=1
     done
 }
 
-check qwen3moe       qwen3moe $TOL_F32 "1 2" --seed 6
-check qwen3moe-tied  qwen3moe $TOL_F32 "1"   --seed 6 --tied
-check qwen3moe-f16   qwen3moe $TOL_F16 "1"   --seed 6 --type f16
-check qwen3          qwen3    $TOL_F32 "1"   --seed 2
-check llama          llama    $TOL_F32 "1"   --seed 3
-check mixtral        mixtral  $TOL_F32 "1"   --seed 1
+check qwen3moe       qwen3moe $TOL_F32 "1 2" f32 --seed 6
+check qwen3moe-tied  qwen3moe $TOL_F32 "1"   f32 --seed 6 --tied
+check qwen3moe-f16   qwen3moe $TOL_F16 "1"   f32 --seed 6 --type f16
+check qwen3          qwen3    $TOL_F32 "1"   f32 --seed 2
+check llama          llama    $TOL_F32 "1"   f32 --seed 3
+check mixtral        mixtral  $TOL_F32 "1"   f32 --seed 1
+# KV cache types (head dim 32 for qwen3moe, qwen3; 16 for llama, mixtral)
+for kv in f16 q8_0; do
+    check qwen3moe-kv-$kv  qwen3moe $TOL_F32 "1 2" $kv --seed 6
+    check qwen3-kv-$kv     qwen3    $TOL_F32 "1"   $kv --seed 2
+done
+check llama-kv-f16     llama    $TOL_F32 "1"   f16 --seed 3
+check mixtral-kv-f16   mixtral  $TOL_F32 "1"   f16 --seed 1
+"$PYTHON" tests/gen_model.py llama "$TMP/llama16.gguf" --seed 3 >/dev/null
+if $RUN "$TOOL" -ctk q8_0 "$TMP/llama16.gguf" "$TMP/q8.f32" 1,2,3 2>"$TMP/q8.err"; then
+    echo "FAIL llama: a q8_0 key cache with head dim 16 was accepted"; fail=1
+elif grep -q "multiple of 32" "$TMP/q8.err"; then
+    echo "ok   llama: q8_0 key cache with head dim 16 refused: $(cat "$TMP/q8.err")"
+else
+    echo "FAIL llama: q8_0 refused without the reason: $(cat "$TMP/q8.err")"; fail=1
+fi
 
 if [ $fail -ne 0 ]; then
     echo "t_forward_ref: FAILED (files kept in $TMP)"

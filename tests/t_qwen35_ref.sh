@@ -14,6 +14,10 @@
 #      150 prompt tokens + 16 greedy tokens), teacher-forced, through
 #      tests/check_fixture.py: argmax equal at every row, and each row's 20
 #      reference logits within 1e-3 * max(1, |ref|), compared by token id.
+#   Step A runs with an F32 KV cache (-ctk f32 -ctv f32), then once per
+#   cache type (F16, Q8_0) against the reference holding the same cache
+#   (ref_forward.py --kv-cache). Step B uses the default F16 cache: llama.cpp
+#   made the fixtures with an F32 cache, and F16 stays within the tolerance.
 # Step 0 validates the Python side first (gguf_py selftest; the numpy
 # reference, recurrent and chunked 64/16, against llama.cpp on the fixture);
 # with REF_ONLY=1 only the Python parts run (no build/tests/tool_logits needed).
@@ -116,12 +120,12 @@ check() {
         ids="1,17,$((v - 1)),255,256,42,$((v - 2)),100,7,200,$((v - 3)),5"
     fi
     echo "== step $step ($arch $*; n_vocab $v; $idkind ids)"
-    if ! "$PYTHON" tests/ref_forward.py --stats --deltanet recurrent "$model" "$ids" "$TMP/$name.rec.npy"; then
+    if ! "$PYTHON" tests/ref_forward.py --stats --kv-cache "$KV" --deltanet recurrent "$model" "$ids" "$TMP/$name.rec.npy"; then
         note_fail "$step" "ref_forward.py --deltanet recurrent failed"; return
     fi
     refs="rec"
     for c in $chunks; do
-        if ! "$PYTHON" tests/ref_forward.py --deltanet "chunked:$c" "$model" "$ids" "$TMP/$name.ch$c.npy"; then
+        if ! "$PYTHON" tests/ref_forward.py --kv-cache "$KV" --deltanet "chunked:$c" "$model" "$ids" "$TMP/$name.ch$c.npy"; then
             note_fail "$step" "ref_forward.py --deltanet chunked:$c failed"; continue
         fi
         same_ref "$step" "$name ref chunked:$c" "$TMP/$name.ch$c.npy" "$TMP/$name.rec.npy" || note_fail "$step" "numpy chunked:$c != recurrent"
@@ -130,7 +134,7 @@ check() {
     [ "$REF_ONLY" = 1 ] && return
     for t in $threads; do
         out="$TMP/$name.t$t.f32"
-        if ! $RUN "$TOOL" -t "$t" "$model" "$out" "$ids"; then
+        if ! $RUN "$TOOL" -t "$t" -ctk "$KV" -ctv "$KV" "$model" "$out" "$ids"; then
             note_fail "$step" "tool_logits -t $t exited with an error (pocket cannot run $arch?)"; continue
         fi
         for r in $refs; do
@@ -140,6 +144,7 @@ check() {
     done
 }
 
+KV=f32   # the KV cache type of pocket and of the reference in step A
 check qwen35moe       qwen35moe $TOL_F32 "1 2" short "5 64" --seed 37
 check qwen35moe-tied  qwen35moe $TOL_F32 "1"   short "5"    --seed 37 --tied
 check qwen35moe-f16   qwen35moe $TOL_F16 "1"   short "5"    --seed 37 --type f16
@@ -147,6 +152,11 @@ check qwen35moe-rl    qwen35moe $TOL_F32 "1"   short "3"    --seed 16 --recurren
 check qwen35moe-long  qwen35moe $TOL_F32 "1 2" long  "16 64" --seed 32
 check qwen35          qwen35    $TOL_F32 "1"   short "5"    --seed 1
 check qwen35-long     qwen35    $TOL_F32 "1"   long  "64"   --seed 1
+# KV cache types: pocket and the reference with the same F16 / Q8_0 cache
+for KV in f16 q8_0; do
+    check qwen35moe-kv-$KV  qwen35moe $TOL_F32 "1 2" long "64" --seed 32
+done
+KV=f32
 
 if [ "$REF_ONLY" != 1 ]; then
     for f in greedy long150; do

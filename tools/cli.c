@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,13 +89,90 @@ const char *default_model(void) {
     return "models/" DEFAULT_MODEL_NAME;
 }
 
-pk_model *load_model(const char *path, double *secs) {
+pk_model *load_model(const char *path, const opts *o, double *secs) {
     pk_error err = {0};
     pk_model *m;
+    pk_model_params mp = pk_model_default_params();
+    int dflt = 0;
+    if (o) {
+        mp.n_ctx = o->n_ctx;
+        mp.type_k = o->type_k;
+        mp.type_v = o->type_v;
+        mp.expert_slots = o->expert_slots;
+        if (o->mem_set) {
+            mp.mem = o->mem;
+        } else {
+            struct stat st;
+            uint64_t avail = pk_mem_available(), margin = avail / 20 > (256u << 20) ? avail / 20 : 256u << 20;
+            if (avail > margin && stat(path, &st) == 0 && (uint64_t)st.st_size > avail - margin) {
+                mp.mem = avail - margin;
+                dflt = 1;
+            }
+        }
+    }
     double t0 = now();
-    if (pk_model_load(path, &m, &err)) die("%s", err.msg);
+    int rc = pk_model_load_params(path, &mp, &m, &err);
+    if (rc == PK_ERR_ARG && dflt) {
+        /* the default budget cannot even hold the resident part: map it all */
+        fprintf(stderr, "pocket: note: %s; mapping the whole file instead (pass --mem to insist)\n", err.msg);
+        mp.mem = 0;
+        rc = pk_model_load_params(path, &mp, &m, &err);
+    }
+    if (rc) die("%s", err.msg);
     if (secs) *secs = now() - t0;
     return m;
+}
+
+uint64_t parse_size(const char *flag, const char *v) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    double mul = 1;
+    if (end == v || errno || x < 0) die("%s: '%s' is not a size (e.g. 6G, 512M, 0 for no budget)", flag, v);
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1048576.0; end++; break;
+    case 'g': case 'G': mul = 1073741824.0; end++; break;
+    case 't': case 'T': mul = 1099511627776.0; end++; break;
+    default: break;
+    }
+    if (mul > 1 && (*end == 'i' || *end == 'I')) end++;
+    if (mul > 1 && (*end == 'b' || *end == 'B')) end++;
+    if (*end || x * mul > 1.8e19) die("%s: '%s' is not a size (e.g. 6G, 512M, 0 for no budget)", flag, v);
+    return (uint64_t)(x * mul);
+}
+
+static void mib(char *b, size_t n, uint64_t v) {
+    if (v >= (1ull << 30)) snprintf(b, n, "%.2f GiB", (double)v / 1073741824.0);
+    else snprintf(b, n, "%.1f MiB", (double)v / 1048576.0);
+}
+
+void print_plan(const pk_model *m, FILE *f) {
+    pk_model_plan p;
+    pk_model_get_plan(m, &p);
+    char a[32], b[32], c[32], d[32], e[32];
+    mib(a, sizeof a, p.resident_bytes);
+    mib(b, sizeof b, p.context_bytes);
+    mib(c, sizeof c, p.expert_bytes);
+    if (!p.mem && p.streaming) fprintf(f, "memory plan     no budget, %d experts per layer cached (forced)\n", p.expert_slots);
+    else if (!p.mem) fprintf(f, "memory plan     no budget: the file is mapped whole\n");
+    else {
+        mib(d, sizeof d, p.mem);
+        fprintf(f, "memory plan     budget %s\n", d);
+    }
+    fprintf(f, "  resident      %s of weights (all but the routed experts)\n", a);
+    fprintf(f, "  context       %s for %d tokens (KV cache %.1f KiB per token, states, buffers)\n", b, p.n_ctx,
+            (double)p.kv_bytes_per_token / 1024.0);
+    if (!p.n_expert) return;
+    if (p.streaming) {
+        mib(d, sizeof d, p.cache_bytes);
+        mib(e, sizeof e, p.expected_read_per_token);
+        fprintf(f, "  experts       %s in the file; cache of %d of %d experts per layer (%s), the rest read on demand\n",
+                c, p.expert_slots, p.n_expert, d);
+        fprintf(f, "  storage       %s read per token expected (uniform routing; real routing has locality)\n", e);
+    } else {
+        fprintf(f, "  experts       %s, all mapped (%d per layer)\n", c, p.n_expert);
+    }
 }
 
 /* Tokenize, growing the buffer as needed. */
@@ -135,12 +213,20 @@ void opts_init(opts *o) {
     o->sp = pk_sampler_default_params();
 }
 
+int parse_cache_type(const char *flag, const char *v) {
+    int t = pk_cache_type_parse(v);
+    if (t < 0) die("%s: unknown KV cache type '%s' (f32, f16, q8_0)", flag, v);
+    return t;
+}
+
 int parse_common(opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i];
 #define NEXT() (*i + 1 < argc ? argv[++*i] : (die("%s needs a value", a), (char *)0))
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = NEXT();
     else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o->n_threads = (int)parse_long(a, NEXT(), 1, 512);
     else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) o->n_ctx = (int)parse_long(a, NEXT(), 0, 1 << 22);
+    else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) o->type_k = parse_cache_type(a, NEXT());
+    else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) o->type_v = parse_cache_type(a, NEXT());
     else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = NEXT();
     else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->text_file = NEXT();
     else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) o->n_predict = (int)parse_long(a, NEXT(), -1, INT_MAX);
@@ -157,6 +243,8 @@ int parse_common(opts *o, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--tensors")) o->show_tensors = 1;
     else if (!strcmp(a, "--kl-divergence-base")) o->kld_base = NEXT();
     else if (!strcmp(a, "--kl-divergence")) o->kld = NEXT();
+    else if (!strcmp(a, "--mem")) { o->mem = parse_size(a, NEXT()); o->mem_set = 1; }
+    else if (!strcmp(a, "--expert-slots")) o->expert_slots = (int)parse_long(a, NEXT(), 1, 1 << 16);
     else return 0;
 #undef NEXT
     return 1;

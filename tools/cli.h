@@ -20,7 +20,15 @@ double parse_double(const char *flag, const char *v, double lo, double hi);
 char *read_file(const char *path, size_t *len);
 /* The bundled model's path (see pocket --help). */
 const char *default_model(void);
-pk_model *load_model(const char *path, double *secs);
+/* Load path under the memory plan of o (--mem, -c; NULL: none): without
+ * --mem, a budget of the memory available (pk_mem_available) minus a margin
+ * if the file does not fit in it, else none. */
+struct opts;
+pk_model *load_model(const char *path, const struct opts *o, double *secs);
+/* "6G", "512M", "1.5GiB", "100000000": bytes; dies naming the flag otherwise */
+uint64_t parse_size(const char *flag, const char *v);
+/* the memory plan in a few lines ("memory plan ..."), to f */
+void print_plan(const pk_model *m, FILE *f);
 int32_t *tokenize(const pk_model *m, const char *text, size_t len, int add_special,
                   int parse_special, int *n_out);
 void print_piece(const pk_model *m, int32_t id, FILE *out);
@@ -28,8 +36,11 @@ void print_piece(const pk_model *m, int32_t id, FILE *out);
 typedef struct opts {
     const char *model, *prompt, *prompt_file, *text_file;
     int n_predict, n_threads, n_ctx, n_chunks;
+    int type_k, type_v;   /* KV cache types, PK_CACHE_* (0: the library's default) */
     int no_special, ignore_eos, quiet, show_tensors;
     const char *kld_base, *kld;
+    uint64_t mem;                 /* --mem (mem_set: given; 0: no budget) */
+    int mem_set, expert_slots;
     pk_sampler_params sp;
     int seed_given;
 } opts;
@@ -38,6 +49,15 @@ void opts_init(opts *o);
 /* Parse one of the flags common to the commands at argv[*i] (advancing *i
  * past its value); returns 0 if argv[*i] is not one. */
 int parse_common(opts *o, int argc, char **argv, int *i);
+/* The PK_CACHE_* value of a -ctk / -ctv argument; dies naming the flag and
+ * the value when it is not a cache type. */
+int parse_cache_type(const char *flag, const char *v);
+/* Help text of -ctk / -ctv, shared by the commands that take them. */
+#define CACHE_TYPE_HELP \
+    "  -ctk, --cache-type-k T KV cache type of the keys: f32, f16 (default), q8_0\n" \
+    "  -ctv, --cache-type-v T KV cache type of the values: f32, f16 (default), q8_0\n" \
+    "                         (q8_0 needs head dims that are multiples of 32; F16\n" \
+    "                         halves the cache of f32, q8_0 takes 27%; any mix)\n"
 /* 1 if argv[i] asks for help. */
 int is_help(const char *a);
 

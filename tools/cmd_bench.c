@@ -37,7 +37,7 @@
 #define MAX_DRAWS 1000
 
 static const char *bench_help =
-    "usage: pocket bench [-m MODEL] [-p 512] [-n 64] [-r 5] [-t N] [-c N] [-b N] [--json OUT]\n"
+    "usage: pocket bench [-m MODEL] [-p 512] [-n 64] [-r 5] [-t N] [-c N] [-b N] [--mem SIZE] [--json OUT]\n"
     "                    [--ab \"FLAGS_A\" \"FLAGS_B\"] [--ppl-file TEXT] [--no-bw] [--bw-refresh]\n"
     "\n"
     "Throughput of MODEL as llama-bench measures it: pp (a prompt of -p tokens\n"
@@ -51,13 +51,18 @@ static const char *bench_help =
     "  -r N              timed draws per test (default 5)\n"
     "  -t N, -c N        threads (default: all cores), context size (default p + n)\n"
     "  -b N              prompt tokens per forward pass (default: the library's)\n"
+    "  -ctk T, -ctv T    KV cache type of the keys / values: f32, f16 (default), q8_0\n"
     "  --json OUT        also write everything (every draw) as JSON to OUT\n"
     "  --ab \"A\" \"B\"      compare two configurations; each is flags overriding the\n"
-    "                    base ones: -t N, -c N, -b N, POCKET_KERNELS=NAME.\n"
+    "                    base ones: -t N, -c N, -b N, -ctk T, -ctv T,\n"
+    "                    POCKET_KERNELS=NAME.\n"
     "                    Draws run in child processes, interleaved A B A B; prints\n"
     "                    the difference of means B - A with a 95% Welch interval\n"
     "  --ppl-file TEXT   also score the first 8 windows of 512 tokens of TEXT\n"
     "                    (as `pocket perplexity`), the quality beside the speed\n"
+    "  --mem SIZE        load under a memory budget (see pocket run --help); the\n"
+    "                    report adds the expert cache's hit rate, the storage\n"
+    "                    bytes per token and the time spent waiting for them\n"
     "  --no-bw           skip the memory-bandwidth probe\n"
     "  --bw-refresh      re-measure the bandwidth instead of using the cached figure\n"
     "\n"
@@ -74,6 +79,7 @@ typedef struct cfg {
     char flags[256];      /* as given to --ab */
     int n_threads, n_ctx; /* 0: default */
     int n_batch;          /* prompt tokens per forward pass, 0: the library's default */
+    int type_k, type_v;   /* KV cache types (PK_CACHE_*), 0: the library's default */
     char kernels[16];     /* POCKET_KERNELS for the child, or "" (inherited) */
 } cfg;
 
@@ -88,7 +94,9 @@ typedef struct stats { int n; double mean, sd, min, max; } stats;
 typedef struct cres {
     series pp, tg;
     uint64_t pp_tokens, pp_bytes, tg_tokens, tg_bytes;  /* timed draws, engine counts */
-    uint64_t tg_state;                                  /* state bytes of the tg draws */
+    uint64_t tg_state;
+    uint64_t tg_hits, tg_misses, tg_storage;            /* expert cache (--mem) in the tg draws */
+    double tg_wait;                                  /* state bytes of the tg draws */
     char isa[16];
     int n_threads, n_ctx;
     int have_ppl;
@@ -105,6 +113,7 @@ typedef struct bench {
     cres r[2];
     /* model */
     pk_model_info mi;
+    pk_model_plan plan;   /* the memory plan (--mem) */
     char types[512];      /* "F16: 44 (42.25 MiB), F32: ..." */
     char types_json[1024];
     uint64_t tensor_bytes;
@@ -279,6 +288,7 @@ static void json_str(FILE *f, const char *s);
 
 /* Tensor type mix from pk_model_tensor, as text and as a JSON object. */
 static void describe_model(bench *b, const pk_model *m) {
+    pk_model_get_plan(m, &b->plan);
     pk_model_get_info(m, &b->mi);
     const char *tn[64];
     int cnt[64] = {0};
@@ -332,7 +342,7 @@ static int32_t *bench_tokens(int n, int V) {
 /* One pp (gen = 0) or tg (gen = 1) run of n tokens from an empty context;
  * returns tok/s, adds the engine's token and weight-byte counts. */
 static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint64_t *tokens,
-                       uint64_t *bytes, uint64_t *state) {
+                       uint64_t *bytes, uint64_t *state, cres *xr) {
     pk_error err = {0};
     pk_stats s0, s1;
     pk_context_reset(c);
@@ -349,6 +359,12 @@ static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint6
     if (tokens) *tokens += s1.tokens - s0.tokens;
     if (bytes) *bytes += s1.weight_bytes - s0.weight_bytes;
     if (state) *state += s1.state_bytes - s0.state_bytes;
+    if (xr) {
+        xr->tg_hits += s1.expert_hits - s0.expert_hits;
+        xr->tg_misses += s1.expert_misses - s0.expert_misses;
+        xr->tg_storage += s1.storage_bytes - s0.storage_bytes;
+        xr->tg_wait += s1.storage_secs - s0.storage_secs;
+    }
     return n / (dt > 0 ? dt : 1e-9);
 }
 
@@ -363,21 +379,27 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
     cp.n_ctx = default_ctx(b, c);
     cp.n_threads = c->n_threads;
     cp.n_batch = c->n_batch;
+    cp.type_k = c->type_k;
+    cp.type_v = c->type_v;
     if (cp.n_ctx < b->n_prompt || cp.n_ctx < b->n_gen)
         die("bench: -c %d is smaller than the test (-p %d, -n %d)", cp.n_ctx, b->n_prompt, b->n_gen);
     pk_context *ctx;
     if (pk_context_new(m, &cp, &ctx, &err)) die("%s", err.msg);
     int n_max = b->n_prompt > b->n_gen ? b->n_prompt : b->n_gen;
-    int32_t *toks = bench_tokens(n_max, pk_model_n_vocab(m));
+    /* the warm-up and every draw get tokens of their own: under a memory
+       budget a draw must not find its experts cached by the one before */
+    int32_t *toks = bench_tokens(n_max * (reps + 1), pk_model_n_vocab(m));
     if (b->n_prompt) {
-        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL);  /* warm-up */
+        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL, NULL);  /* warm-up */
         for (int i = 0; i < reps; i++)
-            push(&r->pp, run_once(ctx, toks, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes, NULL));
+            push(&r->pp, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes,
+                                  NULL, NULL));
     }
     if (b->n_gen) {
-        run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL);
+        run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL, NULL);
         for (int i = 0; i < reps; i++)
-            push(&r->tg, run_once(ctx, toks, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes, &r->tg_state));
+            push(&r->tg, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes,
+                                  &r->tg_state, r));
     }
     pk_stats st;
     pk_context_stats(ctx, &st);
@@ -405,6 +427,8 @@ static void run_ppl_local(const bench *b, const pk_model *m, const cfg *c, cres 
     cp.n_ctx = w > 0 ? w : 1;
     cp.n_threads = c->n_threads;
     cp.n_batch = c->n_batch;
+    cp.type_k = c->type_k;
+    cp.type_v = c->type_v;
     pk_context *ctx;
     if (pk_context_new(m, &cp, &ctx, &err)) die("%s", err.msg);
     if (ppl_run(m, ctx, toks, n_tok, w, PPL_CHUNKS, &r->ppl, &err))
@@ -428,7 +452,11 @@ static void parse_ab_flags(const char *label, const char *flags, const cfg *base
     char buf[256], *save = NULL;
     snprintf(buf, sizeof buf, "%s", flags);
     for (char *tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-        if (!strcmp(tok, "-t") || !strcmp(tok, "-c") || !strcmp(tok, "-b")) {
+        if (!strcmp(tok, "-ctk") || !strcmp(tok, "-ctv")) {
+            char *v = strtok_r(NULL, " \t", &save);
+            if (!v) die("--ab: %s needs a value in configuration %s \"%s\"", tok, label, flags);
+            *(tok[3] == 'k' ? &c->type_k : &c->type_v) = parse_cache_type(tok, v);
+        } else if (!strcmp(tok, "-t") || !strcmp(tok, "-c") || !strcmp(tok, "-b")) {
             char *v = strtok_r(NULL, " \t", &save);
             if (!v) die("--ab: %s needs a value in configuration %s \"%s\"", tok, label, flags);
             if (tok[1] == 't') c->n_threads = (int)parse_long("--ab -t", v, 1, 512);
@@ -442,7 +470,7 @@ static void parse_ab_flags(const char *label, const char *flags, const cfg *base
             snprintf(c->kernels, sizeof c->kernels, "%s", k);
         } else {
             die("--ab: unsupported flag '%s' in configuration %s \"%s\" (use -t N, -c N, -b N, "
-                "POCKET_KERNELS=NAME)", tok, label, flags);
+                "-ctk T, -ctv T, POCKET_KERNELS=NAME)", tok, label, flags);
         }
     }
 }
@@ -511,7 +539,8 @@ static double kv_num(const char *line, const char *key) {
 static void child_args(const bench *b, const cfg *c, int ppl, char **a, char bufs[6][32]) {
     int k = 0;
     static char exe[] = "pocket", cmd[] = "bench", single[] = "--single", sppl[] = "--single-ppl",
-                fm[] = "-m", fp[] = "-p", fn[] = "-n", ft[] = "-t", fc[] = "-c", fb[] = "-b";
+                fm[] = "-m", fp[] = "-p", fn[] = "-n", ft[] = "-t", fc[] = "-c", fb[] = "-b",
+                fctk[] = "-ctk", fctv[] = "-ctv";
     a[k++] = exe;
     a[k++] = cmd;
     a[k++] = ppl ? sppl : single;
@@ -525,6 +554,8 @@ static void child_args(const bench *b, const cfg *c, int ppl, char **a, char buf
     if (c->n_threads) { snprintf(bufs[2], 32, "%d", c->n_threads); a[k++] = ft; a[k++] = bufs[2]; }
     if (c->n_ctx) { snprintf(bufs[3], 32, "%d", c->n_ctx); a[k++] = fc; a[k++] = bufs[3]; }
     if (c->n_batch) { snprintf(bufs[4], 32, "%d", c->n_batch); a[k++] = fb; a[k++] = bufs[4]; }
+    if (c->type_k) { a[k++] = fctk; a[k++] = (char *)pk_cache_type_name(c->type_k); }
+    if (c->type_v) { a[k++] = fctv; a[k++] = (char *)pk_cache_type_name(c->type_v); }
     a[k] = NULL;
 }
 
@@ -649,6 +680,8 @@ static void write_json(const bench *b) {
         json_str(f, r->isa);
         fprintf(f, ", \"n_threads\": %d, \"n_ctx\": %d, \"n_batch\": ", r->n_threads, r->n_ctx);
         if (c->n_batch) fprintf(f, "%d", c->n_batch); else fputs("null", f);  /* null: library default */
+        fprintf(f, ", \"cache_type_k\": \"%s\", \"cache_type_v\": \"%s\"", pk_cache_type_name(c->type_k),
+                pk_cache_type_name(c->type_v));
         fputs(",\n     \"tests\": [", f);
         int first = 1;
         if (b->n_prompt) {
@@ -761,12 +794,14 @@ static void print_report(const bench *b) {
            b->n_gen, b->reps, TOKEN_SEED, b->ab ? ", child process per draw, A B interleaved" : "");
     for (int k = 0; k < nc; k++)
         if (b->ab)
-            printf("config %s: \"%s\" -> kernels %s, %d thread%s, n_ctx %d, n_batch %s\n", b->c[k].label,
-                   b->c[k].flags, b->r[k].isa, b->r[k].n_threads, b->r[k].n_threads == 1 ? "" : "s", b->r[k].n_ctx,
-                   batch_str(&b->c[k]));
+            printf("config %s: \"%s\" -> kernels %s, %d thread%s, n_ctx %d, n_batch %s, kv cache %s/%s\n",
+                   b->c[k].label, b->c[k].flags, b->r[k].isa, b->r[k].n_threads, b->r[k].n_threads == 1 ? "" : "s",
+                   b->r[k].n_ctx, batch_str(&b->c[k]), pk_cache_type_name(b->c[k].type_k),
+                   pk_cache_type_name(b->c[k].type_v));
         else
-            printf("config:  kernels %s, %d thread%s, n_ctx %d, n_batch %s\n", b->r[k].isa, b->r[k].n_threads,
-                   b->r[k].n_threads == 1 ? "" : "s", b->r[k].n_ctx, batch_str(&b->c[k]));
+            printf("config:  kernels %s, %d thread%s, n_ctx %d, n_batch %s, kv cache %s/%s\n", b->r[k].isa,
+                   b->r[k].n_threads, b->r[k].n_threads == 1 ? "" : "s", b->r[k].n_ctx, batch_str(&b->c[k]),
+                   pk_cache_type_name(b->c[k].type_k), pk_cache_type_name(b->c[k].type_v));
     printf("\n| %-20s | %10s | %8s |%s %-6s | %7s | %-6s | %18s |\n", "model", "size", "params",
            b->ab ? " cfg |" : "", "isa", "threads", "test", "t/s");
     printf("| %.20s | %.10s | %.8s |%s %.6s | %.7s | %.6s | %.18s |\n", "--------------------", "---------:",
@@ -812,6 +847,15 @@ static void print_report(const bench *b) {
             human_bytes(bytes_per_tok(r->tg_state, r->tg_tokens), h1, sizeof h1);
             printf("%s  state: %.0f (%s) of KV cache and recurrent state read + written per generated token\n",
                    pre, bytes_per_tok(r->tg_state, r->tg_tokens), h1);
+            if (r->tg_hits + r->tg_misses) {
+                const pk_model_plan pl = b->plan;
+                double look = (double)(r->tg_hits + r->tg_misses), sps = bytes_per_tok(r->tg_storage, r->tg_tokens);
+                printf("%s  experts: cache of %d of %d per layer (--mem); hit rate %.1f%%; %.1f MB per token read "
+                       "from storage at %.2f GB/s, %.1f ms per token waiting for it\n", pre, pl.expert_slots,
+                       pl.n_expert, 100.0 * (double)r->tg_hits / look, sps / 1e6,
+                       r->tg_wait > 0 ? (double)r->tg_storage / r->tg_wait / 1e9 : 0.0,
+                       1e3 * r->tg_wait / (double)r->tg_tokens);
+            }
             if (r->pp_tokens) {
                 human_bytes(bytes_per_tok(r->pp_bytes, r->pp_tokens), h1, sizeof h1);
                 printf("%s  prompt: %s of weights read per token (batched reads, logits after the last only)\n",
@@ -895,7 +939,9 @@ int cmd_bench(int argc, char **argv) {
             ab_b = argv[++i];
             b->ab = 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model") || !strcmp(a, "-t") || !strcmp(a, "--threads") ||
-                   !strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+                   !strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--mem") ||
+                   !strcmp(a, "--expert-slots") || !strcmp(a, "-ctk") ||
+                   !strcmp(a, "--cache-type-k") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
             parse_common(&o, argc, argv, &i);
         } else {
             die("bench: unknown option '%s' (see pocket bench --help)", a);
@@ -906,6 +952,8 @@ int cmd_bench(int argc, char **argv) {
     b->model = o.model ? o.model : default_model();
     b->base.n_threads = o.n_threads;
     b->base.n_ctx = o.n_ctx;
+    b->base.type_k = o.type_k;
+    b->base.type_v = o.type_v;
     if (b->base.n_ctx && (b->base.n_ctx < b->n_prompt || b->base.n_ctx < b->n_gen))
         die("bench: -c %d is smaller than the test (-p %d, -n %d)", b->base.n_ctx, b->n_prompt, b->n_gen);
     if (b->ab) {
@@ -921,7 +969,7 @@ int cmd_bench(int argc, char **argv) {
     }
     describe_machine(b);  /* load average before our own work */
 
-    pk_model *m = load_model(b->model, NULL);
+    pk_model *m = load_model(b->model, &o, NULL);
     if (single_ppl) {  /* child: perplexity only */
         b->ppl_file = single_ppl;
         cres *r = &b->r[0];

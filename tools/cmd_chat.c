@@ -37,7 +37,9 @@ static const char *const chat_help =
     "      --system TEXT        system message opening the conversation\n"
     "  -n, --n-predict N        most tokens per answer (default 256; -1: until end of turn)\n"
     "  -t, --threads N          threads (default: all cores)\n"
-    "  -c, --ctx-size N         context window (default: the model's, at most 4096)\n"
+    "  -c, --ctx-size N         context window (default: the model's trained length; more\n"
+    "                           than 4096 only if its KV cache fits 1/4 of free memory)\n"
+    "  -ctk, -ctv TYPE          KV cache type of the keys / values: f32, f16 (default), q8_0\n"
     "      --temp T             temperature (default 0.8; 0 = greedy)\n"
     "      --top-k N, --top-p P, --min-p P, --repeat-penalty R, --repeat-last-n N, --seed S\n"
     "                           sampling, as for pocket run\n"
@@ -102,7 +104,7 @@ int cmd_chat(int argc, char **argv) {
     }
     if (!o.seed_given) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
 
-    pk_model *m = load_model(o.model ? o.model : default_model(), NULL);
+    pk_model *m = load_model(o.model ? o.model : default_model(), &o, NULL);
     pk_error err = {0};
     const char *tmpl;
     if (pk_chat_resolve(m, tmpl_name, &tmpl, &err)) die("%s", err.msg);
@@ -110,6 +112,8 @@ int cmd_chat(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = o.n_ctx;
     cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     int n_ctx = pk_context_n_ctx(c);

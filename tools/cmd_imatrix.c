@@ -61,7 +61,7 @@ int cmd_imatrix(int argc, char **argv) {
     const int n_ctx = o.n_ctx ? o.n_ctx : 512;
     if (n_ctx < 4) die("imatrix: -c %d is too small (at least 4)", n_ctx);
 
-    pk_model *m = load_model(o.model ? o.model : default_model(), NULL);
+    pk_model *m = load_model(o.model ? o.model : default_model(), &o, NULL);
     const int V = pk_model_n_vocab(m);
     const int32_t bos = pk_model_bos(m);
     size_t len;
@@ -79,6 +79,8 @@ int cmd_imatrix(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     pk_imatrix *im;

@@ -13,11 +13,18 @@
 /* ---- pocket info ------------------------------------------------------------------ */
 
 static const char *info_help =
-    "usage: pocket info [--tensors] [MODEL]\n"
+    "usage: pocket info [--tensors] [-c N] [-ctk T] [-ctv T] [--mem SIZE] [MODEL]\n"
     "\n"
     "Describe a GGUF model: architecture, geometry, total and active parameters\n"
-    "per token, tensor types, and the weight bytes read per decoded token.\n"
-    "  --tensors   also list every tensor with its type and shape\n";
+    "per token, tensor types, the weight bytes read per decoded token, and the\n"
+    "sequence memory: KV cache bytes per token and for the context, with the\n"
+    "cache types and context size that run, chat, serve, bench and perplexity\n"
+    "would use with the same flags.\n"
+    "  --tensors   also list every tensor with its type and shape\n"
+    "  -c N        context size (default: as pocket run's)\n"
+    "  -ctk T, -ctv T  KV cache type of the keys / values: f32, f16 (default), q8_0\n"
+    "  --mem SIZE  show the memory plan under this budget (e.g. 6G; 0: none;\n"
+    "              default: the memory available if the file does not fit in it)\n";
 
 static void human_bytes(double b, char *out, size_t cap) {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -35,7 +42,7 @@ int cmd_info(int argc, char **argv) {
         if (!parse_common(&o, argc, argv, &i)) die("info: unknown option '%s' (see pocket info --help)", argv[i]);
     }
     const char *path = o.model ? o.model : default_model();
-    pk_model *m = load_model(path, NULL);
+    pk_model *m = load_model(path, &o, NULL);
     pk_model_info mi;
     pk_model_get_info(m, &mi);
     char b1[32], b2[32];
@@ -76,6 +83,32 @@ int cmd_info(int argc, char **argv) {
     human_bytes((double)mi.bytes_per_token, b2, sizeof b2);
     printf("file size       %s\n", b1);
     printf("bytes/token     %s of weights read per decoded token\n", b2);
+    print_plan(m, stdout);
+
+    /* the sequence memory of a context made as pocket run makes it */
+    pk_context_params cp = pk_context_default_params();
+    cp.n_ctx = o.n_ctx;
+    cp.n_threads = 1;
+    cp.n_batch = 1;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
+    pk_context *c;
+    pk_error err = {0};
+    if (pk_context_new(m, &cp, &c, &err)) die("%s: %s", path, err.msg);
+    uint64_t kv_tok, rec;
+    pk_context_kv_size(c, &kv_tok, &rec);
+    const int n_ctx = pk_context_n_ctx(c);
+    pk_context_free(c);
+    char b3[32];
+    human_bytes((double)kv_tok, b1, sizeof b1);
+    human_bytes((double)kv_tok * n_ctx, b2, sizeof b2);
+    printf("kv cache        %s keys, %s values: %s per token (%llu bytes), %s at context %d%s\n",
+           pk_cache_type_name(o.type_k), pk_cache_type_name(o.type_v), b1, (unsigned long long)kv_tok, b2, n_ctx,
+           o.n_ctx ? "" : n_ctx == mi.n_ctx_train ? " (the trained length)" : " (default cap)");
+    if (rec) {
+        human_bytes((double)rec, b3, sizeof b3);
+        printf("deltanet state  %s (conv + recurrent, F32, whatever the context)\n", b3);
+    }
 
     /* tensor types summary */
     const char *tnames[64];

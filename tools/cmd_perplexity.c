@@ -80,6 +80,8 @@ static const char *ppl_help =
     "and the final PPL with its standard error.\n"
     "\n"
     "  --chunks N                 score only the first N windows\n"
+    "  -ctk, -ctv TYPE            KV cache type of the keys / values: f32, f16\n"
+    "                             (default), q8_0 (--cache-type-k, --cache-type-v)\n"
     "  --kl-divergence-base FILE  also save the log-probabilities of every scored\n"
     "                             position (n_vocab x 4 bytes each) to FILE\n"
     "  --kl-divergence FILE       compare this model with the base run saved in FILE\n"
@@ -97,7 +99,7 @@ int cmd_perplexity(int argc, char **argv) {
     }
     if (o.kld && o.kld_base) die("perplexity: --kl-divergence and --kl-divergence-base exclude each other");
     if (!o.text_file && !o.kld) die("perplexity: no text: give -f FILE");
-    pk_model *m = load_model(o.model ? o.model : default_model(), NULL);
+    pk_model *m = load_model(o.model ? o.model : default_model(), &o, NULL);
     const int V = pk_model_n_vocab(m);
     const int32_t bos = pk_model_bos(m);
     int n_tok = 0, n_ctx = o.n_ctx ? o.n_ctx : 512, n_chunk = 0;
@@ -150,6 +152,8 @@ int cmd_perplexity(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     int add_bos = !o.kld && n_tok > 0 && bos >= 0 && toks[0] == bos;

@@ -23,7 +23,15 @@ static const char *const run_help =
     "  -f, --file FILE        read the prompt from FILE\n"
     "  -n, --n-predict N      tokens to generate (default 128; -1: until end of text or context)\n"
     "  -t, --threads N        threads (default: all cores)\n"
-    "  -c, --ctx-size N       context window (default: the model's, at most 4096)\n"
+    "  -c, --ctx-size N       context window (default: the model's trained length; more\n"
+    "                         than 4096 only if its KV cache fits 1/4 of free memory)\n"
+    CACHE_TYPE_HELP
+    "      --mem SIZE         keep at most SIZE resident (e.g. 6G): weights every token\n"
+    "                         reads, KV cache, buffers, and a cache of routed experts;\n"
+    "                         other experts are read from the file when routed to\n"
+    "                         (default: the memory available, if the file exceeds it;\n"
+    "                         0: no budget, map the whole file)\n"
+    "      --expert-slots N   cache exactly N experts per layer (experiments)\n"
     "      --temp T           temperature (default 0.8; 0 = greedy)\n"
     "      --top-k N          keep the N most likely tokens (default 40; 0 = off)\n"
     "      --top-p P          nucleus sampling (default 0.95; 1 = off)\n"
@@ -49,7 +57,7 @@ int cmd_run(int argc, char **argv) {
     if (!o.seed_given) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
 
     double t_load;
-    pk_model *m = load_model(o.model ? o.model : default_model(), &t_load);
+    pk_model *m = load_model(o.model ? o.model : default_model(), &o, &t_load);
     int n_prompt;
     int32_t *prompt = tokenize(m, ptext, plen, 1, !o.no_special, &n_prompt);
     if (n_prompt == 0) die("run: the prompt is empty after tokenization");
@@ -58,6 +66,8 @@ int cmd_run(int argc, char **argv) {
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = o.n_ctx;
     cp.n_threads = o.n_threads;
+    cp.type_k = o.type_k;
+    cp.type_v = o.type_v;
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) die("%s", err.msg);
     int n_ctx = pk_context_n_ctx(c);
@@ -100,6 +110,20 @@ int cmd_run(int argc, char **argv) {
             t_gen, n_gen / (t_gen > 0 ? t_gen : 1e-9), st.n_threads, st.isa,
             (unsigned long long)o.sp.seed,
             gen_tokens ? (double)(st.weight_bytes - st0.weight_bytes) / gen_tokens / 1e6 : 0.0);
+    uint64_t kv_tok;
+    pk_context_kv_size(c, &kv_tok, NULL);
+    fprintf(stderr, "kv cache %s keys, %s values: %llu bytes per token, %.1f MB at context %d\n",
+            pk_cache_type_name(o.type_k), pk_cache_type_name(o.type_v), (unsigned long long)kv_tok,
+            (double)kv_tok * n_ctx / 1e6, n_ctx);
+    pk_model_plan plan;
+    pk_model_get_plan(m, &plan);
+    if (plan.streaming) {
+        uint64_t look = st.expert_hits + st.expert_misses;
+        print_plan(m, stderr);
+        fprintf(stderr, "expert cache: %llu lookups, hit rate %.1f%%, %.1f MB read from storage per token (%.2f s waiting)\n",
+                (unsigned long long)look, look ? 100.0 * (double)st.expert_hits / (double)look : 0.0,
+                st.tokens ? (double)st.storage_bytes / (double)st.tokens / 1e6 : 0.0, st.storage_secs);
+    }
     pk_sampler_free(s);
     pk_context_free(c);
     pk_model_free(m);

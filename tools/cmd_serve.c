@@ -1167,7 +1167,9 @@ static const char *const serve_help =
     "      --parallel N       sequences generated at once, each with its own context (default 1)\n"
     "      --queue N          requests that may wait for a free sequence; more get 503 (default 16)\n"
     "      --api-key KEY      require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
-    "  -c, --ctx-size N       context window per sequence (default: the model's, at most 4096)\n"
+    "  -c, --ctx-size N       context window per sequence (default: the model's trained length;\n"
+    "                         more than 4096 only if its KV cache fits 1/4 of free memory)\n"
+    CACHE_TYPE_HELP
     "  -t, --threads N        threads per sequence (default: cores / parallel)\n"
     "      --chat-template T  chat template: chatml, llama3 or gemma (default: detected from the\n"
     "                         model's tokenizer.chat_template, else chatml)\n"
@@ -1224,7 +1226,7 @@ int cmd_serve(int argc, char **argv) {
     }
 
     const char *path = o.model ? o.model : default_model();
-    S.model = load_model(path, NULL);
+    S.model = load_model(path, &o, NULL);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     snprintf(S.model_id, sizeof S.model_id, "%s", base);
@@ -1260,6 +1262,8 @@ int cmd_serve(int argc, char **argv) {
         pk_context_params cp = pk_context_default_params();
         cp.n_ctx = o.n_ctx;
         cp.n_threads = S.n_threads;
+        cp.type_k = o.type_k;
+        cp.type_v = o.type_v;
         if (pk_context_new(S.model, &cp, &S.slots[i].ctx, &err)) die("%s", err.msg);
         S.slots[i].index = i;
     }

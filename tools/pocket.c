@@ -28,7 +28,7 @@ static const char *main_help =
     "\n"
     "commands:\n"
     "  run          generate text from a prompt\n"
-    "  info         describe a model: geometry, parameters, bytes per token\n"
+    "  info         describe a model: geometry, parameters, bytes per token, KV cache bytes\n"
     "  perplexity   score a text file (llama.cpp-compatible perplexity, KL divergence)\n"
     "  quantize     convert a model to a quantized type mix (Q8_0, Q4_K_M, Q2_K, MOE_Q2_K, ...)\n"
     "  imatrix      collect an importance matrix from calibration text (for quantize --imatrix)\n"

@@ -1,0 +1,48 @@
+/* xcache.h - the routed-expert cache of a model loaded under a memory
+ * budget (pk_model_params.mem): the experts' slices (gate, up and down of
+ * one expert in one layer) live in a fixed pool of slots per layer and are
+ * read from the file on a miss; everything else stays mapped.
+ *
+ * Shared by every context of the model (pocket serve runs several), so the
+ * bookkeeping is under one mutex and a slot in use is pinned: acquire pins
+ * the experts a forward pass needs (reading the misses), release unpins them. A call never holds pins while
+ * it waits, so contexts cannot deadlock; it needs at most slots_per_layer
+ * experts at once (moe.c runs larger sets in rounds).
+ */
+#ifndef PK_XCACHE_H
+#define PK_XCACHE_H
+
+#include <stdint.h>
+#include "common.h"
+#include "threads.h"
+
+struct pk_model;
+typedef struct pk_xcache pk_xcache;
+
+/* Counters of one context's use of the cache (added to by acquire). */
+typedef struct pk_xcache_stats {
+    uint64_t hits, misses;        /* expert lookups */
+    uint64_t bytes_read;          /* file bytes read for the misses */
+    double read_secs;             /* wall time spent waiting for them */
+} pk_xcache_stats;
+
+/* A cache of `slots` experts per layer for m's routed expert tensors, read
+ * from m->path (O_DIRECT where the file system allows it, else buffered
+ * reads that drop the pages they read from the page cache). */
+int pk_xcache_new(const struct pk_model *m, int slots, pk_xcache **out, pk_error *err);
+void pk_xcache_free(pk_xcache *xc);
+int pk_xcache_slots(const pk_xcache *xc);
+/* bytes of one slot (the three slices with their alignment margins), of
+ * xc and of a cache m would get */
+uint64_t pk_xcache_slot_bytes(const pk_xcache *xc);
+uint64_t pk_xcache_plan_slot_bytes(const struct pk_model *m);
+
+/* Pin experts ex[0..n) (distinct, n <= slots) of layer il, reading those
+ * not resident (in parallel, on the cache's I/O threads); ptr[3 * i + k] receives the data of expert ex[i]'s slice of
+ * gate (k = 0), up (1) and down (2), each pointing at the expert's first
+ * row. On an I/O error nothing stays pinned and err says what failed. */
+int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **ptr,
+                      pk_xcache_stats *st, pk_error *err);
+void pk_xcache_release(pk_xcache *xc, int il, const int *ex, int n);
+
+#endif

@@ -1,0 +1,166 @@
+/* test_xcache.c - the routed-expert cache's bookkeeping (src/xcache.c):
+ * random routing traces (every pinned expert's bytes equal its slice of the
+ * file, distinct experts never share a slot, hits + misses = lookups), the
+ * same from two threads at once (one cache shared by two contexts), the
+ * least-recently-used order, argument checks, and a file truncated under
+ * the cache (a clear I/O error, nothing left pinned). Run from the project
+ * root (the bundled model is models/kjv-moe-f16.gguf). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "model.h"
+#include "testhelp.h"
+#include "xcache.h"
+
+#define MODEL "models/kjv-moe-f16.gguf"
+enum { SLOTS = 3 };
+
+static const pk_tensor *exps(const pk_model *m, int il, int k) {
+    const pk_layer *L = &m->layers[il];
+    return k == 0 ? &L->gate_exps : k == 1 ? &L->up_exps : &L->down_exps;
+}
+
+typedef struct {
+    const pk_model *m;
+    uint64_t seed;
+    int iters, bad_bytes, bad_slot, bad_rc;
+    pk_xcache_stats st;
+} trace_arg;
+
+static uint32_t rnd(uint64_t *s) {
+    *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
+    return (uint32_t)(*s >> 11);
+}
+
+static void *trace(void *arg) {
+    trace_arg *a = arg;
+    const pk_model *m = a->m;
+    const int E = m->hp.n_expert, L = m->hp.n_layer;
+    for (int it = 0; it < a->iters; it++) {
+        int il = (int)(rnd(&a->seed) % (uint32_t)L), n = 1 + (int)(rnd(&a->seed) % SLOTS), ex[SLOTS];
+        for (int i = 0; i < n; i++) {
+            int e, dup;
+            do {
+                e = (int)(rnd(&a->seed) % (uint32_t)E);
+                dup = 0;
+                for (int j = 0; j < i; j++) dup |= ex[j] == e;
+            } while (dup);
+            ex[i] = e;
+        }
+        const void *ptr[3 * SLOTS];
+        pk_error err = {0};
+        if (pk_xcache_acquire(m->xc, il, ex, n, ptr, &a->st, &err)) { a->bad_rc++; continue; }
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < 3; k++) {
+                const pk_tensor *t = exps(m, il, k);
+                size_t len = (size_t)t->ne[1] * t->row_bytes;
+                if (memcmp(ptr[3 * i + k], (const uint8_t *)t->data + (size_t)ex[i] * len, len)) a->bad_bytes++;
+                for (int j = 0; j < i; j++)
+                    if (ptr[3 * j + k] == ptr[3 * i + k]) a->bad_slot++;
+            }
+        if (rnd(&a->seed) % 4 == 0) usleep(50);  /* hold the pins a while */
+        pk_xcache_release(m->xc, il, ex, n);
+    }
+    return NULL;
+}
+
+static pk_model *load(const char *path, int slots) {
+    pk_model_params mp = pk_model_default_params();
+    mp.expert_slots = slots;
+    pk_model *m = NULL;
+    pk_error err = {0};
+    if (pk_model_load_params(path, &mp, &m, &err)) fprintf(stderr, "load %s: %s\n", path, err.msg);
+    return m;
+}
+
+int main(void) {
+    pk_model *m = load(MODEL, SLOTS);
+    TEST_COND("bundled model loads with an expert cache", m && m->xc);
+    if (!m || !m->xc) return TEST_REPORT();
+    TEST_COND("slots as asked", pk_xcache_slots(m->xc) == SLOTS);
+    pk_model_plan pl;
+    pk_model_get_plan(m, &pl);
+    TEST_CHECK(pl.streaming && pl.expert_slots == SLOTS && pl.n_expert == 16,
+               "plan: streaming %d, slots %d, experts %d", pl.streaming, pl.expert_slots, pl.n_expert);
+
+    /* one thread: a random trace */
+    trace_arg a = {m, 0x9e3779b97f4a7c15ull, 3000, 0, 0, 0, {0}};
+    trace(&a);
+    TEST_CHECK(!a.bad_rc && !a.bad_bytes && !a.bad_slot, "trace: %d failed acquires, %d wrong slices, %d shared slots",
+               a.bad_rc, a.bad_bytes, a.bad_slot);
+    TEST_CHECK(a.st.hits + a.st.misses > 3000 && a.st.hits > 0 && a.st.misses > 0,
+               "trace counters: %llu hits, %llu misses", (unsigned long long)a.st.hits, (unsigned long long)a.st.misses);
+
+    /* two threads on one cache (two contexts of one model) */
+    trace_arg b[2] = {{m, 1, 1500, 0, 0, 0, {0}}, {m, 2, 1500, 0, 0, 0, {0}}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, trace, &b[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        TEST_CHECK(!b[i].bad_rc && !b[i].bad_bytes && !b[i].bad_slot,
+                   "thread %d: %d failed acquires, %d wrong slices, %d shared slots", i, b[i].bad_rc, b[i].bad_bytes,
+                   b[i].bad_slot);
+    pk_model_free(m);
+
+    /* least recently used: 3 slots of layer 0 */
+    m = load(MODEL, SLOTS);
+    TEST_COND("reload", m && m->xc);
+    if (!m) return TEST_REPORT();
+    const int seq[] = {0, 1, 2, 0, 3, 1, 0, 2};
+    const int miss[] = {1, 1, 1, 0, 1, 1, 0, 1};   /* 3 evicts 1; 1 evicts 2; 2 evicts 3 */
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
+        pk_xcache_stats st = {0};
+        const void *ptr[3];
+        pk_error err = {0};
+        int rc = pk_xcache_acquire(m->xc, 0, &seq[i], 1, ptr, &st, &err);
+        TEST_CHECK(!rc && st.misses == (uint64_t)miss[i], "LRU step %zu (expert %d): rc %d, misses %llu, want %d", i,
+                   seq[i], rc, (unsigned long long)st.misses, miss[i]);
+        pk_xcache_release(m->xc, 0, &seq[i], 1);
+    }
+    {
+        const int four[4] = {0, 1, 2, 3};
+        const void *ptr[12];
+        pk_error err = {0};
+        TEST_COND("more experts than slots at once: PK_ERR_ARG",
+                  pk_xcache_acquire(m->xc, 0, four, 4, ptr, NULL, &err) == PK_ERR_ARG && err.msg[0]);
+        TEST_COND("layer out of range: PK_ERR_ARG", pk_xcache_acquire(m->xc, 99, four, 1, ptr, NULL, &err) == PK_ERR_ARG);
+    }
+    pk_model_free(m);
+
+    /* a file truncated under the cache: the read fails cleanly */
+    char tmp[] = "/tmp/pocket-xcache-XXXXXX";
+    int fd = mkstemp(tmp);
+    TEST_COND("temp file", fd >= 0);
+    FILE *in = fopen(MODEL, "rb");
+    char buf[1 << 16];
+    size_t r, total = 0;
+    while (in && (r = fread(buf, 1, sizeof buf, in)) > 0) total += (size_t)write(fd, buf, r);
+    if (in) fclose(in);
+    m = load(tmp, 1);
+    TEST_COND("copy loads", m && m->xc);
+    if (m) {
+        const int L = m->hp.n_layer;
+        const pk_tensor *t = exps(m, L - 1, 2);
+        uint64_t cut = (uint64_t)((const uint8_t *)t->data - m->gguf->map);
+        TEST_COND("truncate", ftruncate(fd, (off_t)cut) == 0);
+        int e = 5;
+        const void *ptr[3];
+        pk_error err = {0};
+        int rc = pk_xcache_acquire(m->xc, L - 1, &e, 1, ptr, NULL, &err);
+        TEST_CHECK(rc == PK_ERR_IO && strstr(err.msg, "end of file") && strstr(err.msg, tmp),
+                   "truncated file: rc %d, '%s'", rc, err.msg);
+        /* nothing stays pinned: a later acquire of another layer still works */
+        e = 1;
+        rc = pk_xcache_acquire(m->xc, 0, &e, 1, ptr, NULL, &err);
+        TEST_CHECK(rc == PK_OK, "acquire after the failure: rc %d '%s'", rc, err.msg);
+        if (!rc) pk_xcache_release(m->xc, 0, &e, 1);
+        pk_model_free(m);
+    }
+    (void)total;
+    close(fd);
+    unlink(tmp);
+    return TEST_REPORT();
+}

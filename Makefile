@@ -28,6 +28,8 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TOOL_SRC := $(wildcard tests/tool_*.c)
 TOOL_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
+FUZZ_HARNESS := $(wildcard fuzz/fuzz_*.c)
+FUZZ_REPLAY  := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_HARNESS))
 LIB      := $(BUILD)/libpocket.a
 CLI      := $(BUILD)/pocket
 
@@ -49,6 +51,11 @@ endif
 ifeq ($(PORTABLE),1)
 CFLAGS  += -DPK_PORTABLE
 endif
+# ASSERTS=1 turns on the PK_ASSERT contracts (src/common.h); `make sanitize`
+# and `make fuzz` do.
+ifeq ($(ASSERTS),1)
+CFLAGS  += -DPK_ASSERTS
+endif
 
 # Per-ISA kernel files get their own target flags; the rest stays portable.
 # Each kernel file guards its code with #if on the ISA macros, so a file of
@@ -65,7 +72,7 @@ ISA_dotprod = -march=armv8.2-a+dotprod+fp16
 ISA_i8mm    = -march=armv8.2-a+dotprod+fp16+i8mm
 
 .PHONY: all deps demo test sanitize clean install bench test-aarch64 aarch64-deps aarch64-sysroot
-all: deps $(CLI) $(TEST_BIN) $(TOOL_BIN)
+all: deps $(CLI) $(TEST_BIN) $(TOOL_BIN) $(FUZZ_REPLAY)
 
 # Headers are probed through the compiler, so a sysroot or another
 # compiler's search path counts. A cross build names what its target lacks;
@@ -112,7 +119,11 @@ $(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(LIB)
 $(BUILD)/tests/%: tests/%.c tests/testhelp.h $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/obj $(BUILD)/tests:
+# the fuzz harnesses as plain programs that replay files (fuzz/driver.c)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h) | $(BUILD)/fuzz
+	$(CC) $(CFLAGS) -Itools $< fuzz/driver.c $(if $(filter serve,$*),tools/cli.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/obj $(BUILD)/tests $(BUILD)/fuzz:
 	mkdir -p $@
 
 demo: all
@@ -121,10 +132,60 @@ demo: all
 test: all
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run.sh
 
-# The sanitizer run scores fewer perplexity windows (POCKET_TEST_QUICK).
+# The sanitizer run scores fewer perplexity windows (POCKET_TEST_QUICK) and
+# has the PK_ASSERT contracts on. SAN_BUILD names its build directory.
+SAN_BUILD ?= build-san
 sanitize:
-	POCKET_TEST_QUICK=1 $(MAKE) BUILD=build-san OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	POCKET_TEST_QUICK=1 $(MAKE) BUILD=$(SAN_BUILD) ASSERTS=1 OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" test
+
+# ---- fuzzing -------------------------------------------------------------------
+# `make fuzz FUZZ_SECONDS=N`: build every fuzz/fuzz_*.c harness with clang's
+# libFuzzer + ASan + UBSan (and the PK_ASSERT contracts) into $(FUZZ_BUILD),
+# then run each for N seconds (default 30) on its committed seeds
+# (fuzz/corpus/NAME). New inputs go to $(FUZZ_BUILD)/corpus/NAME, crashes to
+# $(FUZZ_BUILD)/crash-NAME-*; any crash fails the target. Needs clang and
+# libFuzzer (Debian: clang, libclang-rt-14-dev; installed when root).
+FUZZ_CC      ?= clang
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BIN     := $(patsubst fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
+FUZZ_PKGS     = clang libclang-rt-14-dev
+
+.PHONY: fuzz fuzz-deps fuzz-build
+fuzz-deps: deps
+	@probe='int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }'; \
+	if ! echo "$$probe" | $(FUZZ_CC) -x c - -fsanitize=fuzzer -o /dev/null 2>/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages: $(FUZZ_PKGS)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FUZZ_PKGS) >/dev/null || exit 1; \
+	  else \
+	    echo "error: $(FUZZ_CC) cannot build libFuzzer programs (run make as root, or: sudo apt-get install $(FUZZ_PKGS))" >&2; exit 1; \
+	  fi; \
+	fi
+
+fuzz-build: fuzz-deps
+	$(MAKE) CC=$(FUZZ_CC) BUILD=$(FUZZ_BUILD) ASSERTS=1 \
+	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_BIN)
+
+$(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h)
+	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(if $(filter serve,$*),tools/cli.c) $(LIB) -o $@ \
+	  -fsanitize=fuzzer $(FUZZ_SAN) $(LDLIBS)
+
+fuzz: fuzz-build
+	@fail=0; for h in $(notdir $(FUZZ_BIN)); do \
+	  name=$${h#fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus/$$name; \
+	  echo "fuzz $$name: $(FUZZ_SECONDS) s"; \
+	  if nice $(FUZZ_BUILD)/$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	       -artifact_prefix=$(FUZZ_BUILD)/crash-$$name- $(FUZZ_BUILD)/corpus/$$name fuzz/corpus/$$name \
+	       >$(FUZZ_BUILD)/$$name.log 2>&1; then \
+	    grep -E "^stat::number_of_executed_units|^stat::average_exec_per_sec" $(FUZZ_BUILD)/$$name.log | tr '\n' ' '; echo; \
+	  else \
+	    echo "FAIL fuzz $$name:"; tail -n 40 $(FUZZ_BUILD)/$$name.log; fail=1; \
+	  fi; \
+	done; exit $$fail
 
 # ---- AArch64 under emulation ------------------------------------------------
 # `make test-aarch64`: cross-build with $(A64_CC) against an arm64 Debian tree
@@ -161,7 +222,7 @@ test-aarch64: aarch64-sysroot
 	@BUILD=$(A64) SYSROOT=$(A64_SYSROOT) HOST_BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run_aarch64.sh
 
 clean:
-	rm -rf build build-san build-portable build-clang
+	rm -rf build build-san build-portable build-clang $(FUZZ_BUILD)
 	rm -rf $(A64)/obj $(A64)/tests $(A64)/tmp $(A64)/logs $(A64)/pocket $(A64)/libpocket.a
 
 # `make install PREFIX=DIR` (DESTDIR is honoured): the library, its header and

@@ -4,7 +4,8 @@
  * Every type is opaque. Every fallible call returns a status code (PK_OK on
  * success) and, when given a pk_error, fills it with a one-line message that
  * names the file, the field and the value at fault. The library never exits
- * the process and never prints, except through callbacks you install.
+ * the process and never prints, except through callbacks you install (and
+ * the opt-in SIGBUS guard, pk_fault_guard_install).
  *
  * Usage (greedy generation; examples/minimal.c is the complete program):
  *
@@ -141,6 +142,21 @@ typedef struct pk_model_info {
     uint64_t file_bytes;
     uint64_t bytes_per_token;  /* weight bytes read per decoded token */
 } pk_model_info;
+
+/* A model file is mapped, not copied. If another program truncates or
+ * rewrites it in place while it is loaded, reads of the mapping fault
+ * (SIGBUS) or see other bytes; replacing it by rename is harmless (the
+ * mapping keeps the old file). pk_model_check_file: PK_OK while the mapped
+ * file has the size and modification time it had at load, else PK_ERR_IO
+ * with a message naming the file and what changed (a server calls it before
+ * each request). pk_fault_guard_install (opt-in, for programs, not called by
+ * the library itself): installs a SIGBUS handler that turns a fault inside a
+ * loaded model's mapping into one line on stderr, "pocket: error: FILE: the
+ * model file changed while in use ...", and _exit(1); other SIGBUS go to the
+ * handler installed before, or the default action. Returns PK_OK, or
+ * PK_ERR_IO if sigaction failed. */
+int pk_model_check_file(const pk_model *m, pk_error *err);
+int pk_fault_guard_install(void);
 
 void pk_model_get_info(const pk_model *m, pk_model_info *out);
 int pk_model_n_vocab(const pk_model *m);

@@ -19,6 +19,11 @@ int pk_errorf(pk_error *e, int code, const char *fmt, ...) {
     return code;
 }
 
+void pk_assert_fail(const char *cond, const char *file, int line, const char *func) {
+    fprintf(stderr, "pocket: assertion failed: %s (%s:%d, %s)\n", cond, file, line, func);
+    abort();
+}
+
 _Thread_local uint64_t pk_alloc_bytes;
 
 void *pk_calloc(size_t n, size_t size) {

@@ -22,6 +22,20 @@ static inline int pk_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
     return !__builtin_add_overflow(a, b, out);
 }
 
+/* PK_ASSERT(cond): a contract the code relies on but does not check at run
+ * time in normal builds (capacities, layouts, counts). Built with
+ * -DPK_ASSERTS (`make sanitize`, `make fuzz`, or ASSERTS=1) a violation
+ * prints "pocket: assertion failed: COND (file:line, function)" and aborts;
+ * otherwise it compiles to nothing (cond is type-checked, never evaluated).
+ * Bad input never reaches one: input is checked with an error message. */
+#ifdef PK_ASSERTS
+#define PK_ASSERT(cond) ((cond) ? (void)0 : pk_assert_fail(#cond, __FILE__, __LINE__, __func__))
+#else
+#define PK_ASSERT(cond) ((void)sizeof(!(cond)))
+#endif
+void pk_assert_fail(const char *cond, const char *file, int line, const char *func)
+    __attribute__((noreturn));
+
 /* Allocation that returns NULL on overflow of n*size; memory is zeroed.
  * pk_alloc_bytes counts the bytes this thread asked pk_calloc for (a
  * context's memory is the difference across its creation). */

@@ -183,7 +183,8 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
                               ? (int64_t)hp->ssm_v_heads * (int64_t)c->ssm_scratch_per : 0);
     c->n_jobs_cap = (int)(2 * E + 8);
     ALLOC(c->jobs, c->n_jobs_cap);
-    ALLOC(c->xptr, 2 * P + 4 * B);    /* MoE: 2 jobs per pair; attention: 3 x B */
+    c->xptr_cap = 2 * P + 4 * B;      /* MoE: 2 jobs per pair; attention: 3 x B */
+    ALLOC(c->xptr, c->xptr_cap);
     ALLOC(c->xptr_off, c->n_jobs_cap);
     /* activation slots: capacity in elements (rows x row length) */
     c->slot[PK_SLOT_X].cap = B * max2(D, 1);

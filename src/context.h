@@ -81,7 +81,8 @@ struct pk_context {
     struct pk_mv *jobs;           /* [n_jobs_cap] scratch job list */
     const void **xptr;            /* [xptr_cap] matvec scratch: input row pointers */
     int *xptr_off;                /* [n_jobs_cap] */
-    int n_jobs_cap;
+    int n_jobs_cap;               /* most jobs per pk_matvec call */
+    int64_t xptr_cap;             /* most input rows (sum of n_tok) per pk_matvec call */
 
     /* optional observer of every matrix input (importance matrix) */
     pk_matvec_observer observer;

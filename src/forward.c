@@ -174,9 +174,8 @@ static int attention(pk_context *c, const pk_layer *L, int il) {
             rmsnorm_rows(c, k, k, &L->k_norm, hd, hp->n_head_kv, hd);
         }
     }
-    if (L->q_norm.data) /* one read of each norm vector per batch, not per row */
-        c->weight_bytes -= (uint64_t)(B * hp->n_head - 1) * L->q_norm.row_bytes +
-                           (uint64_t)(B * hp->n_head_kv - 1) * L->k_norm.row_bytes;
+    if (L->q_norm.data) /* rmsnorm_rows counts a norm vector once per call: once per batch, not per token */
+        c->weight_bytes -= (uint64_t)(B - 1) * (L->q_norm.row_bytes + L->k_norm.row_bytes);
     for (int b = 0; b < B; b++) {
         rope_apply(c, c->q + (size_t)b * qd, hp->n_head, hd, pos0 + b);
         rope_apply(c, c->kb + (size_t)b * kd, hp->n_head_kv, hd, pos0 + b);
@@ -241,8 +240,16 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     const pk_model *m = c->m;
     const pk_hparams *hp = &m->hp;
     const int D = hp->n_embd;
+    /* every buffer of the context holds n_batch rows (context.c); the KV
+       cache holds n_ctx positions; ids were checked by pk_decode */
+    PK_ASSERT(n >= 1 && n <= c->n_batch && c->pos + n <= c->n_ctx);
     c->cur_batch = n;
-    for (int b = 0; b < n; b++) pk_get_row(c, &m->tok_embd, tokens[b], c->x + (size_t)b * D);
+    const uint64_t bytes0 = c->weight_bytes;   /* for the ledger check below */
+    (void)bytes0;
+    for (int b = 0; b < n; b++) {
+        PK_ASSERT(tokens[b] >= 0 && tokens[b] < hp->n_vocab);
+        pk_get_row(c, &m->tok_embd, tokens[b], c->x + (size_t)b * D);
+    }
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_layer *L = &m->layers[il];
         rmsnorm_rows(c, c->xb, c->x, &L->attn_norm, D, n, D);
@@ -271,5 +278,9 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     pk_act_set(c, PK_SLOT_X, c->xb, rows, D, 0);
     pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, rows, NULL, logits, hp->n_vocab};
     pk_matvec(c, &o, 1);
+    /* the weight-byte ledger: every weight read is counted (pk_matvec,
+       pk_get_row, the norms here, deltanet.c's small tensors), so one token
+       reads exactly what model.c's count_params says a token reads */
+    PK_ASSERT(n != 1 || c->weight_bytes - bytes0 == m->bytes_per_token);
     return PK_OK;
 }

@@ -10,6 +10,14 @@
  * and sum is overflow-checked, and tensors must lie inside the data section.
  * The first violation stops parsing with a message naming the file, the field
  * (key or tensor name where known) and the offending value.
+ *
+ * Alignment: general.alignment may be any power of two (1 included, as in
+ * llama.cpp's reader), but every tensor must start at an address that is a
+ * multiple of its type's alignment (pk_type_align: 4 for F32, 2 for F16,
+ * BF16 and the fp16-scaled blocks). The mapping is page-aligned, so that is
+ * the file offset; all later typed reads of tensor data are then aligned.
+ * Metadata values are never read in place through typed pointers: scalars
+ * and array elements are memcpy'd (decode_scalar).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +29,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "mapguard.h"
 #include "platform.h"
 #include "quant.h"
 
@@ -293,6 +302,7 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
     }
     f->map = buf;
     f->size = size;
+    f->fd = -1;
     cursor cc = {buf, size, 0, name, err}, *c = &cc;
     uint32_t magic = 0;
     int rc = cur_u32(c, &magic, "magic");
@@ -410,6 +420,19 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
             goto fail;
         }
         t->data = buf + f->data_offset + t->offset;
+        /* Typed reads (fp16 scales, float rows) need the type's alignment.
+           GGUF allows any power-of-two general.alignment, 1 included, which
+           can place a tensor at an odd offset: such a tensor is refused here
+           rather than read misaligned by every kernel. */
+        size_t ta = pk_type_align(t->type);
+        if ((uintptr_t)t->data % ta) {
+            rc = pk_errorf(err, PK_ERR_FORMAT,
+                           "%s: tensor '%s' (%s) starts at file offset %llu, not a multiple of %zu as its type needs "
+                           "(general.alignment is %llu; write the file with the default alignment 32)",
+                           name, tn, pk_type_name(t->type), (unsigned long long)(f->data_offset + t->offset), ta,
+                           (unsigned long long)f->alignment);
+            goto fail;
+        }
     }
     *out = f;
     return PK_OK;
@@ -417,6 +440,15 @@ fail:
     f->map = NULL; /* the caller owns buf */
     gguf_close(f);
     return rc;
+}
+
+/* Modification time in nanoseconds (Apple names the field differently). */
+static int64_t mtime_ns(const struct stat *st) {
+#if defined(__APPLE__)
+    return (int64_t)st->st_mtimespec.tv_sec * 1000000000 + st->st_mtimespec.tv_nsec;
+#else
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+#endif
 }
 
 int gguf_open(const char *path, gguf_file **out, pk_error *err) {
@@ -439,16 +471,40 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err) {
     }
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
-    close(fd);
-    if (map == MAP_FAILED) return pk_errorf(err, PK_ERR_IO, "%s: cannot mmap: %s", path, strerror(e));
+    if (map == MAP_FAILED) {
+        close(fd);
+        return pk_errorf(err, PK_ERR_IO, "%s: cannot mmap: %s", path, strerror(e));
+    }
+    /* a fault in the mapping (the file truncated under us) names the file */
+    pk_mapguard_add(map, (size_t)st.st_size, path);
     /* read-ahead hints come from the model's memory plan (memplan.c): under
        a budget only the resident tensors are read ahead */
     int rc = gguf_parse(map, (uint64_t)st.st_size, path, out, err);
     if (rc) {
+        pk_mapguard_remove(map);
         munmap(map, (size_t)st.st_size);
+        close(fd);
         return rc;
     }
-    (*out)->mapped = 1;
+    gguf_file *f = *out;
+    f->mapped = 1;
+    f->fd = fd;   /* kept: fstat on it says whether the mapped inode changed */
+    f->st_size = (uint64_t)st.st_size;
+    f->st_mtime_ns = mtime_ns(&st);
+    return PK_OK;
+}
+
+int gguf_check_unchanged(const gguf_file *f, pk_error *err) {
+    if (f->fd < 0) return PK_OK;
+    struct stat st;
+    if (fstat(f->fd, &st) != 0)
+        return pk_errorf(err, PK_ERR_IO, "%s: cannot stat the mapped file: %s", f->path, strerror(errno));
+    if ((uint64_t)st.st_size != f->st_size)
+        return pk_errorf(err, PK_ERR_IO, "%s: the model file changed while in use: %llu bytes when loaded, %llu now",
+                         f->path, (unsigned long long)f->st_size, (unsigned long long)st.st_size);
+    if (mtime_ns(&st) != f->st_mtime_ns)
+        return pk_errorf(err, PK_ERR_IO, "%s: the model file changed while in use: written to since it was loaded",
+                         f->path);
     return PK_OK;
 }
 
@@ -463,7 +519,11 @@ void gguf_close(gguf_file *f) {
     free(f->tensors);
     free(f->kv_index);
     free(f->tensor_index);
-    if (f->mapped && f->map) munmap((void *)f->map, f->size);
+    if (f->mapped && f->map) {
+        pk_mapguard_remove(f->map);
+        munmap((void *)f->map, f->size);
+    }
+    if (f->fd >= 0) close(f->fd);
     free(f->path);
     free(f);
 }

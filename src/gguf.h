@@ -63,6 +63,9 @@ typedef struct gguf_file {
     uint64_t alignment;
     uint64_t data_offset;
     int mapped;           /* map is ours to munmap (gguf_open) */
+    int fd;               /* the mapped file, kept open to notice changes; -1: none */
+    uint64_t st_size;     /* the file as it was mapped: size, modification time */
+    int64_t st_mtime_ns;
     void *kv_index;       /* private: sorted names for lookups */
     void *tensor_index;
 } gguf_file;
@@ -75,6 +78,13 @@ int gguf_open(const char *path, gguf_file **out, pk_error *err);
 int gguf_parse(const uint8_t *buf, uint64_t size, const char *name,
                gguf_file **out, pk_error *err);
 void gguf_close(gguf_file *f);
+/* PK_OK while the mapped file is as it was mapped (same size and
+ * modification time; a file replaced by rename is not a change, the mapping
+ * keeps the old one). PK_ERR_IO with a message naming the file and what
+ * changed when it was truncated, grown or written in place: reads of the
+ * mapping may then fault (SIGBUS) or see other bytes. PK_OK for a parsed
+ * buffer (gguf_parse). */
+int gguf_check_unchanged(const gguf_file *f, pk_error *err);
 
 const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
@@ -104,7 +114,8 @@ double gguf_arr_float(const gguf_kv *kv, uint64_t i);
  * chunking; alignment padding is inserted); gguf_writer_finish fsyncs and
  * renames PATH.tmp to PATH. PATH is never touched before the rename; after a
  * failure, or gguf_writer_free without a finish, PATH.tmp is removed.
- * The alignment is general.alignment if present (power of two), else 32.
+ * The alignment is general.alignment if present (power of two) and >= 8, else
+ * 32 (a smaller general.alignment is dropped).
  * I/O failures return PK_ERR_IO naming PATH.tmp, the byte offset and errno's
  * text; misuse (wrong order, too much or too little data) PK_ERR_ARG. */
 typedef struct gguf_writer gguf_writer;

@@ -11,8 +11,10 @@
  * on any failure (and in gguf_writer_free without a finish) PATH.tmp is
  * removed.
  *
- * The alignment is general.alignment if set (a power-of-two integer), else 32,
- * as readers compute it. Output goes through a 1 MiB buffer and write(2), so
+ * The alignment is general.alignment if set (a power-of-two integer) and at
+ * least 8, else 32, as readers compute it: a smaller value (1, 2, 4) is legal
+ * GGUF but could place a tensor where its type cannot be read, so that key is
+ * dropped and 32 used. Output goes through a 1 MiB buffer and write(2), so
  * an I/O error (disk full, file size limit) is reported where it happens, with
  * errno's text and the byte offset.
  */
@@ -434,6 +436,13 @@ int gguf_writer_begin(gguf_writer *w, pk_error *err) {
                              "%s: general.alignment must be a power of two integer, got %s %lld",
                              w->path, gguf_vtype_name(kv->type), (long long)kv->i64);
         w->alignment = (uint64_t)kv->i64;
+    }
+    /* A smaller alignment is legal GGUF but could start a tensor at an
+       address its type cannot be read from (gguf.c refuses that): drop the
+       key and use the default. */
+    if (w->alignment < 8) {
+        gguf_writer_remove_kv(w, "general.alignment");
+        w->alignment = WRITER_DEFAULT_ALIGNMENT;
     }
     uint64_t off = 0;
     for (size_t i = 0; i < w->n_t; i++) {

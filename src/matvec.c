@@ -15,6 +15,9 @@
 #include "context.h"
 
 void pk_act_set(pk_context *c, int s, const float *x, int64_t n_rows, int64_t row_len, int64_t stride) {
+    PK_ASSERT(s >= 0 && s < PK_N_SLOTS);
+    PK_ASSERT(x && n_rows >= 1 && n_rows <= c->n_batch * (int64_t)(c->m->hp.moe ? c->m->hp.n_expert_used : 1));
+    PK_ASSERT(row_len >= 1 && (stride == 0 || stride >= row_len));
     pk_slot *sl = &c->slot[s];
     sl->src = x;
     sl->n_rows = n_rows;
@@ -32,7 +35,10 @@ static const uint8_t *act_get(pk_context *c, int s, int t, size_t *row_bytes) {
     }
     *row_bytes = pk_row_size(t, sl->row_len);
     if (!(sl->ready >> t & 1)) {
-        /* buffers exist for every type the model's weights want (context.c) */
+        /* buffers exist for every type the model's weights want, sized for
+           the slot's capacity (context.c) */
+        PK_ASSERT(t > 0 && t < PK_TYPE_COUNT && sl->buf[t] && *row_bytes > 0);
+        PK_ASSERT(sl->n_rows * sl->row_len <= sl->cap);
         for (int64_t r = 0; r < sl->n_rows; r++)
             c->kern->quantize[t](sl->src + r * sl->stride, (uint8_t *)sl->buf[t] + r * *row_bytes,
                                  sl->row_len);
@@ -82,17 +88,27 @@ static void mv_run(void *arg, int chunk) {
 void pk_matvec(pk_context *c, const pk_mv *jobs, int n_jobs) { pk_matvec_from(c, jobs, n_jobs, NULL); }
 
 void pk_matvec_from(pk_context *c, const pk_mv *jobs, int n_jobs, const void *const *data) {
-    /* n_jobs <= c->n_jobs_cap and their tokens <= c->xptr_cap (context.c) */
+    /* the scratch lists are sized in context.c: at most n_jobs_cap jobs with
+       at most xptr_cap input rows in all */
+    PK_ASSERT(n_jobs >= 1 && n_jobs <= c->n_jobs_cap);
     mv_task t = {jobs, c->xptr, c->xptr_off, n_jobs, data, 0, 0, c->kern};
     uint64_t work = 0, bytes = 0;
     int np = 0;
     for (int j = 0; j < n_jobs; j++) {
         const pk_tensor *w = jobs[j].w;
+        const pk_slot *in = &c->slot[jobs[j].slot];
+        /* a bound weight, whole rows of it, inputs as long as its rows */
+        PK_ASSERT(w && w->data && jobs[j].slot >= 0 && jobs[j].slot < PK_N_SLOTS);
+        PK_ASSERT(jobs[j].row0 >= 0 && jobs[j].nrows >= 1 && jobs[j].row0 + jobs[j].nrows <= w->ne[1] * w->ne[2]);
+        PK_ASSERT(in->row_len == w->ne[0] && jobs[j].n_tok >= 1 && np + jobs[j].n_tok <= c->xptr_cap);
+        PK_ASSERT(jobs[j].y_stride >= jobs[j].nrows || jobs[j].n_tok == 1);
         size_t stride;
         const uint8_t *x = act_get(c, jobs[j].slot, pk_type_get(w->type)->vec_dot_type, &stride);
         c->xptr_off[j] = np;
-        for (int k = 0; k < jobs[j].n_tok; k++)
+        for (int k = 0; k < jobs[j].n_tok; k++) {
+            PK_ASSERT((jobs[j].idx ? jobs[j].idx[k] : k) >= 0 && (jobs[j].idx ? jobs[j].idx[k] : k) < in->n_rows);
             c->xptr[np++] = x + (size_t)(jobs[j].idx ? jobs[j].idx[k] : k) * stride;
+        }
         t.total_rows += jobs[j].nrows;
         bytes += (uint64_t)jobs[j].nrows * w->row_bytes;
         work += (uint64_t)jobs[j].nrows * w->row_bytes * (uint64_t)jobs[j].n_tok;
@@ -118,6 +134,7 @@ void pk_matvec_from(pk_context *c, const pk_mv *jobs, int n_jobs, const void *co
 }
 
 void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out) {
+    PK_ASSERT(w && w->data && r >= 0 && r < w->ne[1] * w->ne[2]);
     pk_type_get(w->type)->to_float((const uint8_t *)w->data + (size_t)r * w->row_bytes, out, w->ne[0]);
     c->weight_bytes += w->row_bytes;
 }

@@ -4,6 +4,7 @@
  * them. What differs between architectures comes from the descriptor
  * (arch.h); the names and shapes here are shared by all of them.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,15 @@ static int bind_layer(pk_model *m, int il, pk_error *err) {
     return PK_OK;
 }
 
+/* count_params walks pk_layer and struct pk_nextn as arrays of pk_tensor:
+ * they must hold nothing else (model.h) */
+_Static_assert(sizeof(pk_layer) % sizeof(pk_tensor) == 0 &&
+               offsetof(pk_layer, ssm_out) == sizeof(pk_layer) - sizeof(pk_tensor),
+               "pk_layer must be pk_tensor fields only");
+_Static_assert(sizeof(struct pk_nextn) % sizeof(pk_tensor) == 0 &&
+               offsetof(struct pk_nextn, shared_head_norm) == sizeof(struct pk_nextn) - sizeof(pk_tensor),
+               "struct pk_nextn must be pk_tensor fields only");
+
 /* Count parameters and the weight bytes one decoded token reads: everything
  * but the unselected experts and the embedding table (one row is read). */
 static void count_params(pk_model *m) {
@@ -499,6 +509,8 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->file_bytes = m->gguf->size;
     o->bytes_per_token = m->bytes_per_token;
 }
+
+int pk_model_check_file(const pk_model *m, pk_error *err) { return gguf_check_unchanged(m->gguf, err); }
 
 int pk_model_n_vocab(const pk_model *m) { return m->hp.n_vocab; }
 int pk_model_n_tensors(const pk_model *m) { return (int)m->gguf->n_tensors; }

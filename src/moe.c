@@ -107,6 +107,8 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
     const pk_hparams *hp = &c->m->hp;
     const int D = hp->n_embd, K = hp->n_expert_used, F = hp->n_ff_exp, E = hp->n_expert;
     const int B = c->cur_batch, P = B * K;
+    /* exp_h / exp_h2 / tok_idx / pair_w hold n_batch * k pairs (context.c) */
+    PK_ASSERT(B >= 1 && B <= c->n_batch && B <= c->exp_cap);
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     route(c, L);
 
@@ -116,6 +118,7 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
     for (int i = 0; i < P; i++) c->exp_count[c->sel[i]]++;
     for (int e = 0, off = 0; e < E; e++) { c->exp_off[e] = off; off += c->exp_count[e]; }
     for (int i = 0; i < P; i++) {
+        PK_ASSERT(c->sel[i] >= 0 && c->sel[i] < E);
         int p = c->exp_off[c->sel[i]]++;
         c->tok_idx[p] = i / K;
         c->pair_w[p] = c->sel_w[i];
@@ -162,6 +165,7 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
             /* the cache's copy starts at the slice's first row */
             jd[nj - 1] = xc ? (const uint8_t *)ptr[3 * i + 1] + (size_t)(us - F) * L->up_exps.row_bytes : NULL;
         }
+        PK_ASSERT(nj <= c->n_jobs_cap);   /* 2 per expert of the round: n_jobs_cap = 2 E + 8 */
         pk_matvec_from(c, jobs, nj, jd);
         c->kern->silu_mul(c->exp_h + (size_t)p_lo * F, c->exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);
         pk_act_set(c, PK_SLOT_EXP, c->exp_h + (size_t)p_lo * F, p_hi - p_lo, F, 0);
@@ -170,6 +174,7 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
             nj = 0;
             for (; i < nx; i++) {
                 const int off = c->exp_off[ex[i]], n = c->exp_count[ex[i]];
+                PK_ASSERT(n <= c->exp_cap);   /* else no section would ever take it */
                 if (used + n > c->exp_cap) break;
                 /* inputs: the hidden rows of pairs off..off+n-1 (slot row off - p_lo) */
                 jobs[nj++] = (pk_mv){&L->down_exps, (int64_t)ex[i] * D, D, PK_SLOT_EXP, n,

@@ -193,6 +193,28 @@ const char *pk_type_name(int type) {
     return t ? t->name : "?";
 }
 
+/* The types pocket does not compute are only ever copied as bytes; their
+ * entries follow ggml's structs anyway (fp16 scales: 2; MXFP4: bytes). */
+static const unsigned char type_align[PK_TYPE_COUNT] = {
+    [PK_TYPE_F32] = _Alignof(float),           [PK_TYPE_F16] = _Alignof(uint16_t),
+    [PK_TYPE_BF16] = _Alignof(uint16_t),       [PK_TYPE_Q4_0] = _Alignof(pk_block_q4_0),
+    [PK_TYPE_Q4_1] = _Alignof(pk_block_q4_1),  [PK_TYPE_Q5_0] = _Alignof(pk_block_q5_0),
+    [PK_TYPE_Q5_1] = _Alignof(pk_block_q5_1),  [PK_TYPE_Q8_0] = _Alignof(pk_block_q8_0),
+    [PK_TYPE_Q8_1] = _Alignof(pk_block_q8_1),  [PK_TYPE_Q2_K] = _Alignof(pk_block_q2_K),
+    [PK_TYPE_Q3_K] = _Alignof(pk_block_q3_K),  [PK_TYPE_Q4_K] = _Alignof(pk_block_q4_K),
+    [PK_TYPE_Q5_K] = _Alignof(pk_block_q5_K),  [PK_TYPE_Q6_K] = _Alignof(pk_block_q6_K),
+    [PK_TYPE_Q8_K] = _Alignof(pk_block_q8_K),  [PK_TYPE_IQ4_NL] = _Alignof(pk_block_iq4_nl),
+    [PK_TYPE_IQ4_XS] = _Alignof(pk_block_iq4_xs),
+    [PK_TYPE_IQ2_XXS] = 2, [PK_TYPE_IQ2_XS] = 2, [PK_TYPE_IQ3_XXS] = 2, [PK_TYPE_IQ1_S] = 2,
+    [PK_TYPE_IQ3_S] = 2, [PK_TYPE_IQ2_S] = 2, [PK_TYPE_IQ1_M] = 1, [PK_TYPE_TQ1_0] = 2,
+    [PK_TYPE_TQ2_0] = 2, [PK_TYPE_MXFP4] = 1,
+    [PK_TYPE_I8] = 1, [PK_TYPE_I16] = 2, [PK_TYPE_I32] = 4, [PK_TYPE_I64] = 8, [PK_TYPE_F64] = 8,
+};
+
+size_t pk_type_align(int type) {
+    return pk_type_get(type) && type_align[type] ? type_align[type] : 1;
+}
+
 size_t pk_row_size(int type, int64_t n) {
     const pk_type_traits *t = pk_type_get(type);
     if (!t || n < 0 || n % t->blck) return 0;

@@ -45,6 +45,11 @@ const char *pk_type_name(int type);       /* "?" for unknown ids */
 /* Bytes of a row of n elements, 0 if n is not a multiple of the block size
  * or the type is unknown. */
 size_t pk_row_size(int type, int64_t n);
+/* Byte alignment a tensor of this type needs in memory: the _Alignof of its
+ * element or block struct (F32: 4, F16/BF16 and the blocks with fp16 scales:
+ * 2). Every block size is a multiple of it, so a tensor whose first byte is
+ * aligned has every row and block aligned. 1 for unknown ids. */
+size_t pk_type_align(int type);
 
 /* ---- scalar conversions ---------------------------------------------- */
 float pk_fp16_to_fp32(uint16_t h);

@@ -234,7 +234,7 @@ void pk_quantize_q2_K(const float *x, void *dst, int64_t n, const float *imp) {
         if (max_min > 0) {
             float iscale = q4scale / max_min;
             for (int j = 0; j < PK_QK_K / 16; j++)
-                y[i].scales[j] |= (uint8_t)(nearest_int(iscale * mins[j]) << 4);
+                y[i].scales[j] |= (uint8_t)((unsigned)nearest_int(iscale * mins[j]) << 4); /* NaN in: no UB */
             y[i].dmin = pk_fp32_to_fp16(max_min / q4scale);
         } else {
             y[i].dmin = pk_fp32_to_fp16(0.0f);

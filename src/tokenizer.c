@@ -1002,8 +1002,11 @@ static void spm_fragment(const pk_tokenizer *t, scratch *s, const char *text, si
                          int space_prefix, ivec *out) {
     /* escape: ' ' -> U+2581 (3 bytes), with an optional leading one */
     size_t cap = 3 * (len + 1);
+    /* one symbol per UTF-8 character of the escaped text, which can be more
+       than len + 1: a stray lead byte before a space swallows part of the
+       U+2581, and its remaining bytes become symbols of their own */
     if (!grow((void **)&s->buf, &s->bufcap, cap, 1) ||
-        !grow((void **)&s->sy, &s->sycap, len + 1, sizeof *s->sy)) { s->oom = 1; return; }
+        !grow((void **)&s->sy, &s->sycap, cap, sizeof *s->sy)) { s->oom = 1; return; }
     size_t el = 0;
     if (space_prefix) { memcpy(s->buf, "\xe2\x96\x81", 3); el = 3; }
     for (size_t i = 0; i < len; i++) {

@@ -58,6 +58,10 @@ assert d["model"]["bytes_per_token_info"] > 0
 rel = abs(bpt - info) / info
 print("bytes/token: engine count %.0f, pocket info %.0f (%s %s), relative difference %.4f%%" % (bpt, info, num, unit, 100 * rel))
 assert rel <= 0.01, "bytes/token differs from pocket info by more than 1%"
+# exact: every weight read is counted once (q/k norm vectors once per batch:
+# the count was 2 rows short per layer per token before)
+exact = d["model"]["bytes_per_token_info"]
+assert bpt == exact, "engine counts %r bytes per decoded token, the model's geometry %r" % (bpt, exact)
 assert c["decode"]["bandwidth"] is None, "--no-bw measured anyway"
 # state ledger: a tg draw decodes positions 0..n-1 from an empty context; at
 # position p each attention layer reads p + 1 cached K and V rows and writes

@@ -77,5 +77,45 @@ if [ $fails -ne 0 ]; then echo "--- server log (tail)"; tail -n 40 "$tmp/server.
 kill -TERM "$SERVER"; wait "$SERVER"; rc=$?
 trap - EXIT
 if [ $rc -ne 0 ]; then echo "FAIL server exit status $rc after SIGTERM"; tail -n 40 "$tmp/server.log"; fails=$((fails + 1)); fi
+
+# ---- a second server: --timeout, then its model file truncated under it -----------------------
+# A request before: 200. After: /health says 503 model_file_changed, the next
+# completion gets a 503 naming the change, and the server stops by itself
+# with exit status 1 and a "pocket: error:" line (rather than a SIGBUS).
+cp models/kjv-moe-f16.gguf "$tmp/copy.gguf"
+"$P" serve -m "$tmp/copy.gguf" --host 127.0.0.1 --port 0 -c 256 -t 1 --chat-template chatml --timeout 1 >"$tmp/server2.log" 2>&1 &
+S2=$!
+PORT2=""; i=0
+while [ $i -lt 300 ] && [ -z "$PORT2" ]; do
+    PORT2=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/server2.log" 2>/dev/null)
+    sleep 0.1; i=$((i + 1))
+done
+req() {  # req PATH BODY -> "STATUS JSON" on stdout (BODY empty: GET)
+    node -e "const [p, b] = process.argv.slice(1);
+fetch('http://127.0.0.1:$PORT2' + p, b ? {method: 'POST', headers: {'Content-Type': 'application/json'}, body: b} : {})
+  .then(async r => console.log(r.status, await r.text()), e => { console.log('0', String(e)); })" "$1" "$2"
+}
+if [ -z "$PORT2" ]; then echo "FAIL second server did not start"; cat "$tmp/server2.log"; fails=$((fails + 1))
+else
+    # --timeout 1: a client that trickles half a request line is cut off after about a second
+    slow=$(node -e "const s = require('net').connect($PORT2, '127.0.0.1', () => s.write('GET /health HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: '));
+const t0 = Date.now(); s.on('data', () => {}); s.on('error', () => {});
+s.on('close', () => { console.log(Date.now() - t0); process.exit(0); }); setTimeout(() => { console.log('open'); process.exit(0); }, 6000);")
+    if [ "$slow" != open ] && [ "$slow" -ge 500 ] && [ "$slow" -le 4000 ]; then echo "ok   --timeout 1: a trickling client is closed after $slow ms"
+    else echo "FAIL --timeout 1: trickling client: $slow"; fails=$((fails + 1)); fi
+    body='{"prompt": "And God said", "max_tokens": 2}'
+    r1=$(req /v1/completions "$body")
+    truncate -s 200000 "$tmp/copy.gguf"
+    r2=$(req /health "")
+    r3=$(req /v1/completions "$body")
+    i=0; while kill -0 $S2 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    kill $S2 2>/dev/null; wait $S2; rc2=$?
+    case "$r1" in "200 "*) echo "ok   completion before the change";; *) echo "FAIL completion before the change: $r1"; fails=$((fails + 1));; esac
+    case "$r2" in "503 "*model_file_changed*) echo "ok   /health after truncation: $r2";; *) echo "FAIL /health after truncation: $r2"; fails=$((fails + 1));; esac
+    case "$r3" in "503 "*"changed while in use"*) echo "ok   completion after truncation: $r3";; *) echo "FAIL completion after truncation: $r3"; fails=$((fails + 1));; esac
+    if [ $rc2 -eq 1 ] && grep -q "^pocket: error: .*copy.gguf: the model file changed while in use.*the server stops" "$tmp/server2.log"; then
+        echo "ok   server stopped by itself: $(grep '^pocket: error' "$tmp/server2.log")"
+    else echo "FAIL server after truncation: exit $rc2"; tail -n 5 "$tmp/server2.log"; fails=$((fails + 1)); fi
+fi
 [ $fails -eq 0 ] || exit 1
 echo "t_serve: all passed"

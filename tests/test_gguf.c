@@ -240,6 +240,8 @@ static int check_accepted(const gguf_file *f, const uint8_t *buf, uint64_t n, ch
         if (t->offset % f->alignment) BAD("tensor '%s': misaligned offset", t->name);
         if ((const uint8_t *)t->data != buf + f->data_offset + t->offset)
             BAD("tensor '%s': data pointer", t->name);
+        if ((uintptr_t)t->data % pk_type_align(t->type))
+            BAD("tensor '%s': data misaligned for %s", t->name, tt->name);
         if (t->offset > n - f->data_offset || t->nbytes > n - f->data_offset - t->offset)
             BAD("tensor '%s': data outside the buffer", t->name);
         if (t->nbytes) {
@@ -595,9 +597,17 @@ static void test_small_targeted(void) {
         c2.t[1].offset = 96;    /* 32-aligned, not 64-aligned */
         c2.data_bytes = 224;
         small_case(&c2, 0, OFF(magic), 0, 0, EXPECT_FAIL, NULL, "offset 96 with alignment 64");
+        /* alignment 1 is legal, but a tensor must still sit where its type
+           can be read: the header ends at 351, so the F32 tensor 'a' is
+           misplaced; one more name byte makes it 352 and both fit */
         c2 = c;
         c2.align = 1;
-        small_case(&c2, 0, OFF(magic), 0, 0, EXPECT_OK, NULL, "alignment 1, built so");
+        small_case(&c2, 0, OFF(magic), 0, 0, EXPECT_FAIL, "not a multiple of 4", "alignment 1, F32 at offset 351");
+        c2.t[0].name = "aa";
+        small_case(&c2, 0, OFF(magic), 0, 0, EXPECT_OK, NULL, "alignment 1, tensors aligned by their sizes");
+        c2.t[1].offset = 65;
+        c2.data_bytes = 200;
+        small_case(&c2, 0, OFF(magic), 0, 0, EXPECT_FAIL, "not a multiple of 2", "alignment 1, F16 at an odd offset");
     }
 
     /* duplicates */

@@ -455,6 +455,19 @@ static void test_synthetic(void) {
                    "synthetic: string array");
         gguf_close(f);
     }
+    /* general.alignment 1 (legal GGUF) would let the writer misplace typed
+       data: the key is dropped and 32 used, so the file opens */
+    const char *syn1 = tmp_path("syn-align1.gguf");
+    TEST_CHECK(write_synthetic(syn1, ts, 7, 1, 0) == PK_OK, "synthetic model (alignment 1) written");
+    f = NULL;
+    rc = gguf_open(syn1, &f, &err);
+    TEST_CHECK(rc == PK_OK, "reopen synthetic (alignment 1): %s", err.msg);
+    if (f) {
+        TEST_CHECK(f->alignment == 32 && !gguf_find_kv(f, "general.alignment") && f->n_kv == 5,
+                   "alignment 1 written as %llu, %llu keys", (unsigned long long)f->alignment,
+                   (unsigned long long)f->n_kv);
+        gguf_close(f);
+    }
 
     /* Q4_K_M: fallbacks for rows not a multiple of 256 */
     pk_quantize_params p = pk_quantize_default_params();

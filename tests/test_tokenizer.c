@@ -323,6 +323,15 @@ static void test_spm_bos(void) {
     char buf[8];
     int k = pk_token_to_piece(t, 3 + 0x41, buf, sizeof buf, 0);   /* <0x41> */
     TEST_CHECK(k == 1 && buf[0] == 'A', "byte token <0x41> decodes to 'A'");
+    /* stray UTF-8 lead bytes before spaces: each takes a byte of the U+2581
+       that escapes the space, the rest become symbols of their own, so there
+       are more symbols than bytes (the symbol array overflowed; found by
+       fuzz/fuzz_tokenizer.c, ASan) */
+    char stray[1022];   /* 1.5 symbols per byte: past the 1024 the old sizing allotted */
+    for (int i = 0; i < (int)sizeof stray; i += 2) { stray[i] = (char)0xC3; stray[i + 1] = ' '; }
+    ids = tokenize(t, stray, sizeof stray, 0, 0, &n);
+    TEST_CHECK(ids && n > 0, "llama SPM: 511 x \\xC3 + space tokenizes (n=%d)", n);
+    free(ids);
     pk_tokenizer_free(t);
 }
 

@@ -16,8 +16,13 @@
  * its worker.
  *
  * Limits (each answered with an OpenAI-style error JSON): request body size
- * (413), malformed JSON or fields (400), unknown model (404), missing or wrong
- * API key (401), queue full (503). Memory per request is bounded by the body
+ * (413), malformed JSON or fields (400), parameters of OpenAI's API that are
+ * not implemented (tools, response_format, logprobs, ...: 400
+ * unsupported_parameter, never silently ignored), unknown model (404),
+ * missing or wrong API key (401, compared in constant time), queue full
+ * (503). The request line and headers must fit in HEADER_MEMORY (else
+ * libmicrohttpd answers 414 / 431 itself); a connection idle or trickling
+ * for --timeout seconds is closed. Memory per request is bounded by the body
  * limit and the context size; connections are capped.
  */
 #include <arpa/inet.h>
@@ -53,6 +58,8 @@ typedef int mhd_result;
 #define MAX_TOKENS_ABSURD 1000000
 #define PREFILL_CHUNK 256       /* prompt tokens per pk_decode (cancel granularity) */
 #define WAIT_MS 50              /* how often a waiting connection polls its socket */
+#define HEADER_MEMORY 32768     /* per-connection buffer: request line + headers beyond it get
+                                   libmicrohttpd's 414 / 431 (a fixed page, nothing quoted) */
 
 /* ---- server state ------------------------------------------------------------------ */
 
@@ -110,6 +117,7 @@ static struct server {
     job *head, *tail;           /* queued jobs */
     int n_waiting, n_running;
     int shutdown;
+    char fatal[512];            /* non-empty: why the server stops by itself (model file changed) */
     slot *slots;
     uint64_t id_counter;
 
@@ -324,6 +332,19 @@ done:
                 j->id, s->index, j->n_prompt, t_prompt * 1e3, n_gen, how, t_gen > 0 ? n_gen / t_gen : 0.0, queued * 1e3);
 }
 
+/* The model file changed under the mapping (pk_model_check_file): fail the
+ * job, and stop the server, since further reads of the mapping may fault or
+ * see other bytes. The main thread (in sigwait) is woken by SIGTERM. */
+static void model_changed(job *j, const char *msg) {
+    pthread_mutex_lock(&S.mu);
+    snprintf(j->err, sizeof j->err, "%s", msg);
+    if (!S.fatal[0]) snprintf(S.fatal, sizeof S.fatal, "%s", msg);
+    S.shutdown = 1;
+    pthread_cond_broadcast(&S.work_cv);
+    pthread_mutex_unlock(&S.mu);
+    kill(getpid(), SIGTERM);
+}
+
 static void *worker_main(void *arg) {
     slot *s = arg;
     pthread_mutex_lock(&S.mu);
@@ -339,7 +360,9 @@ static void *worker_main(void *arg) {
         j->t_start = now();
         int skip = j->cancel;
         pthread_mutex_unlock(&S.mu);
-        if (!skip) run_job(s, j);
+        pk_error ferr = {0};
+        if (!skip && pk_model_check_file(S.model, &ferr)) model_changed(j, ferr.msg);
+        else if (!skip) run_job(s, j);
         pthread_mutex_lock(&S.mu);
         S.n_running--;
         if (j->cancel && !j->finish) S.cancelled_total++;
@@ -417,6 +440,9 @@ static mhd_result send_buffer(struct MHD_Connection *c, unsigned status, const c
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", ctype);
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    /* JSON may quote the request (a 404 names the path): never let a
+       browser sniff it as HTML */
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     return send_response(c, status, r);
 }
 
@@ -462,12 +488,14 @@ static int client_gone(struct MHD_Connection *c) {
     return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-static int auth_ok(struct MHD_Connection *c) {
+/* h: the Authorization header, NULL if absent. */
+static int auth_ok(const char *h) {
     if (!S.has_api_key) return 1;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
     h += 7;
     while (*h == ' ') h++;
+    /* constant time in the key's content: every byte of the key is compared,
+       whatever the first difference */
     size_t a = strlen(h), b = strlen(S.api_key);
     unsigned diff = (unsigned)(a != b);
     for (size_t i = 0; i < b; i++) diff |= (unsigned char)S.api_key[i] ^ (unsigned char)(i < a ? h[i] : 0);
@@ -495,10 +523,33 @@ static const char *chat_end_marker(void) {
 
 /* ---- request parsing ------------------------------------------------------------------ */
 
-/* Parse and validate a completion request into a new job. On error sends the
- * error response, sets *sent and returns NULL. */
-static job *parse_request(struct MHD_Connection *c, const char *body, size_t len, int chat, mhd_result *sent) {
-#define FAIL(expr) do { *sent = (expr); goto fail; } while (0)
+/* Whether v (NULL: absent) asks nothing of the unsupported parameter name:
+ * null, false, 0 (best_of: 1), an empty array/object/string, "none" (and
+ * "auto" for tool_choice / function_call: nothing to call), or
+ * response_format {"type": "text"}. */
+static int neutral_value(const char *name, const json_t *v) {
+    if (!v || json_is_null(v) || json_is_false(v)) return 1;
+    if (json_is_number(v)) return json_number_value(v) == (strcmp(name, "best_of") ? 0 : 1);
+    if (json_is_array(v)) return json_array_size(v) == 0;
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        int choice = !strcmp(name, "tool_choice") || !strcmp(name, "function_call");
+        return !*s || (choice && (!strcmp(s, "none") || !strcmp(s, "auto")));
+    }
+    if (json_is_object(v)) {
+        const json_t *t = json_object_get(v, "type");
+        return json_object_size(v) == 0 || (!strcmp(name, "response_format") && json_object_size(v) == 1 &&
+                                            json_is_string(t) && !strcmp(json_string_value(t), "text"));
+    }
+    return 0;
+}
+
+/* Parse and validate a completion request into a new job. On error returns
+ * NULL with the HTTP status in *status and the OpenAI-style error object in
+ * *error (new reference). No connection is needed: tests/fuzz call it too. */
+static job *parse_request(const char *body, size_t len, int chat, int *status, json_t **error) {
+#define FAIL(st, ...) do { *status = (st); *error = error_json(__VA_ARGS__); goto fail; } while (0)
+#define FAIL_BAD(param, ...) FAIL(400, "invalid_request_error", NULL, param, __VA_ARGS__)
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     job *j = NULL;
@@ -506,48 +557,63 @@ static job *parse_request(struct MHD_Connection *c, const char *body, size_t len
     pk_chat_message *msgv = NULL;
     char **owned = NULL;
     int n_owned = 0;
-    if (!root) FAIL(SEND_ERROR(c, 400, "invalid_request_error", "invalid_json", NULL,
-                               "the body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column));
-    if (!json_is_object(root)) FAIL(BAD_REQUEST(c, NULL, "the body must be a JSON object"));
+    if (!root) FAIL(400, "invalid_request_error", "invalid_json", NULL,
+                    "the body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+    if (!json_is_object(root)) FAIL_BAD(NULL, "the body must be a JSON object");
 
     json_t *v = json_object_get(root, "model");
     if (v && !json_is_null(v)) {
-        if (!json_is_string(v)) FAIL(BAD_REQUEST(c, "model", "'model' must be a string"));
+        if (!json_is_string(v)) FAIL_BAD("model", "'model' must be a string");
         if (strcmp(json_string_value(v), S.model_id))
-            FAIL(SEND_ERROR(c, 404, "invalid_request_error", "model_not_found", "model",
-                            "The model '%.200s' does not exist; this server serves '%s'", json_string_value(v), S.model_id));
+            FAIL(404, "invalid_request_error", "model_not_found", "model",
+                 "The model '%.200s' does not exist; this server serves '%s'", json_string_value(v), S.model_id);
     }
     j = calloc(1, sizeof *j);
-    if (!j) FAIL(SEND_ERROR(c, 500, "server_error", NULL, NULL, "out of memory"));
+    if (!j) FAIL(500, "server_error", NULL, NULL, "out of memory");
     pthread_cond_init(&j->cv, NULL);
     j->chat = chat;
     j->max_tokens = -1;
 
     v = json_object_get(root, "stream");
-    if (v && !json_is_null(v) && !json_is_boolean(v)) FAIL(BAD_REQUEST(c, "stream", "'stream' must be a boolean"));
+    if (v && !json_is_null(v) && !json_is_boolean(v)) FAIL_BAD("stream", "'stream' must be a boolean");
     j->stream = json_is_true(v);
     v = json_object_get(root, "stream_options");
     if (v && !json_is_null(v)) {
-        if (!json_is_object(v)) FAIL(BAD_REQUEST(c, "stream_options", "'stream_options' must be an object"));
+        if (!json_is_object(v)) FAIL_BAD("stream_options", "'stream_options' must be an object");
         json_t *u = json_object_get(v, "include_usage");
         if (u && !json_is_null(u) && !json_is_boolean(u))
-            FAIL(BAD_REQUEST(c, "stream_options.include_usage", "'stream_options.include_usage' must be a boolean"));
+            FAIL_BAD("stream_options.include_usage", "'stream_options.include_usage' must be a boolean");
         j->include_usage = json_is_true(u);
     }
     const char *mt_names[] = {"max_completion_tokens", "max_tokens"};
     for (int i = 0; i < 2; i++) {
         v = json_object_get(root, mt_names[i]);
         if (!v || json_is_null(v)) continue;
-        if (!json_is_integer(v)) FAIL(BAD_REQUEST(c, mt_names[i], "'%s' must be an integer", mt_names[i]));
+        if (!json_is_integer(v)) FAIL_BAD(mt_names[i], "'%s' must be an integer", mt_names[i]);
         json_int_t x = json_integer_value(v);
         if (x < 0 || x > MAX_TOKENS_ABSURD)
-            FAIL(BAD_REQUEST(c, mt_names[i], "'%s' is %lld; it must be in [0, %d]", mt_names[i], (long long)x, MAX_TOKENS_ABSURD));
+            FAIL_BAD(mt_names[i], "'%s' is %lld; it must be in [0, %d]", mt_names[i], (long long)x, MAX_TOKENS_ABSURD);
         j->max_tokens = (int)x;
         break;
     }
+    /* Parameters of OpenAI's API that pocket does not implement are refused
+       rather than ignored, so that a client never believes it got tool
+       calls, JSON mode, log-probabilities or penalties. Each may be sent with
+       its neutral value (the OpenAI clients do). */
+    static const struct { const char *name, *neutral; } unsupported[] = {
+        {"tools", "[]"}, {"tool_choice", "\"none\""}, {"functions", "[]"}, {"function_call", "\"none\""},
+        {"response_format", "{\"type\": \"text\"}"}, {"logprobs", "false"}, {"top_logprobs", "0"},
+        {"logit_bias", "{}"}, {"echo", "false"}, {"suffix", "\"\""}, {"best_of", "1"},
+        {"presence_penalty", "0"}, {"frequency_penalty", "0"},
+    };
+    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
+        if (!neutral_value(unsupported[i].name, json_object_get(root, unsupported[i].name)))
+            FAIL(400, "invalid_request_error", "unsupported_parameter", unsupported[i].name,
+                 "'%s' is not supported by this server (pocket serve); remove it or send %s", unsupported[i].name,
+                 unsupported[i].neutral);
     v = json_object_get(root, "n");
     if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) != 1))
-        FAIL(BAD_REQUEST(c, "n", "only n = 1 is supported"));
+        FAIL_BAD("n", "only n = 1 is supported");
 
     pk_sampler_params sp = S.sp;
     struct { const char *name; float *dst; double lo, hi; } nums[] = {
@@ -557,21 +623,21 @@ static job *parse_request(struct MHD_Connection *c, const char *body, size_t len
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         v = json_object_get(root, nums[i].name);
         if (!v || json_is_null(v)) continue;
-        if (!json_is_number(v)) FAIL(BAD_REQUEST(c, nums[i].name, "'%s' must be a number", nums[i].name));
+        if (!json_is_number(v)) FAIL_BAD(nums[i].name, "'%s' must be a number", nums[i].name);
         double x = json_number_value(v);
         if (!(x >= nums[i].lo && x <= nums[i].hi))
-            FAIL(BAD_REQUEST(c, nums[i].name, "'%s' is %g; it must be in [%g, %g]", nums[i].name, x, nums[i].lo, nums[i].hi));
+            FAIL_BAD(nums[i].name, "'%s' is %g; it must be in [%g, %g]", nums[i].name, x, nums[i].lo, nums[i].hi);
         *nums[i].dst = (float)x;
     }
     v = json_object_get(root, "top_k");
     if (v && !json_is_null(v)) {
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT_MAX)
-            FAIL(BAD_REQUEST(c, "top_k", "'top_k' must be a non-negative integer"));
+            FAIL_BAD("top_k", "'top_k' must be a non-negative integer");
         sp.top_k = (int)json_integer_value(v);
     }
     v = json_object_get(root, "seed");
     if (v && !json_is_null(v)) {
-        if (!json_is_integer(v)) FAIL(BAD_REQUEST(c, "seed", "'seed' must be an integer"));
+        if (!json_is_integer(v)) FAIL_BAD("seed", "'seed' must be an integer");
         sp.seed = (uint64_t)json_integer_value(v);
     } else if (!S.seed_given) {
         struct timespec ts;
@@ -582,20 +648,20 @@ static job *parse_request(struct MHD_Connection *c, const char *body, size_t len
     }
     pk_error perr = {0};
     j->sampler = pk_sampler_new(&sp, pk_model_n_vocab(S.model), &perr);
-    if (!j->sampler) FAIL(BAD_REQUEST(c, NULL, "bad sampling parameters: %s", perr.msg));
+    if (!j->sampler) FAIL_BAD(NULL, "bad sampling parameters: %s", perr.msg);
 
     v = json_object_get(root, "stop");
     if (v && !json_is_null(v)) {
         size_t n = json_is_array(v) ? json_array_size(v) : 1;
-        if (!json_is_string(v) && !json_is_array(v)) FAIL(BAD_REQUEST(c, "stop", "'stop' must be a string or an array of strings"));
-        if (n > MAX_STOP) FAIL(BAD_REQUEST(c, "stop", "'stop' has %zu strings; at most %d are allowed", n, MAX_STOP));
+        if (!json_is_string(v) && !json_is_array(v)) FAIL_BAD("stop", "'stop' must be a string or an array of strings");
+        if (n > MAX_STOP) FAIL_BAD("stop", "'stop' has %zu strings; at most %d are allowed", n, MAX_STOP);
         for (size_t i = 0; i < n; i++) {
             json_t *s = json_is_array(v) ? json_array_get(v, i) : v;
-            if (!json_is_string(s)) FAIL(BAD_REQUEST(c, "stop", "'stop' must be a string or an array of strings"));
+            if (!json_is_string(s)) FAIL_BAD("stop", "'stop' must be a string or an array of strings");
             size_t sl = json_string_length(s);
             if (sl == 0 || sl > MAX_STOP_LEN || strlen(json_string_value(s)) != sl)
-                FAIL(BAD_REQUEST(c, "stop", "each stop string must have 1 to %d bytes (and no NUL)", MAX_STOP_LEN));
-            if (!(j->stop[j->n_stop] = strdup(json_string_value(s)))) FAIL(SEND_ERROR(c, 500, "server_error", NULL, NULL, "out of memory"));
+                FAIL_BAD("stop", "each stop string must have 1 to %d bytes (and no NUL)", MAX_STOP_LEN);
+            if (!(j->stop[j->n_stop] = strdup(json_string_value(s)))) FAIL(500, "server_error", NULL, NULL, "out of memory");
             j->n_stop++;
         }
     }
@@ -603,21 +669,21 @@ static job *parse_request(struct MHD_Connection *c, const char *body, size_t len
     int add_special = 1;
     if (chat) {
         json_t *msgs = json_object_get(root, "messages");
-        if (!msgs) FAIL(BAD_REQUEST(c, "messages", "'messages' is required"));
-        if (!json_is_array(msgs)) FAIL(BAD_REQUEST(c, "messages", "'messages' must be an array"));
+        if (!msgs) FAIL_BAD("messages", "'messages' is required");
+        if (!json_is_array(msgs)) FAIL_BAD("messages", "'messages' must be an array");
         size_t n = json_array_size(msgs);
-        if (n == 0) FAIL(BAD_REQUEST(c, "messages", "'messages' must not be empty"));
+        if (n == 0) FAIL_BAD("messages", "'messages' must not be empty");
         msgv = calloc(n, sizeof *msgv);
         owned = calloc(n, sizeof *owned);
-        if (!msgv || !owned) FAIL(SEND_ERROR(c, 500, "server_error", NULL, NULL, "out of memory"));
+        if (!msgv || !owned) FAIL(500, "server_error", NULL, NULL, "out of memory");
         for (size_t i = 0; i < n; i++) {
             json_t *m = json_array_get(msgs, i);
-            if (!json_is_object(m)) FAIL(BAD_REQUEST(c, "messages", "messages[%zu] must be an object", i));
+            if (!json_is_object(m)) FAIL_BAD("messages", "messages[%zu] must be an object", i);
             json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
-            if (!json_is_string(role)) FAIL(BAD_REQUEST(c, "messages", "messages[%zu].role must be a string", i));
+            if (!json_is_string(role)) FAIL_BAD("messages", "messages[%zu].role must be a string", i);
             const char *r = json_string_value(role);
             if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "developer") && strcmp(r, "tool"))
-                FAIL(BAD_REQUEST(c, "messages", "messages[%zu].role '%.40s' is not one of system, developer, user, assistant, tool", i, r));
+                FAIL_BAD("messages", "messages[%zu].role '%.40s' is not one of system, developer, user, assistant, tool", i, r);
             msgv[i].role = !strcmp(r, "developer") ? "system" : r;
             if (json_is_string(content)) {
                 msgv[i].content = json_string_value(content);
@@ -629,11 +695,11 @@ static job *parse_request(struct MHD_Connection *c, const char *body, size_t len
                     json_t *part = json_array_get(content, k);
                     json_t *type = json_object_get(part, "type"), *text = json_object_get(part, "text");
                     if (!json_is_object(part) || !json_is_string(type) || strcmp(json_string_value(type), "text") || !json_is_string(text))
-                        FAIL(BAD_REQUEST(c, "messages", "messages[%zu].content[%zu] must be {\"type\": \"text\", \"text\": string}", i, k));
+                        FAIL_BAD("messages", "messages[%zu].content[%zu] must be {\"type\": \"text\", \"text\": string}", i, k);
                     total += json_string_length(text);
                 }
                 char *cat = malloc(total);
-                if (!cat) FAIL(SEND_ERROR(c, 500, "server_error", NULL, NULL, "out of memory"));
+                if (!cat) FAIL(500, "server_error", NULL, NULL, "out of memory");
                 owned[n_owned++] = cat;
                 size_t off = 0;
                 for (size_t k = 0; k < json_array_size(content); k++) {
@@ -644,23 +710,23 @@ static job *parse_request(struct MHD_Connection *c, const char *body, size_t len
                 cat[off] = 0;
                 msgv[i].content = cat;
             } else {
-                FAIL(BAD_REQUEST(c, "messages", "messages[%zu].content must be a string or an array of text parts", i));
+                FAIL_BAD("messages", "messages[%zu].content must be a string or an array of text parts", i);
             }
         }
         pk_error ferr = {0};
         prompt_text = format_chat(msgv, (int)n, &ferr);
-        if (!prompt_text) FAIL(BAD_REQUEST(c, "messages", "the messages could not be formatted: %s", ferr.msg));
+        if (!prompt_text) FAIL_BAD("messages", "the messages could not be formatted: %s", ferr.msg);
         const char *end = chat_end_marker();
         if (end && j->n_stop < MAX_STOP) {
-            if (!(j->stop[j->n_stop] = strdup(end))) FAIL(SEND_ERROR(c, 500, "server_error", NULL, NULL, "out of memory"));
+            if (!(j->stop[j->n_stop] = strdup(end))) FAIL(500, "server_error", NULL, NULL, "out of memory");
             j->n_stop++;
         }
     } else {
         json_t *p = json_object_get(root, "prompt");
-        if (!p) FAIL(BAD_REQUEST(c, "prompt", "'prompt' is required"));
+        if (!p) FAIL_BAD("prompt", "'prompt' is required");
         if (json_is_array(p) && json_array_size(p) == 1) p = json_array_get(p, 0);
-        if (!json_is_string(p)) FAIL(BAD_REQUEST(c, "prompt", "'prompt' must be a string (or an array of one string)"));
-        if (!(prompt_text = strdup(json_string_value(p)))) FAIL(SEND_ERROR(c, 500, "server_error", NULL, NULL, "out of memory"));
+        if (!json_is_string(p)) FAIL_BAD("prompt", "'prompt' must be a string (or an array of one string)");
+        if (!(prompt_text = strdup(json_string_value(p)))) FAIL(500, "server_error", NULL, NULL, "out of memory");
     }
     for (int i = 0; i < j->n_stop; i++)
         if (strlen(j->stop[i]) > j->stop_maxlen) j->stop_maxlen = strlen(j->stop[i]);
@@ -669,14 +735,14 @@ static job *parse_request(struct MHD_Connection *c, const char *body, size_t len
     size_t plen = strlen(prompt_text);
     int cap = S.n_ctx + 1;
     j->prompt = malloc((size_t)cap * sizeof *j->prompt);
-    if (!j->prompt) FAIL(SEND_ERROR(c, 500, "server_error", NULL, NULL, "out of memory"));
+    if (!j->prompt) FAIL(500, "server_error", NULL, NULL, "out of memory");
     int n = pk_model_tokenize(S.model, prompt_text, plen, j->prompt, cap, add_special, 1);
-    if (n < 0) FAIL(BAD_REQUEST(c, chat ? "messages" : "prompt", "the prompt could not be tokenized: %s", pk_status_str(-n)));
+    if (n < 0) FAIL_BAD(chat ? "messages" : "prompt", "the prompt could not be tokenized: %s", pk_status_str(-n));
     if (n >= S.n_ctx)
-        FAIL(SEND_ERROR(c, 400, "invalid_request_error", "context_length_exceeded", chat ? "messages" : "prompt",
-                        "the prompt has %s%d tokens; this server's context holds %d (prompt and completion)",
-                        n > cap ? "more than " : "", n > cap ? cap : n, S.n_ctx));
-    if (n == 0) FAIL(BAD_REQUEST(c, "prompt", "the prompt is empty"));
+        FAIL(400, "invalid_request_error", "context_length_exceeded", chat ? "messages" : "prompt",
+             "the prompt has %s%d tokens; this server's context holds %d (prompt and completion)",
+             n > cap ? "more than " : "", n > cap ? cap : n, S.n_ctx);
+    if (n == 0) FAIL_BAD("prompt", "the prompt is empty");
     j->n_prompt = n;
 
     pthread_mutex_lock(&S.mu);
@@ -697,6 +763,7 @@ fail:
     free(owned); free(msgv);
     json_decref(root);
     return NULL;
+#undef FAIL_BAD
 #undef FAIL
 }
 
@@ -845,9 +912,10 @@ static void stream_free(void *cls) {
 /* ---- endpoints ------------------------------------------------------------------------ */
 
 static mhd_result handle_completion(struct MHD_Connection *c, request *rq, int chat) {
-    mhd_result sent = MHD_NO;
-    job *j = parse_request(c, rq->body ? rq->body : "", rq->len, chat, &sent);
-    if (!j) return sent;
+    int status = 0;
+    json_t *error = NULL;
+    job *j = parse_request(rq->body ? rq->body : "", rq->len, chat, &status, &error);
+    if (!j) return send_json(c, (unsigned)status, error);
     if (submit(j)) {
         j->refs = 1;
         job_unref(j);
@@ -938,13 +1006,13 @@ static mhd_result handle_metrics(struct MHD_Connection *c) {
     return r;
 }
 
-static mhd_result handle_models(struct MHD_Connection *c) {
+static json_t *models_json(void) {
     pk_model_info info;
     pk_model_get_info(S.model, &info);
-    return send_json(c, 200, json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I}}]}", "object", "list",
+    return json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I}}]}", "object", "list",
                                        "data", "id", S.model_id, "object", "model", "created", (json_int_t)S.created,
                                        "owned_by", "pocket", "meta", "arch", info.arch, "n_ctx", S.n_ctx,
-                                       "n_vocab", info.n_vocab, "n_params", (json_int_t)info.n_params));
+                                       "n_vocab", info.n_vocab, "n_params", (json_int_t)info.n_params);
 }
 
 /* Route ids. */
@@ -965,6 +1033,38 @@ static int route(const char *url, const char *method, int *method_ok) {
     return R_NONE;
 }
 
+/* What can be answered from the request line and headers alone (authz and
+ * content_length: those headers, NULL if absent): 0 to go on and read the
+ * body, else the HTTP status, with the error object in *error. */
+static int precheck(int r, int method_ok, const char *method, const char *url, const char *authz,
+                    const char *content_length, json_t **error) {
+    if (r == R_NONE) {
+        *error = error_json("invalid_request_error", "not_found", NULL, "no such endpoint: %s %.200s", method, url);
+        return 404;
+    }
+    if (!method_ok) {
+        *error = error_json("invalid_request_error", "method_not_allowed", NULL, "%s is not allowed on %.200s",
+                            method, url);
+        return 405;
+    }
+    if ((r == R_METRICS || r == R_MODELS || r == R_CHAT || r == R_COMPLETIONS) && !auth_ok(authz)) {
+        *error = error_json("authentication_error", "invalid_api_key", NULL,
+                            "missing or incorrect API key: send the header 'Authorization: Bearer KEY'");
+        return 401;
+    }
+    if (content_length) {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(content_length, &end, 10);
+        if (errno || end == content_length || x > S.max_body) {
+            *error = error_json("invalid_request_error", "request_too_large", NULL,
+                                "the request body is larger than %zu bytes (--max-body)", S.max_body);
+            return 413;
+        }
+    }
+    return 0;
+}
+
 static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                              const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     request *rq = *con_cls;
@@ -976,30 +1076,13 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         if (!rq) return MHD_NO;
         rq->t0 = now();
         *con_cls = rq;
-        if (r == R_NONE) {
+        json_t *error = NULL;
+        int status = precheck(r, method_ok, method, url,
+                              MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                              MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH), &error);
+        if (status) {
             rq->answered = 1;
-            return SEND_ERROR(c, 404, "invalid_request_error", "not_found", NULL, "no such endpoint: %s %.200s", method, url);
-        }
-        if (!method_ok) {
-            rq->answered = 1;
-            return SEND_ERROR(c, 405, "invalid_request_error", "method_not_allowed", NULL,
-                              "%s is not allowed on %.200s", method, url);
-        }
-        if ((r == R_METRICS || r == R_MODELS || r == R_CHAT || r == R_COMPLETIONS) && !auth_ok(c)) {
-            rq->answered = 1;
-            return SEND_ERROR(c, 401, "authentication_error", "invalid_api_key", NULL,
-                              "missing or incorrect API key: send the header 'Authorization: Bearer KEY'");
-        }
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl) {
-            char *end;
-            errno = 0;
-            unsigned long long x = strtoull(cl, &end, 10);
-            if (errno || end == cl || x > S.max_body) {
-                rq->answered = 1;
-                return SEND_ERROR(c, 413, "invalid_request_error", "request_too_large", NULL,
-                                  "the request body is larger than %zu bytes (--max-body)", S.max_body);
-            }
+            return send_json(c, (unsigned)status, error);
         }
         return MHD_YES;
     }
@@ -1042,9 +1125,14 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
                                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
         return send_response(c, 200, resp);
     }
-    case R_HEALTH: return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
+    case R_HEALTH: {
+        pk_error ferr = {0};
+        if (pk_model_check_file(S.model, &ferr))
+            return SEND_ERROR(c, 503, "server_error", "model_file_changed", NULL, "%s", ferr.msg);
+        return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
+    }
     case R_METRICS: return handle_metrics(c);
-    case R_MODELS: return handle_models(c);
+    case R_MODELS: return send_json(c, 200, models_json());
     case R_CHAT: return handle_completion(c, rq, 1);
     case R_COMPLETIONS: return handle_completion(c, rq, 0);
     }
@@ -1085,7 +1173,8 @@ static const char *const serve_help =
     "  -t, --threads N        threads per sequence (default: cores / parallel)\n"
     "      --chat-template T  chat template: chatml, llama3 or gemma (default: detected from the\n"
     "                         model's tokenizer.chat_template, else chatml)\n"
-    "      --max-body BYTES   largest request body (default 1048576)\n"
+    "      --max-body BYTES   largest request body (default 1048576); larger: 413\n"
+    "      --timeout SECONDS  close a connection idle (or trickling a request) for this long (default 120)\n"
     "  -q, --quiet            no log line per generation on stderr\n"
     "      --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed\n"
     "                         sampling defaults for requests that do not set them\n"
@@ -1097,7 +1186,7 @@ int cmd_serve(int argc, char **argv) {
     opts o;
     opts_init(&o);
     const char *host = "127.0.0.1", *api_key = NULL, *tmpl = NULL;
-    long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20;
+    long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20, timeout = 120;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
 #define VAL() (i + 1 < argc ? argv[++i] : (die("serve: %s needs a value", a), (char *)0))
@@ -1110,6 +1199,7 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--api-key")) api_key = VAL();
         else if (!strcmp(a, "--chat-template")) tmpl = VAL();
         else if (!strcmp(a, "--max-body")) max_body = parse_long(a, VAL(), 1024, 1L << 30);
+        else if (!strcmp(a, "--timeout")) timeout = parse_long(a, VAL(), 1, 86400);
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt") || !strcmp(a, "-f") || !strcmp(a, "--file") ||
                  !strcmp(a, "-n") || !strcmp(a, "--n-predict"))
             die("serve: %s does not apply to serve (prompts come in requests; see pocket serve --help)", a);
@@ -1190,14 +1280,15 @@ int cmd_serve(int argc, char **argv) {
     for (int i = 0; i < parallel; i++)
         if (pthread_create(&S.slots[i].thread, NULL, worker_main, &S.slots[i])) die("serve: cannot start a worker thread");
 
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
                      MHD_USE_POLL | (ipv6 ? MHD_USE_IPv6 : 0);
     unsigned conn_limit = (unsigned)(parallel + queue + 64);
     struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, NULL,
                                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                             MHD_OPTION_CONNECTION_LIMIT, conn_limit,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)timeout,
+                                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEMORY,
                                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
                                             MHD_OPTION_END);
     if (!d) die("serve: cannot listen on %s port %ld: %s", host, port, strerror(errno));
@@ -1211,7 +1302,11 @@ int cmd_serve(int argc, char **argv) {
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr, "pocket serve: signal %d, shutting down\n", sig);
+    pthread_mutex_lock(&S.mu);
+    int fatal = S.fatal[0] != 0;
+    pthread_mutex_unlock(&S.mu);
+    if (fatal) fprintf(stderr, "pocket: error: %s; the server stops\n", S.fatal);
+    else fprintf(stderr, "pocket serve: signal %d, shutting down\n", sig);
 
     /* Cancel everything, let the workers finish, answer the waiters, close. */
     pthread_mutex_lock(&S.mu);
@@ -1231,9 +1326,20 @@ int cmd_serve(int argc, char **argv) {
     }
     S.tail = NULL;
     pthread_mutex_unlock(&S.mu);
+    /* Let the connections that were answered above send their error before
+       the sockets close: stop accepting, wait for them (at most 2 s; an idle
+       keep-alive connection holds until then). */
+    MHD_socket ls = MHD_quiesce_daemon(d);
+    for (int i = 0; i < 200; i++) {
+        const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!ci || ci->num_connections == 0) break;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     MHD_stop_daemon(d);
+    if (ls != MHD_INVALID_SOCKET) close(ls);
     for (int i = 0; i < parallel; i++) pk_context_free(S.slots[i].ctx);
     free(S.slots);
     pk_model_free(S.model);
-    return 0;
+    return fatal ? 1 : 0;
 }

@@ -71,6 +71,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 1 : 0;
     }
     check_kernels_env();
+    pk_fault_guard_install();   /* a model file truncated under us: one error line, not a crash */
     const char *cmd = argv[1];
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 2, argv + 2);

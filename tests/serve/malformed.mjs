@@ -51,6 +51,44 @@ const unknown = await post('/v1/chat/completions', chat({ model: 'no-such-model'
 isError(unknown, 404, 'unknown model');
 check(unknown.json && unknown.json.error.code === 'model_not_found', 'unknown model: code model_not_found', unknown.json);
 
+// ---- parameters of OpenAI's API that pocket does not implement: refused naming the parameter, never ignored
+for (const [path, name, value] of [
+  ['/v1/chat/completions', 'tools', [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }]],
+  ['/v1/chat/completions', 'tool_choice', 'required'], ['/v1/chat/completions', 'tool_choice', { type: 'function', function: { name: 'f' } }],
+  ['/v1/chat/completions', 'functions', [{ name: 'f' }]], ['/v1/chat/completions', 'function_call', { name: 'f' }],
+  ['/v1/chat/completions', 'response_format', { type: 'json_object' }], ['/v1/chat/completions', 'response_format', { type: 'json_schema', json_schema: { name: 'x', schema: {} } }],
+  ['/v1/chat/completions', 'logprobs', true], ['/v1/chat/completions', 'top_logprobs', 3], ['/v1/chat/completions', 'logit_bias', { 50: 5 }],
+  ['/v1/chat/completions', 'presence_penalty', 0.5], ['/v1/chat/completions', 'frequency_penalty', -1],
+  ['/v1/completions', 'logprobs', 2], ['/v1/completions', 'echo', true], ['/v1/completions', 'suffix', ' amen'], ['/v1/completions', 'best_of', 3],
+]) {
+  const body = path === '/v1/completions' ? { prompt: 'And God said', max_tokens: 4, [name]: value } : chat({ [name]: value });
+  const r = await post(path, body);
+  isError(r, 400, path + ' ' + name + ' = ' + JSON.stringify(value));
+  const e = r.json && r.json.error;
+  check(e && e.param === name && e.code === 'unsupported_parameter' && e.message.includes("'" + name + "'"), name + ': error names the parameter', e);
+}
+{ // their neutral values are what the official clients may send: accepted
+  const r = await post('/v1/chat/completions', chat({ max_tokens: 2, tools: [], tool_choice: 'none', response_format: { type: 'text' }, logprobs: false,
+                                                   top_logprobs: 0, logit_bias: {}, presence_penalty: 0, frequency_penalty: 0, functions: null }));
+  check(r.status === 200 && r.json.choices, 'neutral values of the unsupported parameters -> 200', { status: r.status, body: r.text.slice(0, 300) });
+  const c = await post('/v1/completions', { prompt: 'And God said', max_tokens: 2, logprobs: null, echo: false, suffix: '', best_of: 1 });
+  check(c.status === 200 && c.json.choices, 'completions: neutral logprobs/echo/suffix/best_of -> 200', { status: c.status, body: c.text.slice(0, 300) });
+}
+
+// ---- request line and headers beyond the server's 32 KiB, input quoted back
+{
+  const h = await fetch(URL_ + '/health', { headers: { 'X-Big': 'a'.repeat(40000) } });
+  const t = await h.text();
+  check(h.status === 431 && !t.includes('aaaa'), 'a 40 kB header -> 431, not quoted', h.status);
+  const u = await fetch(URL_ + '/' + 'b'.repeat(40000));
+  const ut = await u.text();
+  check(u.status === 414 && !ut.includes('bbbb'), 'a 40 kB request line -> 414, not quoted', u.status);
+  const x = await fetch(URL_ + '/<script>alert(1)</script>', { headers: auth });
+  const xj = await x.json().catch(() => null);
+  check(x.status === 404 && (x.headers.get('content-type') || '').startsWith('application/json') && x.headers.get('x-content-type-options') === 'nosniff' && xj && xj.error,
+        'a path with markup -> 404 JSON, nosniff (never HTML)', [x.status, x.headers.get('content-type'), x.headers.get('x-content-type-options')]);
+}
+
 // ---- sizes
 const huge = JSON.stringify(chat({ messages: [{ role: 'user', content: 'a'.repeat(200000) }] }));
 isError(await post('/v1/chat/completions', huge, { raw: true }), 413, 'body over --max-body (Content-Length)');

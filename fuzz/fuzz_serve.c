@@ -1,0 +1,119 @@
+/* fuzz_serve.c - libFuzzer harness: `pocket serve`'s request handling as a
+ * function, without sockets: tools/cmd_serve.c is compiled in (its static
+ * functions are what the HTTP callbacks call), with the bundled model, a
+ * 32-token context, an API key and a 4 KiB body limit.
+ *
+ * Input: byte 0 picks the route and method (chat and text completions,
+ * health, models, metrics, the page, an unknown path, a wrong method),
+ * byte 1 the Authorization and Content-Length headers, byte 2 whether a
+ * valid completion is generated (1 in 8: at most 2 tokens, on the calling
+ * thread); the rest is the body. The answer goes through the same
+ * functions as on the wire: precheck (route, method, key, length),
+ * parse_request (JSON, fields, template, tokenizer), run_job and the result
+ * or streamed-chunk JSON. Every answer must serialise to valid JSON that
+ * parses back: an OpenAI-style error object {"error": {"message": non-empty
+ * string, "type": string, "code": ...}} with a 4xx/5xx status, or a result
+ * with one choice. Anything else aborts.
+ */
+#include "../tools/cmd_serve.c"
+
+static slot fuzz_slot;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    pk_error err = {0};
+    if (pk_model_load("models/kjv-moe-f16.gguf", &S.model, &err)) {
+        fprintf(stderr, "fuzz_serve: %s (run from the project root)\n", err.msg);
+        exit(1);
+    }
+    snprintf(S.model_id, sizeof S.model_id, "kjv-moe-f16");
+    snprintf(S.api_key, sizeof S.api_key, "s3cret-key");
+    S.has_api_key = 1;
+    S.quiet = 1;
+    S.sp = pk_sampler_default_params();
+    S.seed_given = 1;
+    S.chat_template = "chatml";
+    S.n_parallel = 1;
+    S.n_queue = 1;
+    S.max_body = 4096;
+    pthread_mutex_init(&S.mu, NULL);
+    pthread_cond_init(&S.work_cv, NULL);
+    pk_context_params cp = pk_context_default_params();
+    cp.n_ctx = 32;
+    cp.n_threads = 1;
+    if (pk_context_new(S.model, &cp, &fuzz_slot.ctx, &err)) { fprintf(stderr, "fuzz_serve: %s\n", err.msg); exit(1); }
+    S.slots = &fuzz_slot;
+    S.n_ctx = pk_context_n_ctx(fuzz_slot.ctx);
+    return 0;
+}
+
+/* v (stolen) must be a valid answer for status. */
+static void check_answer(int status, json_t *v) {
+    if (!v) { fprintf(stderr, "no JSON for status %d\n", status); abort(); }
+    char *s = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    if (!s) { fprintf(stderr, "status %d: JSON does not serialise\n", status); abort(); }
+    json_error_t je;
+    json_t *back = json_loads(s, JSON_REJECT_DUPLICATES, &je);
+    if (!back) { fprintf(stderr, "status %d: invalid JSON %s: %s\n", status, s, je.text); abort(); }
+    json_t *e = json_object_get(back, "error");
+    int ok;
+    if (status >= 400)
+        ok = json_is_object(e) && json_is_string(json_object_get(e, "message")) &&
+             json_string_length(json_object_get(e, "message")) > 0 && json_is_string(json_object_get(e, "type")) &&
+             json_object_get(e, "code") != NULL && status < 600;
+    else
+        ok = status == 200 && !e;
+    if (!ok) { fprintf(stderr, "status %d: not an OpenAI-style answer: %s\n", status, s); abort(); }
+    json_decref(back);
+    free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 3) return 0;
+    static const char *const routes[][2] = {
+        {"POST", "/v1/chat/completions"}, {"POST", "/v1/completions"}, {"GET", "/health"}, {"GET", "/v1/models"},
+        {"GET", "/metrics"}, {"GET", "/"}, {"POST", "/v1/engines/<b>x</b>"}, {"GET", "/chat/completions"},
+    };
+    static const char *const auths[] = {NULL, "Bearer s3cret-key", "Bearer s3cret-kez", "s3cret-key", "Bearer  s3cret-key"};
+    static const char *const lengths[] = {NULL, "10", "99999999999999999999", "-1", "4097", "abc"};
+    const char *method = routes[data[0] % 8][0], *url = routes[data[0] % 8][1];
+    const char *authz = auths[data[1] % 5], *clen = lengths[data[1] / 5 % 6];
+    const int generate = data[2] % 8 == 0;
+    const char *body = (const char *)data + 3;
+    const size_t len = size - 3;
+
+    int method_ok = 0;
+    int r = route(url, method, &method_ok);
+    json_t *error = NULL;
+    int status = precheck(r, method_ok, method, url, authz, clen, &error);
+    if (status) { check_answer(status, error); return 0; }
+    if (len > S.max_body) {   /* as on_request after reading the body */
+        check_answer(413, error_json("invalid_request_error", "request_too_large", NULL, "too large"));
+        return 0;
+    }
+    if (r == R_HEALTH) { check_answer(200, json_pack("{s:s}", "status", "ok")); return 0; }
+    if (r == R_MODELS) { check_answer(200, models_json()); return 0; }
+    if (r != R_CHAT && r != R_COMPLETIONS) return 0;   /* text answers: /metrics, the page */
+    job *j = parse_request(body, len, r == R_CHAT, &status, &error);
+    if (!j) { check_answer(status, error); return 0; }
+    if (generate) {
+        if (j->max_tokens < 0 || j->max_tokens > 2) j->max_tokens = 2;
+        j->refs = 1;
+        run_job(&fuzz_slot, j);
+        j->state = JOB_DONE;
+        if (j->finish) {
+            size_t n;
+            char *t = utf8_sanitize(j->text ? j->text : "", j->len, &n);
+            if (!t) abort();
+            check_answer(200, final_json(j, t, n));
+            check_answer(200, chunk_json(j, t, n, j->chat, NULL));
+            check_answer(200, chunk_json(j, NULL, 0, 0, j->finish));
+            free(t);
+        } else {
+            check_answer(500, error_json("server_error", NULL, NULL, "generation failed: %s", j->err[0] ? j->err : "cancelled"));
+        }
+    }
+    j->refs = 1;
+    job_unref(j);
+    return 0;
+}

@@ -92,6 +92,8 @@ struct pk_context {
     uint64_t weight_bytes;        /* weight bytes read (counted in matvec) */
     uint64_t state_bytes;         /* KV / recurrent-state bytes read + written (forward.c, deltanet.c) */
     uint64_t mem_bytes;           /* allocated at creation */
+    uint64_t guess_bytes;         /* of weight_bytes: routers read to guess the next
+                                     layer's experts (moe.c, under a budget) */
     pk_xcache_stats xstats;       /* expert cache use (moe.c) */
     char io_msg[512];             /* the last expert read error */
 };

@@ -72,7 +72,9 @@ static void prefetch_next(pk_context *c, int il) {
     const int E = hp->n_expert, K = hp->n_expert_used;
     float *p = c->router + E;
     pk_mv r = {&N->gate_inp, 0, E, PK_SLOT_X, 1, NULL, p, E};
+    const uint64_t b0 = c->weight_bytes;
     pk_matvec(c, &r, 1);
+    c->guess_bytes += c->weight_bytes - b0;
     int sel[K];
     top_k(p, E, K, sel);                        /* softmax and sigmoid keep the order */
     pk_xcache_prefetch(c->m->xc, il, sel, K, &c->xstats);

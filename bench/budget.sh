@@ -60,8 +60,8 @@ for r in $(seq 1 "$R"); do
     for peer in "$@"; do
         i=$((i + 1))
         drop
-        tps=$("$peer" -m "$MODEL" -p 0 -n "$N" -r 1 -t "$T" -o csv 2>/dev/null | tail -1 |
-              "$PYTHON" -c "import csv,sys; r=next(csv.reader(sys.stdin)); print([x for x in r if x][-2])" 2>/dev/null || echo fail)
+        tps=$("$peer" -m "$MODEL" -p 0 -n "$N" -r 1 -t "$T" -o csv 2>/dev/null |
+              "$PYTHON" -c "import csv,sys; r=list(csv.reader(l for l in sys.stdin if l.startswith('\"') or l.startswith('build'))); print(r[-1][r[0].index('avg_ts')])" 2>/dev/null || echo fail)
         echo "draw $r $peer (mmap): $tps tok/s"
         echo "$tps" >>"$out/peer$i.tps"
     done

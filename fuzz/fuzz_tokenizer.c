@@ -60,11 +60,12 @@ static void add_vocab(const char *path) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     DIR *d = opendir("../shared/tokenizer");
     struct dirent *e;
-    char names[MAX_VOCABS][256];
+    char names[MAX_VOCABS][300];   /* the directory (20) + a file name (< 256) */
     int n = 0;
     while (d && (e = readdir(d)) && n < MAX_VOCABS - 1) {
         size_t l = strlen(e->d_name);
-        if (l > 5 && !strcmp(e->d_name + l - 5, ".gguf")) snprintf(names[n++], 256, "../shared/tokenizer/%s", e->d_name);
+        if (l > 5 && l < 256 && !strcmp(e->d_name + l - 5, ".gguf"))
+            snprintf(names[n++], sizeof names[0], "../shared/tokenizer/%.255s", e->d_name);
     }
     if (d) closedir(d);
     qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);

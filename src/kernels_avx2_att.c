@@ -43,6 +43,8 @@ AI __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((
 /* 8 int8 -> 8 floats */
 AI __m256 widen8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
 
+#include "kernels_att_driver.h"
+
 /* ---- scores ------------------------------------------------------------------ */
 
 /* s[i * lds] = dot(Q row i, k) for i < MT (1..4): F16 key row of n elements */
@@ -70,21 +72,6 @@ AI void kq_f16_tile(const int MT, int n, const float *Q, int64_t ldq, const uint
     }
 }
 
-static void att_kq_f16(int M, int nk, int n, const float *Q, int64_t ldq, const void *K, size_t stride,
-                       float *S, int64_t lds) {
-    for (int p = 0; p < nk; p++) {
-        const uint16_t *k = (const uint16_t *)((const uint8_t *)K + (size_t)p * stride);
-        int m = 0;
-        for (; m + 4 <= M; m += 4) kq_f16_tile(4, n, Q + m * ldq, ldq, k, S + m * lds + p, lds);
-        switch (M - m) {
-        case 3: kq_f16_tile(3, n, Q + m * ldq, ldq, k, S + m * lds + p, lds); break;
-        case 2: kq_f16_tile(2, n, Q + m * ldq, ldq, k, S + m * lds + p, lds); break;
-        case 1: kq_f16_tile(1, n, Q + m * ldq, ldq, k, S + m * lds + p, lds); break;
-        default: break;
-        }
-    }
-}
-
 /* the same for a Q8_0 key row of nb blocks */
 AI void kq_q8_0_tile(const int MT, int nb, const float *Q, int64_t ldq, const pk_block_q8_0 *k, float *s,
                      int64_t lds) {
@@ -106,22 +93,6 @@ AI void kq_q8_0_tile(const int MT, int nb, const float *Q, int64_t ldq, const pk
         }
     }
     for (int i = 0; i < MT; i++) s[i * lds] = hsum8(a[i]);
-}
-
-static void att_kq_q8_0(int M, int nk, int n, const float *Q, int64_t ldq, const void *K, size_t stride,
-                        float *S, int64_t lds) {
-    const int nb = n / PK_QK8_0;
-    for (int p = 0; p < nk; p++) {
-        const pk_block_q8_0 *k = (const pk_block_q8_0 *)((const uint8_t *)K + (size_t)p * stride);
-        int m = 0;
-        for (; m + 4 <= M; m += 4) kq_q8_0_tile(4, nb, Q + m * ldq, ldq, k, S + m * lds + p, lds);
-        switch (M - m) {
-        case 3: kq_q8_0_tile(3, nb, Q + m * ldq, ldq, k, S + m * lds + p, lds); break;
-        case 2: kq_q8_0_tile(2, nb, Q + m * ldq, ldq, k, S + m * lds + p, lds); break;
-        case 1: kq_q8_0_tile(1, nb, Q + m * ldq, ldq, k, S + m * lds + p, lds); break;
-        default: break;
-        }
-    }
 }
 
 /* ---- values ------------------------------------------------------------------ */
@@ -150,21 +121,6 @@ AI void pv_f16_tile(const int MT, const int NV, int nk, const float *P, int64_t 
         for (int h = 0; h < NV; h++) _mm256_storeu_ps(O + i * ldo + e0 + 8 * h, a[i][h]);
 }
 
-/* rows i < MT, elements [e0, n): fewer than 8, in scalar */
-static void pv_f16_tail(int MT, int nk, const float *P, int64_t ldp, const uint8_t *V, size_t stride, int e0,
-                        int n, float *O, int64_t ldo) {
-    for (int i = 0; i < MT; i++) {
-        float *o = O + i * ldo;
-        for (int e = e0; e < n; e++) o[e] = 0.0f;
-        for (int p = 0; p < nk; p++) {
-            const float w = P[i * ldp + p];
-            if (w == 0.0f) continue;
-            const uint16_t *v = (const uint16_t *)(V + (size_t)p * stride);
-            for (int e = e0; e < n; e++) o[e] += w * pk_fp16_to_fp32(v[e]);
-        }
-    }
-}
-
 AI void pv_f16_rows(const int MT, int nk, int n, const float *P, int64_t ldp, const uint8_t *V, size_t stride,
                     float *O, int64_t ldo) {
     int e0 = 0;
@@ -174,18 +130,6 @@ AI void pv_f16_rows(const int MT, int nk, int n, const float *P, int64_t ldp, co
         e0 += 8;
     }
     if (e0 < n) pv_f16_tail(MT, nk, P, ldp, V, stride, e0, n, O, ldo);
-}
-
-static void att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
-                       float *O, int64_t ldo) {
-    int m = 0;
-    for (; m + 4 <= M; m += 4) pv_f16_rows(4, nk, n, P + m * ldp, ldp, V, stride, O + m * ldo, ldo);
-    switch (M - m) {
-    case 3: pv_f16_rows(3, nk, n, P + m * ldp, ldp, V, stride, O + m * ldo, ldo); break;
-    case 2: pv_f16_rows(2, nk, n, P + m * ldp, ldp, V, stride, O + m * ldo, ldo); break;
-    case 1: pv_f16_rows(1, nk, n, P + m * ldp, ldp, V, stride, O + m * ldo, ldo); break;
-    default: break;
-    }
 }
 
 /* O rows i < MT (1..2), the 32 elements of block b, from Q8_0 rows */
@@ -211,16 +155,6 @@ AI void pv_q8_0_tile(const int MT, int nk, const float *P, int64_t ldp, const ui
     }
     for (int i = 0; i < MT; i++)
         for (int h = 0; h < 4; h++) _mm256_storeu_ps(O + i * ldo + b * PK_QK8_0 + 8 * h, a[i][h]);
-}
-
-static void att_pv_q8_0(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
-                        float *O, int64_t ldo) {
-    const int nb = n / PK_QK8_0;
-    int m = 0;
-    for (; m + 2 <= M; m += 2)
-        for (int b = 0; b < nb; b++) pv_q8_0_tile(2, nk, P + m * ldp, ldp, V, stride, b, O + m * ldo, ldo);
-    if (m < M)
-        for (int b = 0; b < nb; b++) pv_q8_0_tile(1, nk, P + m * ldp, ldp, V, stride, b, O + m * ldo, ldo);
 }
 
 const pk_att_kq_fn pk_att_kq_avx2[PK_TYPE_COUNT] = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0};

@@ -10,9 +10,16 @@
 # These run with an F32 KV cache (-ctk f32 -ctv f32). Then the KV cache
 # types: pocket with an F16 or Q8_0 cache against the reference holding the
 # same cache type (ref_forward.py --kv-cache: K and V rounded as the cache
-# rounds them), within the F32 tolerance: what differs is only the order of
-# float operations (and, rarely, an element rounded the other way); with
-# head dims of 16 (llama, mixtral) a Q8_0 cache must be refused.
+# rounds them). What differs is the order of float operations - and, when
+# a key or value lands next to a rounding boundary of the cache type, that
+# element rounded the other way: one F16 step (2^-10 relative) moved a logit
+# by 1.19e-3 on qwen3-kv-f16 with the reference kernels (POCKET_KERNELS=ref;
+# the same model and ids: ref vs avx2 kernels differ by 4.3e-6 with an F32
+# cache, 1.19e-3 with an F16 one). So the typed caches get a tolerance of a
+# few of their own steps: 5e-3 for F16, 2e-2 for Q8_0 (a level is 1/127 of
+# the block's largest magnitude); the kernels themselves are held to tight
+# bounds by test_kv. With head dims of 16 (llama, mixtral) a Q8_0 cache must
+# be refused.
 # Run from the project root; uses $BUILD (default build) and $PYTHON.
 # $POCKET_RUN, if set, prefixes every pocket binary (e.g. "qemu-aarch64 -L
 # SYSROOT -cpu max" for a cross build: tests/run_aarch64.sh).
@@ -24,6 +31,8 @@ TOOL="$BUILD/tests/tool_logits"
 RUN=${POCKET_RUN:-}
 TOL_F32=1e-3
 TOL_F16=2e-2
+TOL_KV_f16=5e-3
+TOL_KV_q8_0=2e-2
 
 if [ ! -x "$TOOL" ]; then
     echo "error: $TOOL not found (build it with make)" >&2
@@ -96,11 +105,12 @@ check llama          llama    $TOL_F32 "1"   f32 --seed 3
 check mixtral        mixtral  $TOL_F32 "1"   f32 --seed 1
 # KV cache types (head dim 32 for qwen3moe, qwen3; 16 for llama, mixtral)
 for kv in f16 q8_0; do
-    check qwen3moe-kv-$kv  qwen3moe $TOL_F32 "1 2" $kv --seed 6
-    check qwen3-kv-$kv     qwen3    $TOL_F32 "1"   $kv --seed 2
+    eval "tol=\$TOL_KV_$kv"
+    check qwen3moe-kv-$kv  qwen3moe $tol "1 2" $kv --seed 6
+    check qwen3-kv-$kv     qwen3    $tol "1"   $kv --seed 2
 done
-check llama-kv-f16     llama    $TOL_F32 "1"   f16 --seed 3
-check mixtral-kv-f16   mixtral  $TOL_F32 "1"   f16 --seed 1
+check llama-kv-f16     llama    $TOL_KV_f16 "1"   f16 --seed 3
+check mixtral-kv-f16   mixtral  $TOL_KV_f16 "1"   f16 --seed 1
 "$PYTHON" tests/gen_model.py llama "$TMP/llama16.gguf" --seed 3 >/dev/null
 if $RUN "$TOOL" -ctk q8_0 "$TMP/llama16.gguf" "$TMP/q8.f32" 1,2,3 2>"$TMP/q8.err"; then
     echo "FAIL llama: a q8_0 key cache with head dim 16 was accepted"; fail=1

@@ -168,7 +168,7 @@ fuzz-deps: deps
 
 fuzz-build: fuzz-deps
 	$(MAKE) CC=$(FUZZ_CC) BUILD=$(FUZZ_BUILD) ASSERTS=1 \
-	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_BIN)
+	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt $(FUZZ_SAN)" $(FUZZ_BIN)
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h)
 	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(if $(filter serve,$*),tools/cli.c) $(LIB) -o $@ \

@@ -88,8 +88,11 @@ static void rope_table(pk_context *c) {
     }
 }
 
-int pk_context_new(const pk_model *m, const pk_context_params *params, pk_context **out,
-                   pk_error *err) {
+/* measure: allocate as a real context does (so mem_bytes is the real
+   figure), but start no thread pool and fill no tables; the memory plan
+   measures the planned context this way at every load. */
+static int context_new(const pk_model *m, const pk_context_params *params, pk_context **out, int measure,
+                       pk_error *err) {
     *out = NULL;
     pk_context_params p = params ? *params : pk_context_default_params();
     const pk_hparams *hp = &m->hp;
@@ -134,7 +137,7 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     int ok = pk_kv_init(&c->kv, hp->n_layer, m->recurrent, p.n_ctx, hp->n_head_kv, hp->n_head_kv * hp->head_dim,
                         hp->n_head_kv * hp->head_dim_v, tk, tv, hp->ssm_conv > 0 ? hp->ssm_conv - 1 : 0,
                         (int)C, hp->ssm_v_heads * hp->ssm_state * hp->ssm_state) == PK_OK;
-    ok = ok && (c->pool = pk_pool_new(p.n_threads));
+    ok = ok && (measure || (c->pool = pk_pool_new(p.n_threads)));
 #define ALLOC(ptr, n) ok = ok && ((ptr) = pk_calloc((size_t)max2((n), 1), sizeof *(ptr)))
     ALLOC(c->x, B * D);
     ALLOC(c->xb, B * D);
@@ -203,8 +206,24 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
     }
     c->mem_bytes = pk_alloc_bytes - alloc0;
     for (int64_t i = 0; i < P; i++) c->pair_seq[i] = (int32_t)i;
-    rope_table(c);
+    if (!measure) rope_table(c);
     *out = c;
+    return PK_OK;
+}
+
+int pk_context_new(const pk_model *m, const pk_context_params *params, pk_context **out, pk_error *err) {
+    return context_new(m, params, out, 0, err);
+}
+
+int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t *mem_bytes, int *n_ctx,
+                       uint64_t *kv_bytes_per_token, pk_error *err) {
+    pk_context *c;
+    int rc = context_new(m, params, &c, 1, err);
+    if (rc) return rc;
+    *mem_bytes = c->mem_bytes;
+    *n_ctx = c->n_ctx;
+    pk_context_kv_size(c, kv_bytes_per_token, NULL);
+    pk_context_free(c);
     return PK_OK;
 }
 

@@ -125,6 +125,12 @@ void pk_matvec_from(pk_context *c, const pk_mv *jobs, int n_jobs, const void *co
 /* Dequantize row r of w into out (ne[0] floats); counts its bytes. */
 void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out);
 
+/* What pk_context_new with these parameters would allocate (mem_bytes, as
+ * pk_alloc_bytes counts it), its context size and KV bytes per token,
+ * without starting threads or filling its tables (the memory plan). */
+int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t *mem_bytes, int *n_ctx,
+                       uint64_t *kv_bytes_per_token, pk_error *err);
+
 /* ---- blocks (forward.c, moe.c) ------------------------------------------ */
 void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps);
 /* g[i] = silu(g[i]) * u[i] */

@@ -84,13 +84,8 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
     cp.n_threads = 1;
     cp.type_k = p->type_k;
     cp.type_v = p->type_v;
-    pk_context *c;
-    int rc = pk_context_new(m, &cp, &c, err);
+    int rc = pk_context_measure(m, &cp, &pl->context_bytes, &pl->n_ctx, &pl->kv_bytes_per_token, err);
     if (rc) return rc;
-    pl->context_bytes = c->mem_bytes;
-    pl->n_ctx = c->n_ctx;
-    pk_context_kv_size(c, &pl->kv_bytes_per_token, NULL);
-    pk_context_free(c);
     if (!tied) {
         uint64_t rows = (uint64_t)pl->n_ctx < (uint64_t)hp->n_vocab ? (uint64_t)pl->n_ctx : (uint64_t)hp->n_vocab;
         resident += rows * m->tok_embd.row_bytes;

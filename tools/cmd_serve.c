@@ -1065,6 +1065,15 @@ static int precheck(int r, int method_ok, const char *method, const char *url, c
     return 0;
 }
 
+/* The request path, percent-decoded as libmicrohttpd does, except that a
+ * path with an encoded NUL (%00) is left as sent: decoded, "/%00" would end
+ * at the NUL and be served as "/". */
+static size_t unescape_path(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls;
+    (void)c;
+    return strstr(s, "%00") ? strlen(s) : MHD_http_unescape(s);
+}
+
 static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                              const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     request *rq = *con_cls;
@@ -1290,6 +1299,7 @@ int cmd_serve(int argc, char **argv) {
                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)timeout,
                                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEMORY,
                                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                                            MHD_OPTION_UNESCAPE_CALLBACK, unescape_path, NULL,
                                             MHD_OPTION_END);
     if (!d) die("serve: cannot listen on %s port %ld: %s", host, port, strerror(errno));
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);

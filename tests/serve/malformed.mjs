@@ -118,6 +118,8 @@ for (const [what, headers] of [['no key', {}], ['wrong key', { Authorization: 'B
   check(h.status === 200 && (await h.json()).status === 'ok', '/health needs no key', h.status);
   const nf = await fetch(URL_ + '/v1/engines', { headers: auth });
   check(nf.status === 404 && (await nf.json()).error, 'unknown path -> 404 JSON', nf.status);
+  const nul = await fetch(URL_ + '/%00', { headers: auth });   // decoded, it would end at the NUL: "/"
+  check(nul.status === 404 && (await nul.json()).error, 'an encoded NUL in the path -> 404 JSON, not the page', nul.status);
   const ma = await fetch(URL_ + '/v1/chat/completions', { headers: auth });
   check(ma.status === 405 && (await ma.json()).error, 'GET on a POST endpoint -> 405 JSON', ma.status);
 }

@@ -163,6 +163,7 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
         c->exp_h = c->arena;
         c->exp_out = c->exp_h2 = c->arena + P * FE;
     }
+    ALLOC(c->dec_out, K > 0 ? (K + 1) * D : 0);
     ALLOC(c->hb, B * F);
     ALLOC(c->hb2, B * F);
     ALLOC(c->router, B * E);
@@ -233,7 +234,7 @@ void pk_context_free(pk_context *c) {
     pk_kv_free(&c->kv);
     for (int s = 0; s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++) free(c->slot[s].buf[t]);
-    void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->hb, c->hb2,
+    void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->dec_out, c->hb, c->hb2,
                     c->router, c->sel, c->sel_w, c->pair_w,
                     c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
                     c->logits, c->ssm_qkv, c->ssm_z, c->ssm_ba, c->ssm_o, c->ssm_scratch, c->jobs,

@@ -58,6 +58,8 @@ struct pk_context {
                                      exp_h2 shares exp_out's memory */
     float *exp_out;               /* (D) per pair, exp_cap pairs at a time */
     int exp_cap;
+    float *dec_out;               /* (k + 1) x (D): one token's expert outputs and
+                                     its shared expert's, decoding under a budget */
     float *arena;                 /* memory of q..att_out or of exp_h..exp_out */
     float *router;                /* (n_expert) */
     int *sel;                     /* (k) selected experts */

@@ -13,8 +13,11 @@
  * are buffered a quarter at a time, to bound the context's memory). Each token's
  * expert outputs are summed in order of expert index. Under a memory budget
  * the experts come from the model's expert cache (xcache.c), in rounds of
- * at most its slots per layer; the products and their order are the same,
- * so the output is bitwise the output without a budget.
+ * at most its slots per layer; a decoded token instead queues all its
+ * experts' reads at once, runs the shared expert while they are in flight
+ * and computes each expert as soon as its slices are in. The products and
+ * the order of the sums are the same either way, so the output is bitwise
+ * the output without a budget.
  */
 #include <math.h>
 #include <stdio.h>
@@ -80,7 +83,8 @@ static void prefetch_next(pk_context *c, int il) {
     pk_xcache_prefetch(c->m->xc, il, sel, K, &c->xstats);
 }
 
-static void shared_expert(pk_context *c, const pk_layer *L) {
+/* out (B x D) = the shared expert of the c->cur_batch rows of c->xb */
+static void shared_expert(pk_context *c, const pk_layer *L, float *out) {
     const int D = c->m->hp.n_embd, S = (int)L->gate_shexp.ne[1], B = c->cur_batch;
     pk_mv gu[2] = {
         {&L->gate_shexp, 0, S, PK_SLOT_X, B, NULL, c->hb, S},
@@ -89,9 +93,13 @@ static void shared_expert(pk_context *c, const pk_layer *L) {
     pk_matvec(c, gu, 2);
     c->kern->silu_mul(c->hb, c->hb2, (int64_t)B * S);
     pk_act_set(c, PK_SLOT_FFN, c->hb, B, S, 0);
-    float *out = c->exp_out; /* free again: routed outputs are summed already */
     pk_mv d = {&L->down_shexp, 0, D, PK_SLOT_FFN, B, NULL, out, D};
     pk_matvec(c, &d, 1);
+}
+
+/* c->xb2 += the shared expert's output out, times its sigmoid gate */
+static void shared_expert_add(pk_context *c, const pk_layer *L, const float *out) {
+    const int D = c->m->hp.n_embd, B = c->cur_batch;
     float w[L->gate_inp_shexp.data ? D : 1];
     if (L->gate_inp_shexp.data) pk_get_row(c, &L->gate_inp_shexp, 0, w);
     for (int b = 0; b < B; b++) {
@@ -103,6 +111,54 @@ static void shared_expert(pk_context *c, const pk_layer *L) {
         }
         for (int i = 0; i < D; i++) c->xb2[(size_t)b * D + i] += g * out[(size_t)b * D + i];
     }
+}
+
+/* One token under a memory budget, its nx <= slots experts ex[] (in index
+ * order, one pair each): all their reads are queued at once, the shared
+ * expert runs while they are in flight, and each expert is computed as
+ * soon as its slices are in, into its own row of dec_out. The rows are then
+ * summed in expert order, as in the batched path: the same products in the
+ * same order, so the output is bitwise the same. */
+static int moe_streamed_token(pk_context *c, const pk_layer *L, int il, const int *ex, int nx) {
+    const pk_hparams *hp = &c->m->hp;
+    const int D = hp->n_embd, F = hp->n_ff_exp, K = hp->n_expert_used;
+    const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
+    pk_xcache *xc = c->m->xc;
+    float *out = c->dec_out, *sh = c->dec_out + (size_t)K * D;
+    int slot[nx];
+    uint8_t taken[nx];
+    pk_xcache_set set = {il, nx, 0, ex, slot, taken, 0};
+    pk_error err = {0};
+    if (pk_xcache_begin(xc, &set, &c->xstats, &err)) goto io;
+    if (L->gate_shexp.data) shared_expert(c, L, sh);
+    for (int j = 0; j < nx; j++) {
+        const void *p[3];
+        const int i = pk_xcache_next(xc, &set, p, &c->xstats, &err);
+        if (i < 0) goto io;
+        const int e = ex[i], off = c->exp_off[e];
+        pk_mv gu[2] = {
+            {&L->gate_exps, e * gs, F, PK_SLOT_X, 1, NULL, c->exp_h + (size_t)off * F, F},
+            {&L->up_exps, (e + 1) * us - F, F, PK_SLOT_X, 1, NULL, c->exp_h2 + (size_t)off * F, F},
+        };
+        const void *gd[2] = {p[0], (const uint8_t *)p[1] + (size_t)(us - F) * L->up_exps.row_bytes};
+        pk_matvec_from(c, gu, 2, gd);
+        c->kern->silu_mul(c->exp_h + (size_t)off * F, c->exp_h2 + (size_t)off * F, F);
+        pk_act_set(c, PK_SLOT_EXP, c->exp_h + (size_t)off * F, 1, F, 0);
+        pk_mv d = {&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, 1, NULL, out + (size_t)off * D, D};
+        pk_matvec_from(c, &d, 1, &p[2]);
+        pk_xcache_release(xc, il, &ex[i], 1);
+    }
+    memset(c->xb2, 0, (size_t)D * sizeof *c->xb2);
+    for (int i = 0; i < nx; i++) {
+        const int off = c->exp_off[ex[i]];
+        const float w = c->pair_w[off], *o = out + (size_t)off * D;
+        for (int d = 0; d < D; d++) c->xb2[d] += w * o[d];
+    }
+    if (L->gate_shexp.data) shared_expert_add(c, L, sh);
+    return PK_OK;
+io:
+    snprintf(c->io_msg, sizeof c->io_msg, "%s", err.msg);
+    return PK_ERR_IO;
 }
 
 int pk_moe_forward(pk_context *c, const pk_layer *L) {
@@ -142,6 +198,12 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
     int ex[R];
     const void *ptr[xc ? 3 * R : 1], *jd[2 * R];
     pk_mv *jobs = c->jobs;
+    if (xc && B == 1 && K <= R) {
+        int nx = 0;
+        for (int e = 0; e < E; e++)
+            if (c->exp_count[e]) ex[nx++] = e;
+        return moe_streamed_token(c, L, il, ex, nx);
+    }
     memset(c->xb2, 0, (size_t)B * D * sizeof *c->xb2);
     for (int e = 0; e < E;) {
         int nx = 0;
@@ -194,6 +256,9 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
         }
         if (xc) pk_xcache_release(xc, il, ex, nx);
     }
-    if (L->gate_shexp.data) shared_expert(c, L);
+    if (L->gate_shexp.data) {
+        shared_expert(c, L, c->exp_out);   /* free again: routed outputs are summed already */
+        shared_expert_add(c, L, c->exp_out);
+    }
     return PK_OK;
 }

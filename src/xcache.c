@@ -348,22 +348,24 @@ static const void *slice_ptr(const pk_xcache *xc, int il, int s, int e, int k) {
     return slot_mem(xc, il, s) + xc->koff[k] + off % XC_PAGE;
 }
 
-int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **ptr,
-                      pk_xcache_stats *st, pk_error *err) {
+int pk_xcache_begin(pk_xcache *xc, pk_xcache_set *set, pk_xcache_stats *st, pk_error *err) {
+    const int il = set->il, n = set->n;
+    const int *ex = set->ex;
     if (il < 0 || il >= xc->n_layer || n < 0 || n > xc->slots)
         return pk_errorf(err, PK_ERR_ARG, "expert cache: %d experts of layer %d (at most %d at once)", n, il,
                          xc->slots);
     const int E = xc->n_expert, S = xc->slots;
-    int *map = xc->map + (size_t)il * E, *se = xc->slot_e + (size_t)il * S;
+    int *map = xc->map + (size_t)il * E, *se = xc->slot_e + (size_t)il * S, *slot = set->slot;
     uint32_t *ref = xc->ref + (size_t)il * S, *freq = xc->freq + (size_t)il * E;
     uint64_t *last = xc->last + (size_t)il * S;
     uint8_t *state = xc->state + (size_t)il * S, *pf = xc->pf + (size_t)il * S;
-    int *rerr = xc->rd_err + (size_t)il * S;
-    int slot[n > 0 ? n : 1], nm = 0, npf = 0;
+    int nm = 0, npf = 0;
     double t0 = wall();
     pthread_mutex_lock(&xc->mu);
     populate(xc);
-    const uint64_t b0 = xc->bytes_read;
+    set->bytes0 = xc->bytes_read;
+    set->n_taken = 0;
+    memset(set->taken, 0, (size_t)n);
     for (;;) {                                  /* enough slots to take, or wait */
         int need = 0, victims = 0;
         for (int i = 0; i < n; i++) need += map[ex[i]] < 0;
@@ -394,34 +396,84 @@ int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **
         enqueue(xc, il, v, 1);
         nm++;
     }
-    int lost = 0, why = 0;
-    for (int i = 0; i < n; i++) {
-        while (state[slot[i]] == S_LOADING) pthread_cond_wait(&xc->cv, &xc->mu);
-        if (se[slot[i]] != ex[i]) {              /* its read failed */
-            lost = 1;
-            if (!why) why = rerr[slot[i]];
-        }
-    }
-    const uint64_t got = xc->bytes_read - b0;
-    if (lost) {
-        for (int i = 0; i < n; i++) ref[slot[i]]--;
-        pthread_cond_broadcast(&xc->cv);
-        pthread_mutex_unlock(&xc->mu);
-        if (why == -1)
-            return pk_errorf(err, PK_ERR_IO, "%s: unexpected end of file reading the experts of layer %d (was the file truncated?)",
-                             xc->path, il);
-        return pk_errorf(err, PK_ERR_IO, "%s: cannot read the experts of layer %d: %s", xc->path, il,
-                         why > 0 ? strerror(why) : "the read failed");
-    }
     pthread_mutex_unlock(&xc->mu);
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++) ptr[3 * i + k] = slice_ptr(xc, il, slot[i], ex[i], k);
     if (st) {
         st->misses += (uint64_t)nm;
         st->hits += (uint64_t)(n - nm);
         st->prefetch_hits += (uint64_t)npf;
+        st->read_secs += wall() - t0;
+    }
+    return PK_OK;
+}
+
+int pk_xcache_next(pk_xcache *xc, pk_xcache_set *set, const void **ptr, pk_xcache_stats *st, pk_error *err) {
+    const int il = set->il, n = set->n, S = xc->slots;
+    const int *ex = set->ex, *slot = set->slot;
+    const int *se = xc->slot_e + (size_t)il * S, *rerr = xc->rd_err + (size_t)il * S;
+    const uint8_t *state = xc->state + (size_t)il * S;
+    uint32_t *ref = xc->ref + (size_t)il * S;
+    double t0 = wall();
+    int found = -1, why = 0, lost = 0;
+    pthread_mutex_lock(&xc->mu);
+    while (found < 0 && !lost && set->n_taken < n) {
+        for (int i = 0; i < n && found < 0 && !lost; i++) {
+            if (set->taken[i] || state[slot[i]] == S_LOADING) continue;
+            if (se[slot[i]] != ex[i]) {              /* its read failed */
+                lost = 1;
+                why = rerr[slot[i]];
+            } else {
+                found = i;
+            }
+        }
+        if (found < 0 && !lost) pthread_cond_wait(&xc->cv, &xc->mu);
+    }
+    if (found < 0) {
+        for (int i = 0; i < n; i++)
+            if (!set->taken[i]) ref[slot[i]]--;
+        set->n_taken = n;
+        pthread_cond_broadcast(&xc->cv);
+        pthread_mutex_unlock(&xc->mu);
+        if (!lost)
+            pk_errorf(err, PK_ERR_ARG, "expert cache: no expert of layer %d left to take", il);
+        else if (why == -1)
+            pk_errorf(err, PK_ERR_IO, "%s: unexpected end of file reading the experts of layer %d (was the file truncated?)",
+                      xc->path, il);
+        else
+            pk_errorf(err, PK_ERR_IO, "%s: cannot read the experts of layer %d: %s", xc->path, il,
+                      why > 0 ? strerror(why) : "the read failed");
+        return -1;
+    }
+    set->taken[found] = 1;
+    const int done = ++set->n_taken == n;
+    const uint64_t got = done ? xc->bytes_read - set->bytes0 : 0;
+    pthread_mutex_unlock(&xc->mu);
+    for (int k = 0; k < 3; k++) ptr[k] = slice_ptr(xc, il, slot[found], ex[found], k);
+    if (st) {
         st->bytes_read += got;                   /* all reads meanwhile, prefetches too */
         st->read_secs += wall() - t0;
+    }
+    return found;
+}
+
+int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **ptr,
+                      pk_xcache_stats *st, pk_error *err) {
+    int slot[n > 0 ? n : 1];
+    uint8_t taken[n > 0 ? n : 1];
+    pk_xcache_set set = {il, n, 0, ex, slot, taken, 0};
+    int rc = pk_xcache_begin(xc, &set, st, err);
+    if (rc) return rc;
+    for (int j = 0; j < n; j++) {
+        const void *p[3];
+        int i = pk_xcache_next(xc, &set, p, st, err);
+        if (i < 0) {                             /* unpin those already returned too */
+            int got[n];
+            int ng = 0;
+            for (int t = 0; t < n; t++)
+                if (taken[t]) got[ng++] = ex[t];
+            pk_xcache_release(xc, il, got, ng);
+            return err && err->code ? err->code : PK_ERR_IO;
+        }
+        for (int k = 0; k < 3; k++) ptr[3 * i + k] = p[k];
     }
     return PK_OK;
 }

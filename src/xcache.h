@@ -47,6 +47,24 @@ uint64_t pk_xcache_plan_slot_bytes(const struct pk_model *m);
 int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **ptr,
                       pk_xcache_stats *st, pk_error *err);
 void pk_xcache_release(pk_xcache *xc, int il, const int *ex, int n);
+
+/* The same in two steps, to compute each expert as soon as its data is in:
+ * pk_xcache_begin pins ex[0..n) of layer il and queues the misses' reads
+ * (first of all), returning at once; each pk_xcache_next then waits until
+ * one of the experts not yet returned is ready and returns its index i in
+ * ex (ptr[k]: its slices, as above), or -1 on an I/O error, after which
+ * the experts not yet returned are no longer pinned. The caller releases
+ * each returned expert (pk_xcache_release) when done with it. set->slot
+ * and set->taken are the caller's arrays of n entries. */
+typedef struct pk_xcache_set {
+    int il, n, n_taken;
+    const int *ex;
+    int *slot;
+    uint8_t *taken;
+    uint64_t bytes0;
+} pk_xcache_set;
+int pk_xcache_begin(pk_xcache *xc, pk_xcache_set *set, pk_xcache_stats *st, pk_error *err);
+int pk_xcache_next(pk_xcache *xc, pk_xcache_set *set, const void **ptr, pk_xcache_stats *st, pk_error *err);
 /* Queue reads of those of ex[0..n) (layer il) that are not cached, into
  * slots no one has pinned, behind the demand reads; returns at once. A
  * guess: the output does not depend on it, only the hit rate. */

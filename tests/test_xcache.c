@@ -1,5 +1,6 @@
 /* test_xcache.c - the routed-expert cache's bookkeeping (src/xcache.c):
- * random routing traces with read-ahead guesses mixed in (every pinned
+ * random routing traces with read-ahead guesses mixed in, through acquire
+ * and through begin/next with each expert released when done (every pinned
  * expert's bytes equal its slice of the file, distinct experts never share
  * a slot, hits + misses = lookups, prefetched experts get used), the
  * same from two threads at once (one cache shared by two contexts), the
@@ -56,6 +57,27 @@ static void *trace(void *arg) {
         if (rnd(&a->seed) % 3 == 0) {           /* read ahead a guess, maybe of this very layer */
             int g[2] = {(int)(rnd(&a->seed) % (uint32_t)E), (int)(rnd(&a->seed) % (uint32_t)E)};
             pk_xcache_prefetch(m->xc, rnd(&a->seed) % 2 ? il : (il + 1) % L, g, g[0] != g[1] ? 2 : 1, &a->st);
+        }
+        if (rnd(&a->seed) % 2) {                 /* in two steps, each expert released when done */
+            int slot[SLOTS], seen = 0;
+            uint8_t taken[SLOTS];
+            pk_xcache_set set = {il, n, 0, ex, slot, taken, 0};
+            if (pk_xcache_begin(m->xc, &set, &a->st, &err)) { a->bad_rc++; continue; }
+            for (int j = 0; j < n; j++) {
+                const void *p[3];
+                int i = pk_xcache_next(m->xc, &set, p, &a->st, &err);
+                if (i < 0 || i >= n || (seen >> i & 1)) { a->bad_rc++; break; }
+                seen |= 1 << i;
+                for (int k = 0; k < 3; k++) {
+                    const pk_tensor *t = exps(m, il, k);
+                    size_t len = (size_t)t->ne[1] * t->row_bytes;
+                    if (memcmp(p[k], (const uint8_t *)t->data + (size_t)ex[i] * len, len)) a->bad_bytes++;
+                }
+                pk_xcache_release(m->xc, il, &ex[i], 1);
+            }
+            const void *p[3];
+            if (seen == (1 << n) - 1 && pk_xcache_next(m->xc, &set, p, &a->st, &err) != -1) a->bad_rc++;
+            continue;
         }
         if (pk_xcache_acquire(m->xc, il, ex, n, ptr, &a->st, &err)) { a->bad_rc++; continue; }
         for (int i = 0; i < n; i++)

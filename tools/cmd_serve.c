@@ -557,6 +557,11 @@ static job *parse_request(const char *body, size_t len, int chat, int *status, j
     pk_chat_message *msgv = NULL;
     char **owned = NULL;
     int n_owned = 0;
+    /* JSON text never holds a raw NUL (in strings it must be escaped), but
+       jansson 2.14 takes one right after a number: '{"seed": 1\0}' parses */
+    const char *nul = memchr(body, 0, len);
+    if (nul) FAIL(400, "invalid_request_error", "invalid_json", NULL,
+                  "the body is not valid JSON: a NUL byte at offset %zu", (size_t)(nul - body));
     if (!root) FAIL(400, "invalid_request_error", "invalid_json", NULL,
                     "the body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
     if (!json_is_object(root)) FAIL_BAD(NULL, "the body must be a JSON object");

@@ -20,6 +20,7 @@ isError(await post('/v1/chat/completions', 'not json at all', { raw: true }), 40
 isError(await post('/v1/chat/completions', '', { raw: true }), 400, 'empty body');
 isError(await post('/v1/chat/completions', '[1, 2, 3]', { raw: true }), 400, 'JSON array, not object');
 isError(await post('/v1/chat/completions', '{"messages": [{"role": "user", "content": "a\\u0000b"}]}', { raw: true }), 400, 'NUL in a string');
+isError(await post('/v1/chat/completions', '{"messages": [{"role": "user", "content": "a"}], "seed": 1\u0000}', { raw: true }), 400, 'a raw NUL after a number (jansson would take it)');
 isError(await post('/v1/chat/completions', '{"a": 1, "a": 2, "messages": []}', { raw: true }), 400, 'duplicate keys');
 isError(await post('/v1/chat/completions', '['.repeat(5000) + ']'.repeat(5000), { raw: true }), 400, 'deeply nested JSON');
 isError(await post('/v1/chat/completions', Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), { raw: true }), 400, 'invalid UTF-8');

@@ -579,6 +579,7 @@ def main():
         "fds_second_half_max": max(x[3] for x in second) if smp else None,
         "threads_peak": max(x[2] for x in smp) if smp else None,
         "problems": st.problems,
+        "samples": [{"t": round(x[0], 1), "rss": x[1], "threads": x[2], "fds": x[3], "sent": x[4]} for x in smp],
     }
     print("soak: %.1f min, %d requests (%.1f/s), lost %d, malformed %d, server %s, exit %s" %
           (res["minutes"], st.sent, st.sent / wall, st.lost, st.malformed, "died" if died else "alive", rc))

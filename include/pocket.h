@@ -159,6 +159,12 @@ int pk_model_check_file(const pk_model *m, pk_error *err);
 int pk_fault_guard_install(void);
 
 void pk_model_get_info(const pk_model *m, pk_model_info *out);
+/* What layer il (0 <= il < n_layer) computes, from its block plan, as
+ * "MIXER(shape) + FFN(shape)", e.g. "attention(16 q / 4 kv heads, head 64,
+ * rope 64 dims, q/k norm) + moe(top-4 of 16, ff 512)". Writes at most cap
+ * bytes (NUL included, as snprintf) and returns the full length, or
+ * -PK_ERR_ARG for a bad il. Layers with equal texts compute the same. */
+int pk_model_layer_desc(const pk_model *m, int il, char *buf, size_t cap);
 int pk_model_n_vocab(const pk_model *m);
 /* Tensor i (0 <= i < pk_model_n_tensors): name, type name, dims. */
 int pk_model_n_tensors(const pk_model *m);

@@ -3,17 +3,17 @@
 #include "arch.h"
 
 static const pk_arch archs[] = {
-    /* name       rope          qk_norm ffn            gating           norm_topk shexp hybrid attn_gate ffn_norm               ssm_ba grouped */
-    {"qwen3moe",  PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm",            0,     0},
-    {"qwen3",     PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    0,     0,        "ffn_norm",            0,     0},
-    {"llama",     PK_ROPE_NORM, 0,      PK_FFN_EITHER, PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm",            0,     0},
+    /* name       rope          qk_norm ffn            gating           norm_topk shexp hybrid attn_gate ffn_norm                     post  ssm_ba grouped */
+    {"qwen3moe",  PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
+    {"qwen3",     PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
+    {"llama",     PK_ROPE_NORM, 0,      PK_FFN_EITHER, PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
     /* Qwen3.5 (POCKET-35B): Gated DeltaNet + gated attention; llama.cpp
        applies IMROPE, which for text positions is NEOX on the first n_rot dims */
-    {"qwen35moe", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm", 0,     0},
-    {"qwen35",    PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    1,     1,        "post_attention_norm", 0,     0},
+    {"qwen35moe", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 0,     0},
+    {"qwen35",    PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    1,     1,        "post_attention_norm.weight", {0}, 0,     0},
     /* Qwen3-Next: the same mixers with HF's head order kept (v heads grouped
        by k head, beta/alpha in one tensor) and plain NEOX partial rope */
-    {"qwen3next", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm", 1,     1},
+    {"qwen3next", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 1,     1},
 };
 
 const pk_arch *pk_arch_find(const char *name) {

@@ -1,10 +1,12 @@
 /* arch.h - model architectures as data.
  *
- * One descriptor per GGUF architecture name says everything the loader and
- * the forward pass need to know that is not in the hyperparameters: rope
- * style, per-head q/k norm, FFN kind, router gating and renormalisation. The
- * forward pass reads these flags; it never compares architecture names.
- * Adding an architecture that fits the flags means adding one table row.
+ * One descriptor per GGUF architecture name says everything the loader
+ * needs to know that is not in the hyperparameters: rope style, per-head
+ * q/k norm, FFN kind, router gating and renormalisation, the layer pattern
+ * of hybrids, norm tensor names. blocks.c turns a descriptor and the
+ * file's keys into the per-layer block plan (blocks.h) that the forward
+ * pass reads; nothing compares architecture names. Adding an architecture
+ * that fits the flags means adding one table row.
  */
 #ifndef PK_ARCH_H
 #define PK_ARCH_H
@@ -37,8 +39,10 @@ typedef struct pk_arch {
     int hybrid;              /* Gated DeltaNet layers, with full attention on every
                                 <arch>.full_attention_interval-th layer */
     int attn_gate;           /* attn_q holds q and a sigmoid output gate, interleaved per head */
-    const char *ffn_norm;    /* name of the pre-FFN norm tensor: "ffn_norm" or
-                                "post_attention_norm" */
+    const char *ffn_norm;    /* the pre-FFN norm tensor: "ffn_norm.weight" or
+                                "post_attention_norm.weight" */
+    const char *post_norm[2];/* norms of the mixer's and of the FFN's output
+                                (NULL: none) */
     /* Gated DeltaNet layout (hybrid only) */
     int ssm_ba;              /* beta and alpha in one tensor ssm_ba, per k head
                                 [beta x r | alpha x r] (r = v heads per k head);

@@ -71,21 +71,28 @@ static uint64_t act_types(const pk_model *m) {
 }
 
 /* cos/sin of pos * theta_i for every position and i < n_rot/2,
- * theta_i = base^(-2i/n_rot) / freq_factor_i */
-static void rope_table(pk_context *c) {
-    const pk_model *m = c->m;
-    const pk_hparams *hp = &m->hp;
-    const int half = hp->n_rot / 2;
+ * theta_i = base^(-2i/n_rot) / freq_factor_i: the table of rope r */
+static void rope_table(pk_context *c, const pk_rope *r, float *cos_t, float *sin_t) {
+    const int half = r->n_rot / 2;
     float ff[half > 0 ? half : 1];
     for (int i = 0; i < half; i++) ff[i] = 1.0f;
-    if (m->rope_freqs.data) pk_type_get(m->rope_freqs.type)->to_float(m->rope_freqs.data, ff, half);
+    if (r->freqs->data) pk_type_get(r->freqs->type)->to_float(r->freqs->data, ff, half);
     for (int i = 0; i < half; i++) {
-        double theta = pow((double)hp->rope_base, -2.0 * i / hp->n_rot) / ff[i];
+        double theta = pow((double)r->base, -2.0 * i / r->n_rot) / ff[i];
         for (int p = 0; p < c->n_ctx; p++) {
-            c->rope_cos[(size_t)p * half + i] = (float)cos(p * theta);
-            c->rope_sin[(size_t)p * half + i] = (float)sin(p * theta);
+            cos_t[(size_t)p * half + i] = (float)cos(p * theta);
+            sin_t[(size_t)p * half + i] = (float)sin(p * theta);
         }
     }
+}
+
+/* What each layer keeps per sequence, from its mixer (kv.h); NULL if out
+ * of memory. */
+static pk_kv_need *kv_needs(const pk_model *m) {
+    pk_kv_need *need = pk_calloc((size_t)m->hp.n_layer, sizeof *need);
+    for (int l = 0; need && l < m->hp.n_layer; l++)
+        if (m->blocks[l].mixer->memory) m->blocks[l].mixer->memory(m, &m->blocks[l], &need[l]);
+    return need;
 }
 
 /* measure: allocate as a real context does (so mem_bytes is the real
@@ -102,15 +109,27 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
         return pk_errorf(err, PK_ERR_ARG, "thread count %d is out of range [1, 512]", p.n_threads);
     if (p.n_batch < 0 || p.n_batch > 4096)
         return pk_errorf(err, PK_ERR_ARG, "batch size %d is out of range [1, 4096]", p.n_batch);
+    pk_kv_need *need = kv_needs(m);   /* freed before the context is counted */
+    if (!need) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
+    /* the head sizes of the cached layers (all alike: kv.h) */
+    int hd = 0, hdv = 0;
+    for (int l = 0; l < hp->n_layer && !hd; l++)
+        if (need[l].kind == PK_MEM_KV) {
+            hd = need[l].k_dim / need[l].n_head_kv;
+            hdv = need[l].v_dim / need[l].n_head_kv;
+        }
     int tk = PK_TYPE_F16, tv = PK_TYPE_F16;
-    int rc = cache_elem_type(p.type_k, "keys", hp->head_dim, &tk, err);
-    if (rc || (rc = cache_elem_type(p.type_v, "values", hp->head_dim_v, &tv, err))) return rc;
+    int rc = cache_elem_type(p.type_k, "keys", hd, &tk, err);
+    if (rc || (rc = cache_elem_type(p.type_v, "values", hdv, &tv, err))) {
+        free(need);
+        return rc;
+    }
     if (p.n_ctx == 0) {
         /* the trained length when its cache fits a quarter of the free memory */
-        int n_att = 0;
-        for (int l = 0; l < hp->n_layer; l++) n_att += !(m->recurrent && m->recurrent[l]);
-        const uint64_t per_tok = (uint64_t)n_att * (pk_row_size(tk, (int64_t)hp->n_head_kv * hp->head_dim) +
-                                                    pk_row_size(tv, (int64_t)hp->n_head_kv * hp->head_dim_v));
+        uint64_t per_tok = 0;
+        for (int l = 0; l < hp->n_layer; l++)
+            if (need[l].kind == PK_MEM_KV)
+                per_tok += pk_row_size(tk, need[l].k_dim) + pk_row_size(tv, need[l].v_dim);
         const uint64_t avail = mem_available();
         const int train = hp->n_ctx_train < (1 << 22) ? hp->n_ctx_train : 1 << 22;
         p.n_ctx = train <= 4096 || (avail && per_tok * (uint64_t)train <= avail / 4) ? train : 4096;
@@ -123,78 +142,47 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
     if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
     const uint64_t alloc0 = pk_alloc_bytes;
     pk_context *c = pk_calloc(1, sizeof *c);
-    if (!c) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
+    if (!c) {
+        free(need);
+        return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
+    }
     c->m = m;
     c->n_ctx = p.n_ctx;
     c->n_batch = p.n_batch;
     c->kern = pk_kernels_get();
     const int64_t B = p.n_batch, D = hp->n_embd;
-    const int64_t qd = (int64_t)hp->n_head * hp->head_dim, vd = (int64_t)hp->n_head * hp->head_dim_v;
-    const int64_t K = hp->moe ? hp->n_expert_used : 0, E = hp->moe ? hp->n_expert : 0;
-    const int64_t P = B * (K > 0 ? K : 1);              /* (token, expert) pairs */
-    const int64_t F = max2(hp->n_ff, hp->n_ff_shexp), FE = hp->n_ff_exp;
-    const int64_t C = hp->ssm_channels, VD = (int64_t)hp->ssm_v_heads * hp->ssm_state;
-    int ok = pk_kv_init(&c->kv, hp->n_layer, m->recurrent, p.n_ctx, hp->n_head_kv, hp->n_head_kv * hp->head_dim,
-                        hp->n_head_kv * hp->head_dim_v, tk, tv, hp->ssm_conv > 0 ? hp->ssm_conv - 1 : 0,
-                        (int)C, hp->ssm_v_heads * hp->ssm_state * hp->ssm_state) == PK_OK;
+    int ok = pk_kv_init(&c->kv, hp->n_layer, need, p.n_ctx, tk, tv) == PK_OK;
+    free(need);
     ok = ok && (measure || (c->pool = pk_pool_new(p.n_threads)));
+    /* what the blocks need: the largest over the plan's kinds and layers;
+       slot X holds every block's input and the output head's (B rows of D) */
+    pk_scratch need_s = {0};
+    pk_raise(&need_s.slot[PK_SLOT_X], B * D);
+    pk_raise(&need_s.jobs, 1);
+    pk_raise(&need_s.rows, B);
+    for (int l = 0; ok && l < hp->n_layer; l++) {
+        const pk_block *bk = &m->blocks[l];
+        bk->mixer->scratch(c, bk, &need_s);
+        bk->ffn->scratch(c, bk, &need_s);
+    }
 #define ALLOC(ptr, n) ok = ok && ((ptr) = pk_calloc((size_t)max2((n), 1), sizeof *(ptr)))
     ALLOC(c->x, B * D);
     ALLOC(c->xb, B * D);
     ALLOC(c->xb2, B * D);
-    /* the attention buffers (q, gate, output) and the MoE buffers are never
-       live at the same time: one arena holds either. exp_out holds the down
-       products of at most exp_cap pairs at a time (moe.c), or the shared
-       expert's B rows; the up products, dead by then, share its memory. */
-    c->exp_cap = (int)max2((P + 3) / 4, B);
-    const int64_t kd = (int64_t)hp->n_head_kv * hp->head_dim;
-    const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    const int64_t n_att = B * qd + (m->arch->attn_gate ? B * 3 * qd : 0) + B * vd + B * kd +
-                          (tv != PK_TYPE_F32 ? B * kvd : 0);
-    const int64_t n_moe = P * FE + max2((int64_t)c->exp_cap * D, P * FE);
-    ALLOC(c->arena, max2(n_att, n_moe));
-    if (ok) {
-        c->q = c->arena;
-        c->qg = m->arch->attn_gate ? c->q + B * qd : NULL;
-        c->gate = m->arch->attn_gate ? c->qg + B * 2 * qd : NULL;
-        c->att_out = c->q + B * qd + (m->arch->attn_gate ? B * 3 * qd : 0);
-        c->kb = c->att_out + B * vd;
-        c->vb = tv != PK_TYPE_F32 ? c->kb + B * kd : NULL;
-        c->exp_h = c->arena;
-        c->exp_out = c->exp_h2 = c->arena + P * FE;
+    c->arena_bytes = (size_t)need_s.arena;
+    ALLOC(c->arena, need_s.arena);
+    for (int r = 0; r < m->n_rope; r++) {
+        ALLOC(c->rope_cos[r], (int64_t)p.n_ctx * (m->rope[r].n_rot / 2));
+        ALLOC(c->rope_sin[r], (int64_t)p.n_ctx * (m->rope[r].n_rot / 2));
     }
-    ALLOC(c->dec_out, K > 0 ? (K + 1) * D : 0);
-    ALLOC(c->hb, B * F);
-    ALLOC(c->hb2, B * F);
-    ALLOC(c->router, B * E);
-    ALLOC(c->sel, P);
-    ALLOC(c->sel_w, P);
-    ALLOC(c->pair_w, P);
-    ALLOC(c->tok_idx, P);
-    ALLOC(c->pair_seq, P);
-    ALLOC(c->exp_count, E);
-    ALLOC(c->exp_off, E);
-    ALLOC(c->rope_cos, (int64_t)p.n_ctx * (hp->n_rot / 2));
-    ALLOC(c->rope_sin, (int64_t)p.n_ctx * (hp->n_rot / 2));
     ALLOC(c->logits, hp->n_vocab);
-    ALLOC(c->ssm_qkv, B * C);
-    ALLOC(c->ssm_z, B * VD);
-    ALLOC(c->ssm_ba, B * 2 * hp->ssm_v_heads);
-    ALLOC(c->ssm_o, B * VD);
-    c->ssm_scratch_per = (size_t)2 * PK_DN_CHUNK * PK_DN_CHUNK + (size_t)2 * PK_DN_CHUNK * hp->ssm_state +
-                         2 * PK_DN_CHUNK;
-    ALLOC(c->ssm_scratch, hp->ssm_v_heads > 0 && B >= PK_DN_CHUNK_MIN
-                              ? (int64_t)hp->ssm_v_heads * (int64_t)c->ssm_scratch_per : 0);
-    c->n_jobs_cap = (int)(2 * E + 8);
+    c->n_jobs_cap = (int)need_s.jobs;
     ALLOC(c->jobs, c->n_jobs_cap);
-    c->xptr_cap = 2 * P + 4 * B;      /* MoE: 2 jobs per pair; attention: 3 x B */
+    c->xptr_cap = need_s.rows;
     ALLOC(c->xptr, c->xptr_cap);
     ALLOC(c->xptr_off, c->n_jobs_cap);
     /* activation slots: capacity in elements (rows x row length) */
-    c->slot[PK_SLOT_X].cap = B * max2(D, 1);
-    c->slot[PK_SLOT_ATT].cap = B * max2(vd, VD);
-    c->slot[PK_SLOT_FFN].cap = B * F;
-    c->slot[PK_SLOT_EXP].cap = P * FE;
+    for (int s = 0; s < PK_N_SLOTS; s++) c->slot[s].cap = need_s.slot[s];
     uint64_t types = act_types(m) & ~1ull; /* F32 activations need no buffer */
     for (int s = 0; ok && s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++)
@@ -206,8 +194,8 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
         return pk_errorf(err, PK_ERR_NOMEM, "out of memory for a context of %d tokens", p.n_ctx);
     }
     c->mem_bytes = pk_alloc_bytes - alloc0;
-    for (int64_t i = 0; i < P; i++) c->pair_seq[i] = (int32_t)i;
-    if (!measure) rope_table(c);
+    if (!measure)
+        for (int r = 0; r < m->n_rope; r++) rope_table(c, &m->rope[r], c->rope_cos[r], c->rope_sin[r]);
     *out = c;
     return PK_OK;
 }
@@ -234,11 +222,11 @@ void pk_context_free(pk_context *c) {
     pk_kv_free(&c->kv);
     for (int s = 0; s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++) free(c->slot[s].buf[t]);
-    void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->dec_out, c->hb, c->hb2,
-                    c->router, c->sel, c->sel_w, c->pair_w,
-                    c->tok_idx, c->pair_seq, c->exp_count, c->exp_off, c->rope_cos, c->rope_sin,
-                    c->logits, c->ssm_qkv, c->ssm_z, c->ssm_ba, c->ssm_o, c->ssm_scratch, c->jobs,
-                    c->xptr, c->xptr_off};
+    void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->logits, c->jobs, c->xptr, c->xptr_off};
+    for (int r = 0; r < PK_MAX_ROPE; r++) {
+        free(c->rope_cos[r]);
+        free(c->rope_sin[r]);
+    }
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

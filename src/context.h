@@ -19,7 +19,10 @@ typedef void (*pk_matvec_observer)(void *ud, const pk_tensor *w, int64_t row0, i
 
 /* Activation slots: a batch of input rows converted once to the format each
  * weight type's dot product wants, reused by every matrix that reads them.
- * PK_SLOT_EXP holds the hidden rows of all (token, expert) pairs. */
+ * PK_SLOT_X: a block's normed input (and the output head's); PK_SLOT_ATT:
+ * a mixer's output, before its output projection; PK_SLOT_FFN: a dense or
+ * shared-expert hidden layer; PK_SLOT_EXP: the hidden rows of all (token,
+ * expert) pairs. Capacities: the kinds' scratch methods (blocks.h). */
 enum { PK_SLOT_X = 0, PK_SLOT_ATT = 1, PK_SLOT_FFN = 2, PK_SLOT_EXP = 3, PK_N_SLOTS = 4 };
 
 typedef struct pk_slot {
@@ -45,38 +48,14 @@ struct pk_context {
     float *x;                     /* (D) residual stream */
     float *xb;                    /* (D) normed input of a block */
     float *xb2;                   /* (D) block output */
-    float *q;                     /* (n_head * hd) */
-    float *qg;                    /* (2 * n_head * hd) joint q|gate projection (attn_gate) */
-    float *gate;                  /* (n_head * hd) attention output gate */
-    float *kb;                    /* (k_dim) per token: keys before the cache */
-    float *vb;                    /* (v_dim) per token: values before a typed cache
-                                     (NULL for an F32 cache, written in place) */
-    int scratch_oom;                  /* set by a chunk (attention, DeltaNet) that had no scratch */
-    float *att_out;               /* (n_head * hd_v) */
-    float *hb, *hb2;              /* (max(F, F_shexp)) dense / shared-expert hidden */
-    float *exp_h, *exp_h2;        /* (F_exp) per (token, expert) pair: B * k rows;
-                                     exp_h2 shares exp_out's memory */
-    float *exp_out;               /* (D) per pair, exp_cap pairs at a time */
-    int exp_cap;
-    float *dec_out;               /* (k + 1) x (D): one token's expert outputs and
-                                     its shared expert's, decoding under a budget */
-    float *arena;                 /* memory of q..att_out or of exp_h..exp_out */
-    float *router;                /* (n_expert) */
-    int *sel;                     /* (k) selected experts */
-    float *sel_w;                 /* (k) their weights */
-    float *pair_w;                /* [B * k] router weight of pair p */
-    int *exp_count, *exp_off;     /* [n_expert] */
-    int32_t *tok_idx;             /* [B * k] token of each pair, as matvec input rows */
-    int32_t *pair_seq;            /* [B * k] 0, 1, 2, ... */
-    float *rope_cos, *rope_sin;   /* (n_rot/2) per position of the context: a table */
     float *logits;                /* (n_vocab) for the rows asked for */
-    /* Gated DeltaNet (hybrid archs) */
-    float *ssm_qkv;               /* (channels) projection, then conv output */
-    float *ssm_z;                 /* (v_heads * state) */
-    float *ssm_ba;                /* (2 * v_heads) beta and alpha projections (hp->ssm_ba_*) */
-    float *ssm_o;                 /* (v_heads * state) */
-    float *ssm_scratch;           /* [v_heads][ssm_scratch_per]: chunked delta rule */
-    size_t ssm_scratch_per;
+    /* the working memory of the block kinds (blocks.h): each lays out its
+       buffers in it for the layer it runs (pk_arena_take); the largest
+       need over the plan's kinds and layers (pk_scratch.arena) */
+    unsigned char *arena;
+    size_t arena_bytes;
+    float *rope_cos[PK_MAX_ROPE], *rope_sin[PK_MAX_ROPE]; /* (n_rot/2) per position: m->rope[i]'s table */
+    int scratch_oom;              /* set by a chunk (attention, DeltaNet) that had no scratch */
     int cur_batch;                /* tokens in the batch being processed */
 
     pk_slot slot[PK_N_SLOTS];
@@ -99,6 +78,45 @@ struct pk_context {
     pk_xcache_stats xstats;       /* expert cache use (moe.c) */
     char io_msg[512];             /* the last expert read error */
 };
+
+/* What a block kind needs of a context for a forward over n_batch tokens
+ * (pk_block_kind.scratch raises each field to its need; the context
+ * allocates the maximum over the plan). */
+typedef struct pk_scratch {
+    int64_t arena;                /* bytes of working buffers (c->arena) */
+    int64_t slot[PK_N_SLOTS];     /* elements each activation slot must hold */
+    int64_t jobs;                 /* most jobs of one pk_matvec call */
+    int64_t rows;                 /* most input rows (sum of n_tok) of one pk_matvec call */
+} pk_scratch;
+
+/* *need = max(*need, v) */
+static inline void pk_raise(int64_t *need, int64_t v) {
+    if (v > *need) *need = v;
+}
+/* A kind's need: arena bytes, slot `slot` (besides PK_SLOT_X, the blocks'
+ * input, which the context sizes) to slot_cap elements, jobs and rows. */
+static inline void pk_scratch_raise(pk_scratch *s, int64_t arena, int slot, int64_t slot_cap, int64_t jobs,
+                                    int64_t rows) {
+    pk_raise(&s->arena, arena);
+    pk_raise(&s->slot[slot], slot_cap);
+    pk_raise(&s->jobs, jobs);
+    pk_raise(&s->rows, rows);
+}
+
+/* A bump allocator over c->arena: a kind's layout function takes its
+ * buffers in order, the same way when it measures (base NULL: every
+ * pointer NULL, `used` the bytes) and when it runs. Pieces are 64-byte
+ * aligned. */
+typedef struct pk_arena {
+    unsigned char *base;
+    size_t used;
+} pk_arena;
+
+static inline void *pk_arena_take(pk_arena *a, size_t n, size_t size) {
+    void *p = a->base ? a->base + a->used : NULL;
+    a->used += (n * size + 63) / 64 * 64;
+    return p;
+}
 
 /* ---- weight reads (matvec.c): the one place weights are read ----------- */
 
@@ -133,20 +151,16 @@ void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out);
 int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t *mem_bytes, int *n_ctx,
                        uint64_t *kv_bytes_per_token, pk_error *err);
 
-/* ---- blocks (forward.c, moe.c) ------------------------------------------ */
+/* ---- blocks (forward.c and the kinds) ------------------------------------ */
 void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps);
-/* g[i] = silu(g[i]) * u[i] */
-/* c->xb2 rows = FFN of c->xb rows through the routed experts (and shared
- * expert), for the c->cur_batch tokens of the batch (moe.c). With an expert
- * cache (a memory budget) the experts run in rounds of at most its slots
- * per layer; PK_ERR_IO (message in c->io_msg) if an expert read fails. */
-int pk_moe_forward(pk_context *c, const pk_layer *L);
+/* rows x (n floats each, stride apart) normed with weight tensor w into
+ * out; counts w's bytes once (one read per call, whatever the rows) */
+void pk_rmsnorm_rows(pk_context *c, float *out, const float *x, const pk_tensor *w, int n, int rows,
+                     int64_t stride);
 /* Prompt batches of at least PK_DN_CHUNK_MIN tokens use the chunked delta
- * rule, in chunks of PK_DN_CHUNK tokens. */
+ * rule, in chunks of PK_DN_CHUNK tokens (deltanet.c). */
 #define PK_DN_CHUNK_MIN 8
 #define PK_DN_CHUNK 64
-/* c->xb2 rows = Gated DeltaNet mixer of c->xb rows for layer il (deltanet.c). */
-void pk_deltanet_forward(pk_context *c, const pk_layer *L, int il);
 /* Process n <= n_batch tokens at positions pos.. pos+n-1. logits: NULL for
  * none, else n_vocab floats for the last token (all_rows == 0) or for each
  * token (all_rows == 1, n * n_vocab). */

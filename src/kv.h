@@ -12,13 +12,27 @@
  *  - Gated DeltaNet layers: the conv state (the last conv-1 pre-conv input
  *    rows, oldest first) and the recurrent state (per v head a
  *    state x state matrix, key dim by value dim), always F32.
- * Each layer owns one kind; a per-layer slot index maps into the arrays.
+ * Each layer owns one kind (its mixer's memory method: pk_kv_need); a
+ * per-layer slot index maps into the arrays.
  */
 #ifndef PK_KV_H
 #define PK_KV_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* What a layer keeps per sequence (a mixer kind's memory method). */
+enum pk_mem_kind {
+    PK_MEM_NONE = 0,   /* nothing */
+    PK_MEM_KV = 1,     /* keys and values per position */
+    PK_MEM_STATE = 2,  /* a fixed-size state: conv rows + recurrent state */
+};
+typedef struct pk_kv_need {
+    int kind;                        /* enum pk_mem_kind */
+    int n_head_kv, k_dim, v_dim;     /* PK_MEM_KV: heads, elements per position */
+    int conv_rows, conv_dim;         /* PK_MEM_STATE: conv state rows x channels */
+    int ssm_size;                    /* PK_MEM_STATE: recurrent state floats */
+} pk_kv_need;
 
 typedef struct pk_kv {
     int n_layer, n_ctx;
@@ -30,7 +44,7 @@ typedef struct pk_kv {
     int conv_rows, conv_dim; /* conv state rows x channels (DeltaNet layers) */
     int ssm_size;          /* recurrent state floats per DeltaNet layer */
     int n_att, n_rec;      /* attention layers, DeltaNet layers */
-    int *slot;             /* [n_layer] index among the layers of the same kind */
+    int *slot;             /* [n_layer] index among the layers of the same kind (-1: none) */
     uint8_t *k;            /* F32: [attention layers][k_dim][n_ctx] floats;
                               else [attention layers][kv head][n_ctx] rows of k_head bytes */
     uint8_t *v;            /* F32: [attention layers][n_ctx][v_dim] floats;
@@ -38,13 +52,12 @@ typedef struct pk_kv {
     float *conv, *ssm;     /* [DeltaNet layers][...] */
 } pk_kv;
 
-/* Allocate for n_ctx positions; recurrent[il] != 0 marks DeltaNet layers
- * (recurrent may be NULL: all attention); n_head_kv heads of k_dim /
- * n_head_kv key and v_dim / n_head_kv value elements, in element types
- * type_k / type_v whose head rows are whole blocks (the caller checks).
- * Returns PK_OK or PK_ERR_NOMEM. */
-int pk_kv_init(pk_kv *kv, int n_layer, const uint8_t *recurrent, int n_ctx, int n_head_kv, int k_dim,
-               int v_dim, int type_k, int type_v, int conv_rows, int conv_dim, int ssm_size);
+/* Allocate for n_ctx positions what need[il] asks of each layer, keys and
+ * values in element types type_k / type_v whose head rows are whole blocks
+ * (the caller checks). Every PK_MEM_KV layer has the same shape, every
+ * PK_MEM_STATE layer the same sizes (a PK_ASSERT: the plan gives them one
+ * set of hyperparameters). Returns PK_OK or PK_ERR_NOMEM. */
+int pk_kv_init(pk_kv *kv, int n_layer, const pk_kv_need *need, int n_ctx, int type_k, int type_v);
 void pk_kv_free(pk_kv *kv);
 /* Forget the sequence: zero the recurrent states (cached keys/values are
  * simply overwritten as positions are reused). */

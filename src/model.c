@@ -58,8 +58,9 @@ static int get_hpf(const gguf_file *f, const char *arch, const char *suffix, flo
     return PK_OK;
 }
 
-/* Gated DeltaNet geometry and the layer pattern. */
-static int load_hybrid_hparams(pk_model *m, const char *an, pk_error *err) {
+/* Gated DeltaNet geometry and the layer pattern: (*linear)[il] = 1 for the
+ * DeltaNet layers (allocated here). */
+static int load_hybrid_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error *err) {
     const gguf_file *f = m->gguf;
     pk_hparams *hp = &m->hp;
     int rc, inner = 0;
@@ -78,10 +79,6 @@ static int load_hybrid_hparams(pk_model *m, const char *an, pk_error *err) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.ssm.time_step_rank %d is not a multiple of group_count %d",
                          f->path, an, hp->ssm_v_heads, hp->ssm_k_heads);
     hp->ssm_channels = 2 * hp->ssm_k_heads * hp->ssm_state + hp->ssm_v_heads * hp->ssm_state;
-    const int r = hp->ssm_v_heads / hp->ssm_k_heads;
-    hp->ssm_vk_div = m->arch->ssm_grouped ? r : 1;
-    hp->ssm_ba_group = m->arch->ssm_ba ? 2 * r : r;
-    hp->ssm_alpha_off = m->arch->ssm_ba ? r : hp->ssm_v_heads;
     char key[128];
     snprintf(key, sizeof key, "%s.rope.dimension_sections", an);
     const gguf_kv *sec = gguf_find_kv(f, key);
@@ -89,8 +86,8 @@ static int load_hybrid_hparams(pk_model *m, const char *an, pk_error *err) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' must be an integer array of at most 4", f->path, key);
     /* Text positions use the same position for every IMROPE section, which
        makes it NEOX rope on the first n_rot dims: the sections do not matter. */
-    if (!(m->recurrent = pk_calloc((size_t)hp->n_layer, 1)))
-        return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
+    uint8_t *rec = *linear = pk_calloc((size_t)hp->n_layer, 1);
+    if (!rec) return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
     /* <arch>.attention.recurrent_layers (bool per layer, or one for all)
        overrides the interval rule */
     snprintf(key, sizeof key, "%s.attention.recurrent_layers", an);
@@ -100,14 +97,16 @@ static int load_hybrid_hparams(pk_model *m, const char *an, pk_error *err) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' must be a bool/int per layer (%d)", f->path,
                          key, hp->n_layer);
     for (int il = 0; il < hp->n_layer; il++) {
-        if (rl) m->recurrent[il] = (rl->type == GGUF_ARRAY ? gguf_arr_int(rl, (uint64_t)il) : rl->i64) != 0;
-        else m->recurrent[il] = (il + 1) % hp->full_attn_interval != 0;
-        hp->n_layer_rec += m->recurrent[il];
+        if (rl) rec[il] = (rl->type == GGUF_ARRAY ? gguf_arr_int(rl, (uint64_t)il) : rl->i64) != 0;
+        else rec[il] = (il + 1) % hp->full_attn_interval != 0;
+        hp->n_layer_rec += rec[il];
     }
     return PK_OK;
 }
 
-static int load_hparams(pk_model *m, const char *an, pk_error *err) {
+/* The <arch>.* keys into m->hp; for hybrid architectures *linear receives
+ * the layer pattern (else it stays NULL). */
+static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error *err) {
     const gguf_file *f = m->gguf;
     pk_hparams *hp = &m->hp;
     const int BIG = 1 << 20;
@@ -188,17 +187,17 @@ static int load_hparams(pk_model *m, const char *an, pk_error *err) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.feed_forward_length'",
                          f->path, an);
     }
-    if (a->hybrid) return load_hybrid_hparams(m, an, err);
+    if (a->hybrid) return load_hybrid_hparams(m, an, linear, err);
     return PK_OK;
 }
 
 /* ---- tensors ---------------------------------------------------------------- */
 
-/* Bind tensor `name` into *t. Expected dims ne0..ne2 (0 = any is not used:
- * all given dims must match; unused trailing dims must be 1). A missing
- * tensor is an error only if required. The type must be computable. */
-static int bind(pk_model *m, pk_tensor *t, const char *name, int required, int n_dims,
-                int64_t ne0, int64_t ne1, int64_t ne2, pk_error *err) {
+/* Bind tensor `name` into *t. Expected dims ne[0..n_dims), the rest 1. A
+ * missing tensor is an error only if required. The type must be
+ * computable (and F32 if f32). */
+static int bind(pk_model *m, pk_tensor *t, const char *name, int required, int n_dims, const int64_t *ne,
+                int f32, pk_error *err) {
     const gguf_tensor *g = gguf_find_tensor(m->gguf, name);
     memset(t, 0, sizeof *t);
     if (!g) {
@@ -206,7 +205,7 @@ static int bind(pk_model *m, pk_tensor *t, const char *name, int required, int n
             return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required tensor '%s'", m->path, name);
         return PK_OK;
     }
-    int64_t want[4] = {ne0, n_dims > 1 ? ne1 : 1, n_dims > 2 ? ne2 : 1, 1};
+    int64_t want[4] = {ne[0], n_dims > 1 ? ne[1] : 1, n_dims > 2 ? ne[2] : 1, 1};
     if (g->ne[0] != want[0] || g->ne[1] != want[1] || g->ne[2] != want[2] || g->ne[3] != 1)
         return pk_errorf(err, PK_ERR_FORMAT,
                          "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, 1]",
@@ -217,12 +216,38 @@ static int bind(pk_model *m, pk_tensor *t, const char *name, int required, int n
     if (!tt || !tt->to_float || tt->vec_dot_type < 0 || !k->gemv[g->type])
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which pocket cannot compute yet",
                          m->path, name, pk_type_name(g->type));
+    if (f32 && g->type != PK_TYPE_F32)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s; pocket needs F32 here", m->path,
+                         name, pk_type_name(g->type));
     t->name = g->name;
     t->data = g->data;
     t->type = g->type;
     memcpy(t->ne, g->ne, sizeof t->ne);
     t->row_bytes = pk_row_size(g->type, g->ne[0]);
     return PK_OK;
+}
+
+static void tensor_name(char *nm, size_t cap, int il, const char *suffix) {
+    if (il < 0) snprintf(nm, cap, "%s", suffix);
+    else snprintf(nm, cap, "blk.%d.%s", il, suffix);
+}
+
+int pk_bind_specs(pk_model *m, int il, const pk_tensor_spec *spec, int n, pk_error *err) {
+    for (int i = 0; i < n; i++) {
+        const pk_tensor_spec *s = &spec[i];
+        if (!s->suffix) continue;
+        char nm[128];
+        tensor_name(nm, sizeof nm, il, s->suffix);
+        int rc = bind(m, s->t, nm, s->required, s->n_dims, s->ne, s->f32, err);
+        if (rc) return rc;
+    }
+    return PK_OK;
+}
+
+int pk_has_tensor(const pk_model *m, int il, const char *suffix) {
+    char nm[128];
+    tensor_name(nm, sizeof nm, il, suffix);
+    return gguf_find_tensor(m->gguf, nm) != NULL;
 }
 
 static int64_t nel(const pk_tensor *t) {
@@ -232,92 +257,45 @@ static uint64_t nbytes(const pk_tensor *t) {
     return t->data ? t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]) : 0;
 }
 
+/* A layer: its norms, then its mixer's tensors and its FFN's, as the
+ * plan's kinds bind them. */
 static int bind_layer(pk_model *m, int il, pk_error *err) {
-    const pk_hparams *hp = &m->hp;
+    const pk_block *b = &m->blocks[il];
     pk_layer *L = &m->layers[il];
-    const int64_t D = hp->n_embd, hd = hp->head_dim, hdv = hp->head_dim_v;
-    const int64_t q_out = hp->n_head * hd, k_out = hp->n_head_kv * hd, v_out = hp->n_head_kv * hdv;
-    char nm[96];
+    const int64_t D = m->hp.n_embd;
+    const pk_tensor_spec pre[] = {
+        {&L->attn_norm, b->norm[PK_NORM_PRE_MIXER], 1, 1, {D}, 0},
+        {&L->post_mixer_norm, b->norm[PK_NORM_POST_MIXER], 1, 1, {D}, 0},
+    };
+    const pk_tensor_spec post[] = {
+        {&L->ffn_norm, b->norm[PK_NORM_PRE_FFN], 1, 1, {D}, 0},
+        {&L->post_ffn_norm, b->norm[PK_NORM_POST_FFN], 1, 1, {D}, 0},
+    };
     int rc;
-#define B(field, suffix, req, nd, a, b, c)                                      \
-    do {                                                                        \
-        snprintf(nm, sizeof nm, "blk.%d.%s", il, suffix);                       \
-        if ((rc = bind(m, &L->field, nm, req, nd, a, b, c, err))) return rc;    \
-    } while (0)
-    B(attn_norm, "attn_norm.weight", 1, 1, D, 0, 0);
-    if (m->recurrent && m->recurrent[il]) {
-        const int64_t C = hp->ssm_channels, HV = hp->ssm_v_heads, VD = (int64_t)HV * hp->ssm_state;
-        snprintf(nm, sizeof nm, "blk.%d.attn_qkv.weight", il);
-        if (!gguf_find_tensor(m->gguf, nm)) {
-            snprintf(nm, sizeof nm, "blk.%d.ssm_in.weight", il);
-            if (gguf_find_tensor(m->gguf, nm))
-                return pk_errorf(err, PK_ERR_UNSUPPORTED,
-                                 "%s: tensor '%s' (the fused q|k|v|z projection of old GGUF files) is not "
-                                 "supported; a current conversion writes attn_qkv and attn_gate", m->path, nm);
-        }
-        B(attn_qkv, "attn_qkv.weight", 1, 2, D, C, 0);
-        B(attn_z, "attn_gate.weight", 1, 2, D, VD, 0);
-        B(ssm_conv1d, "ssm_conv1d.weight", 1, 2, hp->ssm_conv, C, 0);
-        B(ssm_dt, "ssm_dt.bias", 1, 1, HV, 0, 0);
-        B(ssm_a, "ssm_a", 1, 1, HV, 0, 0);
-        if (m->arch->ssm_ba) {
-            B(ssm_ba, "ssm_ba.weight", 1, 2, D, 2 * HV, 0);
-        } else {
-            B(ssm_beta, "ssm_beta.weight", 1, 2, D, HV, 0);
-            B(ssm_alpha, "ssm_alpha.weight", 1, 2, D, HV, 0);
-        }
-        B(ssm_norm, "ssm_norm.weight", 1, 1, hp->ssm_state, 0, 0);
-        B(ssm_out, "ssm_out.weight", 1, 2, VD, D, 0);
-        const pk_tensor *f32[] = {&L->ssm_conv1d, &L->ssm_dt, &L->ssm_a, &L->ssm_norm};
-        for (int i = 0; i < 4; i++)
-            if (f32[i]->type != PK_TYPE_F32)
-                return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s; pocket needs F32 here",
-                                 m->path, f32[i]->name, pk_type_name(f32[i]->type));
-    } else {
-        B(wq, "attn_q.weight", 1, 2, D, m->arch->attn_gate ? 2 * q_out : q_out, 0);
-        B(wk, "attn_k.weight", 1, 2, D, k_out, 0);
-        B(wv, "attn_v.weight", 1, 2, D, v_out, 0);
-        B(wo, "attn_output.weight", 1, 2, hp->n_head * hdv, D, 0);
-        B(bq, "attn_q.bias", 0, 1, q_out, 0, 0);
-        B(bk, "attn_k.bias", 0, 1, k_out, 0, 0);
-        B(bv, "attn_v.bias", 0, 1, v_out, 0, 0);
-        B(q_norm, "attn_q_norm.weight", m->arch->qk_norm, 1, hd, 0, 0);
-        B(k_norm, "attn_k_norm.weight", m->arch->qk_norm, 1, hd, 0, 0);
-    }
-    snprintf(nm, sizeof nm, "blk.%d.%s.weight", il, m->arch->ffn_norm);
-    if ((rc = bind(m, &L->ffn_norm, nm, 1, 1, D, 0, 0, err))) return rc;
-    if (hp->moe) {
-        const int64_t E = hp->n_expert, F = hp->n_ff_exp;
-        B(gate_inp, "ffn_gate_inp.weight", 1, 2, D, E, 0);
-        snprintf(nm, sizeof nm, "blk.%d.ffn_gate_up_exps.weight", il);
-        if (gguf_find_tensor(m->gguf, nm)) { /* merged: one tensor in both fields */
-            if ((rc = bind(m, &L->gate_exps, nm, 1, 3, D, 2 * F, E, err))) return rc;
-            L->up_exps = L->gate_exps;
-        } else {
-            B(gate_exps, "ffn_gate_exps.weight", 1, 3, D, F, E);
-            B(up_exps, "ffn_up_exps.weight", 1, 3, D, F, E);
-        }
-        B(down_exps, "ffn_down_exps.weight", 1, 3, F, D, E);
-        if (hp->n_ff_shexp > 0 || m->arch->shared_expert) {
-            const int64_t S = hp->n_ff_shexp;
-            B(gate_shexp, "ffn_gate_shexp.weight", 1, 2, D, S, 0);
-            B(up_shexp, "ffn_up_shexp.weight", 1, 2, D, S, 0);
-            B(down_shexp, "ffn_down_shexp.weight", 1, 2, S, D, 0);
-            B(gate_inp_shexp, "ffn_gate_inp_shexp.weight", 0, 1, D, 0, 0);
-        }
-    } else {
-        const int64_t F = hp->n_ff;
-        B(ffn_gate, "ffn_gate.weight", 1, 2, D, F, 0);
-        B(ffn_up, "ffn_up.weight", 1, 2, D, F, 0);
-        B(ffn_down, "ffn_down.weight", 1, 2, F, D, 0);
-    }
-#undef B
+    if ((rc = pk_bind_specs(m, il, pre, 2, err)) || (rc = b->mixer->bind(m, il, err)) ||
+        (rc = pk_bind_specs(m, il, post, 2, err)) || (rc = b->ffn->bind(m, il, err)))
+        return rc;
     return PK_OK;
+}
+
+/* The MTP blocks after the n_layer blocks of the plan: loaded and checked. */
+static int bind_nextn(pk_model *m, int i, pk_error *err) {
+    struct pk_nextn *n = &m->nextn[i];
+    const int64_t D = m->hp.n_embd, V = m->hp.n_vocab;
+    const pk_tensor_spec spec[] = {
+        {&n->eh_proj, "nextn.eh_proj.weight", 1, 2, {2 * D, D}, 0},
+        {&n->enorm, "nextn.enorm.weight", 1, 1, {D}, 0},
+        {&n->hnorm, "nextn.hnorm.weight", 1, 1, {D}, 0},
+        {&n->embed_tokens, "nextn.embed_tokens.weight", 0, 2, {D, V}, 0},
+        {&n->shared_head_head, "nextn.shared_head_head.weight", 0, 2, {D, V}, 0},
+        {&n->shared_head_norm, "nextn.shared_head_norm.weight", 0, 1, {D}, 0},
+    };
+    return pk_bind_specs(m, m->hp.n_layer + i, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }
 
 /* count_params walks pk_layer and struct pk_nextn as arrays of pk_tensor:
  * they must hold nothing else (model.h) */
-_Static_assert(sizeof(pk_layer) % sizeof(pk_tensor) == 0 &&
+_Static_assert(sizeof(pk_layer) % sizeof(pk_tensor) == 0 && offsetof(pk_layer, attn_norm) == 0 &&
                offsetof(pk_layer, ssm_out) == sizeof(pk_layer) - sizeof(pk_tensor),
                "pk_layer must be pk_tensor fields only");
 _Static_assert(sizeof(struct pk_nextn) % sizeof(pk_tensor) == 0 &&
@@ -339,13 +317,14 @@ static void count_params(pk_model *m) {
     }
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_tensor *t = (const pk_tensor *)&m->layers[il];
+        const pk_ffn_shape *ff = &m->blocks[il].ff;
         for (size_t i = 0; i < sizeof(pk_layer) / sizeof(pk_tensor); i++) {
             if (!t[i].data || (i > 0 && t[i].data == t[i - 1].data)) continue; /* merged gate_up: once */
             const int exps = &t[i] == &m->layers[il].gate_exps || &t[i] == &m->layers[il].up_exps ||
                              &t[i] == &m->layers[il].down_exps;
             total += nel(&t[i]);
-            active += exps ? nel(&t[i]) / hp->n_expert * hp->n_expert_used : nel(&t[i]);
-            bytes += exps ? nbytes(&t[i]) / (uint64_t)hp->n_expert * (uint64_t)hp->n_expert_used
+            active += exps ? nel(&t[i]) / ff->n_expert * ff->n_expert_used : nel(&t[i]);
+            bytes += exps ? nbytes(&t[i]) / (uint64_t)ff->n_expert * (uint64_t)ff->n_expert_used
                           : nbytes(&t[i]);
         }
     }
@@ -376,6 +355,7 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
         return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", path);
     }
     char *an = NULL;
+    uint8_t *linear = NULL;
     int rc = gguf_open(path, &m->gguf, err);
     if (rc) goto fail;
     if ((rc = gguf_get_string(m->gguf, "general.architecture", 1, &an, err))) goto fail;
@@ -387,7 +367,7 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
                        pk_arch_names());
         goto fail;
     }
-    if ((rc = load_hparams(m, an, err))) goto fail;
+    if ((rc = load_hparams(m, an, &linear, err)) || (rc = pk_blocks_plan(m, linear, err))) goto fail;
 
     pk_hparams *hp = &m->hp;
     const gguf_tensor *te = gguf_find_tensor(m->gguf, "token_embd.weight");
@@ -401,11 +381,14 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
         goto fail;
     }
     hp->n_vocab = (int)te->ne[1];
-    if ((rc = bind(m, &m->tok_embd, "token_embd.weight", 1, 2, hp->n_embd, hp->n_vocab, 0, err)) ||
-        (rc = bind(m, &m->output_norm, "output_norm.weight", 1, 1, hp->n_embd, 0, 0, err)) ||
-        (rc = bind(m, &m->output, "output.weight", 0, 2, hp->n_embd, hp->n_vocab, 0, err)) ||
-        (rc = bind(m, &m->rope_freqs, "rope_freqs.weight", 0, 1, hp->n_rot / 2, 0, 0, err)))
-        goto fail;
+    const int64_t D = hp->n_embd, V = hp->n_vocab;
+    const pk_tensor_spec top[] = {
+        {&m->tok_embd, "token_embd.weight", 1, 2, {D, V}, 0},
+        {&m->output_norm, "output_norm.weight", 1, 1, {D}, 0},
+        {&m->output, "output.weight", 0, 2, {D, V}, 0},
+        {&m->rope_freqs, "rope_freqs.weight", 0, 1, {hp->n_rot / 2}, 0},
+    };
+    if ((rc = pk_bind_specs(m, -1, top, (int)(sizeof top / sizeof top[0]), err))) goto fail;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
     if (!(m->layers = pk_calloc((size_t)hp->n_layer, sizeof *m->layers))) {
         rc = pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", path);
@@ -417,21 +400,8 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
         rc = pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
-    for (int i = 0; i < hp->n_nextn; i++) {
-        struct pk_nextn *n = &m->nextn[i];
-        const int il = hp->n_layer + i, D = hp->n_embd;
-        char nm[96];
-#define NB(field, suffix, req, nd, a, b)                                                   \
-        snprintf(nm, sizeof nm, "blk.%d.nextn.%s.weight", il, suffix);                      \
-        if ((rc = bind(m, &n->field, nm, req, nd, a, b, 0, err))) goto fail;
-        NB(eh_proj, "eh_proj", 1, 2, 2 * D, D)
-        NB(enorm, "enorm", 1, 1, D, 0)
-        NB(hnorm, "hnorm", 1, 1, D, 0)
-        NB(embed_tokens, "embed_tokens", 0, 2, D, hp->n_vocab)
-        NB(shared_head_head, "shared_head_head", 0, 2, D, hp->n_vocab)
-        NB(shared_head_norm, "shared_head_norm", 0, 1, D, 0)
-#undef NB
-    }
+    for (int i = 0; i < hp->n_nextn; i++)
+        if ((rc = bind_nextn(m, i, err))) goto fail;
     if ((rc = pk_tokenizer_load(m->gguf, &m->tok, err))) goto fail;
     if (pk_tokenizer_n_vocab(m->tok) > hp->n_vocab) {
         rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tokenizer has %d tokens but token_embd.weight only %d rows",
@@ -441,10 +411,12 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
     count_params(m);
     if ((rc = pk_memplan_apply(m, &mp, err))) goto fail;
     free(an);
+    free(linear);
     *out = m;
     return PK_OK;
 fail:
     free(an);
+    free(linear);
     pk_model_free(m);
     return rc;
 }
@@ -454,7 +426,7 @@ void pk_model_free(pk_model *m) {
     pk_tokenizer_free(m->tok);
     pk_xcache_free(m->xc);
     free(m->layers);
-    free(m->recurrent);
+    free(m->blocks);
     free(m->nextn);
     gguf_close(m->gguf);
     free(m->path);
@@ -508,6 +480,16 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->n_params_active = m->n_params_active;
     o->file_bytes = m->gguf->size;
     o->bytes_per_token = m->bytes_per_token;
+}
+
+int pk_model_layer_desc(const pk_model *m, int il, char *buf, size_t cap) {
+    if (il < 0 || il >= m->hp.n_layer || (!buf && cap)) return -PK_ERR_ARG;
+    const pk_block *b = &m->blocks[il];
+    char mix[256], ffn[256];
+    b->mixer->describe(m, b, mix, sizeof mix);
+    b->ffn->describe(m, b, ffn, sizeof ffn);
+    const int post = b->norm[PK_NORM_POST_MIXER] || b->norm[PK_NORM_POST_FFN];
+    return snprintf(buf, cap, "%s + %s%s", mix, ffn, post ? ", post norms" : "");
 }
 
 int pk_model_check_file(const pk_model *m, pk_error *err) { return gguf_check_unchanged(m->gguf, err); }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include "arch.h"
+#include "blocks.h"
 #include "gguf.h"
 #include "tokenizer.h"
 
@@ -21,6 +22,9 @@ typedef struct pk_tensor {
     size_t row_bytes;    /* bytes of one row of ne[0] elements */
 } pk_tensor;
 
+/* The file's hyperparameters (its <arch>.* keys): one value for all
+ * layers. What each layer computes is its block plan (blocks.h), made from
+ * these; the forward pass reads the plan. */
 typedef struct pk_hparams {
     int n_vocab;
     int n_ctx_train;
@@ -37,32 +41,31 @@ typedef struct pk_hparams {
     int n_expert, n_expert_used;
     int n_ff_exp;        /* expert FFN size */
     int n_ff_shexp;      /* shared expert FFN size (0: none) */
-    int moe;             /* layers use experts */
+    int moe;             /* layers use routed experts */
     int norm_topk;       /* renormalise the top-k router weights */
     int gating;          /* enum pk_gating */
     /* hybrid (Gated DeltaNet) architectures */
-    int full_attn_interval; /* layer il is full attention iff (il + 1) % interval == 0 */
+    int full_attn_interval; /* layer il is full attention iff (il + 1) % interval == 0
+                               (unless <arch>.attention.recurrent_layers says) */
     int n_layer_rec;     /* DeltaNet layers */
     int ssm_conv;        /* conv taps (ssm.conv_kernel) */
     int ssm_state;       /* head dim of q/k and v (ssm.state_size) */
     int ssm_k_heads;     /* q/k heads (ssm.group_count) */
     int ssm_v_heads;     /* v heads (ssm.time_step_rank) */
     int ssm_channels;    /* conv channels: 2 * k_heads * state + v_heads * state */
-    /* the head layout, from the descriptor (r = v_heads / k_heads): v head j
-       reads q/k head (j / ssm_vk_div) % k_heads (1: tiled, r: grouped); its
-       beta sits at (j / r) * ssm_ba_group + j % r of the 2 * v_heads
-       beta|alpha projection rows, its alpha ssm_alpha_off further */
-    int ssm_vk_div, ssm_ba_group, ssm_alpha_off;
 } pk_hparams;
 
-/* Every field is a pk_tensor (model.c walks them as an array). */
+/* Every field is a pk_tensor (model.c walks them as an array). The block
+ * kinds bind the fields they use (blocks.h); the rest stay absent. */
 typedef struct pk_layer {
-    pk_tensor attn_norm;                 /* (D) */
+    pk_tensor attn_norm;                 /* (D) pre-mixer norm */
+    pk_tensor post_mixer_norm;           /* (D) optional norm of the mixer's output */
+    pk_tensor post_ffn_norm;             /* (D) optional norm of the FFN's output */
     pk_tensor wq, wk, wv;                /* (D -> n_head*hd), (D -> n_head_kv*hd), (D -> n_head_kv*hd_v) */
     pk_tensor bq, bk, bv;                /* optional biases */
     pk_tensor wo;                        /* (n_head*hd_v -> D) */
     pk_tensor q_norm, k_norm;            /* (hd), qk_norm archs */
-    pk_tensor ffn_norm;                  /* (D) */
+    pk_tensor ffn_norm;                  /* (D) pre-FFN norm */
     pk_tensor ffn_gate, ffn_up, ffn_down;/* dense: (D -> F), (D -> F), (F -> D) */
     pk_tensor gate_inp;                  /* router: (D -> n_expert) */
     pk_tensor gate_exps, up_exps;        /* (D -> F_exp) x n_expert; or both the merged
@@ -99,8 +102,10 @@ struct pk_model {
         pk_tensor enorm, hnorm;          /* (D) */
         pk_tensor embed_tokens, shared_head_head, shared_head_norm; /* optional */
     } *nextn;
-    pk_layer *layers;
-    uint8_t *recurrent;                  /* [n_layer] 1: DeltaNet layer, 0: attention */
+    pk_layer *layers;                    /* [n_layer] tensors */
+    pk_block *blocks;                    /* [n_layer] the block plan (blocks.h) */
+    pk_rope rope[PK_MAX_ROPE];           /* the rope tables the attention layers use */
+    int n_rope;
     pk_tokenizer *tok;
     int64_t n_params;                    /* all weights */
     int64_t n_params_active;             /* weights used per token */
@@ -108,6 +113,27 @@ struct pk_model {
     struct pk_xcache *xc;                /* routed-expert cache (memory budget), or NULL */
     pk_model_plan plan;                  /* memplan.c */
 };
+
+/* A tensor a block kind binds: the pk_layer field, the name after
+ * "blk.N." (or the whole name for il < 0; NULL: the layer has no such
+ * tensor, skipped), whether the file must have it, and its shape: n_dims
+ * dims ne[0..n_dims), the rest 1. f32: read directly as F32, not through
+ * pk_matvec, so no other type will do. */
+typedef struct pk_tensor_spec {
+    pk_tensor *t;
+    const char *suffix;
+    int required;
+    int n_dims;
+    int64_t ne[3];
+    int f32;
+} pk_tensor_spec;
+
+/* Bind the n tensors of layer il (model.c), in order; the first that is
+ * missing (and required), misshapen or of a type pocket cannot compute is
+ * the error, naming it. */
+int pk_bind_specs(pk_model *m, int il, const pk_tensor_spec *spec, int n, pk_error *err);
+/* Whether the file has tensor "blk.il.suffix". */
+int pk_has_tensor(const pk_model *m, int il, const char *suffix);
 
 /* memplan.c: decide what stays resident under p->mem, make the expert
  * cache if needed, and give the mapping its read-ahead hints (all of it,

@@ -18,11 +18,58 @@
  * and computes each expert as soon as its slices are in. The products and
  * the order of the sums are the same either way, so the output is bitwise
  * the output without a budget.
+ * Two FFN kinds (blocks.h): "moe" (routed experts) and "moe(shared)"
+ * (routed experts plus a shared expert, optionally gated by a sigmoid of
+ * ffn_gate_inp_shexp . x); they differ in what they bind.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "context.h"
+
+/* The kind's buffers in the context's arena, for a batch of B tokens
+ * (P = B * k (token, expert) pairs). */
+typedef struct moe_ws {
+    float *router;                /* [B][n_expert] router logits, then probabilities */
+    int *sel;                     /* [B][k] selected experts */
+    float *sel_w;                 /* [B][k] their weights */
+    float *pair_w;                /* [P] router weight of pair p */
+    int *exp_count, *exp_off;     /* [n_expert] */
+    int32_t *tok_idx;             /* [P] token of each pair, as matvec input rows */
+    int32_t *pair_seq;            /* [P] 0, 1, 2, ... */
+    float *exp_h;                 /* (F_exp) per pair: gate products, then hidden rows */
+    float *exp_h2;                /* (F_exp) per pair: up products */
+    float *exp_out;               /* (D) per pair, exp_cap pairs at a time (exp_h2's
+                                     memory: the up products are dead by then) */
+    int exp_cap;
+    float *dec_out;               /* (k + 1) x (D): one token's expert outputs and
+                                     its shared expert's, decoding under a budget */
+    float *hb, *hb2;              /* (F_shexp) shared expert's gate and up products */
+} moe_ws;
+
+static size_t moe_layout(const pk_context *c, const pk_ffn_shape *f, void *base, moe_ws *w) {
+    pk_arena ar = {base, 0};
+    const size_t B = (size_t)c->n_batch, E = (size_t)f->n_expert, P = B * (size_t)f->n_expert_used;
+    const size_t FE = (size_t)f->n_ff, D = (size_t)c->m->hp.n_embd, S = (size_t)f->n_ff_shexp;
+    /* exp_out holds the down products of at most exp_cap pairs at a time,
+       or the shared expert's B rows */
+    w->exp_cap = (int)((P + 3) / 4 > B ? (P + 3) / 4 : B);
+    w->router = pk_arena_take(&ar, B * E, sizeof(float));
+    w->sel = pk_arena_take(&ar, P, sizeof(int));
+    w->sel_w = pk_arena_take(&ar, P, sizeof(float));
+    w->pair_w = pk_arena_take(&ar, P, sizeof(float));
+    w->exp_count = pk_arena_take(&ar, E, sizeof(int));
+    w->exp_off = pk_arena_take(&ar, E, sizeof(int));
+    w->tok_idx = pk_arena_take(&ar, P, sizeof(int32_t));
+    w->pair_seq = pk_arena_take(&ar, P, sizeof(int32_t));
+    w->exp_h = pk_arena_take(&ar, P * FE, sizeof(float));
+    const size_t out = (size_t)w->exp_cap * D > P * FE ? (size_t)w->exp_cap * D : P * FE;
+    w->exp_out = w->exp_h2 = pk_arena_take(&ar, out, sizeof(float));
+    w->dec_out = pk_arena_take(&ar, ((size_t)f->n_expert_used + 1) * D, sizeof(float));
+    w->hb = S ? pk_arena_take(&ar, B * S, sizeof(float)) : NULL;
+    w->hb2 = S ? pk_arena_take(&ar, B * S, sizeof(float)) : NULL;
+    return ar.used;
+}
 
 /* Indices of the k largest values of p[0..n) into sel, in descending order. */
 static void top_k(const float *p, int n, int k, int *sel) {
@@ -36,15 +83,14 @@ static void top_k(const float *p, int n, int k, int *sel) {
     }
 }
 
-/* Router for every row: c->sel / c->sel_w get k entries per token. */
-static void route(pk_context *c, const pk_layer *L) {
-    const pk_hparams *hp = &c->m->hp;
-    const int E = hp->n_expert, K = hp->n_expert_used, B = c->cur_batch;
-    pk_mv r = {&L->gate_inp, 0, E, PK_SLOT_X, B, NULL, c->router, E};
+/* Router for every row: w->sel / w->sel_w get k entries per token. */
+static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const moe_ws *w) {
+    const int E = f->n_expert, K = f->n_expert_used, B = c->cur_batch;
+    pk_mv r = {&L->gate_inp, 0, E, PK_SLOT_X, B, NULL, w->router, E};
     pk_matvec(c, &r, 1);
     for (int b = 0; b < B; b++) {
-        float *p = c->router + (size_t)b * E;
-        if (hp->gating == PK_GATE_SIGMOID) {
+        float *p = w->router + (size_t)b * E;
+        if (f->gating == PK_GATE_SIGMOID) {
             for (int e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
         } else {
             float mx = p[0];
@@ -53,13 +99,13 @@ static void route(pk_context *c, const pk_layer *L) {
             for (int e = 0; e < E; e++) sum += (p[e] = expf(p[e] - mx));
             for (int e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
         }
-        int *sel = c->sel + (size_t)b * K;
-        float *w = c->sel_w + (size_t)b * K;
+        int *sel = w->sel + (size_t)b * K;
+        float *sw = w->sel_w + (size_t)b * K;
         top_k(p, E, K, sel);
         double wsum = 0.0;
-        for (int j = 0; j < K; j++) wsum += (w[j] = p[sel[j]]);
-        if (hp->norm_topk && wsum > 0)
-            for (int j = 0; j < K; j++) w[j] = (float)(w[j] / wsum);
+        for (int j = 0; j < K; j++) wsum += (sw[j] = p[sel[j]]);
+        if (f->norm_topk && wsum > 0)
+            for (int j = 0; j < K; j++) sw[j] = (float)(sw[j] / wsum);
     }
 }
 
@@ -69,11 +115,11 @@ static void route(pk_context *c, const pk_layer *L) {
  * their reads behind this layer's, so they overlap this layer's compute.
  * Only the hit rate depends on the guess. The logits go to the router
  * buffer's second row (free at B = 1). */
-static void prefetch_next(pk_context *c, int il) {
-    const pk_hparams *hp = &c->m->hp;
+static void prefetch_next(pk_context *c, int il, const moe_ws *w) {
+    const pk_ffn_shape *f = &c->m->blocks[il].ff;
     const pk_layer *N = &c->m->layers[il];
-    const int E = hp->n_expert, K = hp->n_expert_used;
-    float *p = c->router + E;
+    const int E = f->n_expert, K = f->n_expert_used;
+    float *p = w->router + E;
     pk_mv r = {&N->gate_inp, 0, E, PK_SLOT_X, 1, NULL, p, E};
     const uint64_t b0 = c->weight_bytes;
     pk_matvec(c, &r, 1);
@@ -84,15 +130,15 @@ static void prefetch_next(pk_context *c, int il) {
 }
 
 /* out (B x D) = the shared expert of the c->cur_batch rows of c->xb */
-static void shared_expert(pk_context *c, const pk_layer *L, float *out) {
+static void shared_expert(pk_context *c, const pk_layer *L, const moe_ws *w, float *out) {
     const int D = c->m->hp.n_embd, S = (int)L->gate_shexp.ne[1], B = c->cur_batch;
     pk_mv gu[2] = {
-        {&L->gate_shexp, 0, S, PK_SLOT_X, B, NULL, c->hb, S},
-        {&L->up_shexp, 0, S, PK_SLOT_X, B, NULL, c->hb2, S},
+        {&L->gate_shexp, 0, S, PK_SLOT_X, B, NULL, w->hb, S},
+        {&L->up_shexp, 0, S, PK_SLOT_X, B, NULL, w->hb2, S},
     };
     pk_matvec(c, gu, 2);
-    c->kern->silu_mul(c->hb, c->hb2, (int64_t)B * S);
-    pk_act_set(c, PK_SLOT_FFN, c->hb, B, S, 0);
+    c->kern->silu_mul(w->hb, w->hb2, (int64_t)B * S);
+    pk_act_set(c, PK_SLOT_FFN, w->hb, B, S, 0);
     pk_mv d = {&L->down_shexp, 0, D, PK_SLOT_FFN, B, NULL, out, D};
     pk_matvec(c, &d, 1);
 }
@@ -100,13 +146,13 @@ static void shared_expert(pk_context *c, const pk_layer *L, float *out) {
 /* c->xb2 += the shared expert's output out, times its sigmoid gate */
 static void shared_expert_add(pk_context *c, const pk_layer *L, const float *out) {
     const int D = c->m->hp.n_embd, B = c->cur_batch;
-    float w[L->gate_inp_shexp.data ? D : 1];
-    if (L->gate_inp_shexp.data) pk_get_row(c, &L->gate_inp_shexp, 0, w);
+    float g_w[L->gate_inp_shexp.data ? D : 1];
+    if (L->gate_inp_shexp.data) pk_get_row(c, &L->gate_inp_shexp, 0, g_w);
     for (int b = 0; b < B; b++) {
         float g = 1.0f;
         if (L->gate_inp_shexp.data) {
             double s = 0.0;
-            for (int i = 0; i < D; i++) s += (double)w[i] * c->xb[(size_t)b * D + i];
+            for (int i = 0; i < D; i++) s += (double)g_w[i] * c->xb[(size_t)b * D + i];
             g = 1.0f / (1.0f + expf(-(float)s));
         }
         for (int i = 0; i < D; i++) c->xb2[(size_t)b * D + i] += g * out[(size_t)b * D + i];
@@ -119,40 +165,40 @@ static void shared_expert_add(pk_context *c, const pk_layer *L, const float *out
  * soon as its slices are in, into its own row of dec_out. The rows are then
  * summed in expert order, as in the batched path: the same products in the
  * same order, so the output is bitwise the same. */
-static int moe_streamed_token(pk_context *c, const pk_layer *L, int il, const int *ex, int nx) {
-    const pk_hparams *hp = &c->m->hp;
-    const int D = hp->n_embd, F = hp->n_ff_exp, K = hp->n_expert_used;
+static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer *L, int il, const moe_ws *w,
+                              const int *ex, int nx) {
+    const int D = c->m->hp.n_embd, F = bk->ff.n_ff, K = bk->ff.n_expert_used;
     const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     pk_xcache *xc = c->m->xc;
-    float *out = c->dec_out, *sh = c->dec_out + (size_t)K * D;
+    float *out = w->dec_out, *sh = w->dec_out + (size_t)K * D;
     int slot[nx];
     uint8_t taken[nx];
     pk_xcache_set set = {il, nx, 0, ex, slot, taken, 0};
     pk_error err = {0};
     if (pk_xcache_begin(xc, &set, &c->xstats, &err)) goto io;
-    if (L->gate_shexp.data) shared_expert(c, L, sh);
+    if (L->gate_shexp.data) shared_expert(c, L, w, sh);
     for (int j = 0; j < nx; j++) {
         const void *p[3];
         const int i = pk_xcache_next(xc, &set, p, &c->xstats, &err);
         if (i < 0) goto io;
-        const int e = ex[i], off = c->exp_off[e];
+        const int e = ex[i], off = w->exp_off[e];
         pk_mv gu[2] = {
-            {&L->gate_exps, e * gs, F, PK_SLOT_X, 1, NULL, c->exp_h + (size_t)off * F, F},
-            {&L->up_exps, (e + 1) * us - F, F, PK_SLOT_X, 1, NULL, c->exp_h2 + (size_t)off * F, F},
+            {&L->gate_exps, e * gs, F, PK_SLOT_X, 1, NULL, w->exp_h + (size_t)off * F, F},
+            {&L->up_exps, (e + 1) * us - F, F, PK_SLOT_X, 1, NULL, w->exp_h2 + (size_t)off * F, F},
         };
         const void *gd[2] = {p[0], (const uint8_t *)p[1] + (size_t)(us - F) * L->up_exps.row_bytes};
         pk_matvec_from(c, gu, 2, gd);
-        c->kern->silu_mul(c->exp_h + (size_t)off * F, c->exp_h2 + (size_t)off * F, F);
-        pk_act_set(c, PK_SLOT_EXP, c->exp_h + (size_t)off * F, 1, F, 0);
+        c->kern->silu_mul(w->exp_h + (size_t)off * F, w->exp_h2 + (size_t)off * F, F);
+        pk_act_set(c, PK_SLOT_EXP, w->exp_h + (size_t)off * F, 1, F, 0);
         pk_mv d = {&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, 1, NULL, out + (size_t)off * D, D};
         pk_matvec_from(c, &d, 1, &p[2]);
         pk_xcache_release(xc, il, &ex[i], 1);
     }
     memset(c->xb2, 0, (size_t)D * sizeof *c->xb2);
     for (int i = 0; i < nx; i++) {
-        const int off = c->exp_off[ex[i]];
-        const float w = c->pair_w[off], *o = out + (size_t)off * D;
-        for (int d = 0; d < D; d++) c->xb2[d] += w * o[d];
+        const int off = w->exp_off[ex[i]];
+        const float pw = w->pair_w[off], *o = out + (size_t)off * D;
+        for (int d = 0; d < D; d++) c->xb2[d] += pw * o[d];
     }
     if (L->gate_shexp.data) shared_expert_add(c, L, sh);
     return PK_OK;
@@ -161,27 +207,33 @@ io:
     return PK_ERR_IO;
 }
 
-int pk_moe_forward(pk_context *c, const pk_layer *L) {
-    const pk_hparams *hp = &c->m->hp;
-    const int D = hp->n_embd, K = hp->n_expert_used, F = hp->n_ff_exp, E = hp->n_expert;
+static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int il) {
+    const pk_ffn_shape *f = &bk->ff;
+    const int D = c->m->hp.n_embd, K = f->n_expert_used, F = f->n_ff, E = f->n_expert;
     const int B = c->cur_batch, P = B * K;
-    /* exp_h / exp_h2 / tok_idx / pair_w hold n_batch * k pairs (context.c) */
-    PK_ASSERT(B >= 1 && B <= c->n_batch && B <= c->exp_cap);
+    moe_ws ws;
+    const size_t ws_bytes = moe_layout(c, f, c->arena, &ws);
+    PK_ASSERT(ws_bytes <= c->arena_bytes);   /* moe_scratch asked for it */
+    (void)ws_bytes;
+    /* exp_h / exp_h2 / tok_idx / pair_w hold n_batch * k pairs (moe_layout) */
+    PK_ASSERT(B >= 1 && B <= c->n_batch && B <= ws.exp_cap);
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
-    route(c, L);
+    route(c, f, L, &ws);
 
     /* group the P = B*k (token, expert) pairs by expert (counting sort):
        pair p = exp_off[e] + i is the i-th token routed to e */
-    memset(c->exp_count, 0, (size_t)E * sizeof *c->exp_count);
-    for (int i = 0; i < P; i++) c->exp_count[c->sel[i]]++;
-    for (int e = 0, off = 0; e < E; e++) { c->exp_off[e] = off; off += c->exp_count[e]; }
+    int *exp_count = ws.exp_count, *exp_off = ws.exp_off;
+    memset(exp_count, 0, (size_t)E * sizeof *exp_count);
+    for (int i = 0; i < P; i++) exp_count[ws.sel[i]]++;
+    for (int e = 0, off = 0; e < E; e++) { exp_off[e] = off; off += exp_count[e]; }
     for (int i = 0; i < P; i++) {
-        PK_ASSERT(c->sel[i] >= 0 && c->sel[i] < E);
-        int p = c->exp_off[c->sel[i]]++;
-        c->tok_idx[p] = i / K;
-        c->pair_w[p] = c->sel_w[i];
+        PK_ASSERT(ws.sel[i] >= 0 && ws.sel[i] < E);
+        int p = exp_off[ws.sel[i]]++;
+        ws.tok_idx[p] = i / K;
+        ws.pair_w[p] = ws.sel_w[i];
+        ws.pair_seq[i] = i;
     }
-    for (int e = 0; e < E; e++) c->exp_off[e] -= c->exp_count[e];
+    for (int e = 0; e < E; e++) exp_off[e] -= exp_count[e];
 
     /* The used experts in rounds of at most R (all of them at once without
        an expert cache), in order of expert index: per round the gate and up
@@ -193,22 +245,23 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
        halves of a merged ffn_gate_up_exps bound in both fields (model.c) */
     const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     pk_xcache *xc = c->m->xc;
-    const int il = (int)(L - c->m->layers), R = xc ? pk_xcache_slots(xc) : E;
-    if (xc && B == 1 && c->n_batch >= 2 && il + 1 < hp->n_layer) prefetch_next(c, il + 1);
+    const int R = xc ? pk_xcache_slots(xc) : E;
+    if (xc && B == 1 && c->n_batch >= 2 && il + 1 < c->m->hp.n_layer && c->m->blocks[il + 1].ff.n_expert == E)
+        prefetch_next(c, il + 1, &ws);
     int ex[R];
     const void *ptr[xc ? 3 * R : 1], *jd[2 * R];
     pk_mv *jobs = c->jobs;
     if (xc && B == 1 && K <= R) {
         int nx = 0;
         for (int e = 0; e < E; e++)
-            if (c->exp_count[e]) ex[nx++] = e;
-        return moe_streamed_token(c, L, il, ex, nx);
+            if (exp_count[e]) ex[nx++] = e;
+        return moe_streamed_token(c, bk, L, il, &ws, ex, nx);
     }
     memset(c->xb2, 0, (size_t)B * D * sizeof *c->xb2);
     for (int e = 0; e < E;) {
         int nx = 0;
         for (; e < E && nx < R; e++)
-            if (c->exp_count[e]) ex[nx++] = e;
+            if (exp_count[e]) ex[nx++] = e;
         if (!nx) break;
         if (xc) {
             pk_error err = {0};
@@ -217,48 +270,98 @@ int pk_moe_forward(pk_context *c, const pk_layer *L) {
                 return PK_ERR_IO;
             }
         }
-        const int p_lo = c->exp_off[ex[0]], p_hi = c->exp_off[ex[nx - 1]] + c->exp_count[ex[nx - 1]];
+        const int p_lo = exp_off[ex[0]], p_hi = exp_off[ex[nx - 1]] + exp_count[ex[nx - 1]];
         int nj = 0;
         for (int i = 0; i < nx; i++) {
-            const int off = c->exp_off[ex[i]], n = c->exp_count[ex[i]];
-            jobs[nj++] = (pk_mv){&L->gate_exps, ex[i] * gs, F, PK_SLOT_X, n, c->tok_idx + off,
-                                 c->exp_h + (size_t)off * F, F};
+            const int off = exp_off[ex[i]], n = exp_count[ex[i]];
+            jobs[nj++] = (pk_mv){&L->gate_exps, ex[i] * gs, F, PK_SLOT_X, n, ws.tok_idx + off,
+                                 ws.exp_h + (size_t)off * F, F};
             jd[nj - 1] = xc ? ptr[3 * i] : NULL;
-            jobs[nj++] = (pk_mv){&L->up_exps, (ex[i] + 1) * us - F, F, PK_SLOT_X, n, c->tok_idx + off,
-                                 c->exp_h2 + (size_t)off * F, F};
+            jobs[nj++] = (pk_mv){&L->up_exps, (ex[i] + 1) * us - F, F, PK_SLOT_X, n, ws.tok_idx + off,
+                                 ws.exp_h2 + (size_t)off * F, F};
             /* the cache's copy starts at the slice's first row */
             jd[nj - 1] = xc ? (const uint8_t *)ptr[3 * i + 1] + (size_t)(us - F) * L->up_exps.row_bytes : NULL;
         }
-        PK_ASSERT(nj <= c->n_jobs_cap);   /* 2 per expert of the round: n_jobs_cap = 2 E + 8 */
+        PK_ASSERT(nj <= c->n_jobs_cap);   /* 2 per expert of the round: moe_scratch asks 2 E + 8 */
         pk_matvec_from(c, jobs, nj, jd);
-        c->kern->silu_mul(c->exp_h + (size_t)p_lo * F, c->exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);
-        pk_act_set(c, PK_SLOT_EXP, c->exp_h + (size_t)p_lo * F, p_hi - p_lo, F, 0);
+        c->kern->silu_mul(ws.exp_h + (size_t)p_lo * F, ws.exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);
+        pk_act_set(c, PK_SLOT_EXP, ws.exp_h + (size_t)p_lo * F, p_hi - p_lo, F, 0);
         for (int i0 = 0; i0 < nx;) {
-            int i = i0, base = c->exp_off[ex[i0]], used = 0;
+            int i = i0, base = exp_off[ex[i0]], used = 0;
             nj = 0;
             for (; i < nx; i++) {
-                const int off = c->exp_off[ex[i]], n = c->exp_count[ex[i]];
-                PK_ASSERT(n <= c->exp_cap);   /* else no section would ever take it */
-                if (used + n > c->exp_cap) break;
+                const int off = exp_off[ex[i]], n = exp_count[ex[i]];
+                PK_ASSERT(n <= ws.exp_cap);   /* else no section would ever take it */
+                if (used + n > ws.exp_cap) break;
                 /* inputs: the hidden rows of pairs off..off+n-1 (slot row off - p_lo) */
                 jobs[nj++] = (pk_mv){&L->down_exps, (int64_t)ex[i] * D, D, PK_SLOT_EXP, n,
-                                     c->pair_seq + (off - p_lo), c->exp_out + (size_t)(off - base) * D, D};
+                                     ws.pair_seq + (off - p_lo), ws.exp_out + (size_t)(off - base) * D, D};
                 jd[nj - 1] = xc ? ptr[3 * i + 2] : NULL;
                 used += n;
             }
             i0 = i;
             pk_matvec_from(c, jobs, nj, jd);
             for (int p = base; p < base + used; p++) {
-                const float w = c->pair_w[p], *o = c->exp_out + (size_t)(p - base) * D;
-                float *y = c->xb2 + (size_t)c->tok_idx[p] * D;
-                for (int d = 0; d < D; d++) y[d] += w * o[d];
+                const float pw = ws.pair_w[p], *o = ws.exp_out + (size_t)(p - base) * D;
+                float *y = c->xb2 + (size_t)ws.tok_idx[p] * D;
+                for (int d = 0; d < D; d++) y[d] += pw * o[d];
             }
         }
         if (xc) pk_xcache_release(xc, il, ex, nx);
     }
     if (L->gate_shexp.data) {
-        shared_expert(c, L, c->exp_out);   /* free again: routed outputs are summed already */
-        shared_expert_add(c, L, c->exp_out);
+        shared_expert(c, L, &ws, ws.exp_out);   /* free again: routed outputs are summed already */
+        shared_expert_add(c, L, ws.exp_out);
     }
     return PK_OK;
 }
+
+/* ---- the kinds' other methods ---------------------------------------------------- */
+
+/* The routed experts; with shared != 0 also the shared expert. */
+static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
+    pk_layer *L = &m->layers[il];
+    const pk_ffn_shape *f = &m->blocks[il].ff;
+    const int64_t D = m->hp.n_embd, E = f->n_expert, F = f->n_ff, S = f->n_ff_shexp;
+    /* a merged ffn_gate_up_exps (per expert the gate rows, then the up
+       rows) is bound into both fields */
+    const int merged = pk_has_tensor(m, il, "ffn_gate_up_exps.weight");
+    const pk_tensor_spec spec[] = {
+        {&L->gate_inp, "ffn_gate_inp.weight", 1, 2, {D, E}, 0},
+        {&L->gate_exps, merged ? "ffn_gate_up_exps.weight" : "ffn_gate_exps.weight", 1, 3, {D, merged ? 2 * F : F, E}, 0},
+        {&L->up_exps, merged ? NULL : "ffn_up_exps.weight", 1, 3, {D, F, E}, 0},
+        {&L->down_exps, "ffn_down_exps.weight", 1, 3, {F, D, E}, 0},
+        {&L->gate_shexp, shared ? "ffn_gate_shexp.weight" : NULL, 1, 2, {D, S}, 0},
+        {&L->up_shexp, shared ? "ffn_up_shexp.weight" : NULL, 1, 2, {D, S}, 0},
+        {&L->down_shexp, shared ? "ffn_down_shexp.weight" : NULL, 1, 2, {S, D}, 0},
+        {&L->gate_inp_shexp, shared ? "ffn_gate_inp_shexp.weight" : NULL, 0, 1, {D}, 0},
+    };
+    int rc = pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
+    if (!rc && merged) L->up_exps = L->gate_exps;
+    return rc;
+}
+
+static int moe_bind(pk_model *m, int il, pk_error *err) { return bind_experts(m, il, 0, err); }
+static int moe_shared_bind(pk_model *m, int il, pk_error *err) { return bind_experts(m, il, 1, err); }
+
+static void moe_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
+    moe_ws w;
+    const pk_ffn_shape *f = &b->ff;
+    const int64_t B = c->n_batch, P = B * f->n_expert_used;
+    /* gate and up jobs: 2 per expert of a round; their input rows: 2 per
+       pair; the router and the shared expert: B and 2 B rows */
+    pk_scratch_raise(s, (int64_t)moe_layout(c, f, NULL, &w), PK_SLOT_EXP, P * f->n_ff, 2 * (int64_t)f->n_expert + 8,
+                     2 * P + 2 * B);
+    pk_raise(&s->slot[PK_SLOT_FFN], B * f->n_ff_shexp);
+}
+
+static int moe_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
+    const pk_ffn_shape *f = &b->ff;
+    char sh[32];
+    snprintf(sh, sizeof sh, ", shared ff %d", f->n_ff_shexp);
+    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
+                    f->gating == PK_GATE_SIGMOID ? ", sigmoid" : "", b->ffn == &pk_ffn_moe_shared ? sh : "");
+}
+
+const pk_block_kind pk_ffn_moe = {"moe", moe_bind, NULL, moe_scratch, moe_forward, moe_describe};
+const pk_block_kind pk_ffn_moe_shared = {"moe(shared)", moe_shared_bind, NULL, moe_scratch, moe_forward, moe_describe};

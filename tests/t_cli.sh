@@ -1,8 +1,8 @@
 #!/bin/sh
 # The CLI on bad input: every case must exit with status 1 (not a crash, not
 # success) and print exactly one line, "pocket: error: ...", naming the
-# file/field/value at fault. Also: --help for each command, and the happy
-# paths of info and run on the bundled model.
+# file/field/value at fault. Also: --help for each command, the happy
+# paths of info and run on the bundled model, and the block plan info prints.
 set -u
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
 P="$BUILD/pocket"
@@ -33,6 +33,21 @@ expect_ok "pocket --help" "$P" --help
 for c in run info perplexity; do expect_ok "pocket $c --help" "$P" $c --help; done
 expect_ok "pocket info" "$P" info "$M"
 grep -q "8.02 M active" "$tmp/out" || { echo "FAIL info: active parameters not shown"; fails=$((fails + 1)); }
+# the block plan: one group per distinct layer, its layers run-length grouped
+# (and elided when periodic)
+expect_blocks() {
+    n=$((n + 1))
+    got=$(grep '^blocks ' "$tmp/out")
+    if [ "$got" = "blocks          $1" ]; then echo "ok   info block plan: $1"
+    else echo "FAIL info block plan: got '$got', expected '$1'"; fails=$((fails + 1)); fi
+}
+expect_blocks "layers 0-5: attention(4 q / 2 kv heads, head 64, rope 64 dims, q/k norm) + moe(top-4 of 16, ff 256)"
+"$PYTHON" tests/gen_model.py qwen35moe "$tmp/hybrid.gguf" --layers 16 --interval 4 >/dev/null
+expect_ok "pocket info (hybrid)" "$P" info "$tmp/hybrid.gguf"
+expect_blocks "layers 0-2, 4-6, ..., 12-14: deltanet(2 k / 4 v heads, head 16, conv 4) + moe(top-2 of 8, ff 32, shared ff 32); layers 3, 7, ..., 15: attention(gated, 4 q / 2 kv heads, head 32, rope 8 dims, q/k norm) + moe(top-2 of 8, ff 32, shared ff 32)"
+"$PYTHON" tests/gen_model.py qwen35 "$tmp/hybrid.gguf" --layers 5 --recurrent-layers 1,0,0,1,1 >/dev/null
+expect_ok "pocket info (hybrid, listed layers)" "$P" info "$tmp/hybrid.gguf"
+expect_blocks "layers 0, 3-4: deltanet(2 k / 4 v heads, head 16, conv 4) + dense(ff 96); layers 1-2: attention(gated, 4 q / 2 kv heads, head 32, rope 8 dims, q/k norm) + dense(ff 96)"
 expect_ok "pocket run (default model)" "$P" run -p "In the beginning" -n 8 --seed 1 -t 1
 
 expect_error "unknown command" "frobnicate" "$P" frobnicate

@@ -15,11 +15,12 @@
 static const char *info_help =
     "usage: pocket info [--tensors] [-c N] [-ctk T] [-ctv T] [--mem SIZE] [MODEL]\n"
     "\n"
-    "Describe a GGUF model: architecture, geometry, total and active parameters\n"
-    "per token, tensor types, the weight bytes read per decoded token, and the\n"
-    "sequence memory: KV cache bytes per token and for the context, with the\n"
-    "cache types and context size that run, chat, serve, bench and perplexity\n"
-    "would use with the same flags.\n"
+    "Describe a GGUF model: architecture, geometry, the block plan (what each\n"
+    "layer's mixer and FFN are, layers alike grouped), total and active\n"
+    "parameters per token, tensor types, the weight bytes read per decoded\n"
+    "token, and the sequence memory: KV cache bytes per token and for the\n"
+    "context, with the cache types and context size that run, chat, serve,\n"
+    "bench and perplexity would use with the same flags.\n"
     "  --tensors   also list every tensor with its type and shape\n"
     "  -c N        context size (default: as pocket run's)\n"
     "  -ctk T, -ctv T  KV cache type of the keys / values: f32, f16 (default), q8_0\n"
@@ -31,6 +32,52 @@ static void human_bytes(double b, char *out, size_t cap) {
     int i = 0;
     while (b >= 1024 && i < 4) { b /= 1024; i++; }
     snprintf(out, cap, "%.2f %s", b, u[i]);
+}
+
+/* ranges lo[i]..hi[i] (i < n) as "0-2, 4-6, 8-10", or "0-2, 4-6, ..., 36-38"
+ * when there are more than three of one length at one spacing */
+static void print_ranges(const int *lo, const int *hi, int n) {
+    int periodic = n > 3;
+    for (int i = 1; periodic && i < n; i++)
+        periodic = hi[i] - lo[i] == hi[0] - lo[0] && lo[i] - lo[i - 1] == lo[1] - lo[0];
+    for (int i = 0; i < n; i++) {
+        if (periodic && i >= 2 && i < n - 1) {
+            if (i == 2) printf(", ...");
+            continue;
+        }
+        printf("%s%d", i ? ", " : "", lo[i]);
+        if (hi[i] > lo[i]) printf("-%d", hi[i]);
+    }
+}
+
+/* The block plan, one group per distinct layer description (in order of
+ * first appearance), with the layers that have it run-length grouped:
+ * "layers 0-2, 4-6: deltanet(...) + moe(...); layers 3, 7: attention(...) + ..." */
+static void print_blocks(const pk_model *m, int n_layer) {
+    char (*desc)[512] = calloc((size_t)n_layer, sizeof *desc);
+    int *lo = calloc((size_t)n_layer, sizeof *lo), *hi = calloc((size_t)n_layer, sizeof *hi);
+    unsigned char *done = calloc((size_t)n_layer, 1);
+    if (!desc || !lo || !hi || !done) die("out of memory");
+    for (int il = 0; il < n_layer; il++) pk_model_layer_desc(m, il, desc[il], sizeof desc[il]);
+    printf("blocks          ");
+    for (int il = 0, groups = 0; il < n_layer; il++) {
+        if (done[il]) continue;
+        int n = 0;
+        for (int j = il; j < n_layer; j++) {
+            if (done[j] || strcmp(desc[j], desc[il])) continue;
+            done[j] = 1;
+            if (n && hi[n - 1] == j - 1) hi[n - 1] = j;
+            else { lo[n] = hi[n] = j; n++; }
+        }
+        printf("%slayers ", groups++ ? "; " : "");
+        print_ranges(lo, hi, n);
+        printf(": %s", desc[il]);
+    }
+    printf("\n");
+    free(desc);
+    free(lo);
+    free(hi);
+    free(done);
 }
 
 int cmd_info(int argc, char **argv) {
@@ -57,7 +104,8 @@ int cmd_info(int argc, char **argv) {
                mi.full_attn_interval == 2 ? "nd" : mi.full_attn_interval == 3 ? "rd" : "th");
     else
         printf("layers          %d\n", mi.n_layer);
- if (mi.n_nextn)
+    print_blocks(m, mi.n_layer);
+    if (mi.n_nextn)
         printf("mtp             %d next-token-prediction layer(s), loaded (not used for plain decoding)\n",
                mi.n_nextn);
     if (mi.n_layer_recurrent)

@@ -7,7 +7,9 @@
 #     maxima at and around powers of two, subnormal and huge blocks, zeros)
 #     quantized to MXFP4 equal the numpy rendering of ggml's
 #     quantize_row_mxfp4_ref byte for byte;
-#  3. a model with MXFP4 experts (the bundled model, experts quantized by
+#  3. re-quantizing keeps MXFP4 tensors: the fixture to Q4_K_M copies its
+#     MXFP4 tensors unchanged while the F32 matrices are converted;
+#  4. a model with MXFP4 experts (the bundled model, experts quantized by
 #     pocket) loads and runs everywhere a type is read: info, perplexity
 #     (scalar reference kernels = the selected ones, and within 2% of the
 #     F16 model's), bench.
@@ -107,7 +109,28 @@ print("ok   %d blocks quantized byte for byte as numpy's quantize_row_mxfp4_ref 
       % (len(got), got["e"].min(), got["e"].max()))
 PY
 
-echo "== 3. a model with MXFP4 experts: info, perplexity, bench"
+echo "== 3. re-quantizing keeps MXFP4 tensors"
+q "$FX" "$tmp/q4km.gguf" Q4_K_M
+"$PYTHON" - "$FX" "$tmp/q4km.gguf" <<'PY'
+import sys
+sys.path.insert(0, "tests")
+import gguf_py as G
+src, out = G.read_gguf(sys.argv[1]), G.read_gguf(sys.argv[2], load_data=False)
+data = open(sys.argv[2], "rb").read()      # the output has types gguf_py does not decode
+kept = changed = 0
+for n in src.tensor_order:
+    a, b = src.tinfo[n]["type"], out.tinfo[n]["type"]
+    if a == 39:
+        start = out.data_offset + out.tinfo[n]["offset"]
+        assert b == 39 and data[start:start + len(src.raw[n])] == src.raw[n], n
+        kept += 1
+    elif len(src.tinfo[n]["ne"]) >= 2 and n.endswith(".weight") and b != a:
+        changed += 1
+assert kept == 12 and changed > 0, (kept, changed)
+print("ok   Q4_K_M: %d MXFP4 tensors copied unchanged, %d other matrices converted" % (kept, changed))
+PY
+
+echo "== 4. a model with MXFP4 experts: info, perplexity, bench"
 q models/kjv-moe-f16.gguf "$tmp/kjv-mx.gguf" Q8_0 --tensor-type "_exps=MXFP4"
 $RUN "$P" info "$tmp/kjv-mx.gguf" >"$tmp/info.txt"
 grep -q "MXFP4: 18" "$tmp/info.txt" || { echo "FAIL: pocket info does not list 18 MXFP4 tensors"; cat "$tmp/info.txt"; exit 1; }

@@ -233,12 +233,16 @@ _Static_assert(sizeof(pk_block_mxfp4) == 1 + PK_QK_MXFP4 / 2, "wrong mxfp4 block
 extern const int8_t pk_mxfp4_values[16];
 
 /* The scale of an MXFP4 block: 2^(e - 128) exactly, as a float. */
+#define PK_E8M0_HALF_BITS(e) ((e) < 2 ? 0x00200000u << (e) : (uint32_t)((e) - 1) << 23)
 static inline float pk_e8m0_half(uint8_t e) {
-    uint32_t u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    uint32_t u = PK_E8M0_HALF_BITS(e);
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
+/* The same as float bits for every e: a table the SIMD kernels load lanes
+ * from (fewer instructions than computing them with the subnormals). */
+extern const uint32_t pk_e8m0_half_bits[256];
 
 /* 6-bit scale and min j (0..7) of a Q4_K / Q5_K block's 12 scale bytes:
  * j < 4: sc = q[j] & 63, m = q[j + 4] & 63; j >= 4: low nibbles from

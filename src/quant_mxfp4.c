@@ -31,6 +31,12 @@ const int8_t pk_mxfp4_values[16] = {
     0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
 };
 
+#define E1(e) PK_E8M0_HALF_BITS(e)
+#define E4(e) E1(e), E1(e + 1), E1(e + 2), E1(e + 3)
+#define E16(e) E4(e), E4(e + 4), E4(e + 8), E4(e + 12)
+#define E64(e) E16(e), E16(e + 16), E16(e + 32), E16(e + 48)
+const uint32_t pk_e8m0_half_bits[256] = { E64(0), E64(64), E64(128), E64(192) };
+
 void pk_mxfp4_to_float(const void *src, float *y, int64_t n) {
     const pk_block_mxfp4 *b = src;
     for (int64_t i = 0; i < n / PK_QK_MXFP4; i++, y += PK_QK_MXFP4) {

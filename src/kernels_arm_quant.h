@@ -1,5 +1,5 @@
 /* kernels_arm_quant.h - the block-quantized kernels of the AArch64 tables:
- * Q8_0, Q4_0, Q5_0, IQ4_NL x Q8_0; Q4_1, Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS x
+ * Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 x Q8_0; Q4_1, Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS x
  * Q8_K; and the Q8_0 / Q8_1 / Q8_K activation quantizers. Not a translation
  * unit: included by kernels_neon.c and kernels_dotprod.c inside their ISA
  * guards, after they define the int8 dot vocabulary:
@@ -153,20 +153,47 @@ QA_INLINE float32x4_t blk_q4_0(const int R, const pk_block_q4_0 *const *w, int64
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, p)), d);
 }
 
-QA_INLINE float32x4_t blk_iq4_nl(const int R, const pk_block_iq4_nl *const *w, int64_t i,
-                                 const pk_block_q8_0 *x, float32x4_t acc) {
+/* IQ4_NL and MXFP4: the 32 codes of R rows' blocks (nibbles as Q4_0, row
+ * k's at q[k]) through the 16 int8 levels of tab, against x: the rows' exact
+ * block sums in lanes 0..R-1. SMALL: levels <= 12 in magnitude (MXFP4), so
+ * 4 products sum below 2^15 (qa_dot32s). */
+QA_INLINE int32x4_t qa_tab_rows(const int R, const int SMALL, const uint8_t *const *q, int8x16_t tab,
+                                const pk_block_q8_0 *x) {
     int8x16_t x0 = vld1q_s8(x->qs), x1 = vld1q_s8(x->qs + 16);
-    const int8x16_t tab = vld1q_s8(pk_iq4nl_values);
     int32x4_t p[4];
 #pragma GCC unroll 4
     for (int k = 0; k < R; k++) {
         uint8x16_t lo, hi;
-        qa_nib(w[k][i].qs, &lo, &hi);
-        p[k] = qa_dot32(vqtbl1q_s8(tab, lo), x0, vqtbl1q_s8(tab, hi), x1);
+        qa_nib(q[k], &lo, &hi);
+        p[k] = SMALL ? qa_dot32s(vqtbl1q_s8(tab, lo), x0, vqtbl1q_s8(tab, hi), x1)
+                     : qa_dot32(vqtbl1q_s8(tab, lo), x0, vqtbl1q_s8(tab, hi), x1);
     }
+    return qa_rows(R, p);
+}
+
+QA_INLINE float32x4_t blk_iq4_nl(const int R, const pk_block_iq4_nl *const *w, int64_t i,
+                                 const pk_block_q8_0 *x, float32x4_t acc) {
+    const uint8_t *q[4] = { w[0][i].qs, w[1][i].qs, w[2][i].qs, w[3][i].qs };
     float32x4_t d = vmulq_n_f32(qa_f16x4(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d),
                                 qa_h2f(x->d));
-    return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, p)), d);
+    return vfmaq_f32(acc, vcvtq_f32_s32(qa_tab_rows(R, 0, q, vld1q_s8(pk_iq4nl_values), x)), d);
+}
+
+/* the MXFP4 scales 2^(e - 128) of R rows' blocks in lanes 0..R-1 (from the
+ * table of their float bits) */
+QA_INLINE float32x4_t qa_e8m0x4(const int R, uint8_t e0, uint8_t e1, uint8_t e2, uint8_t e3) {
+    uint32x4_t v = vld1q_dup_u32(&pk_e8m0_half_bits[e0]);
+    if (R > 1) v = vld1q_lane_u32(&pk_e8m0_half_bits[e1], v, 1);
+    if (R > 2) v = vld1q_lane_u32(&pk_e8m0_half_bits[e2], v, 2);
+    if (R > 3) v = vld1q_lane_u32(&pk_e8m0_half_bits[e3], v, 3);
+    return vreinterpretq_f32_u32(v);
+}
+
+QA_INLINE float32x4_t blk_mxfp4(const int R, const pk_block_mxfp4 *const *w, int64_t i,
+                                const pk_block_q8_0 *x, float32x4_t acc) {
+    const uint8_t *q[4] = { w[0][i].qs, w[1][i].qs, w[2][i].qs, w[3][i].qs };
+    float32x4_t d = vmulq_n_f32(qa_e8m0x4(R, w[0][i].e, w[1][i].e, w[2][i].e, w[3][i].e), qa_h2f(x->d));
+    return vfmaq_f32(acc, vcvtq_f32_s32(qa_tab_rows(R, 1, q, vld1q_s8(pk_mxfp4_values), x)), d);
 }
 
 QA_INLINE float32x4_t blk_q5_0(const int R, const pk_block_q5_0 *const *w, int64_t i,
@@ -599,6 +626,7 @@ QA_KERNELS(q4_1, pk_block_q4_1, pk_block_q8_1, PK_QK4_1, 3)
 QA_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, 3)
 QA_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, 3)
 QA_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, 4)
+QA_KERNELS(mxfp4, pk_block_mxfp4, pk_block_q8_0, PK_QK_MXFP4, 4)
 QA_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, 1)
 QA_KERNELS(q3_K, pk_block_q3_K, pk_block_q8_K, PK_QK_K, 1)
 QA_KERNELS(q4_K, pk_block_q4_K, pk_block_q8_K, PK_QK_K, 1)
@@ -709,7 +737,7 @@ const pk_kernels NAME = {                                                       
         [PK_TYPE_IQ4_NL] = vec_dot_iq4_nl, [PK_TYPE_Q2_K] = vec_dot_q2_K,          \
         [PK_TYPE_Q3_K] = vec_dot_q3_K, [PK_TYPE_Q4_K] = vec_dot_q4_K,              \
         [PK_TYPE_Q5_K] = vec_dot_q5_K, [PK_TYPE_Q6_K] = vec_dot_q6_K,              \
-        [PK_TYPE_IQ4_XS] = vec_dot_iq4_xs,                                         \
+        [PK_TYPE_IQ4_XS] = vec_dot_iq4_xs, [PK_TYPE_MXFP4] = vec_dot_mxfp4,        \
     },                                                                             \
     .gemv = {                                                                      \
         [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,                        \
@@ -719,7 +747,7 @@ const pk_kernels NAME = {                                                       
         [PK_TYPE_IQ4_NL] = gemv_iq4_nl, [PK_TYPE_Q2_K] = gemv_q2_K,                \
         [PK_TYPE_Q3_K] = gemv_q3_K, [PK_TYPE_Q4_K] = gemv_q4_K,                    \
         [PK_TYPE_Q5_K] = gemv_q5_K, [PK_TYPE_Q6_K] = gemv_q6_K,                    \
-        [PK_TYPE_IQ4_XS] = gemv_iq4_xs,                                            \
+        [PK_TYPE_IQ4_XS] = gemv_iq4_xs, [PK_TYPE_MXFP4] = gemv_mxfp4,              \
     },                                                                             \
     .quantize = {                                                                  \
         [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,                \

@@ -33,10 +33,10 @@
  *     multiplies per row super-block;
  *   - IQ4_XS (signed levels): int16 on both sides, levels times the
  *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
- *   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: weights widened to int16 at
- *     decode, activations widened once per token tile, products by vpmaddwd
- *     (no sign fix-up per token); four blocks' sums are reduced with
- *     horizontal adds and scaled with one float multiply-add.
+ *   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: weights widened to
+ *     int16 at decode, activations widened once per token tile, products by
+ *     vpmaddwd (no sign fix-up per token); four blocks' sums are reduced
+ *     with horizontal adds and scaled with one float multiply-add.
  * The activations must be in [-127, 127] (every Q8_0 / Q8_K / Q8_1
  * quantizer's output): the int16 sums above rely on it.
  *
@@ -593,14 +593,29 @@ GI void dec_q5_1(const pk_block_q5_1 *b, __m256i *W, __m256 *dw, __m256 *mw) {
     *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
     *mw = f16x4(b[0].m, b[1].m, b[2].m, b[3].m);
 }
+/* the 32 nibbles at qs through the 16 int8 levels of lut (IQ4_NL, MXFP4) */
+GI void tab_levels(const uint8_t *qs, __m128i lut, __m256i *w) {
+    const __m128i m4 = _mm_set1_epi8(0x0F), q = _mm_loadu_si128((const __m128i *)qs);
+    widen2(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4)),
+           _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4)), w);
+}
 GI void dec_iq4_nl(const pk_block_iq4_nl *b, __m256i *W, __m256 *dw, __m256 *mw) {
-    const __m128i m4 = _mm_set1_epi8(0x0F), lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
-    for (int j = 0; j < 4; j++) {
-        __m128i q = _mm_loadu_si128((const __m128i *)b[j].qs);
-        widen2(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4)),
-               _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4)), W + 2 * j);
-    }
+    const __m128i lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
+    for (int j = 0; j < 4; j++) tab_levels(b[j].qs, lut, W + 2 * j);
     *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
+    (void)mw;
+}
+/* [v0 v1 v2 v3 | v0 v1 v2 v3] from 4 E8M0 exponents: 2^(e - 128), loaded
+ * from the table of their float bits */
+GI __m256 e8m0x4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+    const __m128 f = _mm_castsi128_ps(_mm_setr_epi32((int)pk_e8m0_half_bits[a], (int)pk_e8m0_half_bits[b],
+                                                     (int)pk_e8m0_half_bits[c], (int)pk_e8m0_half_bits[d]));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(f), f, 1);
+}
+GI void dec_mxfp4(const pk_block_mxfp4 *b, __m256i *W, __m256 *dw, __m256 *mw) {
+    const __m128i lut = _mm_loadu_si128((const __m128i *)pk_mxfp4_values);
+    for (int j = 0; j < 4; j++) tab_levels(b[j].qs, lut, W + 2 * j);
+    *dw = e8m0x4(b[0].e, b[1].e, b[2].e, b[3].e);
     (void)mw;
 }
 
@@ -657,11 +672,12 @@ Q32_GEMM(q4_1, pk_block_q4_1, 1)
 Q32_GEMM(q5_0, pk_block_q5_0, 0)
 Q32_GEMM(q5_1, pk_block_q5_1, 1)
 Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
+Q32_GEMM(mxfp4, pk_block_mxfp4, 0)
 
 const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT] = {
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
-    [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
+    [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
 };
 

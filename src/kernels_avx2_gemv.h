@@ -1,6 +1,6 @@
 /* kernels_avx2_gemv.h - the AVX2 decode kernels (vec_dot and gemv) for the
- * block-quantized weight types: Q8_0, Q4_0, Q5_0, IQ4_NL x Q8_0; Q4_1, Q5_1
- * x Q8_1; Q2_K..Q6_K, IQ4_XS x Q8_K. Not a translation unit: included by
+ * block-quantized weight types: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 x Q8_0; Q4_1,
+ * Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS x Q8_K. Not a translation unit: included by
  * kernels_avx2.c inside its ISA guard (after <immintrin.h> and hsum8).
  *
  * Structure: ONE driver (GV_KERNELS below: the 4-row gemv loop with the
@@ -16,7 +16,8 @@
  *     sum(min_sub * bsum_sub).
  * The driver multiplies per block by d_w * d_x (one FMA per row per block;
  * times ISC, the factor of a type whose isum is a multiple of the sum),
- * subtracts dmin_w * d_x * mins, or adds m_w * s_x (Q4_1, Q5_1).
+ * subtracts dmin_w * d_x * mins, or adds m_w * s_x (Q4_1, Q5_1); d_w is the
+ * block's fp16 d, or for MXFP4 its E8M0 exponent's 2^(e - 128) (SC).
  *
  * Tuned for: single-token decode on AVX2-only cores (Zen 2/3, Intel client
  * parts, small VMs), where each gemv streams its matrix from DRAM once. Per
@@ -30,7 +31,7 @@
  *
  * Numerics: within a block everything is exact int32. Unsigned levels x
  * int8 activations by vpmaddubsw (int16 pair sums); level offsets (Q4_0 -8,
- * Q5_0 -16, Q3_K -4, Q6_K -32) are applied by adding -off * (pair sums of
+ * Q5_0 -16, Q3_K -4, Q6_K -32, MXFP4 -12 on its levels + 12) are applied by adding -off * (pair sums of
  * x) to those int16 pair sums, which gives the exact pair sums of (level -
  * off) * x in the same lanes (no large cancelling terms in other lanes).
  * Signed levels (Q8_0, IQ4_NL, IQ4_XS) move their sign onto the activation,
@@ -99,6 +100,7 @@ GV_INLINE void gv_offset(gv_x *a, int nc, int off) {
 GV_INLINE void gv_x_q8_0(const pk_block_q8_0 *x, gv_x *a) { a->q = x->qs; a->d = _cvtsh_ss(x->d); }
 GV_INLINE void gv_x_q8_0_o8(const pk_block_q8_0 *x, gv_x *a) { gv_x_q8_0(x, a); gv_offset(a, 1, 8); }
 GV_INLINE void gv_x_q8_0_o16(const pk_block_q8_0 *x, gv_x *a) { gv_x_q8_0(x, a); gv_offset(a, 1, 16); }
+GV_INLINE void gv_x_q8_0_o12(const pk_block_q8_0 *x, gv_x *a) { gv_x_q8_0(x, a); gv_offset(a, 1, 12); }
 GV_INLINE void gv_x_q8_1(const pk_block_q8_1 *x, gv_x *a) {
     a->q = x->qs; a->d = _cvtsh_ss(x->d); a->s = _cvtsh_ss(x->s);
 }
@@ -151,6 +153,14 @@ GV_INLINE __m256i gk_iq4_nl(const pk_block_iq4_nl *w, const gv_x *a, __m128i *ms
     (void)ms;
     __m256i lv = _mm256_shuffle_epi8(gv_iq4_tab(), gv_nib32(w->qs));
     return gv_sum16(gv_mul_ss(lv, gv_ld(a->q)));
+}
+/* MXFP4: the levels + 12 (unsigned, <= 24) by vpshufb, the -12 from the view */
+GV_INLINE __m256i gk_mxfp4(const pk_block_mxfp4 *w, const gv_x *a, __m128i *ms) {
+    (void)ms;
+    const __m256i tab = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+                                         12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+    __m256i u = _mm256_shuffle_epi8(tab, gv_nib32(w->qs));
+    return gv_sum16(_mm256_add_epi16(_mm256_maddubs_epi16(u, gv_ld(a->q)), a->nx[0]));
 }
 
 /* ---- block kernels: K-quant super-blocks ---------------------------------------------- */
@@ -332,12 +342,27 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
 
 /* the fp16 scales of the 4 rows' block i: with a second fp16 after d (dmin
  * or m), [d0, e0, d1, e1, ...]; without, [d0, d1, d2, d3] */
-#define GV_DD2(W, i)                                                                \
-    _mm256_cvtph_ps(_mm_setr_epi32((int)gv_u32(&W##0[i].d), (int)gv_u32(&W##1[i].d),  \
-                                   (int)gv_u32(&W##2[i].d), (int)gv_u32(&W##3[i].d)))
+#define GV_DD2(W, i, SC)                                                            \
+    _mm256_cvtph_ps(_mm_setr_epi32((int)gv_u32(GV_DA_##SC(W##0[i])), (int)gv_u32(GV_DA_##SC(W##1[i])), \
+                                   (int)gv_u32(GV_DA_##SC(W##2[i])), (int)gv_u32(GV_DA_##SC(W##3[i]))))
 #define GV_DD1(W, i)                                                                \
     _mm_cvtph_ps(_mm_cvtsi64_si128((long long)((uint64_t)W##0[i].d | (uint64_t)W##1[i].d << 16 | \
                                                (uint64_t)W##2[i].d << 32 | (uint64_t)W##3[i].d << 48)))
+
+/* The weight scale of one row's block, and of 4 rows' block i as [d0 d1 d2
+ * d3], by scale kind SC: f16 (the fp16 d) or e8m0 (MXFP4's e: 2^(e - 128),
+ * from the 256-entry table: 4 loads, cheaper than computing it with the
+ * subnormals of e = 0, 1). GV_DA: the address of
+ * the fp16 d that KIND 1 and 2 read the second fp16 after (never read for
+ * e8m0, which only comes with KIND 0). */
+#define GV_S1_f16(b) _cvtsh_ss((b).d)
+#define GV_S4_f16(W, i) GV_DD1(W, i)
+#define GV_DA_f16(b) (&(b).d)
+#define GV_S1_e8m0(b) pk_e8m0_half((b).e)
+#define GV_DA_e8m0(b) ((const uint16_t *)(const void *)&(b))
+#define GV_S4_e8m0(W, i)                                                            \
+    _mm_castsi128_ps(_mm_setr_epi32((int)pk_e8m0_half_bits[W##0[i].e], (int)pk_e8m0_half_bits[W##1[i].e], \
+                                    (int)pk_e8m0_half_bits[W##2[i].e], (int)pk_e8m0_half_bits[W##3[i].e]))
 
 /* A compiler-only barrier between the rows' block kernels: without it gcc
  * interleaves the 4 rows to share activation loads and spills the partial
@@ -345,8 +370,10 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
 #define GV_FENCE() __asm__ volatile("" ::: "memory")
 
 /* KIND 0: sum = d_w d_x isum; 1 (K-quant mins): - dmin_w d_x mins;
- * 2 (Q8_1 offset): + m_w s_x */
-#define GV_KERNELS(t, WT, XT, QK, XVIEW, KIND, ISC)                                        \
+ * 2 (Q8_1 offset): + m_w s_x. SC: the kind of d_w (GV_S1_*), e8m0 only
+ * with KIND 0; GV_KERNELS is the fp16 one. */
+#define GV_KERNELS(t, WT, XT, QK, XVIEW, KIND, ISC) GV_KERNELS_SC(t, WT, XT, QK, XVIEW, KIND, ISC, f16)
+#define GV_KERNELS_SC(t, WT, XT, QK, XVIEW, KIND, ISC, SC)                                 \
 static void gv_vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) {     \
     const WT *w = vw;                                                                 \
     const XT *x = vx;                                                                 \
@@ -358,10 +385,10 @@ static void gv_vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) 
         __m128i ms = _mm_setzero_si128();                                             \
         XVIEW(&x[i], &a);                                                             \
         __m256i is = gk_##t(&w[i], &a, &ms);                                          \
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(_cvtsh_ss(w[i].d) * ((ISC) * a.d)), acc); \
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(GV_S1_##SC(w[i]) * ((ISC) * a.d)), acc); \
         if (KIND == 1)                                                                \
-            am = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), _mm_set1_ps(gv_f16_next(&w[i].d) * a.d), am); \
-        if (KIND == 2) am = _mm_add_ss(am, _mm_set_ss(gv_f16_next(&w[i].d) * a.s));  \
+            am = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), _mm_set1_ps(gv_f16_next(GV_DA_##SC(w[i])) * a.d), am); \
+        if (KIND == 2) am = _mm_add_ss(am, _mm_set_ss(gv_f16_next(GV_DA_##SC(w[i])) * a.s)); \
     }                                                                                 \
     __m128 h = _mm_add_ps(am, _mm_movehl_ps(am, am));                                 \
     h = _mm_add_ss(h, _mm_movehdup_ps(h));                                            \
@@ -392,7 +419,7 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
             GV_FENCE();                                                               \
             __m256i s3 = gk_##t(&w3[i], &a, &m3);                                     \
             if (KIND) {                                                               \
-                __m256 f = _mm256_mul_ps(GV_DD2(w, i), KIND == 2 ?                    \
+                __m256 f = _mm256_mul_ps(GV_DD2(w, i, SC), KIND == 2 ?                \
                     _mm256_setr_ps(a.d, a.s, a.d, a.s, a.d, a.s, a.d, a.s) :   \
                     _mm256_setr_ps((ISC) * a.d, a.d, (ISC) * a.d, a.d, (ISC) * a.d, a.d, (ISC) * a.d, a.d)); \
                 a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(0)), a0); \
@@ -407,7 +434,7 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
                 else                                                                  \
                     am = _mm_add_ps(am, fm);                                          \
             } else {                                                                  \
-                __m256 f = _mm256_castps128_ps256(_mm_mul_ps(GV_DD1(w, i), _mm_set1_ps((ISC) * a.d))); \
+                __m256 f = _mm256_castps128_ps256(_mm_mul_ps(GV_S4_##SC(w, i), _mm_set1_ps((ISC) * a.d))); \
                 a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(0)), a0); \
                 a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(1)), a1); \
                 a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(2)), a2); \
@@ -430,6 +457,7 @@ GV_KERNELS(q4_1, pk_block_q4_1, pk_block_q8_1, PK_QK4_1, gv_x_q8_1, 2, 1.0f)
 GV_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, gv_x_q8_0_o16, 0, 1.0f)
 GV_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, gv_x_q8_1, 2, 1.0f)
 GV_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, gv_x_q8_0, 0, 1.0f)
+GV_KERNELS_SC(mxfp4, pk_block_mxfp4, pk_block_q8_0, PK_QK_MXFP4, gv_x_q8_0_o12, 0, 1.0f, e8m0)
 GV_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bs, 1, 0.25f)
 GV_KERNELS(q3_K, pk_block_q3_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_o4, 0, 1.0f)
 GV_KERNELS(q4_K, pk_block_q4_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1, 1.0f)
@@ -441,6 +469,7 @@ GV_KERNELS(iq4_xs, pk_block_iq4_xs, pk_block_q8_K, PK_QK_K, gv_x_q8_K, 0, 1.0f)
     [PK_TYPE_Q8_0] = gv_vec_dot_q8_0, [PK_TYPE_Q4_0] = gv_vec_dot_q4_0,                       \
     [PK_TYPE_Q4_1] = gv_vec_dot_q4_1, [PK_TYPE_Q5_0] = gv_vec_dot_q5_0,                       \
     [PK_TYPE_Q5_1] = gv_vec_dot_q5_1, [PK_TYPE_IQ4_NL] = gv_vec_dot_iq4_nl,                   \
+    [PK_TYPE_MXFP4] = gv_vec_dot_mxfp4,                                                       \
     [PK_TYPE_Q2_K] = gv_vec_dot_q2_K, [PK_TYPE_Q3_K] = gv_vec_dot_q3_K,                       \
     [PK_TYPE_Q4_K] = gv_vec_dot_q4_K, [PK_TYPE_Q5_K] = gv_vec_dot_q5_K,                       \
     [PK_TYPE_Q6_K] = gv_vec_dot_q6_K, [PK_TYPE_IQ4_XS] = gv_vec_dot_iq4_xs,
@@ -448,6 +477,7 @@ GV_KERNELS(iq4_xs, pk_block_iq4_xs, pk_block_q8_K, PK_QK_K, gv_x_q8_K, 0, 1.0f)
     [PK_TYPE_Q8_0] = gv_gemv_q8_0, [PK_TYPE_Q4_0] = gv_gemv_q4_0,                             \
     [PK_TYPE_Q4_1] = gv_gemv_q4_1, [PK_TYPE_Q5_0] = gv_gemv_q5_0,                             \
     [PK_TYPE_Q5_1] = gv_gemv_q5_1, [PK_TYPE_IQ4_NL] = gv_gemv_iq4_nl,                         \
+    [PK_TYPE_MXFP4] = gv_gemv_mxfp4,                                                          \
     [PK_TYPE_Q2_K] = gv_gemv_q2_K, [PK_TYPE_Q3_K] = gv_gemv_q3_K,                             \
     [PK_TYPE_Q4_K] = gv_gemv_q4_K, [PK_TYPE_Q5_K] = gv_gemv_q5_K,                             \
     [PK_TYPE_Q6_K] = gv_gemv_q6_K, [PK_TYPE_IQ4_XS] = gv_gemv_iq4_xs,

@@ -10,14 +10,17 @@
  * F32, F16 and BF16 (widened to fp32 by a shift, exactly) use 16-lane FMA;
  * no AVX512-BF16 instruction is used, so CPUs without it (Cascade Lake, Ice
  * Lake, some cloud VMs that hide it) run this table too.
- * Q8_0 uses VNNI vpdpbusd (u8 x s8 -> s32). The weights are made unsigned by
- * adding 128 (w ^ 0x80); the resulting extra 128*sum(x) per block depends only
- * on the activations, so it is computed once per block and shared across rows
- * (it seeds the accumulator). Exact for the full int8 range of both operands.
+ * Q8_0 and MXFP4 use VNNI vpdpbusd (u8 x s8 -> s32). The weights are made
+ * unsigned by adding 128 (Q8_0: w ^ 0x80; MXFP4: a vpshufb table of its
+ * levels + 128); the resulting extra 128*sum(x) per block depends only on
+ * the activations, so it is computed once per block and shared across rows
+ * (it seeds the accumulator). Exact for the full int8 range of both operands
+ * (the vocabulary, shared with the gemm: kernels_avx512_q32.h).
  * Activation quantizers are bit-exact with the reference for finite input.
  *
- * The Q8_0 gemv puts 2 blocks in one 512-bit register and converts the 4
- * rows' 8 weight scales at once; it software-prefetches the next 4 rows.
+ * The Q8_0 / MXFP4 gemv (one driver) puts 2 blocks in one 512-bit register
+ * and converts the 4 rows' 8 weight scales at once; it software-prefetches
+ * the next 4 rows.
  *
  * Q2_K..Q6_K and IQ4_XS use the 512-bit kernels of kernels_avx512_kquant.h
  * (64 levels per instruction, vpmaddubsw + vpdpwssd with the sub-block
@@ -43,6 +46,8 @@ static inline float hsum8(__m256 v) {
 }
 
 static inline __mmask16 tail16(int64_t k) { return (__mmask16)((1u << k) - 1); }
+
+#include "kernels_avx512_q32.h"
 
 /* ---- F32, F16: 16 lanes of FMA, masked tail ----------------------------- */
 
@@ -213,116 +218,92 @@ static void silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
-/* ---- Q8_0 x Q8_0 with VNNI ------------------------------------------------ */
+/* ---- Q8_0 and MXFP4 x Q8_0 with VNNI (vocabulary: kernels_avx512_q32.h) ---- */
 
-static inline __m256i ldq(const pk_block_q8_0 *b) {
-    return _mm256_loadu_si256((const __m256i *)b->qs);
+/* vec_dot: 2 blocks per step in two 256-bit accumulators; gemv: 4 rows x 2
+ * blocks per step, one 512-bit dot per row, the 4 rows' 8 weight scales
+ * spread to [block i x 8 | block i + 1 x 8] per row, software prefetch of
+ * the next 4 rows; an odd last block in 256 bits. */
+#define VNNI32_KERNELS(t, WT)                                                      \
+static void vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) {     \
+    const WT *w = vw;                                                              \
+    const pk_block_q8_0 *x = vx;                                                   \
+    int64_t nb = n / 32, i = 0;                                                    \
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;                                      \
+    for (; i + 2 <= nb; i += 2) {                                                  \
+        __m256i x0 = ldq(&x[i]), x1 = ldq(&x[i + 1]);                              \
+        __m256i p0 = _mm256_dpbusd_epi32(q8_seed(x0), wu_##t(&w[i]), x0);          \
+        __m256i p1 = _mm256_dpbusd_epi32(q8_seed(x1), wu_##t(&w[i + 1]), x1);      \
+        __m256 d0 = _mm256_set1_ps(ws_##t(&w[i]) * _cvtsh_ss(x[i].d));             \
+        __m256 d1 = _mm256_set1_ps(ws_##t(&w[i + 1]) * _cvtsh_ss(x[i + 1].d));     \
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);                      \
+        a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);                      \
+    }                                                                              \
+    for (; i < nb; i++) {                                                          \
+        __m256i x0 = ldq(&x[i]);                                                   \
+        __m256i p0 = _mm256_dpbusd_epi32(q8_seed(x0), wu_##t(&w[i]), x0);          \
+        __m256 d0 = _mm256_set1_ps(ws_##t(&w[i]) * _cvtsh_ss(x[i].d));             \
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);                      \
+    }                                                                              \
+    *s = hsum8(_mm256_add_ps(a0, a1));                                             \
+}                                                                                  \
+static void gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw,           \
+                     size_t rb, const void *vx) {                                  \
+    const pk_block_q8_0 *x = vx;                                                   \
+    int64_t nb = n / 32, r = 0;                                                    \
+    const __m512i i0 = _mm512_inserti64x4(_mm512_set1_epi32(0), _mm256_set1_epi32(4), 1); \
+    const __m512i i1 = _mm512_inserti64x4(_mm512_set1_epi32(1), _mm256_set1_epi32(5), 1); \
+    const __m512i i2 = _mm512_inserti64x4(_mm512_set1_epi32(2), _mm256_set1_epi32(6), 1); \
+    const __m512i i3 = _mm512_inserti64x4(_mm512_set1_epi32(3), _mm256_set1_epi32(7), 1); \
+    for (; r + 4 <= nrows; r += 4) {                                               \
+        const WT *w0 = (const void *)((const char *)vw + (size_t)r * rb);          \
+        const WT *w1 = (const void *)((const char *)w0 + rb);                      \
+        const WT *w2 = (const void *)((const char *)w1 + rb);                      \
+        const WT *w3 = (const void *)((const char *)w2 + rb);                      \
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                \
+        int64_t i = 0;                                                             \
+        const char *nxt = (const char *)w0 + 4 * rb;    /* the next 4 rows */      \
+        for (; i + 2 <= nb; i += 2) {                                              \
+            /* software prefetch of the next group, 4 x 2 blocks per step */       \
+            for (size_t o = 0; o < 8 * sizeof(WT); o += 64)                        \
+                _mm_prefetch(nxt + (size_t)i * 4 * sizeof(WT) + o, _MM_HINT_T0);   \
+            __m512i xq = ldq2(&x[i]), seed = q8_seed2(xq);                         \
+            uint32_t xd = (uint32_t)x[i].d | (uint32_t)x[i + 1].d << 16;           \
+            __m256 dx = _mm256_cvtph_ps(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)xd), \
+                _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3)));   \
+            __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(ws8_##t(w0, w1, w2, w3, i), dx)); \
+            a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, wu2_##t(&w0[i]), xq)), \
+                                 _mm512_permutexvar_ps(i0, d8), a0);               \
+            a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, wu2_##t(&w1[i]), xq)), \
+                                 _mm512_permutexvar_ps(i1, d8), a1);               \
+            a2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, wu2_##t(&w2[i]), xq)), \
+                                 _mm512_permutexvar_ps(i2, d8), a2);               \
+            a3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, wu2_##t(&w3[i]), xq)), \
+                                 _mm512_permutexvar_ps(i3, d8), a3);               \
+        }                                                                          \
+        __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;                \
+        if (i < nb) {                                                              \
+            __m256i xq = ldq(&x[i]), seed = q8_seed(xq);                           \
+            float dx = _cvtsh_ss(x[i].d);                                          \
+            b0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, wu_##t(&w0[i]), xq)), \
+                               _mm256_set1_ps(ws_##t(&w0[i]) * dx));               \
+            b1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, wu_##t(&w1[i]), xq)), \
+                               _mm256_set1_ps(ws_##t(&w1[i]) * dx));               \
+            b2 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, wu_##t(&w2[i]), xq)), \
+                               _mm256_set1_ps(ws_##t(&w2[i]) * dx));               \
+            b3 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, wu_##t(&w3[i]), xq)), \
+                               _mm256_set1_ps(ws_##t(&w3[i]) * dx));               \
+        }                                                                          \
+        y[r] = _mm512_reduce_add_ps(a0) + hsum8(b0);                               \
+        y[r + 1] = _mm512_reduce_add_ps(a1) + hsum8(b1);                           \
+        y[r + 2] = _mm512_reduce_add_ps(a2) + hsum8(b2);                           \
+        y[r + 3] = _mm512_reduce_add_ps(a3) + hsum8(b3);                           \
+    }                                                                              \
+    for (; r < nrows; r++)                                                         \
+        vec_dot_##t(n, &y[r], (const char *)vw + (size_t)r * rb, vx);              \
 }
-
-/* -128 * (sum of x over each group of 4 bytes): the seed that cancels the
- * +128 added to the weights. */
-static inline __m256i q8_seed(__m256i xq) {
-    return _mm256_sub_epi32(_mm256_setzero_si256(),
-                            _mm256_dpbusd_epi32(_mm256_setzero_si256(),
-                                                _mm256_set1_epi8((char)0x80), xq));
-}
-
-/* 8 int32 partial sums of w[i]*x[i] over one block. */
-static inline __m256i q8_dot(__m256i seed, __m256i wq, __m256i xq) {
-    return _mm256_dpbusd_epi32(seed, _mm256_xor_si256(wq, _mm256_set1_epi8((char)0x80)), xq);
-}
-
-static void vec_dot_q8_0(int64_t n, float *s, const void *vw, const void *vx) {
-    const pk_block_q8_0 *w = vw, *x = vx;
-    int64_t nb = n / PK_QK8_0, i = 0;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
-    for (; i + 2 <= nb; i += 2) {
-        __m256i x0 = ldq(&x[i]), x1 = ldq(&x[i + 1]);
-        __m256i p0 = q8_dot(q8_seed(x0), ldq(&w[i]), x0);
-        __m256i p1 = q8_dot(q8_seed(x1), ldq(&w[i + 1]), x1);
-        __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(x[i].d));
-        __m256 d1 = _mm256_set1_ps(_cvtsh_ss(w[i + 1].d) * _cvtsh_ss(x[i + 1].d));
-        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
-        a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);
-    }
-    for (; i < nb; i++) {
-        __m256i x0 = ldq(&x[i]);
-        __m256i p0 = q8_dot(q8_seed(x0), ldq(&w[i]), x0);
-        __m256 d0 = _mm256_set1_ps(_cvtsh_ss(w[i].d) * _cvtsh_ss(x[i].d));
-        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
-    }
-    *s = hsum8(_mm256_add_ps(a0, a1));
-}
-
-/* two consecutive blocks' 64 quants in one register */
-static inline __m512i ldq2(const pk_block_q8_0 *b) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(ldq(b)), ldq(b + 1), 1);
-}
-static inline __m512i q8_seed2(__m512i xq) {
-    return _mm512_sub_epi32(_mm512_setzero_si512(),
-                            _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                                                _mm512_set1_epi8((char)0x80), xq));
-}
-static inline __m512i q8_dot2(__m512i seed, __m512i wq, __m512i xq) {
-    return _mm512_dpbusd_epi32(seed, _mm512_xor_si512(wq, _mm512_set1_epi8((char)0x80)), xq);
-}
-
-/* 4 rows x 2 blocks per step: one 512-bit dot per row; the 8 weight scales
- * in one conversion, spread to [block i x 8 | block i + 1 x 8] per row. */
-static void gemv_q8_0(int64_t n, int64_t nrows, float *y, const void *vw,
-                      size_t rb, const void *vx) {
-    const pk_block_q8_0 *x = vx;
-    int64_t nb = n / PK_QK8_0, r = 0;
-    const __m512i i0 = _mm512_inserti64x4(_mm512_set1_epi32(0), _mm256_set1_epi32(4), 1);
-    const __m512i i1 = _mm512_inserti64x4(_mm512_set1_epi32(1), _mm256_set1_epi32(5), 1);
-    const __m512i i2 = _mm512_inserti64x4(_mm512_set1_epi32(2), _mm256_set1_epi32(6), 1);
-    const __m512i i3 = _mm512_inserti64x4(_mm512_set1_epi32(3), _mm256_set1_epi32(7), 1);
-    for (; r + 4 <= nrows; r += 4) {
-        const pk_block_q8_0 *w0 = (const void *)((const char *)vw + (size_t)r * rb);
-        const pk_block_q8_0 *w1 = (const void *)((const char *)w0 + rb);
-        const pk_block_q8_0 *w2 = (const void *)((const char *)w1 + rb);
-        const pk_block_q8_0 *w3 = (const void *)((const char *)w2 + rb);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        int64_t i = 0;
-        const char *nxt = (const char *)w0 + 4 * rb;    /* the next 4 rows */
-        for (; i + 2 <= nb; i += 2) {
-            /* software prefetch of the next group, 4 x 2 blocks per step */
-            for (size_t o = 0; o < 8 * sizeof(pk_block_q8_0); o += 64)
-                _mm_prefetch(nxt + (size_t)i * 4 * sizeof(pk_block_q8_0) + o, _MM_HINT_T0);
-            __m512i xq = ldq2(&x[i]), seed = q8_seed2(xq);
-            uint64_t da = (uint64_t)w0[i].d | (uint64_t)w1[i].d << 16 |
-                          (uint64_t)w2[i].d << 32 | (uint64_t)w3[i].d << 48;
-            uint64_t db = (uint64_t)w0[i + 1].d | (uint64_t)w1[i + 1].d << 16 |
-                          (uint64_t)w2[i + 1].d << 32 | (uint64_t)w3[i + 1].d << 48;
-            uint32_t xd = (uint32_t)x[i].d | (uint32_t)x[i + 1].d << 16;
-            __m256 dw = _mm256_cvtph_ps(_mm_set_epi64x((long long)db, (long long)da));
-            __m256 dx = _mm256_cvtph_ps(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)xd),
-                _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3)));
-            __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(dw, dx));
-#define ROW(k)                                                                  \
-            a##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q8_dot2(seed, ldq2(&w##k[i]), xq)), \
-                                   _mm512_permutexvar_ps(i##k, d8), a##k);
-            ROW(0) ROW(1) ROW(2) ROW(3)
-#undef ROW
-        }
-        __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
-        if (i < nb) {
-            __m256i xq = ldq(&x[i]), seed = q8_seed(xq);
-            float dx = _cvtsh_ss(x[i].d);
-#define ROW(k)                                                                  \
-            b##k = _mm256_mul_ps(_mm256_cvtepi32_ps(q8_dot(seed, ldq(&w##k[i]), xq)), \
-                                 _mm256_set1_ps(_cvtsh_ss(w##k[i].d) * dx));
-            ROW(0) ROW(1) ROW(2) ROW(3)
-#undef ROW
-        }
-        y[r] = _mm512_reduce_add_ps(a0) + hsum8(b0);
-        y[r + 1] = _mm512_reduce_add_ps(a1) + hsum8(b1);
-        y[r + 2] = _mm512_reduce_add_ps(a2) + hsum8(b2);
-        y[r + 3] = _mm512_reduce_add_ps(a3) + hsum8(b3);
-    }
-    for (; r < nrows; r++)
-        vec_dot_q8_0(n, &y[r], (const char *)vw + (size_t)r * rb, vx);
-}
+VNNI32_KERNELS(q8_0, pk_block_q8_0)
+VNNI32_KERNELS(mxfp4, pk_block_mxfp4)
 
 /* ---- activation quantizers (bit-exact with quant.c) ----------------------- */
 
@@ -399,11 +380,13 @@ const pk_kernels pk_kernels_avx512_table = {
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,
+        [PK_TYPE_MXFP4] = vec_dot_mxfp4,
         KQ_VEC_DOT_ENTRIES
     },
     .gemv = {
         [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,
         [PK_TYPE_BF16] = gemv_bf16, [PK_TYPE_Q8_0] = gemv_q8_0,
+        [PK_TYPE_MXFP4] = gemv_mxfp4,
         KQ_GEMV_ENTRIES
     },
     .quantize = {

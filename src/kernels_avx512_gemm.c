@@ -19,8 +19,9 @@
  * zero padding / masked loads.
  *
  * Numerics: within a (super-)block all products and sums are exact int32.
- *   Q8_0: vpdpbusd on w ^ 0x80 (unsigned) x activations, seeded with
- *     -128 * (sums of 4 activations) - exact for the full int8 range.
+ *   Q8_0, MXFP4: vpdpbusd on level + 128 (unsigned: w ^ 0x80, MXFP4's
+ *     table) x activations, seeded with -128 * (sums of 4 activations) -
+ *     exact for the full int8 range (kernels_avx512_q32.h).
  *   Q2_K, Q4_K, Q6_K: unsigned levels x int8 activations by vpmaddubsw
  *     (pair sums <= 2 * 63 * 128 < 2^15), then vpdpwssd with the sub-block
  *     scales. Q6_K's -32 offset is subtracted in the same int32 sum
@@ -35,6 +36,7 @@
     defined(__AVX512VNNI__) && defined(__F16C__)
 #include <immintrin.h>
 #include "kernels_avx512_levels.h"
+#include "kernels_avx512_q32.h"
 
 #define GI static inline __attribute__((always_inline))
 
@@ -213,7 +215,7 @@ KQUANT_GEMM(q4_K, pk_block_q4_K, 1)
 KQUANT_GEMM(q2_K, pk_block_q2_K, 1)
 KQUANT_GEMM(q6_K, pk_block_q6_K, 0)
 
-/* ---- Q8_0 x Q8_0 ---------------------------------------------------------------- */
+/* ---- Q8_0 and MXFP4 x Q8_0 -------------------------------------------------------- */
 
 /* Per token and pair of blocks: the 64 activations, -128 * their sums of 4
  * (the seed cancelling the +128 on the weights) and the two scales. */
@@ -237,25 +239,34 @@ static void prep_q8_0(int nt, const pk_block_q8_0 *const *xs, int64_t nbk, int n
         }
 }
 
-GI void tile_q8_0(const int NT, const pk_block_q8_0 *w, const q8_pair *X, int64_t nbk, int npair,
-                  float *y, int64_t ys, int first) {
-    const __m512i k80 = _mm512_set1_epi8((char)0x80);
+/* Block pair p of a row (w: Q8_0 or, MX, MXFP4 blocks): its 64 levels + 128
+ * (an odd last block: the upper half zero, as its activations) and scales
+ * [d0 x 8 | d1 x 8]. */
+GI void wpair(const int MX, const void *w, int p, int two, __m512i *q, __m512 *dw) {
+    float d0, d1;
+    if (MX) {
+        const pk_block_mxfp4 *b0 = (const pk_block_mxfp4 *)w + 2 * p;
+        *q = two ? wu2_mxfp4(b0) : _mm512_castsi256_si512(wu_mxfp4(b0));
+        d0 = ws_mxfp4(b0);
+        d1 = two ? ws_mxfp4(b0 + 1) : 0.0f;
+    } else {
+        const pk_block_q8_0 *b0 = (const pk_block_q8_0 *)w + 2 * p;
+        *q = two ? wu2_q8_0(b0) : _mm512_castsi256_si512(wu_q8_0(b0));
+        d0 = ws_q8_0(b0);
+        d1 = two ? ws_q8_0(b0 + 1) : 0.0f;
+    }
+    if (!two) *q = _mm512_inserti64x4(*q, _mm256_setzero_si256(), 1);
+    *dw = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+}
+
+GI void tile_q32(const int NT, const int MX, const void *w, const q8_pair *X, int64_t nbk, int npair,
+                 float *y, int64_t ys, int first) {
     __m512 acc[TT];
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int p = 0; p < npair; p++) {
-        const pk_block_q8_0 *b0 = &w[2 * p];
         __m512i q;
         __m512 dw;
-        if (2 * p + 1 < nbk) {
-            q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b0->qs)),
-                                   _mm256_loadu_si256((const __m256i *)b0[1].qs), 1);
-            dw = _mm512_insertf32x8(_mm512_set1_ps(f16f(b0->d)), _mm256_set1_ps(f16f(b0[1].d)), 1);
-        } else {   /* odd last block: the activations' upper half is zero */
-            q = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b0->qs));
-            q = _mm512_inserti64x4(q, _mm256_setzero_si256(), 1);
-            dw = _mm512_set1_ps(f16f(b0->d));
-        }
-        q = _mm512_xor_si512(q, k80);
+        wpair(MX, w, p, 2 * p + 1 < nbk, &q, &dw);
         for (int t = 0; t < NT; t++) {
             const q8_pair *xp = &X[t * npair + p];
             __m512i s = _mm512_dpbusd_epi32(xp->seed, q, ld64(xp->qs));
@@ -265,10 +276,11 @@ GI void tile_q8_0(const int NT, const pk_block_q8_0 *w, const q8_pair *X, int64_
     store_sums(NT, acc, y, ys, first);
 }
 
-static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
-                      const void *w, size_t rb, const void *const *x) {
+GI void gemm_q32(const int MX, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                 const void *w, size_t rb, const void *const *x) {
     q8_pair X[TT * KB_Q8];
-    int64_t nb = n / PK_QK8_0;
+    const size_t bs = MX ? sizeof(pk_block_mxfp4) : sizeof(pk_block_q8_0);
+    int64_t nb = n / 32;
     for (int64_t k0 = 0; k0 < nb; k0 += 2 * KB_Q8) {
         int64_t nbk = nb - k0 < 2 * KB_Q8 ? nb - k0 : 2 * KB_Q8;
         int npair = (int)((nbk + 1) / 2);
@@ -279,13 +291,22 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
             prep_q8_0(nt, xs, nbk, npair, X);
             float *yt = y + t0 * ys;
             for (int64_t r = 0; r < nrows; r++) {
-                const pk_block_q8_0 *wr = (const pk_block_q8_0 *)((const char *)w + (size_t)r * rb) + k0;
-#define C(NT) tile_q8_0(NT, wr, X, nbk, npair, yt + r, ys, k0 == 0)
+                const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * bs;
+#define C(NT) tile_q32(NT, MX, wr, X, nbk, npair, yt + r, ys, k0 == 0)
                 NT_SWITCH(nt, C)
 #undef C
             }
         }
     }
+}
+
+static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                      const void *w, size_t rb, const void *const *x) {
+    gemm_q32(0, n, nrows, ntok, y, ys, w, rb, x);
+}
+static void gemm_mxfp4(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                       const void *w, size_t rb, const void *const *x) {
+    gemm_q32(1, n, nrows, ntok, y, ys, w, rb, x);
 }
 
 /* ---- F32, F16 -------------------------------------------------------------------
@@ -367,7 +388,7 @@ const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {
 #if PK_GEMM_FLOAT
     [PK_TYPE_F32] = gemm_f32, [PK_TYPE_F16] = gemm_f16,
 #endif
-    [PK_TYPE_Q8_0] = gemm_q8_0,
+    [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_MXFP4] = gemm_mxfp4,
     [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q4_K] = gemm_q4_K, [PK_TYPE_Q6_K] = gemm_q6_K,
 };
 

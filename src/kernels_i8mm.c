@@ -32,8 +32,8 @@
  *
  * Numerics: within a (super-)block every product and sum is exact int32.
  *   Levels are decoded to int8 (Q4_K/Q5_K/Q2_K unsigned values, Q3_K
- *   q - 4, Q6_K q - 32, Q4_0 q - 8, Q5_0 q - 16, IQ4_NL/IQ4_XS table
- *   values, Q8_0 as stored - the full int8 range is fine for smmla);
+ *   q - 4, Q6_K q - 32, Q4_0 q - 8, Q5_0 q - 16, IQ4_NL/IQ4_XS/MXFP4
+ *   table values, Q8_0 as stored - the full int8 range is fine for smmla);
  *   sub-block scales multiply the smmla sums in int32 (vmlaq_s32), bounded
  *   by 2^28 per super-block. The K-quant mins term sum_j m_j * bsum_j is
  *   exact int32 as well: bsum = 128 * hi + lo with lo in [0, 127] and hi in
@@ -511,7 +511,7 @@ static void prep_l(int np, const void *const *xs, int q81, int kb, xl_t *X) {
         }
 }
 
-enum { T_Q8_0, T_Q4_0, T_Q4_1, T_Q5_0, T_Q5_1, T_IQ4_NL };
+enum { T_Q8_0, T_Q4_0, T_Q4_1, T_Q5_0, T_Q5_1, T_IQ4_NL, T_MXFP4 };
 
 /* Byte indexes and bit masks that spread the fifth bits of rows A and B
  * (qh words in bytes 0..3 and 4..7 of a vector) to the interleaved order:
@@ -544,6 +544,7 @@ GI void decode_l(const int TYPE, const void *A, const void *B, int64_t b, int8x1
     /* nibble types: qs at offset off of a block of size bs, elements j | j + 16 */
     size_t bs, off;
     switch (TYPE) {
+    case T_MXFP4: bs = sizeof(pk_block_mxfp4); off = 1; break;
     case T_Q4_0: bs = sizeof(pk_block_q4_0); off = 2; break;
     case T_Q4_1: bs = sizeof(pk_block_q4_1); off = 4; break;
     case T_Q5_0: bs = sizeof(pk_block_q5_0); off = 6; break;
@@ -561,8 +562,8 @@ GI void decode_l(const int TYPE, const void *A, const void *B, int64_t b, int8x1
         uint8x16_t q = vreinterpretq_u8_u32(vsetq_lane_u32(hc, vdupq_n_u32(ha), 1));
         u0 = or_qh(u0, q, 0); u1 = or_qh(u1, q, 1); u2 = or_qh(u2, q, 2); u3 = or_qh(u3, q, 3);
     }
-    if (TYPE == T_IQ4_NL) {
-        const int8x16_t tab = vld1q_s8(pk_iq4nl_values);
+    if (TYPE == T_IQ4_NL || TYPE == T_MXFP4) {
+        const int8x16_t tab = vld1q_s8(TYPE == T_MXFP4 ? pk_mxfp4_values : pk_iq4nl_values);
         v[0] = vqtbl1q_s8(tab, u0); v[1] = vqtbl1q_s8(tab, u1);
         v[2] = vqtbl1q_s8(tab, u2); v[3] = vqtbl1q_s8(tab, u3);
     } else {
@@ -573,7 +574,7 @@ GI void decode_l(const int TYPE, const void *A, const void *B, int64_t b, int8x1
     uint16_t da, dc;
     memcpy(&da, a, 2);
     memcpy(&dc, c, 2);
-    *dv = dup2(f16f(da), f16f(dc));
+    *dv = TYPE == T_MXFP4 ? dup2(pk_e8m0_half(a[0]), pk_e8m0_half(c[0])) : dup2(f16f(da), f16f(dc));
     if (TYPE == T_Q4_1 || TYPE == T_Q5_1) {
         memcpy(&da, a + 2, 2);
         memcpy(&dc, c + 2, 2);
@@ -675,6 +676,9 @@ L_GEMM(gemm_q5_1, sizeof(pk_block_q5_1), 1)
 #undef L_T
 #define L_T T_IQ4_NL
 L_GEMM(gemm_iq4_nl, sizeof(pk_block_iq4_nl), 0)
+#undef L_T
+#define L_T T_MXFP4
+L_GEMM(gemm_mxfp4, sizeof(pk_block_mxfp4), 0)
 #undef L_T
 
 /* ---- F32, F16, BF16 -----------------------------------------------------------------
@@ -796,6 +800,7 @@ const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT] = {
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
+    [PK_TYPE_MXFP4] = gemm_mxfp4,
 };
 
 #else

@@ -112,18 +112,32 @@ static void vec_dot_q5_1(int64_t n, float *s, const void *w, const void *x) {
     *s = sum;
 }
 
-static void vec_dot_iq4_nl(int64_t n, float *s, const void *w, const void *x) {
-    const pk_block_iq4_nl *a = w;
+/* IQ4_NL and MXFP4: 4-bit codes into a table of 16 int8 levels, nibbles as
+ * Q4_0, one scale per block: IQ4_NL's fp16 d, MXFP4's E8M0 2^(e - 128)
+ * (ggml's ggml_vec_dot_mxfp4_q8_0_generic: the same exact int32 sum per
+ * block and one float multiply-add with d_w * d_x) */
+static void vec_dot_tab4(int64_t n, float *s, const void *w, const void *x, int mxfp4) {
+    const size_t bs = mxfp4 ? sizeof(pk_block_mxfp4) : sizeof(pk_block_iq4_nl);
+    const int8_t *tab = mxfp4 ? pk_mxfp4_values : pk_iq4nl_values;
     const pk_block_q8_0 *b = x;
     float sum = 0.0f;
-    for (int64_t i = 0; i < n / PK_QK4_NL; i++) {
+    for (int64_t i = 0; i < n / 32; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bs, *qs = blk + (mxfp4 ? 1 : 2);
+        uint16_t d16;
+        memcpy(&d16, blk, 2);
+        const float dw = mxfp4 ? pk_e8m0_half(blk[0]) : pk_fp16_to_fp32(d16);
         int32_t isum = 0;
         for (int j = 0; j < 16; j++)
-            isum += pk_iq4nl_values[a[i].qs[j] & 0xF] * b[i].qs[j] +
-                    pk_iq4nl_values[a[i].qs[j] >> 4] * b[i].qs[j + 16];
-        sum += (float)isum * (pk_fp16_to_fp32(a[i].d) * pk_fp16_to_fp32(b[i].d));
+            isum += tab[qs[j] & 0xF] * b[i].qs[j] + tab[qs[j] >> 4] * b[i].qs[j + 16];
+        sum += (float)isum * (dw * pk_fp16_to_fp32(b[i].d));
     }
     *s = sum;
+}
+static void vec_dot_iq4_nl(int64_t n, float *s, const void *w, const void *x) {
+    vec_dot_tab4(n, s, w, x, 0);
+}
+static void vec_dot_mxfp4(int64_t n, float *s, const void *w, const void *x) {
+    vec_dot_tab4(n, s, w, x, 1);
 }
 
 /* ---- super-blocks x Q8_K: per super-block an exact int32 sum of
@@ -264,6 +278,7 @@ GEMV_BY_VEC_DOT(gemv_q4_1, vec_dot_q4_1)
 GEMV_BY_VEC_DOT(gemv_q5_0, vec_dot_q5_0)
 GEMV_BY_VEC_DOT(gemv_q5_1, vec_dot_q5_1)
 GEMV_BY_VEC_DOT(gemv_iq4_nl, vec_dot_iq4_nl)
+GEMV_BY_VEC_DOT(gemv_mxfp4, vec_dot_mxfp4)
 GEMV_BY_VEC_DOT(gemv_q2_K, vec_dot_q2_K)
 GEMV_BY_VEC_DOT(gemv_q3_K, vec_dot_q3_K)
 GEMV_BY_VEC_DOT(gemv_q4_K, vec_dot_q4_K)
@@ -288,7 +303,8 @@ static void quantize_q8_1(const float *x, void *y, int64_t n) { pk_q8_1_from_flo
 static void quantize_q8_K(const float *x, void *y, int64_t n) { pk_q8_K_from_float(x, y, n); }
 
 #define QTYPES(X) X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(IQ4_NL, iq4_nl) \
-    X(Q2_K, q2_K) X(Q3_K, q3_K) X(Q4_K, q4_K) X(Q5_K, q5_K) X(Q6_K, q6_K) X(IQ4_XS, iq4_xs)
+    X(MXFP4, mxfp4) X(Q2_K, q2_K) X(Q3_K, q3_K) X(Q4_K, q4_K) X(Q5_K, q5_K) X(Q6_K, q6_K) \
+    X(IQ4_XS, iq4_xs)
 #define VD(T, t) [PK_TYPE_##T] = vec_dot_##t,
 #define GV(T, t) [PK_TYPE_##T] = gemv_##t,
 

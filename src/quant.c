@@ -8,8 +8,8 @@
  *
  * Adding a type: declare its block struct in quant.h, write a
  * <type>_to_float / <type>_from_float pair (static here, or in the family's
- * file: quant_legacy.c, quant_k.c, quant_iq.c), and fill its row in
- * type_table (to_float, from_float, vec_dot_type).
+ * file: quant_legacy.c, quant_k.c, quant_iq.c, quant_mxfp4.c), and fill its
+ * row in type_table (to_float, from_float, vec_dot_type).
  */
 #include <math.h>
 #include <string.h>
@@ -179,7 +179,8 @@ static const pk_type_traits type_table[PK_TYPE_COUNT] = {
     [PK_TYPE_BF16]    = { "BF16", 1, 2, PK_TYPE_BF16, bf16_to_float, bf16_from_float },
     [PK_TYPE_TQ1_0]   = SIZED("TQ1_0", 256, 54),
     [PK_TYPE_TQ2_0]   = SIZED("TQ2_0", 256, 66),
-    [PK_TYPE_MXFP4]   = SIZED("MXFP4", 32, 17),
+    [PK_TYPE_MXFP4]   = { "MXFP4", PK_QK_MXFP4, sizeof(pk_block_mxfp4), PK_TYPE_Q8_0,
+                          pk_mxfp4_to_float, pk_mxfp4_from_float },
     /* 4, 5 (Q4_2, Q4_3), 31-33 (Q4_0_4_4 ...), 36-38 (IQ4_NL_4_4 ...): removed */
 };
 
@@ -194,7 +195,7 @@ const char *pk_type_name(int type) {
 }
 
 /* The types pocket does not compute are only ever copied as bytes; their
- * entries follow ggml's structs anyway (fp16 scales: 2; MXFP4: bytes). */
+ * entries follow ggml's structs anyway (fp16 scales: 2; IQ1_M: bytes). */
 static const unsigned char type_align[PK_TYPE_COUNT] = {
     [PK_TYPE_F32] = _Alignof(float),           [PK_TYPE_F16] = _Alignof(uint16_t),
     [PK_TYPE_BF16] = _Alignof(uint16_t),       [PK_TYPE_Q4_0] = _Alignof(pk_block_q4_0),
@@ -207,7 +208,7 @@ static const unsigned char type_align[PK_TYPE_COUNT] = {
     [PK_TYPE_IQ4_XS] = _Alignof(pk_block_iq4_xs),
     [PK_TYPE_IQ2_XXS] = 2, [PK_TYPE_IQ2_XS] = 2, [PK_TYPE_IQ3_XXS] = 2, [PK_TYPE_IQ1_S] = 2,
     [PK_TYPE_IQ3_S] = 2, [PK_TYPE_IQ2_S] = 2, [PK_TYPE_IQ1_M] = 1, [PK_TYPE_TQ1_0] = 2,
-    [PK_TYPE_TQ2_0] = 2, [PK_TYPE_MXFP4] = 1,
+    [PK_TYPE_TQ2_0] = 2, [PK_TYPE_MXFP4] = _Alignof(pk_block_mxfp4),
     [PK_TYPE_I8] = 1, [PK_TYPE_I16] = 2, [PK_TYPE_I32] = 4, [PK_TYPE_I64] = 8, [PK_TYPE_F64] = 8,
 };
 

@@ -213,6 +213,37 @@ _Static_assert(sizeof(pk_block_iq4_xs) == 4 + PK_QK_K / 64 + PK_QK_K / 2, "wrong
 /* The 16 non-linear levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl). */
 extern const int8_t pk_iq4nl_values[16];
 
+/* MXFP4 (OCP microscaling FP4, the gpt-oss experts): 32 E2M1 values sharing
+ * one E8M0 exponent: 4.25 bits per weight. w[j] = pk_mxfp4_values[q[j]] *
+ * 2^(e - 128), nibbles as Q4_0 (element j: low nibble of qs[j], element
+ * j + 16: its high nibble). The levels are twice the E2M1 values {0, 0.5,
+ * 1, 1.5, 2, 3, 4, 6}, bit 3 their sign, so the scale is half of E8M0's
+ * 2^(e - 127) (ggml's GGML_E8M0_TO_FP32_HALF); e = 0 and 1 give the
+ * float32 subnormals 2^-128 and 2^-127, e = 255 is 2^127 (not NaN: ggml
+ * does not special-case it). */
+#define PK_QK_MXFP4 32
+typedef struct {
+    uint8_t e;                  /* E8M0 shared exponent */
+    uint8_t qs[PK_QK_MXFP4 / 2];/* nibbles: bit 3 sign, bits 0-2 E2M1 magnitude */
+} pk_block_mxfp4;
+_Static_assert(sizeof(pk_block_mxfp4) == 1 + PK_QK_MXFP4 / 2, "wrong mxfp4 block size");
+
+/* The 16 MXFP4 levels, 2 x E2M1 (ggml's kvalues_mxfp4): 0 1 2 3 4 6 8 12,
+ * then the same negated (code 8 is -0 = 0). */
+extern const int8_t pk_mxfp4_values[16];
+
+/* The scale of an MXFP4 block: 2^(e - 128) exactly, as a float. */
+#define PK_E8M0_HALF_BITS(e) ((e) < 2 ? 0x00200000u << (e) : (uint32_t)((e) - 1) << 23)
+static inline float pk_e8m0_half(uint8_t e) {
+    uint32_t u = PK_E8M0_HALF_BITS(e);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+/* The same as float bits for every e: a table the SIMD kernels load lanes
+ * from (fewer instructions than computing them with the subnormals). */
+extern const uint32_t pk_e8m0_half_bits[256];
+
 /* 6-bit scale and min j (0..7) of a Q4_K / Q5_K block's 12 scale bytes:
  * j < 4: sc = q[j] & 63, m = q[j + 4] & 63; j >= 4: low nibbles from
  * q[j + 4], top two bits from bits 6-7 of q[j - 4] (sc) and q[j] (m). */
@@ -299,6 +330,7 @@ void pk_q8_K_to_float(const void *src, float *dst, int64_t n);
 void pk_q8_K_from_float(const float *src, void *dst, int64_t n);
 void pk_iq4_nl_to_float(const void *src, float *dst, int64_t n);
 void pk_iq4_xs_to_float(const void *src, float *dst, int64_t n);
+void pk_mxfp4_to_float(const void *src, float *dst, int64_t n);
 void pk_q4_0_from_float(const float *src, void *dst, int64_t n);
 void pk_q4_1_from_float(const float *src, void *dst, int64_t n);
 void pk_q5_0_from_float(const float *src, void *dst, int64_t n);
@@ -310,5 +342,6 @@ void pk_q5_K_from_float(const float *src, void *dst, int64_t n);
 void pk_q6_K_from_float(const float *src, void *dst, int64_t n);
 void pk_iq4_nl_from_float(const float *src, void *dst, int64_t n);
 void pk_iq4_xs_from_float(const float *src, void *dst, int64_t n);
+void pk_mxfp4_from_float(const float *src, void *dst, int64_t n);
 
 #endif

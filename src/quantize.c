@@ -446,6 +446,11 @@ static int make_plan(const gguf_file *f, qstate *qs, const pk_quantize_params *p
                 manual = 1;
                 break;
             }
+        if (!manual && t->type == PK_TYPE_MXFP4) {
+            /* kept: re-quantizing 4-bit floats to another type only loses */
+            pl[i].type = t->type;
+            continue;
+        }
         if (!manual && def_quantized) {
             if (qs->ps->moe) type = moe_rule_type(t->name, cat, type);
             else if ((rc = rule_type(qs, t, cat, type, &type, err))) return rc;

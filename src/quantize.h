@@ -17,6 +17,9 @@
  * llama-quantize's order (by layer, then by name). With the same input,
  * preset and no importance matrix the tensor data equals llama-quantize's
  * bit for bit, given reference quantizers that match ggml's.
+ * MXFP4 tensors (gpt-oss experts) are copied unchanged under every preset
+ * (llama-quantize would dequantize and re-quantize them); an override that
+ * names one converts it like any other tensor.
  */
 #ifndef PK_QUANTIZE_H
 #define PK_QUANTIZE_H

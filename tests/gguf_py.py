@@ -1,6 +1,7 @@
 """gguf_py - a small, self-contained GGUF (v2/v3) reader and writer in numpy.
 
-Used by the test scripts (gen_model.py, ref_forward.py); needs only numpy.
+Used by the test scripts (gen_model.py, ref_forward.py); needs only numpy
+(and, for MXFP4 tensors, the reference next to it: mxfp4_ref.py).
 
 Layout (little-endian throughout):
     "GGUF"  u32 version  u64 n_tensors  u64 n_kv
@@ -21,6 +22,8 @@ bytes. read_gguf() returns arrays already in numpy order (shape = ne reversed).
 import struct
 import numpy as np
 
+import mxfp4_ref
+
 # metadata value types
 UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, \
     UINT64, INT64, FLOAT64 = range(13)
@@ -40,10 +43,12 @@ VTYPE_NAMES = ["UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32",
                "FLOAT64"]
 
 # ggml tensor types handled here
-T_F32, T_F16, T_Q8_0, T_BF16 = 0, 1, 8, 30
-TYPE_NAMES = {T_F32: "F32", T_F16: "F16", T_Q8_0: "Q8_0", T_BF16: "BF16"}
+T_F32, T_F16, T_Q8_0, T_BF16, T_MXFP4 = 0, 1, 8, 30, mxfp4_ref.T_MXFP4
+TYPE_NAMES = {T_F32: "F32", T_F16: "F16", T_Q8_0: "Q8_0", T_BF16: "BF16",
+              T_MXFP4: "MXFP4"}
 # (block size in elements, bytes per block)
-_BLOCK = {T_F32: (1, 4), T_F16: (1, 2), T_Q8_0: (32, 34), T_BF16: (1, 2)}
+_BLOCK = {T_F32: (1, 4), T_F16: (1, 2), T_Q8_0: (32, 34), T_BF16: (1, 2),
+          T_MXFP4: (mxfp4_ref.QK, mxfp4_ref.BLOCK_BYTES)}
 
 DEFAULT_ALIGNMENT = 32
 GGUF_MAGIC = b"GGUF"
@@ -178,11 +183,11 @@ class GGUFWriter:
             raw = np.ascontiguousarray(a, dtype="<f2").tobytes()
         elif ttype == T_BF16:
             raw = f32_to_bf16_bits(a).astype("<u2").tobytes()
-        elif ttype == T_Q8_0:
+        elif ttype in (T_Q8_0, T_MXFP4):
             if ne[0] % 32:
-                raise GGUFError("%s: Q8_0 needs ne0 %% 32 == 0, ne0=%d"
-                                % (name, ne[0]))
-            raw = quantize_q8_0(a)
+                raise GGUFError("%s: %s needs ne0 %% 32 == 0, ne0=%d"
+                                % (name, TYPE_NAMES[ttype], ne[0]))
+            raw = quantize_q8_0(a) if ttype == T_Q8_0 else mxfp4_ref.quantize(a)
         else:
             raise GGUFError("%s: unsupported tensor type %d" % (name, ttype))
         if any(t[0] == name for t in self.tensors):
@@ -249,7 +254,8 @@ class GGUFFile:
                arrays of strings, or a numpy array for arrays of numbers)
     kv_types:  dict key -> (vtype, arr_type or None)
     tensors:   dict name -> numpy array in numpy order: F32 as float32, F16
-               as float16 (exact), BF16 and Q8_0 dequantised to float32
+               as float16 (exact), BF16, Q8_0 and MXFP4 dequantised to float32
+    raw:       dict name -> the tensor's bytes as stored
     tinfo:     dict name -> dict(ne=[...], type=int, offset=int, nbytes=int)
     """
 
@@ -259,6 +265,7 @@ class GGUFFile:
         self.kv_types = {}
         self.kv_order = []
         self.tensors = {}
+        self.raw = {}
         self.tinfo = {}
         self.tensor_order = []
         self.alignment = DEFAULT_ALIGNMENT
@@ -394,9 +401,12 @@ def read_gguf(path_or_bytes, load_data=True):
             a = np.frombuffer(raw, dtype="<f2", count=n)
         elif t == T_BF16:
             a = bf16_bits_to_f32(np.frombuffer(raw, dtype="<u2", count=n))
+        elif t == T_MXFP4:
+            a = mxfp4_ref.dequantize(raw, n)
         else:  # Q8_0
             a = dequantize_q8_0(raw, n)
         g.tensors[name] = a.reshape(shape)
+        g.raw[name] = raw
     return g
 
 
@@ -449,6 +459,7 @@ def selftest():
         w.add_tensor("b.f16", t16, T_F16)
         w.add_tensor("c.bf16", tb, T_BF16)
         w.add_tensor("d.q8", tq, T_Q8_0)
+        w.add_tensor("f.mxfp4", tq, T_MXFP4)
         w.add_tensor("e.vec", np.arange(3, dtype=np.float32), T_F32)
         raw = w.to_bytes()
         g = read_gguf(raw)
@@ -474,6 +485,12 @@ def selftest():
         assert np.max(np.abs(g.tensors["d.q8"] - tq)) <= \
             np.max(np.abs(tq)) / 127 * 0.51 + 1e-3
         assert np.array_equal(g.tensors["e.vec"], [0, 1, 2])
+        # MXFP4: off by at most a quarter of the block's largest magnitude
+        # (4 d, d = 2^(E - 128), next to amax < 16 d; 2 d between 8 and 12)
+        assert g.tinfo["f.mxfp4"]["nbytes"] == 2 * 2 * 17
+        assert np.max(np.abs(g.tensors["f.mxfp4"] - tq)) <= \
+            np.max(np.abs(tq)) / 4
+        assert g.raw["f.mxfp4"] == mxfp4_ref.quantize(tq)
         # row-major bytes of a (out, in) matrix with ne = [in, out]
         start = g.data_offset + g.tinfo["a.f32"]["offset"]
         assert raw[start:start + 60] == t32.astype("<f4").tobytes()

@@ -22,6 +22,8 @@ tmp="$BUILD/tmp/batch"; rm -rf "$tmp"; mkdir -p "$tmp"
 "$PYTHON" tests/gen_model.py qwen3 "$tmp/qwen3.gguf" --seed 2 >/dev/null
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
     { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
+$RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/mxfp4.gguf" Q8_0 --tensor-type "_exps=MXFP4" \
+    >/dev/null 2>&1 || { echo "FAIL: pocket quantize Q8_0 with MXFP4 experts"; exit 1; }
 variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
 [ -n "$variants" ] || { echo "FAIL: no usable kernel variant in pocket --help"; exit 1; }
 if [ -n "${BATCH_VARIANTS:-}" ]; then
@@ -62,21 +64,21 @@ done
 # kernels, whose float summation order differs from gemv's, so batched and
 # one-at-a-time logits agree to float tolerance rather than bitwise (the same
 # size of difference as between the AVX2 and AVX-512 gemv kernels).
-if true; then
+for q in q4km:Q4_K_M mxfp4:Q8_0+MXFP4; do
     ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 4000) for i in range(100)))")
-    $RUN "$T" -t 2 -b 1 "$tmp/q4km.gguf" "$tmp/one.f32" "$ids"
-    $RUN "$T" -t 2 -b 64 "$tmp/q4km.gguf" "$tmp/batch.f32" "$ids"
-    "$PYTHON" - "$tmp/one.f32" "$tmp/batch.f32" <<'PY'
+    $RUN "$T" -t 2 -b 1 "$tmp/${q%%:*}.gguf" "$tmp/one.f32" "$ids"
+    $RUN "$T" -t 2 -b 64 "$tmp/${q%%:*}.gguf" "$tmp/batch.f32" "$ids"
+    "$PYTHON" - "$tmp/one.f32" "$tmp/batch.f32" "${q#*:}" <<'PY'
 import sys
 import numpy as np
 a, b = (np.fromfile(f, dtype="<f4").reshape(-1, 4096) for f in sys.argv[1:3])
 d = np.abs(a - b).max() / np.abs(a).max()
 agree = (a.argmax(1) == b.argmax(1)).mean()
-print(f"ok   [{__import__('os').environ['POCKET_KERNELS']}] Q4_K_M kjv: 100 tokens batched vs one at a time: max |diff| {100 * d:.2f}% of max |logit|, "
+print(f"ok   [{__import__('os').environ['POCKET_KERNELS']}] {sys.argv[3]} kjv: 100 tokens batched vs one at a time: max |diff| {100 * d:.2f}% of max |logit|, "
       f"argmax agree {100 * agree:.0f}%")
 sys.exit(0 if d < 0.05 and agree >= 0.95 else 1)
 PY
-fi
+done
 }
 for v in $variants; do
     POCKET_KERNELS=$v; export POCKET_KERNELS

@@ -33,15 +33,16 @@ static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254
 
 static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                              PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
-                             PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
+                             PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
                              PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
 /* The gemm entries each variant must have when it is usable here: a
  * variant whose multi-token kernels went missing (a build without its ISA
  * flags, an entry dropped from its array) fails instead of testing nothing. */
 static const struct { const char *isa; int types[16]; } required[] = {
     { "avx2", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
-                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, -1 } },
-    { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q2_K, PK_TYPE_Q4_K, PK_TYPE_Q6_K, -1 } },
+                PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
+                PK_TYPE_IQ4_XS, -1 } },
+    { "avx512", { PK_TYPE_Q8_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q4_K, PK_TYPE_Q6_K, -1 } },
 };
 enum { NTYPES = sizeof types / sizeof *types };
 
@@ -71,6 +72,7 @@ static void extreme_levels(int t, uint8_t *row, int64_t n) {
     case PK_TYPE_Q5_K: off = 4; len = 172; break;                       /* q 31 */
     case PK_TYPE_Q6_K: off = 0; len = 192; break;                       /* q 63 */
     case PK_TYPE_IQ4_XS: off = 2; len = 134; val = 0; break;            /* scales -32, level -127 */
+    case PK_TYPE_MXFP4: off = 1; len = 16; break;                       /* level -12 */
     default: return;
     }
     const pk_type_traits *tr = pk_type_get(t);
@@ -187,19 +189,32 @@ static void test_all(void) {
  * once; every gemm call takes the first nr rows and nt tokens, for nr in
  * rows_s and every nt in 1..33. Kinds: normal data; activations all +-1
  * (full-scale levels); extreme scales (row r scaled by 10^(r mod 9 - 4),
- * token j by 10^(j mod 7 - 3), one zero row and one zero token). */
+ * token j by 10^(j mod 7 - 3), one zero row and one zero token); for MXFP4
+ * also the ends of the E8M0 range: block exponents 0..5 (subnormal scales)
+ * against activations of magnitude ~1e3, and 246..254 (up to 2^126)
+ * against ~1e-5 (fp16 subnormal scales), so that every product and sum
+ * stays a finite normal float. */
 
 static const int sweep_types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                                    PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
-                                   PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
+                                   PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
                                    PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
 enum { NSWEEP = sizeof sweep_types / sizeof *sweep_types };
-enum { S_NORMAL, S_MAX, S_EXTREME, S_COUNT };
+enum { S_NORMAL, S_MAX, S_EXTREME, S_E8M0_LO, S_E8M0_HI, S_COUNT };
 
 static float sweep_scale(int extreme, int i, int mod, int zero_at) {
     if (!extreme) return 1.0f;
     if (i == zero_at) return 0.0f;
     return powf(10.0f, (float)(i % mod - mod / 2));
+}
+
+/* element i of a weight row as a double: its dequantized float f, except
+ * MXFP4, decoded in double (its levels 8, 12 overflow a float at e >= 253) */
+static double wval(int t, const uint8_t *row, int64_t i, float f) {
+    if (t != PK_TYPE_MXFP4) return f;
+    const pk_block_mxfp4 *b = (const pk_block_mxfp4 *)row + i / PK_QK_MXFP4;
+    int j = (int)(i % PK_QK_MXFP4), q = j < 16 ? b->qs[j] & 15 : b->qs[j - 16] >> 4;
+    return ldexp(pk_mxfp4_values[q], b->e - 128);
 }
 
 static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
@@ -213,14 +228,20 @@ static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
     float *xf = malloc((size_t)n * MAXT_S * sizeof(float));
     uint8_t *xbuf = malloc(xs * MAXT_S + 1);
     const void *xp[MAXT_S];
+    const int e8m0 = kind == S_E8M0_LO || kind == S_E8M0_HI;
     for (int r = 0; r < MAXR_S; r++) {
         fill(f, n, D_NORMAL, sweep_scale(kind == S_EXTREME, r, 9, 3));
         tw->from_float(f, w + r * rb, n);
+        if (e8m0)
+            for (int64_t b = 0; b < n / PK_QK_MXFP4; b++)
+                w[r * rb + (size_t)b * sizeof(pk_block_mxfp4)] =
+                    (uint8_t)(kind == S_E8M0_LO ? rnd64() % 6 : 246 + rnd64() % 9);
         memset(w + r * rb + rs, 0xCD, rb - rs);
         tw->to_float(w + r * rb, wf + (size_t)r * n, n);
     }
     for (int j = 0; j < MAXT_S; j++) {
-        fill(f, n, kind == S_MAX ? D_MAX : D_NORMAL, sweep_scale(kind == S_EXTREME, j, 7, 5));
+        float xs_scale = kind == S_E8M0_LO ? 1e3f : kind == S_E8M0_HI ? 1e-5f : 1.0f;
+        fill(f, n, kind == S_MAX ? D_MAX : D_NORMAL, xs_scale * sweep_scale(kind == S_EXTREME, j, 7, 5));
         /* token j at an odd offset order: tokens interleaved back to front */
         uint8_t *dst = xbuf + xs * (size_t)(MAXT_S - 1 - j);
         tx->from_float(f, dst, n);
@@ -235,7 +256,7 @@ static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
         for (int r = 0; r < MAXR_S; r++) {
             double m = 0;
             for (int64_t i = 0; i < n; i++)
-                m += fabs((double)wf[(size_t)r * n + i] * xf[(size_t)j * n + i]);
+                m += fabs(wval(t, w + r * rb, i, wf[(size_t)r * n + i]) * xf[(size_t)j * n + i]);
             mag[j * MAXR_S + r] = m;
         }
     }
@@ -286,8 +307,9 @@ static void test_sweep(void) {
             if (blck == 1) { ns[0] = 1; ns[1] = 7; ns[2] = 100; ns[3] = 1030; }
             else if (blck == 32) { ns[0] = 32; ns[1] = 64; ns[2] = 96; ns[3] = 32 * 67; }
             else { ns[0] = 256; ns[1] = 512; ns[2] = 768; ns[3] = 256 * 9; }
+            int nkind = t == PK_TYPE_MXFP4 ? S_COUNT : S_E8M0_LO;
             for (int i = 0; i < 4; i++)
-                for (int kind = 0; kind < S_COUNT; kind++) sweep_type(list[v], t, ns[i], kind);
+                for (int kind = 0; kind < nkind; kind++) sweep_type(list[v], t, ns[i], kind);
             tested++;
         }
     fprintf(stderr, "sweep: %d gemm kernels\n", tested);
@@ -302,7 +324,7 @@ static void test_sweep(void) {
 static void test_i8mm_complete(void) {
     static const int need[] = { PK_TYPE_Q4_K, PK_TYPE_Q8_0, PK_TYPE_Q2_K, PK_TYPE_Q6_K, PK_TYPE_Q5_K,
                                 PK_TYPE_Q3_K, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
-                                PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
+                                PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4,
 #if defined(PK_GEMM_FLOAT) && PK_GEMM_FLOAT
                                 PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_F32,
 #endif

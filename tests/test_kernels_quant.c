@@ -1,5 +1,5 @@
 /* test_kernels_quant.c - the block-quantized weight types (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS) and their activation types (Q8_1, Q8_K):
+ * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4) and their activation types (Q8_1, Q8_K):
  * formats (quant_*.c) and every usable kernel table (kernels_*.c).
  *
  * Checks, per type: the type table; dequantization of blocks with known
@@ -11,8 +11,9 @@
  * for every ISA table: vec_dot and gemv against an exact double dot of the
  * dequantized data on random / zero / max-magnitude / outlier data (this is
  * also the llama.cpp compatibility check: the kernels compute what
- * dequantize-then-dot computes, to float rounding), and the activation
- * quantizers bit-exact against the reference.
+ * dequantize-then-dot computes, to float rounding), MXFP4 also at the
+ * extreme E8M0 exponents (0..4, 250..255), and the activation quantizers
+ * bit-exact against the reference.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ static double h2d(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return pk_fp
 
 static const int8_t iq4_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
                                        1, 13, 25, 38, 53, 69, 89, 113 };
+/* E2M1 magnitudes (MXFP4: code bit 3 is the sign, the scale 2^(e - 127)) */
+static const double e2m1[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
 
 /* ---- the types under test ---------------------------------------------------- */
 
@@ -55,6 +58,7 @@ static const struct { int t, act, blck; size_t size; double rms_bound; } types[]
     { PK_TYPE_Q6_K, PK_TYPE_Q8_K, 256, 210, 0.025 },
     { PK_TYPE_IQ4_NL, PK_TYPE_Q8_0, 32, 18, 0.11 },
     { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
+    { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
 };
 enum { NTYPES = sizeof types / sizeof *types };
 
@@ -129,6 +133,11 @@ static void elem(int t, const uint8_t *p, int e, double *a, double *b) {
         *a = (double)d * (int8_t)p[4 + e];
         break;
     }
+    case PK_TYPE_MXFP4: {
+        int q = e < 16 ? p[1 + e] & 15 : p[1 + e - 16] >> 4;
+        *a = (q & 8 ? -1 : 1) * ldexp(e2m1[q & 7], p[0] - 127);
+        break;
+    }
     case PK_TYPE_IQ4_XS: {
         int s = e / 32, j = e % 32;
         uint16_t sh = (uint16_t)(p[2] | p[3] << 8);
@@ -158,6 +167,7 @@ static void sane_scales(int t, uint8_t *p) {
                     memcpy(p + tab[i].off[k], &h, 2);
                 }
     if (t == PK_TYPE_Q8_K) { float d = ldexpf(1.0f + rndf() * 0.5f, -7); memcpy(p, &d, 4); }
+    if (t == PK_TYPE_MXFP4) p[0] = (uint8_t)(127 + (int)(rnd64() % 12) - 8);   /* 2^-9 .. 2^2 */
 }
 
 static int type_blck(int t) { return pk_type_get(t)->blck; }
@@ -310,6 +320,50 @@ static void test_known_blocks(void) {
                out[7 * 32 + 31] == 0.25f * 31 && out[32] == 0.25f * -32 * 113,
                "IQ4_XS known values (%g %g %g %g)", out[0], out[16], out[160], out[255]);
 
+    /* MXFP4: e = 128 is d = 1; code 7 = 12, 15 = -12, 8 = -0, 9 = -1, 1 = 1 */
+    pk_block_mxfp4 mx = { 128, { 0 } };
+    mx.qs[0] = 0xF7; mx.qs[3] = 0x98; mx.qs[15] = 0x1A;
+    pk_type_get(PK_TYPE_MXFP4)->to_float(&mx, out, 32);
+    TEST_CHECK(out[0] == 12.0f && out[16] == -12.0f && out[3] == 0.0f && out[19] == -1.0f &&
+               out[15] == -2.0f && out[31] == 1.0f && out[1] == 0.0f,
+               "MXFP4 known values (%g %g %g %g %g %g)", out[0], out[16], out[3], out[19], out[15], out[31]);
+    /* every exponent: 2^(e - 128) exactly (and in the kernels' table),
+     * subnormal for e = 0, 1; 12 * 2^126
+     * and 8 * 2^126 overflow (inf, as ggml) */
+    bad = 0;
+    for (int e = 0; e < 256; e++) {
+        pk_block_mxfp4 b = { (uint8_t)e, { 0 } };
+        b.qs[0] = 0x71; b.qs[1] = 0xE6;       /* e0: 1, e16: 12, e1: 8, e17: -8 */
+        pk_type_get(PK_TYPE_MXFP4)->to_float(&b, out, 32);
+        double d = ldexp(1.0, e - 128);
+        float tf;
+        memcpy(&tf, &pk_e8m0_half_bits[e], 4);
+        bad += out[0] != (float)d || pk_e8m0_half((uint8_t)e) != (float)d || tf != (float)d;
+        bad += out[16] != (12 * d > 3.4028234663852886e38 ? INFINITY : (float)(12 * d));
+        bad += out[1] != (8 * d > 3.4028234663852886e38 ? INFINITY : (float)(8 * d));
+        bad += out[17] != -out[1];
+    }
+    TEST_CHECK(bad == 0, "MXFP4 scale 2^(e - 128) for all 256 exponents (%d wrong)", bad);
+    /* quantizer corner cases: a value halfway between two levels takes the
+     * one nearer zero; amax = 0 gives e = 0; amax 2^-127 wraps the exponent
+     * to 254 (x86-64's conversion of ggml's float, all codes 0); amax 6
+     * gives e = 2 - 2 + 127, d = 0.5 */
+    float xm[32] = { 0 };
+    xm[0] = 6.0f; xm[1] = 0.25f; xm[2] = -0.25f; xm[3] = 0.75f; xm[4] = 5.0f; xm[5] = -2.5f;
+    xm[16] = 0.26f; xm[17] = -5.1f;
+    pk_type_get(PK_TYPE_MXFP4)->from_float(xm, &mx, 32);
+    TEST_CHECK(mx.e == 127 && (mx.qs[0] & 15) == 7 && (mx.qs[1] & 15) == 0 && (mx.qs[2] & 15) == 0 &&
+               (mx.qs[3] & 15) == 1 && (mx.qs[4] & 15) == 6 && (mx.qs[5] & 15) == 12 &&
+               (mx.qs[0] >> 4) == 1 && (mx.qs[1] >> 4) == 15,
+               "MXFP4 quantizer levels and ties (e %d, qs %02x %02x %02x %02x %02x %02x)", mx.e,
+               mx.qs[0], mx.qs[1], mx.qs[2], mx.qs[3], mx.qs[4], mx.qs[5]);
+    memset(xm, 0, sizeof xm);
+    pk_type_get(PK_TYPE_MXFP4)->from_float(xm, &mx, 32);
+    TEST_CHECK(mx.e == 0 && mx.qs[0] == 0, "MXFP4 zeros: e = 0");
+    xm[9] = 0x1p-127f; xm[10] = -0x1p-128f;
+    pk_type_get(PK_TYPE_MXFP4)->from_float(xm, &mx, 32);
+    TEST_CHECK(mx.e == 254 && mx.qs[9] == 0 && mx.qs[10] == 0, "MXFP4 tiny block: e wraps to %d", mx.e);
+
     pk_block_q8_K q8k;
     memset(&q8k, 0, sizeof q8k);
     q8k.d = 0.125f; q8k.qs[0] = -128; q8k.qs[255] = 127;
@@ -324,7 +378,7 @@ static void test_known_blocks(void) {
     /* random bytes against the independent decoder */
     static const int all[] = { PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q8_1,
                                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
-                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS };
+                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4 };
     for (size_t ti = 0; ti < sizeof all / sizeof *all; ti++) {
         int t = all[ti];
         const pk_type_traits *tt = pk_type_get(t);
@@ -435,6 +489,8 @@ static void test_ggml_bytes(void) {
         { PK_TYPE_IQ4_NL, 0xf5671a0127552b2aull },
         { PK_TYPE_IQ4_XS, 0x0fd673ac3dd492dcull },
         { -PK_TYPE_IQ4_NL, 0xba891499f3a2fc39ull },
+        /* ggml-org/ggml d99724f2 quantize_row_mxfp4_ref, built as above */
+        { PK_TYPE_MXFP4, 0x068c9ff39cda89d9ull },
     };
     enum { N = 4096 };
     float *x = malloc(N * sizeof(float));
@@ -618,6 +674,56 @@ static void test_kernels_dot(const pk_kernels *k) {
     }
 }
 
+/* MXFP4 at the ends of the E8M0 range: random levels with exponents 0..5
+ * (subnormal and tiny scales) against activations with fp16 scales 2^10 ..
+ * 2^15, and 246..254 (2^118 .. 2^126) against fp16 subnormal scales (2^-24
+ * .. 2^-22), so every d_w * d_x is a normal float and every sum finite;
+ * vec_dot and gemv over 1..9 rows (rows padded apart) against the exact
+ * double dot. */
+static void test_mxfp4_extreme(const pk_kernels *k) {
+    static const int64_t ns[] = { 32, 96, 2816 };
+    enum { MAXR = 9 };
+    for (int hi = 0; hi < 2; hi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+            const int64_t n = ns[ni], nb = n / PK_QK_MXFP4;
+            const size_t rb = (size_t)nb * sizeof(pk_block_mxfp4) + 5;
+            uint8_t *w = malloc(rb * MAXR);
+            pk_block_q8_0 *x = malloc((size_t)nb * sizeof *x);
+            for (size_t i = 0; i < rb * MAXR; i++) w[i] = (uint8_t)rnd64();
+            for (int r = 0; r < MAXR; r++)
+                for (int64_t b = 0; b < nb; b++)
+                    w[r * rb + (size_t)b * sizeof(pk_block_mxfp4)] =
+                        (uint8_t)(hi ? 246 + rnd64() % 9 : rnd64() % 6);
+            for (int64_t b = 0; b < nb; b++) {
+                x[b].d = (uint16_t)(hi ? 1 + rnd64() % 4 : 0x6400 + rnd64() % 0x1400);
+                for (int j = 0; j < 32; j++) x[b].qs[j] = (int8_t)((int)(rnd64() % 255) - 127);
+            }
+            int bad = 0;
+            double ex[MAXR], mg[MAXR];
+            for (int r = 0; r < MAXR; r++) {
+                float s = NAN;
+                exact_dot(PK_TYPE_MXFP4, n, w + r * rb, x, &ex[r], &mg[r]);
+                k->vec_dot[PK_TYPE_MXFP4](n, &s, w + r * rb, x);
+                if (!close_enough(s, ex[r], mg[r], n, PK_QK_MXFP4) && !bad++)
+                    fprintf(stderr, "  %s MXFP4 vec_dot n=%lld %s row %d: got %.9g want %.9g\n", k->isa,
+                            (long long)n, hi ? "high" : "low", r, s, ex[r]);
+            }
+            for (int nr = 1; nr <= MAXR; nr++) {
+                float y[MAXR + 1];
+                for (int r = 0; r <= MAXR; r++) y[r] = -12345.0f;
+                k->gemv[PK_TYPE_MXFP4](n, nr, y, w, rb, x);
+                for (int r = 0; r < nr; r++)
+                    if (!close_enough(y[r], ex[r], mg[r], n, PK_QK_MXFP4) && !bad++)
+                        fprintf(stderr, "  %s MXFP4 gemv n=%lld rows=%d %s row %d: got %.9g want %.9g\n",
+                                k->isa, (long long)n, nr, hi ? "high" : "low", r, y[r], ex[r]);
+                if (nr < MAXR && y[nr] != -12345.0f) bad++;
+            }
+            TEST_CHECK(bad == 0, "%s MXFP4 %s exponents n=%lld: %d wrong", k->isa, hi ? "high" : "low",
+                       (long long)n, bad);
+            free(w); free(x);
+        }
+}
+
 /* ---- activation quantizers bit-exact ---------------------------------------------------------- */
 
 static void check_quant_exact(const pk_kernels *k, int type, const float *x, int64_t n,
@@ -699,6 +805,7 @@ int main(void) {
     for (int i = 0; i < nl; i++) {
         fprintf(stderr, "kernels: %s\n", list[i]->isa);
         test_kernels_dot(list[i]);
+        test_mxfp4_extreme(list[i]);
         test_kernels_quant(list[i]);
     }
     return TEST_REPORT();

@@ -10,9 +10,22 @@
  *   llama3  <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>
  *   gemma   <start_of_turn>ROLE\nCONTENT<end_of_turn>\n  (assistant is "model",
  *           system text is folded into the first user turn)
+ *   deepseek2  SYSTEM\n\nUser: CONTENT\n\nAssistant: CONTENT<｜end▁of▁sentence｜>
+ *           (DeepSeek-V2, V2-Lite, V2.5)
+ *   deepseek3  SYSTEM\n\n<｜User｜>CONTENT<｜Assistant｜>CONTENT<｜end▁of▁sentence｜>
+ *           (DeepSeek-V3, R1, Moonlight's DeepSeek-V3 format)
+ *   harmony <|start|>ROLE<|message|>CONTENT<|end|>, an assistant turn closed
+ *           by <|return|> (gpt-oss; OpenAI's "harmony" format)
  *
- * Content is written as given for chatml and trimmed of surrounding white
- * space for llama3 and gemma (their Jinja templates apply `| trim`).
+ * Content is written as given for chatml, deepseek2, deepseek3 and harmony
+ * and trimmed of surrounding white space for llama3 and gemma (their Jinja
+ * templates apply `| trim`). Each writer produces what llama.cpp's built-in
+ * formatter (llama-chat.cpp, used without --jinja) produces for the family:
+ * for harmony that is the plain turn structure, without the system preamble
+ * (knowledge cutoff, reasoning effort, channel list) or the channel of past
+ * assistant turns that gpt-oss's Jinja template adds; the model answers in
+ * its channels (<|channel|>analysis ... <|channel|>final ...) and pocket
+ * returns that text as generated.
  * The BOS token is left to the tokenizer (see pk_chat_format in pocket.h).
  */
 #include <ctype.h>
@@ -22,8 +35,9 @@
 #include "common.h"
 #include "model.h"
 
-enum { TMPL_CHATML, TMPL_LLAMA3, TMPL_GEMMA, TMPL_COUNT };
-static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma"};
+enum { TMPL_CHATML, TMPL_LLAMA3, TMPL_GEMMA, TMPL_DEEPSEEK2, TMPL_DEEPSEEK3, TMPL_HARMONY, TMPL_COUNT };
+static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma", "deepseek2", "deepseek3", "harmony"};
+#define TMPL_KNOWN "chatml, llama3, gemma, deepseek2, deepseek3, harmony"
 
 /* ---- a growable string ------------------------------------------------------ */
 
@@ -126,6 +140,43 @@ static void fmt_gemma(sbuf *b, const pk_chat_message *msgs, int n, int add_gen) 
     if (add_gen) sb_str(b, "<start_of_turn>model\n");
 }
 
+/* DeepSeek-V2 and V3: system texts open the prompt, each followed by a
+ * blank line; user and assistant turns by their markers; an assistant turn
+ * ends with the end-of-sentence token. Other roles are left out, as
+ * llama.cpp does. */
+#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+#define DS_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
+#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
+static void fmt_deepseek(sbuf *b, const pk_chat_message *msgs, int n, int add_gen, int v3) {
+    for (int i = 0; i < n; i++) {
+        const char *role = msgs[i].role;
+        if (!strcmp(role, "system")) {
+            sb_str(b, msgs[i].content);
+            sb_str(b, "\n\n");
+        } else if (!strcmp(role, "user")) {
+            sb_str(b, v3 ? DS_USER : "User: ");
+            sb_str(b, msgs[i].content);
+            if (!v3) sb_str(b, "\n\n");
+        } else if (!strcmp(role, "assistant")) {
+            sb_str(b, v3 ? DS_ASSISTANT : "Assistant: ");
+            sb_str(b, msgs[i].content);
+            sb_str(b, DS_EOS);
+        }
+    }
+    if (add_gen) sb_str(b, v3 ? DS_ASSISTANT : "Assistant:");
+}
+
+static void fmt_harmony(sbuf *b, const pk_chat_message *msgs, int n, int add_gen) {
+    for (int i = 0; i < n; i++) {
+        sb_str(b, "<|start|>");
+        sb_str(b, msgs[i].role);
+        sb_str(b, "<|message|>");
+        sb_str(b, msgs[i].content);
+        sb_str(b, strcmp(msgs[i].role, "assistant") ? "<|end|>" : "<|return|>");
+    }
+    if (add_gen) sb_str(b, "<|start|>assistant");
+}
+
 /* ---- detection -------------------------------------------------------------- */
 
 static int has(const char *s, size_t n, const char *needle) {
@@ -141,6 +192,9 @@ static int detect(const char *t, size_t n) {
     }
     if (has(t, n, "<|start_header_id|>") && has(t, n, "<|end_header_id|>")) return TMPL_LLAMA3;
     if (has(t, n, "<start_of_turn>")) return TMPL_GEMMA;
+    if (has(t, n, "'Assistant: ' + message['content'] + eos_token")) return TMPL_DEEPSEEK2;
+    if (has(t, n, DS_ASSISTANT) && has(t, n, DS_USER) && has(t, n, DS_EOS)) return TMPL_DEEPSEEK3;
+    if (has(t, n, "<|start|>") && has(t, n, "<|channel|>")) return TMPL_HARMONY;
     return -1;
 }
 
@@ -189,7 +243,7 @@ int pk_chat_resolve(const pk_model *m, const char *name, const char **out, pk_er
     if (name && *name) {
         int t = lookup_name(name);
         if (t < 0)
-            return pk_errorf(err, PK_ERR_ARG, "unknown chat template '%s' (known: chatml, llama3, gemma)",
+            return pk_errorf(err, PK_ERR_ARG, "unknown chat template '%s' (known: " TMPL_KNOWN ")",
                              name);
         if (out) *out = tmpl_names[t];
         return PK_OK;
@@ -200,13 +254,13 @@ int pk_chat_resolve(const pk_model *m, const char *name, const char **out, pk_er
     const char *path = m->path ? m->path : "model";
     if (!text)
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: the model has no chat template "
-                         "(tokenizer.chat_template); name one: chatml, llama3 or gemma", path);
+                         "(tokenizer.chat_template); name one: " TMPL_KNOWN, path);
     int t = detect(text, n);
     if (t < 0) {
         char ex[256];
         excerpt(text, n, ex, sizeof ex);
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: chat template not recognised: \"%s\" "
-                         "(name one instead: chatml, llama3 or gemma)", path, ex);
+                         "(name one instead: " TMPL_KNOWN ")", path, ex);
     }
     if (out) *out = tmpl_names[t];
     return PK_OK;
@@ -220,7 +274,7 @@ int pk_chat_apply(const char *name, const pk_chat_message *msgs, int n, int add_
     *out = NULL;
     int t = name ? lookup_name(name) : -1;
     if (t < 0)
-        return pk_errorf(err, PK_ERR_ARG, "unknown chat template '%s' (known: chatml, llama3, gemma)",
+        return pk_errorf(err, PK_ERR_ARG, "unknown chat template '%s' (known: " TMPL_KNOWN ")",
                          name ? name : "(null)");
     if (n < 0 || (n > 0 && !msgs)) return pk_errorf(err, PK_ERR_ARG, "pk_chat_apply: bad message array");
     for (int i = 0; i < n; i++)
@@ -232,7 +286,10 @@ int pk_chat_apply(const char *name, const pk_chat_message *msgs, int n, int add_
     switch (t) {
     case TMPL_CHATML: fmt_chatml(&b, msgs, n, add_generation_prompt); break;
     case TMPL_LLAMA3: fmt_llama3(&b, msgs, n, add_generation_prompt); break;
-    default: fmt_gemma(&b, msgs, n, add_generation_prompt); break;
+    case TMPL_GEMMA: fmt_gemma(&b, msgs, n, add_generation_prompt); break;
+    case TMPL_DEEPSEEK2: fmt_deepseek(&b, msgs, n, add_generation_prompt, 0); break;
+    case TMPL_DEEPSEEK3: fmt_deepseek(&b, msgs, n, add_generation_prompt, 1); break;
+    default: fmt_harmony(&b, msgs, n, add_generation_prompt); break;
     }
     if (b.oom) {
         free(b.p);
@@ -242,11 +299,12 @@ int pk_chat_apply(const char *name, const pk_chat_message *msgs, int n, int add_
     return PK_OK;
 }
 
-/* The BOS token's text when the template family writes it (llama3, gemma) but
+/* The BOS token's text when the template family writes it (llama3, gemma,
+ * deepseek2, deepseek3) but
  * the model's tokenizer does not add it by itself, and the token is special
  * (so parse_special turns the text back into it); else NULL. */
 static const char *bos_text(const pk_model *m, int t, size_t *len) {
-    if (t != TMPL_LLAMA3 && t != TMPL_GEMMA) return NULL;
+    if (t != TMPL_LLAMA3 && t != TMPL_GEMMA && t != TMPL_DEEPSEEK2 && t != TMPL_DEEPSEEK3) return NULL;
     int32_t bos = pk_model_bos(m);
     if (bos < 0) return NULL;
     int32_t ids[4];

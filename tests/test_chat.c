@@ -57,6 +57,25 @@ static const char *const tmpl_gemma =
     "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}";
 
+/* DeepSeek-V2-Lite-Chat, DeepSeek-V3 (abridged), gpt-oss (harmony, abridged) */
+static const char *const tmpl_deepseek2 =
+    "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% endif %}"
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
+    "{{ 'User: ' + message['content'] + '\n\n' }}{% elif message['role'] == 'assistant' %}"
+    "{{ 'Assistant: ' + message['content'] + eos_token }}{% elif message['role'] == 'system' %}"
+    "{{ message['content'] + '\n\n' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+static const char *const tmpl_deepseek3 =
+    "{{ bos_token }}{{ ns.system_prompt }}{%- for message in messages %}"
+    "{%- if message['role'] == 'user' %}{{'<｜User｜>' + message['content']}}{%- endif %}"
+    "{%- if message['role'] == 'assistant' %}{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}}"
+    "{%- endif %}{%- endfor %}{% if add_generation_prompt %}{{'<｜Assistant｜>'}}{% endif %}";
+static const char *const tmpl_harmony =
+    "{{- \"<|start|>system<|message|>\" }}{{- \"Reasoning: \" + reasoning_effort + \"\\n\\n\" }}"
+    "{{- \"<|end|>\" }}{%- for message in loop_messages -%}"
+    "{{- \"<|start|>assistant<|channel|>final<|message|>\" + message.content + \"<|end|>\" }}"
+    "{%- endfor -%}{%- if add_generation_prompt -%}<|start|>assistant{%- endif -%}";
+
 /* Not supported: Mistral [INST], Phi-4 (ChatML markers with <|im_sep|>). */
 static const char *const tmpl_mistral =
     "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
@@ -99,6 +118,30 @@ static void test_formats(void) {
                  "<start_of_turn>user\nAnd then?<end_of_turn>\n"
                  "<start_of_turn>model\n");
 
+    check_format("deepseek2", 0,
+                 "You are terse.\n\nUser: Who begat Enos?\n\n"
+                 "Assistant:  Seth. \n<｜end▁of▁sentence｜>User: And then?\n\n\n");
+    check_format("deepseek2", 1,
+                 "You are terse.\n\nUser: Who begat Enos?\n\n"
+                 "Assistant:  Seth. \n<｜end▁of▁sentence｜>User: And then?\n\n\nAssistant:");
+    check_format("deepseek3", 0,
+                 "You are terse.\n\n<｜User｜>Who begat Enos?"
+                 "<｜Assistant｜> Seth. \n<｜end▁of▁sentence｜><｜User｜>And then?\n");
+    check_format("deepseek3", 1,
+                 "You are terse.\n\n<｜User｜>Who begat Enos?"
+                 "<｜Assistant｜> Seth. \n<｜end▁of▁sentence｜><｜User｜>And then?\n<｜Assistant｜>");
+    check_format("harmony", 0,
+                 "<|start|>system<|message|>You are terse.<|end|>"
+                 "<|start|>user<|message|>Who begat Enos?<|end|>"
+                 "<|start|>assistant<|message|> Seth. \n<|return|>"
+                 "<|start|>user<|message|>And then?\n<|end|>");
+    check_format("harmony", 1,
+                 "<|start|>system<|message|>You are terse.<|end|>"
+                 "<|start|>user<|message|>Who begat Enos?<|end|>"
+                 "<|start|>assistant<|message|> Seth. \n<|return|>"
+                 "<|start|>user<|message|>And then?\n<|end|>"
+                 "<|start|>assistant");
+
     /* an empty conversation: "" or just the generation prompt */
     pk_error err = {0};
     char *out = NULL;
@@ -126,6 +169,7 @@ static void test_formats(void) {
 static void test_detect(void) {
     const struct { const char *tmpl, *want; } cases[] = {
         {tmpl_qwen, "chatml"}, {tmpl_llama3, "llama3"}, {tmpl_gemma, "gemma"},
+        {tmpl_deepseek2, "deepseek2"}, {tmpl_deepseek3, "deepseek3"}, {tmpl_harmony, "harmony"},
         {tmpl_mistral, NULL}, {tmpl_phi4, NULL}, {"", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

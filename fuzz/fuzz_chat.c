@@ -1,13 +1,14 @@
 /* fuzz_chat.c - libFuzzer harness: chat templates (pk_chat_format on the
  * bundled model, pk_chat_apply, pk_chat_detect) on random conversations.
  *
- * Input: byte 0 picks the template name (chatml, llama3, gemma, none, an
- * unknown one) and add_generation_prompt; the rest is split at NUL bytes
+ * Input: byte 0 picks the template name (chatml, llama3, gemma, deepseek2,
+ * deepseek3, harmony, none, an unknown one) and add_generation_prompt; the rest is split at NUL bytes
  * into role, content, role, content, ... (at most 64 messages; an empty
  * role is allowed, the library must refuse or format it). The bytes are
  * also given to pk_chat_detect as a template. On success the output must be
  * a NUL-terminated string that contains every message's content with its
- * white space trimmed (all three families keep the text itself).
+ * white space trimmed (every family keeps the text itself; the DeepSeek
+ * ones leave out roles other than system, user and assistant).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,8 +32,10 @@ static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    static const char *const names[] = {"chatml", "llama3", "gemma", NULL, "", "jinja2"};
-    const char *name = names[data[0] % 6];
+    static const char *const names[] = {"chatml", "llama3", "gemma", "deepseek2", "deepseek3", "harmony",
+                                        NULL, "", "jinja2"};
+    const char *name = names[data[0] % 9];
+    const int deepseek = name && !strncmp(name, "deepseek", 8);
     const int add_gen = data[0] / 8 & 1;
     char *buf = malloc(size + 1);
     if (!buf) return 0;
@@ -56,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!out) abort();
         size_t ol = strlen(out);
         for (int i = 0; i < n; i++) {
-            const char *c = msgs[i].content;
+            const char *c = msgs[i].content, *r = msgs[i].role;
+            if (deepseek && strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")) continue;
             size_t cl = strlen(c);
             while (cl && is_space(*c)) { c++; cl--; }
             while (cl && is_space(c[cl - 1])) cl--;

@@ -27,8 +27,32 @@ Geometries (tensor and key names follow llama.cpp):
                  alpha in one ssm_ba), 512 experts top-10 of FFN 512 + a gated
                  shared expert of 512, vocab 151936. 1.6 G parameters per
                  layer, so --layers 4 (one attention layer) is ~2.5 GB at Q2_K.
+  gpt-oss-20b    arch gpt-oss (OpenAI gpt-oss-20b): hidden 2880, 24 layers
+                 alternating sliding-window (128) / full attention, 64 q / 8
+                 kv heads of 64 with biases and learned sinks, YaRN (factor
+                 32 over 4096, base 150000), 32 experts top-4 of FFN 2880
+                 with biases, vocab 201088. The experts are MXFP4 whatever
+                 --type says (as released); --type sets the other matrices.
+  gemma-4-26b-a4b  arch gemma4 (Gemma-4 26B-A4B): hidden 2816, 30 layers,
+                 every 6th global (16 q / 2 kv heads of 512, K = V, RoPE base
+                 1e6 on a quarter of the pairs via rope_freqs), the others
+                 sliding-window 1024 (16 q / 8 kv heads of 256, base 1e4);
+                 every layer a dense GeGLU MLP of 2112 and 128 experts top-8
+                 of FFN 704; vocab 262144, final logit soft-cap 30. 25.2 G
+                 parameters, 3.8 G active, KV 210 KiB per token at F16 (the
+                 published figures; the shape is fitted to them).
+  deepseek-v2-lite  arch deepseek2 (DeepSeek-V2-Lite): hidden 2048, 27
+                 layers, MLA (16 heads, no q LoRA, latent 512, q/k 128 + 64
+                 rotated, v 128; the cache keeps latent + rope key, 576
+                 floats per token), YaRN (factor 40 over 4096), layer 0 a
+                 dense SwiGLU of 10944, then 64 experts top-6 of FFN 1408
+                 (softmax, not renormalised) + 2 shared, vocab 102400.
 
 Types: 1-D tensors, norms, routers (ffn_gate_inp) and ssm_conv1d are F32.
+A row length the type's block does not divide takes llama-quantize's
+fallback (Q4_K -> Q5_0, Q2_K -> Q4_0, Q6_K -> Q8_0), as real files of
+these geometries have (gpt-oss's 2880, Gemma-4's 2112 and 704,
+DeepSeek-V2-Lite's 1408 and 128).
 Q8_0 / Q4_K / Q2_K / F16 put every other matrix in that type; Q4_K_M is
 llama-quantize's mix (src/quantize.c rule_type): output Q6_K, attn_v (and
 qwen35moe's attn_qkv) and ffn_down* Q6_K on the layers use_more_bits picks
@@ -42,6 +66,9 @@ deviation of about 1/sqrt(fan_in) (token_embd: 1), so activations stay O(1):
   Q2_K  q uniform 2-bit, sc in [8, 15], dmin = 1.5 d, m = sc:
         w = d*sc*(q - 1.5)
   Q6_K  q uniform 6-bit, scales in [16, 48]: w = d*scale*(q - 32)
+  Q4_0 / Q5_0  q uniform in [1, 15] / [1, 31]: w = d*(q - 8) / d*(q - 16)
+  MXFP4 levels uniform over the 16 codes, exponent e or e + 1 per block so
+        that the mean square is sigma^2
 d is jittered per block by +-20%. Blocks are made with vectorised numpy in
 chunks of about 64 MB and streamed to the file, so a 3 GB model takes a
 minute or two (mostly disk and random-byte generation).
@@ -61,11 +88,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import gguf_py as G  # noqa: E402
 
 # ggml type ids and (block elements, block bytes)
-F32, F16, Q8_0, Q2_K, Q4_K, Q6_K = 0, 1, 8, 10, 12, 14
-TNAME = {F32: "F32", F16: "F16", Q8_0: "Q8_0", Q2_K: "Q2_K", Q4_K: "Q4_K",
-         Q6_K: "Q6_K"}
-BLOCK = {F32: (1, 4), F16: (1, 2), Q8_0: (32, 34), Q2_K: (256, 84),
-         Q4_K: (256, 144), Q6_K: (256, 210)}
+F32, F16, Q4_0, Q5_0, Q8_0, Q2_K, Q4_K, Q6_K, MXFP4 = 0, 1, 2, 6, 8, 10, 12, 14, 39
+TNAME = {F32: "F32", F16: "F16", Q4_0: "Q4_0", Q5_0: "Q5_0", Q8_0: "Q8_0",
+         Q2_K: "Q2_K", Q4_K: "Q4_K", Q6_K: "Q6_K", MXFP4: "MXFP4"}
+BLOCK = {F32: (1, 4), F16: (1, 2), Q4_0: (32, 18), Q5_0: (32, 22),
+         Q8_0: (32, 34), Q2_K: (256, 84), Q4_K: (256, 144), Q6_K: (256, 210),
+         MXFP4: (32, 17)}
+FALLBACK = {Q4_K: Q5_0, Q2_K: Q4_0, Q6_K: Q8_0}
 # llama_ftype written as general.file_type
 FILE_TYPE = {"F16": 1, "Q8_0": 7, "Q2_K": 10, "Q4_K": 14, "Q4_K_M": 15}
 ALIGN = 32
@@ -80,7 +109,8 @@ def use_more_bits(i, n):
 
 def layers_default(geometry):
     return {"qwen3-30b-a3b": 48, "dense": 23, "pocket-35b": 40,
-            "qwen3-next-80b-a3b": 48}[geometry]
+            "qwen3-next-80b-a3b": 48, "gpt-oss-20b": 24,
+            "gemma-4-26b-a4b": 30, "deepseek-v2-lite": 27}[geometry]
 
 
 def gpt2_byte_chars():
@@ -132,6 +162,7 @@ class Spec:
         self.kv.append((k, vtype, v, arr_type))
 
     def mat(self, name, ne, layer=-1, sigma=None, kind="mat"):
+        """kind "mat" follows --type; "mxfp4" is always MXFP4."""
         if sigma is None:
             sigma = 1.0 / math.sqrt(ne[0])
         self.tensors.append((name, list(ne), kind, layer, sigma))
@@ -290,8 +321,219 @@ def spec_hybrid(a):
     return s
 
 
-def tensor_type(name, kind, layer, n_layer, qtype):
-    """ggml type of one tensor under --type qtype."""
+def spec_head(s, a, arch, file_type=None):
+    s.key("general.architecture", G.STRING, arch)
+    s.key("general.type", G.STRING, "model")
+    s.key("general.name", G.STRING, "pocket-bench-%s-%dL-%s" %
+          (a.geometry, a.layers, a.type))
+    s.key("general.file_type", G.UINT32,
+          FILE_TYPE[a.type] if file_type is None else file_type)
+    s.key("general.quantization_version", G.UINT32, 2)
+
+
+def spec_vocab(s, D, V, pre, first_special, tied=False):
+    """The tokenizer keys, the embedding, the final norm and (untied) the
+    LM head."""
+    for k in tokenizer_kv(V, pre, first_special):
+        s.key(*k)
+    s.mat("token_embd.weight", [D, V], sigma=1.0)
+    s.f32("output_norm.weight", [D], "norm")
+    if not tied:
+        s.mat("output.weight", [D, V])
+
+
+def spec_gptoss(a):
+    s = Spec()
+    arch, p = "gpt-oss", "gpt-oss."
+    D, L, V, Hq, Hkv, hd, E, K, Fe, W = (2880, a.layers, 201088, 64, 8, 64,
+                                         32, 4, 2880, 128)
+    spec_head(s, a, arch, 38)                  # MOSTLY_MXFP4_MOE
+    for k, t, v in (("block_count", G.UINT32, L),
+                    ("context_length", G.UINT32, 131072),
+                    ("embedding_length", G.UINT32, D),
+                    ("feed_forward_length", G.UINT32, Fe),
+                    ("attention.head_count", G.UINT32, Hq),
+                    ("attention.head_count_kv", G.UINT32, Hkv),
+                    ("attention.key_length", G.UINT32, hd),
+                    ("attention.value_length", G.UINT32, hd),
+                    ("attention.layer_norm_rms_epsilon", G.FLOAT32, 1e-5),
+                    ("attention.sliding_window", G.UINT32, W),
+                    ("rope.freq_base", G.FLOAT32, 150000.0),
+                    ("rope.scaling.type", G.STRING, "yarn"),
+                    ("rope.scaling.factor", G.FLOAT32, 32.0),
+                    ("rope.scaling.original_context_length", G.UINT32, 4096),
+                    ("expert_count", G.UINT32, E),
+                    ("expert_used_count", G.UINT32, K),
+                    ("expert_feed_forward_length", G.UINT32, Fe)):
+        s.key(p + k, t, v)
+    spec_vocab(s, D, V, "gpt-4o", 199998)
+    for i in range(L):
+        b = "blk.%d." % i
+        s.f32(b + "attn_norm.weight", [D], "norm", i)
+        for n, rows in (("attn_q", Hq * hd), ("attn_k", Hkv * hd),
+                        ("attn_v", Hkv * hd)):
+            s.mat(b + n + ".weight", [D, rows], i)
+            s.f32(b + n + ".bias", [rows], "bias", i)
+        s.mat(b + "attn_output.weight", [Hq * hd, D], i)
+        s.f32(b + "attn_output.bias", [D], "bias", i)
+        s.f32(b + "attn_sinks.weight", [Hq], "bias", i)
+        s.f32(b + "post_attention_norm.weight", [D], "norm", i)
+        s.f32(b + "ffn_gate_inp.weight", [D, E], "router", i,
+              1.0 / math.sqrt(D))
+        s.f32(b + "ffn_gate_inp.bias", [E], "bias", i)
+        for n, ne, bias in (("ffn_gate_exps", [D, Fe, E], [Fe, E]),
+                            ("ffn_up_exps", [D, Fe, E], [Fe, E]),
+                            ("ffn_down_exps", [Fe, D, E], [D, E])):
+            s.mat(b + n + ".weight", ne, i, kind="mxfp4")
+            s.f32(b + n + ".bias", bias, "bias", i)
+    return s
+
+
+def spec_gemma4(a):
+    s = Spec()
+    arch, p = "gemma4", "gemma4."
+    D, L, V, Hq = 2816, a.layers, 262144, 16
+    hd_s, kv_s, hd_g, kv_g, W = 256, 8, 512, 2, 1024
+    F, E, K, Fe = 2112, 128, 8, 704
+    glob = [i % 6 == 5 for i in range(L)]
+    spec_head(s, a, arch)
+    for k, t, v in (("block_count", G.UINT32, L),
+                    ("context_length", G.UINT32, 262144),
+                    ("embedding_length", G.UINT32, D),
+                    ("feed_forward_length", G.UINT32, F),
+                    ("attention.head_count", G.UINT32, Hq),
+                    ("attention.layer_norm_rms_epsilon", G.FLOAT32, 1e-6),
+                    ("attention.key_length", G.UINT32, hd_g),
+                    ("attention.value_length", G.UINT32, hd_g),
+                    ("attention.key_length_swa", G.UINT32, hd_s),
+                    ("attention.value_length_swa", G.UINT32, hd_s),
+                    ("rope.freq_base", G.FLOAT32, 1e6),
+                    ("rope.freq_base_swa", G.FLOAT32, 1e4),
+                    ("rope.dimension_count", G.UINT32, hd_g),
+                    ("rope.dimension_count_swa", G.UINT32, hd_s),
+                    ("attention.sliding_window", G.UINT32, W),
+                    ("attention.shared_kv_layers", G.UINT32, 0),
+                    ("embedding_length_per_layer_input", G.UINT32, 0),
+                    ("final_logit_softcapping", G.FLOAT32, 30.0),
+                    ("expert_count", G.UINT32, E),
+                    ("expert_used_count", G.UINT32, K),
+                    ("expert_feed_forward_length", G.UINT32, Fe)):
+        s.key(p + k, t, v)
+    s.key(p + "attention.head_count_kv", G.ARRAY,
+          np.array([kv_g if g else kv_s for g in glob], dtype=np.int32),
+          G.INT32)
+    s.key(p + "attention.sliding_window_pattern", G.ARRAY,
+          [not g for g in glob], G.BOOL)
+    spec_vocab(s, D, V, "gpt-2", 262140, tied=True)
+    s.f32("rope_freqs.weight", [hd_g // 2], "rope_freqs")
+    for i in range(L):
+        b = "blk.%d." % i
+        hd, kv = (hd_g, kv_g) if glob[i] else (hd_s, kv_s)
+        s.f32(b + "attn_norm.weight", [D], "norm", i)
+        s.mat(b + "attn_q.weight", [D, Hq * hd], i)
+        s.mat(b + "attn_k.weight", [D, kv * hd], i)
+        if not glob[i]:                        # global layers: V = K
+            s.mat(b + "attn_v.weight", [D, kv * hd], i)
+        s.f32(b + "attn_q_norm.weight", [hd], "norm", i)
+        s.f32(b + "attn_k_norm.weight", [hd], "norm", i)
+        s.mat(b + "attn_output.weight", [Hq * hd, D], i)
+        s.f32(b + "post_attention_norm.weight", [D], "norm", i)
+        s.f32(b + "ffn_norm.weight", [D], "norm", i)
+        s.mat(b + "ffn_gate.weight", [D, F], i)
+        s.mat(b + "ffn_up.weight", [D, F], i)
+        s.mat(b + "ffn_down.weight", [F, D], i)
+        s.f32(b + "post_ffw_norm_1.weight", [D], "norm", i)
+        s.f32(b + "ffn_gate_inp.weight", [D, E], "router", i, 1.0)
+        s.f32(b + "ffn_gate_inp.scale", [D], "norm", i)
+        s.f32(b + "pre_ffw_norm_2.weight", [D], "norm", i)
+        s.mat(b + "ffn_gate_up_exps.weight", [D, 2 * Fe, E], i)
+        s.mat(b + "ffn_down_exps.weight", [Fe, D, E], i)
+        s.f32(b + "ffn_down_exps.scale", [E], "norm", i)
+        s.f32(b + "post_ffw_norm_2.weight", [D], "norm", i)
+        s.f32(b + "post_ffw_norm.weight", [D], "norm", i)
+        s.f32(b + "layer_output_scale.weight", [1], "norm", i)
+    return s
+
+
+def spec_deepseek2(a):
+    s = Spec()
+    arch, p = "deepseek2", "deepseek2."
+    D, L, V, H = 2048, a.layers, 102400, 16
+    r, nope, rope, dv = 512, 128, 64, 128
+    F, E, K, Fe, n_sh, n_dense = 10944, 64, 6, 1408, 2, 1
+    spec_head(s, a, arch)
+    for k, t, v in (("block_count", G.UINT32, L),
+                    ("context_length", G.UINT32, 163840),
+                    ("embedding_length", G.UINT32, D),
+                    ("feed_forward_length", G.UINT32, F),
+                    ("attention.head_count", G.UINT32, H),
+                    ("attention.head_count_kv", G.UINT32, 1),
+                    ("rope.freq_base", G.FLOAT32, 10000.0),
+                    ("attention.layer_norm_rms_epsilon", G.FLOAT32, 1e-6),
+                    ("expert_count", G.UINT32, E),
+                    ("expert_used_count", G.UINT32, K),
+                    ("expert_gating_func", G.UINT32, 1),
+                    ("leading_dense_block_count", G.UINT32, n_dense),
+                    ("vocab_size", G.UINT32, V),
+                    ("attention.q_lora_rank", G.UINT32, 0),
+                    ("attention.kv_lora_rank", G.UINT32, r),
+                    ("attention.key_length", G.UINT32, r + rope),
+                    ("attention.value_length", G.UINT32, r),
+                    ("attention.key_length_mla", G.UINT32, nope + rope),
+                    ("attention.value_length_mla", G.UINT32, dv),
+                    ("expert_feed_forward_length", G.UINT32, Fe),
+                    ("expert_shared_count", G.UINT32, n_sh),
+                    ("expert_weights_scale", G.FLOAT32, 1.0),
+                    ("expert_weights_norm", G.BOOL, False),
+                    ("rope.dimension_count", G.UINT32, rope),
+                    ("rope.scaling.type", G.STRING, "yarn"),
+                    ("rope.scaling.factor", G.FLOAT32, 40.0),
+                    ("rope.scaling.original_context_length", G.UINT32, 4096),
+                    ("rope.scaling.yarn_log_multiplier", G.FLOAT32, 0.0707)):
+        s.key(p + k, t, v)
+    spec_vocab(s, D, V, "deepseek-llm", 100000)
+    for i in range(L):
+        b = "blk.%d." % i
+        s.f32(b + "attn_norm.weight", [D], "norm", i)
+        s.mat(b + "attn_q.weight", [D, H * (nope + rope)], i)
+        s.mat(b + "attn_kv_a_mqa.weight", [D, r + rope], i)
+        s.f32(b + "attn_kv_a_norm.weight", [r], "norm", i)
+        s.mat(b + "attn_k_b.weight", [nope, r, H], i)
+        s.mat(b + "attn_v_b.weight", [r, dv, H], i)
+        s.mat(b + "attn_output.weight", [H * dv, D], i)
+        s.f32(b + "ffn_norm.weight", [D], "norm", i)
+        if i < n_dense:
+            s.mat(b + "ffn_gate.weight", [D, F], i)
+            s.mat(b + "ffn_up.weight", [D, F], i)
+            s.mat(b + "ffn_down.weight", [F, D], i)
+            continue
+        s.f32(b + "ffn_gate_inp.weight", [D, E], "router", i,
+              1.0 / math.sqrt(D))
+        s.mat(b + "ffn_gate_exps.weight", [D, Fe, E], i)
+        s.mat(b + "ffn_up_exps.weight", [D, Fe, E], i)
+        s.mat(b + "ffn_down_exps.weight", [Fe, D, E], i)
+        s.mat(b + "ffn_gate_shexp.weight", [D, n_sh * Fe], i)
+        s.mat(b + "ffn_up_shexp.weight", [D, n_sh * Fe], i)
+        s.mat(b + "ffn_down_shexp.weight", [n_sh * Fe, D], i)
+    return s
+
+
+SPECS = {"gpt-oss-20b": spec_gptoss, "gemma-4-26b-a4b": spec_gemma4,
+         "deepseek-v2-lite": spec_deepseek2}
+
+
+def tensor_type(name, kind, layer, n_layer, qtype, ne0):
+    """ggml type of one tensor under --type qtype, with llama-quantize's
+    fallback where the row length is not a multiple of the block."""
+    t = _tensor_type(name, kind, layer, n_layer, qtype)
+    if ne0 % BLOCK[t][0] and t in FALLBACK:
+        t = FALLBACK[t]
+    return t
+
+
+def _tensor_type(name, kind, layer, n_layer, qtype):
+    if kind == "mxfp4":
+        return MXFP4
     if kind != "mat":
         return F32
     if qtype != "Q4_K_M":
@@ -363,12 +605,48 @@ def make_q6_K(rng, nb, sigma):
     return a
 
 
+def make_q4_0(rng, nb, sigma):
+    dt = np.dtype([("d", "<f2"), ("q", "u1", (16,))])
+    a = np.zeros(nb, dtype=dt)
+    q = rng.integers(1, 16, size=(nb, 32), dtype=np.uint8)
+    a["q"] = q[:, :16] | (q[:, 16:] << 4)
+    a["d"] = sigma / math.sqrt(224.0 / 12.0) * _jitter(rng, nb)
+    return a
+
+
+def make_q5_0(rng, nb, sigma):
+    dt = np.dtype([("d", "<f2"), ("qh", "<u4"), ("q", "u1", (16,))])
+    a = np.zeros(nb, dtype=dt)
+    q = rng.integers(1, 32, size=(nb, 32), dtype=np.uint8)
+    a["q"] = (q[:, :16] & 15) | ((q[:, 16:] & 15) << 4)
+    a["qh"] = np.packbits(q >> 4, axis=1, bitorder="little").view("<u4")[:, 0]
+    a["d"] = sigma / math.sqrt(960.0 / 12.0) * _jitter(rng, nb)
+    return a
+
+
+MXFP4_LEVELS = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8,
+                         -12], dtype=np.float64)
+
+
+def make_mxfp4(rng, nb, sigma):
+    dt = np.dtype([("e", "u1"), ("q", "u1", (16,))])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 17)), dtype=dt)
+    # weight = level * 2^(e - 128); mean square of the levels 34.25: pick
+    # e0 = floor(log2 d) and e0 + 1 with the probability that gives sigma^2
+    d = sigma / math.sqrt(34.25)
+    e0 = math.floor(math.log2(d))
+    pr = ((d / 2.0 ** e0) ** 2 - 1) / 3
+    a["e"] = 128 + e0 + (rng.random(nb) < pr)
+    return a
+
+
 def make_f16(rng, n, sigma):
     return (rng.standard_normal(n, dtype=np.float32) * sigma).astype("<f2")
 
 
 MAKERS = {Q8_0: make_q8_0, Q4_K: make_q4_K, Q2_K: make_q2_K,
-          Q6_K: make_q6_K}
+          Q6_K: make_q6_K, Q4_0: make_q4_0, Q5_0: make_q5_0,
+          MXFP4: make_mxfp4}
 
 
 def f32_values(rng, kind, ne, sigma):
@@ -381,6 +659,10 @@ def f32_values(rng, kind, ne, sigma):
         v = rng.standard_normal(n) * sigma
     elif kind == "ssm_a":
         v = -rng.uniform(1.0, 16.0, n)
+    elif kind == "bias":
+        v = 0.1 * rng.standard_normal(n)
+    elif kind == "rope_freqs":                 # a quarter of the pairs rotate
+        v = np.where(np.arange(n) < n // 4, 1.0, 1e30)
     elif kind == "dt_bias":
         dt = np.exp(rng.uniform(math.log(1e-3), math.log(1e-1), n))
         v = np.log(np.expm1(dt))
@@ -446,8 +728,12 @@ def write_model(a, spec):
     w = G.GGUFWriter()       # used for its metadata serialisation only
     plan = []
     offset = 0
+    # a tied LM head (no output.weight) takes the output's type, as in
+    # llama-quantize
+    tied = all(t[0] != "output.weight" for t in spec.tensors)
     for name, ne, kind, layer, sigma in spec.tensors:
-        t = tensor_type(name, kind, layer, a.layers, a.type)
+        as_name = "output.weight" if tied and name == "token_embd.weight" else name
+        t = tensor_type(as_name, kind, layer, a.layers, a.type, ne[0])
         nb = nbytes_of(ne, t)
         plan.append((name, ne, kind, layer, sigma, t, offset, nb))
         offset += nb + pad(nb)
@@ -552,6 +838,23 @@ def dequant(raw, t, nblk):
         q = out.reshape(nblk, 16, 16) - 32
         return (b["d"].astype(np.float32)[:, None, None] *
                 b["sc"].astype(np.float32)[:, :, None] * q).reshape(nblk, -1)
+    if t == Q4_0:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("q", "u1", (16,))],
+                          count=nblk)
+        q = np.concatenate([b["q"] & 15, b["q"] >> 4], axis=1).astype(np.int32)
+        return b["d"].astype(np.float32)[:, None] * (q - 8)
+    if t == Q5_0:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("qh", "<u4"),
+                                      ("q", "u1", (16,))], count=nblk)
+        q = np.concatenate([b["q"] & 15, b["q"] >> 4], axis=1).astype(np.int32)
+        hi = (b["qh"][:, None] >> np.arange(32, dtype=np.uint32)) & 1
+        return b["d"].astype(np.float32)[:, None] * ((q | (hi.astype(np.int32) << 4)) - 16)
+    if t == MXFP4:
+        b = np.frombuffer(raw, dtype=[("e", "u1"), ("q", "u1", (16,))],
+                          count=nblk)
+        q = np.concatenate([b["q"] & 15, b["q"] >> 4], axis=1)
+        d = np.ldexp(1.0, b["e"].astype(np.int32) - 128)
+        return (MXFP4_LEVELS[q] * d[:, None]).astype(np.float32)
     if t == F16:
         return np.frombuffer(raw, dtype="<f2", count=nblk).astype(np.float32)
     if t == F32:
@@ -624,7 +927,7 @@ def main(argv):
     p.add_argument("out")
     p.add_argument("--geometry", choices=["qwen3-30b-a3b", "dense",
                                           "pocket-35b",
-                                          "qwen3-next-80b-a3b"])
+                                          "qwen3-next-80b-a3b"] + sorted(SPECS))
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--type", choices=sorted(FILE_TYPE), default="Q4_K_M")
     p.add_argument("--seed", type=int, default=1)
@@ -644,7 +947,9 @@ def main(argv):
         a.layers = layers_default(a.geometry)
     if a.layers < 1:
         p.error("--layers must be >= 1")
-    if a.geometry in HYBRIDS:
+    if a.geometry in SPECS:
+        spec = SPECS[a.geometry](a)
+    elif a.geometry in HYBRIDS:
         spec = spec_hybrid(a)
     else:
         spec = spec_qwen3(a, a.geometry == "qwen3-30b-a3b")

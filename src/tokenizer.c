@@ -517,6 +517,25 @@ static const char *const k_eog_names[] = {
     "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
     "<end_of_utterance>", NULL };
 
+/* gpt-oss's harmony vocabulary (o200k_harmony), as llama.cpp treats it: an
+ * answer is several messages (<|start|>assistant<|channel|>analysis
+ * <|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...),
+ * so where <|return|> and <|call|> end generation, <|end|> does not; it and
+ * the markers <|start|>, <|channel|>, <|message|>, <|constrain|> are written
+ * out in the text (user-defined, not control), so the channels can be told
+ * apart. */
+static void harmony_specials(pk_tokenizer *t) {
+    static const char *const shown[] = { "<|end|>", "<|start|>", "<|channel|>", "<|message|>", "<|constrain|>" };
+    int32_t ret = token_find(t, "<|return|>", 10), call = token_find(t, "<|call|>", 8);
+    int32_t end = token_find(t, "<|end|>", 7);
+    if (ret >= 0 && call >= 0 && (t->attr[ret] & t->attr[call] & ATTR_EOG) && end >= 0 && (t->attr[end] & ATTR_EOG))
+        t->attr[end] = ATTR_USER;
+    for (size_t i = 1; i < sizeof shown / sizeof shown[0]; i++) {
+        int32_t id = token_find(t, shown[i], strlen(shown[i]));
+        if (id >= 0) t->attr[id] = ATTR_USER;
+    }
+}
+
 /* Special ids from the keys, then guessed from token texts as llama.cpp does;
  * end-of-generation marks. */
 static int load_special_ids(pk_tokenizer *t, const gguf_file *f, pk_error *err) {
@@ -562,6 +581,7 @@ static int load_special_ids(pk_tokenizer *t, const gguf_file *f, pk_error *err) 
     int32_t eog[] = { t->eos, t->eot, t->eom, t->fim_pad, t->fim_rep, t->fim_sep };
     for (size_t i = 0; i < sizeof eog / sizeof eog[0]; i++)
         if (eog[i] >= 0) t->attr[eog[i]] |= ATTR_EOG;
+    harmony_specials(t);
     return PK_OK;
 }
 

@@ -431,6 +431,10 @@ static void kv_strs(wbuf *b, const char *k, const char *const *v, int n) {
     for (int i = 0; i < n; i++) w_str(b, v[i]);
 }
 static void kv_u32(wbuf *b, const char *k, uint32_t v) { w_str(b, k); w_u32(b, GGUF_UINT32); w_u32(b, v); }
+static void kv_i32s(wbuf *b, const char *k, const int32_t *v, int n) {
+    w_str(b, k); w_u32(b, GGUF_ARRAY); w_u32(b, GGUF_INT32); w_u64(b, (uint64_t)n);
+    w_bytes(b, v, (size_t)n * 4);
+}
 
 /* A GGUF image: header with n_kv entries followed by body. */
 static int load_image(const wbuf *body, int n_kv, pk_tokenizer **t, pk_error *err) {
@@ -514,8 +518,53 @@ static void test_errors(void) {
     free(b.p);
 }
 
+/* gpt-oss's harmony specials (as llama.cpp): with <|return|> and <|call|>
+ * ending generation, <|end|> does not (an answer has several messages), and
+ * <|end|>, <|start|>, <|channel|>, <|message|> are written out in text;
+ * without <|call|>, <|end|> stays end-of-generation. */
+static void test_harmony_specials(void) {
+    static const char *const toks[] = { "a", "b", "\xc4\xa0", "<|start|>", "<|message|>", "<|channel|>",
+                                        "<|end|>", "<|return|>", "<|call|>" };
+    static const int32_t types[] = { 1, 1, 1, 3, 3, 3, 3, 3, 3 };
+    for (int with_call = 0; with_call < 2; with_call++) {
+        const int n = with_call ? 9 : 8;
+        pk_error err = { 0 };
+        pk_tokenizer *t;
+        wbuf b = { 0 };
+        kv_str(&b, "tokenizer.ggml.model", "gpt2");
+        kv_str(&b, "tokenizer.ggml.pre", "gpt-4o");
+        kv_strs(&b, "tokenizer.ggml.tokens", toks, n);
+        kv_i32s(&b, "tokenizer.ggml.token_type", types, n);
+        kv_strs(&b, "tokenizer.ggml.merges", toks, 0);
+        int rc = load_image(&b, 5, &t, &err);
+        TEST_CHECK(rc == PK_OK, "harmony toy vocab loads: %s", err.msg);
+        free(b.p);
+        if (rc) continue;
+        TEST_CHECK(pk_tokenizer_is_eog(t, 7), "<|return|> ends generation (call %d)", with_call);
+        if (with_call) {
+            TEST_CHECK(pk_tokenizer_is_eog(t, 8), "<|call|> ends generation");
+            TEST_CHECK(!pk_tokenizer_is_eog(t, 6), "<|end|> does not end a harmony answer");
+            char buf[32];
+            int k = pk_token_to_piece(t, 6, buf, sizeof buf, 0);
+            TEST_CHECK(k == 7 && !memcmp(buf, "<|end|>", 7), "<|end|> is written out (%d)", k);
+        } else {
+            TEST_CHECK(pk_tokenizer_is_eog(t, 6), "without <|call|>, <|end|> still ends generation");
+        }
+        char buf[32];
+        int k = pk_token_to_piece(t, 5, buf, sizeof buf, 0);
+        TEST_CHECK(k == 11 && !memcmp(buf, "<|channel|>", 11), "<|channel|> is written out (%d)", k);
+        /* and read back from text without parse_special, as a user-defined token */
+        int m;
+        int32_t *ids = tokenize(t, "<|channel|>a", 12, 0, 0, &m);
+        TEST_CHECK(m == 2 && ids[0] == 5 && ids[1] == 0, "<|channel|> tokenized from text (n=%d)", m);
+        free(ids);
+        pk_tokenizer_free(t);
+    }
+}
+
 int main(void) {
     test_all_vocabs();
+    test_harmony_specials();
     test_byte_roundtrip(VOCAB_DIR "/ggml-vocab-gpt-2.gguf");
     test_byte_roundtrip(VOCAB_DIR "/ggml-vocab-qwen3.gguf");
     test_byte_roundtrip(KJV_MODEL);

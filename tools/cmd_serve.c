@@ -518,6 +518,8 @@ static char *format_chat(const pk_chat_message *msgs, int n, pk_error *err) {
 static const char *chat_end_marker(void) {
     if (!strcmp(S.chat_template, "llama3")) return "<|eot_id|>";
     if (!strcmp(S.chat_template, "gemma")) return "<end_of_turn>";
+    if (!strncmp(S.chat_template, "deepseek", 8)) return "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
+    if (!strcmp(S.chat_template, "harmony")) return "<|return|>";
     return "<|im_end|>";
 }
 

@@ -6,15 +6,18 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "model.h"
 
 /* The rope table of (n_rot, base, freqs), shared by the layers that use the
  * same; -1 if there are PK_MAX_ROPE others already. */
-static int rope_index(pk_model *m, int n_rot, float base) {
+static int rope_index(pk_model *m, int n_rot, float base, const pk_rope_scaling *sc) {
     for (int i = 0; i < m->n_rope; i++)
-        if (m->rope[i].n_rot == n_rot && m->rope[i].base == base) return i;
+        if (m->rope[i].n_rot == n_rot && m->rope[i].base == base &&
+            memcmp(&m->rope[i].scaling, sc, sizeof *sc) == 0)
+            return i;
     if (m->n_rope == PK_MAX_ROPE) return -1;
-    m->rope[m->n_rope] = (pk_rope){n_rot, base, &m->rope_freqs};
+    m->rope[m->n_rope] = (pk_rope){n_rot, base, &m->rope_freqs, *sc};
     return m->n_rope++;
 }
 
@@ -29,13 +32,19 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
         pk_block *b = &m->blocks[il];
         b->mixer = linear && linear[il] ? &pk_mixer_deltanet : &pk_mixer_attention;
         if (b->mixer == &pk_mixer_attention) {
+            /* sliding layers: l % period < period - 1 (period 0: all), their
+               own rope base */
+            const int p = hp->swa_period;
+            const int swa = hp->n_swa > 0 && (p == 0 || il % p < p - 1);
+            const float base = swa ? hp->rope_base_swa : hp->rope_base;
             b->attn = (pk_attn_shape){
                 .n_head = hp->n_head, .n_head_kv = hp->n_head_kv,
                 .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
-                .n_rot = hp->n_rot, .rope_style = a->rope_style, .rope_base = hp->rope_base,
-                .rope = rope_index(m, hp->n_rot, hp->rope_base),
+                .n_rot = hp->n_rot, .rope_style = a->rope_style, .rope_base = base,
+                .rope = rope_index(m, hp->n_rot, base, &hp->rope_scaling),
                 .scale = 1.0f / sqrtf((float)hp->head_dim),
                 .qk_norm = a->qk_norm, .out_gate = a->attn_gate,
+                .bias = a->attn_bias, .window = swa ? hp->n_swa : 0, .sinks = a->attn_sinks,
             };
             if (b->attn.rope < 0)
                 return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: layer %d: more than %d rope tables", m->path, il,
@@ -56,6 +65,7 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
             b->ff = (pk_ffn_shape){
                 .n_ff = hp->n_ff_exp, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
                 .n_ff_shexp = shared ? hp->n_ff_shexp : 0, .gating = hp->gating, .norm_topk = hp->norm_topk,
+                .bias = a->expert_bias, .swiglu_limit = a->swiglu_limit, .swiglu_alpha = a->swiglu_alpha,
             };
         } else {
             b->ffn = &pk_ffn_dense;

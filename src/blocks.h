@@ -60,18 +60,36 @@ typedef struct pk_block_kind {
 extern const pk_block_kind pk_mixer_attention, pk_mixer_deltanet;
 extern const pk_block_kind pk_ffn_dense, pk_ffn_moe, pk_ffn_moe_shared;
 
+/* Rope scaling (<arch>.rope.scaling.*, as ggml's rope_yarn computes it):
+ * with theta_ext = pos * base^(-2i/n_rot) / freqs_i and theta_int =
+ * freq_scale * theta_ext,
+ *   theta_i = theta_int (1 - r_i) + theta_ext r_i,  r_i = ext_factor *
+ *             (1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1))
+ * (lo, hi: YaRN's correction dims from n_ctx_orig, beta_fast, beta_slow:
+ * floor / ceil of n_rot ln(n_ctx_orig / (2 pi beta)) / (2 ln base), clamped
+ * to [0, n_rot - 1]); cos and sin are multiplied by attn_factor, and by
+ * 1 + 0.1 ln(1 / freq_scale) when ext_factor != 0. None: freq_scale 1,
+ * ext_factor 0, attn_factor 1; linear: ext_factor 0; YaRN: ext_factor 1. */
+typedef struct pk_rope_scaling {
+    float freq_scale;              /* 1 / rope.scaling.factor */
+    float ext_factor;              /* YaRN's extrapolation mix (0: none) */
+    float attn_factor;             /* magnitude of cos/sin (before YaRN's own) */
+    float beta_fast, beta_slow;    /* YaRN's ramp, in rotations (32, 1) */
+    int n_ctx_orig;                /* YaRN's original context length */
+} pk_rope_scaling;
+
 /* A rope table: cos/sin of pos * theta_i, theta_i = base^(-2i/n_rot) /
- * freqs_i, per position of a context (context.c); attention layers that
- * share n_rot, base and freqs share one. */
+ * freqs_i (scaled as above), per position of a context (context.c);
+ * attention layers that share n_rot, base, freqs and scaling share one. */
 enum { PK_MAX_ROPE = 4 };
 typedef struct pk_rope {
     int n_rot;                     /* rotated dims per head */
     float base;
     const struct pk_tensor *freqs; /* optional (n_rot / 2) frequency divisors */
+    pk_rope_scaling scaling;
 } pk_rope;
 
-/* Attention: heads, sizes, rope; fields no architecture sets yet (window,
- * sinks) are refused by the attention kind's bind until it computes them. */
+/* Attention: heads, sizes, rope, sliding window, sinks, biases. */
 typedef struct pk_attn_shape {
     int n_head, n_head_kv;    /* query heads; key/value heads (groups of n_head / n_head_kv) */
     int head_dim, head_dim_v; /* key (= query) and value head sizes */
@@ -82,9 +100,11 @@ typedef struct pk_attn_shape {
     float scale;              /* score scale, 1/sqrt(head_dim) */
     int qk_norm;              /* per-head RMSNorm of q and k (attn_q_norm, attn_k_norm) */
     int out_gate;             /* attn_q holds [q_h | gate_h] per head; output *= sigmoid(gate) */
-    int bias;                 /* attn_q/k/v.bias: 1 required, 0 added where the file has them */
-    int window;               /* sliding window in positions, 0: every earlier position */
-    int sinks;                /* per-head learned sink logit (attn_sinks) */
+    int bias;                 /* attn_q/k/v/output.bias: 1 required, 0 added where the file has them */
+    int window;               /* sliding window: a query at i sees keys j > i - window;
+                                 0: every earlier position */
+    int sinks;                /* per-head learned sink logit (attn_sinks): one more
+                                 term exp(sink_h) in each softmax denominator */
 } pk_attn_shape;
 
 /* Gated DeltaNet (deltanet.c): r = v_heads / k_heads v heads per q/k head;
@@ -107,6 +127,11 @@ typedef struct pk_ffn_shape {
     int n_ff_shexp;              /* shared expert hidden size */
     int gating;                  /* enum pk_gating (arch.h) */
     int norm_topk;               /* renormalise the top-k weights to sum 1 */
+    int bias;                    /* router and expert biases (ffn_gate_inp.bias,
+                                    ffn_{gate,up,down}_exps.bias) */
+    float swiglu_limit;          /* > 0: SwiGLU-OAI, g = min(g, limit), u = clamp(u,
+                                    +-limit), h = g sigmoid(alpha g) (u + 1) */
+    float swiglu_alpha;
 } pk_ffn_shape;
 
 enum { PK_NORM_PRE_MIXER, PK_NORM_POST_MIXER, PK_NORM_PRE_FFN, PK_NORM_POST_FFN, PK_NORMS };

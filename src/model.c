@@ -4,6 +4,7 @@
  * them. What differs between architectures comes from the descriptor
  * (arch.h); the names and shapes here are shared by all of them.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,53 @@ static int load_hybrid_hparams(pk_model *m, const char *an, uint8_t **linear, pk
     return PK_OK;
 }
 
+/* <arch>.rope.scaling.* into hp->rope_scaling (blocks.h), as llama.cpp reads
+ * them: the type "none", "linear" (the default) or "yarn", the factor s
+ * (rope.scaling.factor, or the older rope.scale_linear; 0 or absent: 1),
+ * freq_scale = 1 / s; YaRN's original context (default the trained one),
+ * beta_fast 32 and beta_slow 1 (llama.cpp never reads them from a file),
+ * and its magnitude: attn_factor = mscale(s) / (1 + 0.1 ln s) times
+ * rope.scaling.attn_factor, mscale(s) = 1 + 0.1 ln s for s > 1, else 1 (the
+ * kernel multiplies by 1 + 0.1 ln s again). Another type is refused. */
+static int load_rope_scaling(pk_model *m, const char *an, pk_error *err) {
+    const gguf_file *f = m->gguf;
+    pk_hparams *hp = &m->hp;
+    pk_rope_scaling *rs = &hp->rope_scaling;
+    *rs = (pk_rope_scaling){.freq_scale = 1.0f, .ext_factor = 0.0f, .attn_factor = 1.0f,
+                            .beta_fast = 32.0f, .beta_slow = 1.0f, .n_ctx_orig = hp->n_ctx_train};
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
+    const gguf_kv *sc = gguf_find_kv(f, key);
+    if (sc && sc->type != GGUF_STRING)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' must be a string", f->path, key);
+    const int n = sc ? (int)(sc->str.len > 32 ? 32 : sc->str.len) : 0;
+    const char *type = sc ? sc->str.ptr : "linear";
+#define IS(name) ((sc ? sc->str.len : 6) == sizeof name - 1 && memcmp(type, name, sizeof name - 1) == 0)
+    const int none = IS("none"), linear = IS("linear"), yarn = IS("yarn");
+#undef IS
+    if (!none && !linear && !yarn)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s '%.*s' is not supported (none, linear, yarn)", f->path, key,
+                         n, type);
+    float factor = 0.0f, attn = 1.0f;
+    int rc;
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", an);
+    if (!gguf_find_kv(f, key) && (rc = get_hpf(f, an, "rope.scale_linear", 0.0f, 1e6f, &factor, err))) return rc;
+    if ((rc = get_hpf(f, an, "rope.scaling.factor", 0.0f, 1e6f, &factor, err)) ||
+        (rc = get_hpf(f, an, "rope.scaling.attn_factor", 1e-6f, 1e6f, &attn, err)) ||
+        (rc = get_hp(f, an, "rope.scaling.original_context_length", 0, 1, 1 << 24, &rs->n_ctx_orig, err)))
+        return rc;
+    if (factor > 0.0f && factor < 1e-6f)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s = %g is too small", f->path, key, factor);
+    if (!none && factor != 0.0f) rs->freq_scale = 1.0f / factor;
+    if (yarn) {
+        const double s = 1.0 / rs->freq_scale, ms = s <= 1.0 ? 1.0 : 1.0 + 0.1 * log(s);
+        rs->ext_factor = 1.0f;
+        rs->attn_factor = (float)(ms / (1.0 + 0.1 * log(s)));
+    }
+    rs->attn_factor *= attn;
+    return PK_OK;
+}
+
 /* The <arch>.* keys into m->hp; for hybrid architectures *linear receives
  * the layer pattern (else it stays NULL). */
 static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error *err) {
@@ -139,18 +187,8 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
     if ((rc = get_hpf(f, an, "rope.freq_base", 1e-3f, 1e12f, &hp->rope_base, err)) ||
         (rc = get_hpf(f, an, "attention.layer_norm_rms_epsilon", 0.0f, 1.0f, &hp->rms_eps, err)))
         return rc;
+    if ((rc = load_rope_scaling(m, an, err))) return rc;
     char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
-    const gguf_kv *sc = gguf_find_kv(f, key);
-    if (sc && sc->type == GGUF_STRING &&
-        !(sc->str.len == 4 && memcmp(sc->str.ptr, "none", 4) == 0)) {
-        double factor = 1.0;
-        snprintf(key, sizeof key, "%s.rope.scaling.factor", an);
-        if ((rc = gguf_get_float(f, key, 0, &factor, err))) return rc;
-        if (factor != 1.0 && factor != 0.0)
-            return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s.rope.scaling.type '%.*s' (factor %g) is not supported",
-                             f->path, an, (int)(sc->str.len > 32 ? 32 : sc->str.len), sc->str.ptr, factor);
-    }
     if ((rc = get_hp(f, an, "feed_forward_length", 0, 0, BIG, &hp->n_ff, err)) ||
         (rc = get_hp(f, an, "expert_count", 0, 0, 65536, &hp->n_expert, err)) ||
         (rc = get_hp(f, an, "expert_used_count", 0, 0, 65536, &hp->n_expert_used, err)))
@@ -179,13 +217,28 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
         if ((rc = gguf_get_bool(f, key, 0, &norm, err))) return rc;
         hp->norm_topk = norm;
         int gf = 0;
-        if ((rc = get_hp(f, an, "expert_gating_func", 0, 0, 2, &gf, err))) return rc;
+        if ((rc = get_hp(f, an, "expert_gating_func", 0, 0, 3, &gf, err))) return rc;
         if (gf == 1) hp->gating = PK_GATE_SOFTMAX;
         if (gf == 2) hp->gating = PK_GATE_SIGMOID;
+        if (gf == 3) hp->gating = PK_GATE_SOFTMAX_WEIGHT;
         hp->n_ff = 0;
     } else if (hp->n_ff < 1) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.feed_forward_length'",
                          f->path, an);
+    }
+    hp->rope_base_swa = hp->rope_base;
+    if (a->swa_period) {
+        /* llama.cpp's set_swa_pattern: period 0 makes every layer slide */
+        hp->swa_period = a->swa_period;
+        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", an);
+        const gguf_kv *pat = gguf_find_kv(f, key);
+        if (pat && pat->type == GGUF_ARRAY)
+            return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: key '%s': a per-layer array is not supported (a period is)",
+                             f->path, key);
+        if ((rc = get_hp(f, an, "attention.sliding_window", 1, 1, 1 << 24, &hp->n_swa, err)) ||
+            (rc = get_hp(f, an, "attention.sliding_window_pattern", 0, 0, 4096, &hp->swa_period, err)) ||
+            (rc = get_hpf(f, an, "rope.freq_base_swa", 1e-3f, 1e12f, &hp->rope_base_swa, err)))
+            return rc;
     }
     if (a->hybrid) return load_hybrid_hparams(m, an, linear, err);
     return PK_OK;
@@ -320,8 +373,9 @@ static void count_params(pk_model *m) {
         const pk_ffn_shape *ff = &m->blocks[il].ff;
         for (size_t i = 0; i < sizeof(pk_layer) / sizeof(pk_tensor); i++) {
             if (!t[i].data || (i > 0 && t[i].data == t[i - 1].data)) continue; /* merged gate_up: once */
-            const int exps = &t[i] == &m->layers[il].gate_exps || &t[i] == &m->layers[il].up_exps ||
-                             &t[i] == &m->layers[il].down_exps;
+            const pk_layer *Ly = &m->layers[il];
+            const int exps = &t[i] == &Ly->gate_exps || &t[i] == &Ly->up_exps || &t[i] == &Ly->down_exps ||
+                             &t[i] == &Ly->gate_exps_b || &t[i] == &Ly->up_exps_b || &t[i] == &Ly->down_exps_b;
             total += nel(&t[i]);
             active += exps ? nel(&t[i]) / ff->n_expert * ff->n_expert_used : nel(&t[i]);
             bytes += exps ? nbytes(&t[i]) / (uint64_t)ff->n_expert * (uint64_t)ff->n_expert_used
@@ -473,7 +527,9 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->n_expert_used = hp->moe ? hp->n_expert_used : 0;
     o->n_ff_exp = hp->moe ? hp->n_ff_exp : 0;
     o->n_ff_shexp = hp->n_ff_shexp;
-    o->gating = hp->gating == PK_GATE_SIGMOID ? "sigmoid" : "softmax";
+    o->gating = hp->gating == PK_GATE_SIGMOID          ? "sigmoid"
+                : hp->gating == PK_GATE_SOFTMAX_WEIGHT ? "softmax of top-k"
+                                                       : "softmax";
     o->norm_topk = hp->norm_topk;
     o->tied_output = m->output.data == m->tok_embd.data;
     o->n_params = m->n_params;

@@ -36,6 +36,7 @@ typedef struct pk_hparams {
     int head_dim_v;      /* value head size */
     int n_rot;           /* rotated dims per head */
     float rope_base;
+    pk_rope_scaling rope_scaling; /* rope.scaling.* (blocks.h) */
     float rms_eps;
     int n_ff;            /* dense FFN size */
     int n_expert, n_expert_used;
@@ -44,6 +45,10 @@ typedef struct pk_hparams {
     int moe;             /* layers use routed experts */
     int norm_topk;       /* renormalise the top-k router weights */
     int gating;          /* enum pk_gating */
+    /* sliding-window attention (arch swa_period) */
+    int n_swa;           /* window W in positions (attention.sliding_window) */
+    int swa_period;      /* layer l slides iff l % period < period - 1 */
+    float rope_base_swa; /* rope base of the sliding layers (rope.freq_base_swa) */
     /* hybrid (Gated DeltaNet) architectures */
     int full_attn_interval; /* layer il is full attention iff (il + 1) % interval == 0
                                (unless <arch>.attention.recurrent_layers says) */
@@ -74,6 +79,11 @@ typedef struct pk_layer {
     pk_tensor down_exps;                 /* (F_exp -> D) x n_expert */
     pk_tensor gate_shexp, up_shexp, down_shexp; /* shared expert */
     pk_tensor gate_inp_shexp;            /* (D) shared expert gate, optional */
+    pk_tensor bo;                        /* (D) attn_output.bias, optional */
+    pk_tensor attn_sinks;                /* (n_head) sink logits, F32 (attention sinks) */
+    pk_tensor gate_inp_b;                /* (n_expert) router bias (expert_bias archs) */
+    pk_tensor gate_exps_b, up_exps_b;    /* (F_exp) x n_expert expert biases */
+    pk_tensor down_exps_b;               /* (D) x n_expert */
     /* Gated DeltaNet layers (hybrid archs) */
     pk_tensor attn_qkv;                  /* (D -> channels): q | k | v */
     pk_tensor attn_z;                    /* attn_gate: (D -> v_heads * state), output gate z */

@@ -2,6 +2,9 @@
 #include <string.h>
 #include "arch.h"
 
+/* a row names the fields it sets, in order or by name; the rest are 0 */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 static const pk_arch archs[] = {
     /* name       rope          qk_norm ffn            gating           norm_topk shexp hybrid attn_gate ffn_norm                     post  ssm_ba grouped */
     {"qwen3moe",  PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
@@ -14,6 +17,12 @@ static const pk_arch archs[] = {
     /* Qwen3-Next: the same mixers with HF's head order kept (v heads grouped
        by k head, beta/alpha in one tensor) and plain NEOX partial rope */
     {"qwen3next", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 1,     1},
+    /* Gemma-4 (26B-A4B layout): sliding and global layers, dense GeGLU MLP +
+       routed experts, attention scale 1, V normed without weight */
+    {"gemma4", PK_ROPE_NEOX, .qk_norm = 1, .ffn = PK_FFN_DENSE_MOE, .gating = PK_GATE_SOFTMAX, .norm_topk = 1,
+     .ffn_norm = "ffn_norm.weight", .post_norm = {"post_attention_norm.weight", "post_ffw_norm.weight"},
+     .swa_pattern = 1, .attn_scale = 1.0f, .v_norm = 1, .v_from_k = 1, .embd_scale = 1, .act = PK_ACT_GELU,
+     .layer_scale = "layer_output_scale.weight"},
 };
 
 const pk_arch *pk_arch_find(const char *name) {
@@ -22,4 +31,4 @@ const pk_arch *pk_arch_find(const char *name) {
     return NULL;
 }
 
-const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next"; }
+const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gemma4"; }

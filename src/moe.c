@@ -130,14 +130,14 @@ static void prefetch_next(pk_context *c, int il, const moe_ws *w) {
 }
 
 /* out (B x D) = the shared expert of the c->cur_batch rows of c->xb */
-static void shared_expert(pk_context *c, const pk_layer *L, const moe_ws *w, float *out) {
+static void shared_expert(pk_context *c, const pk_layer *L, int act, const moe_ws *w, float *out) {
     const int D = c->m->hp.n_embd, S = (int)L->gate_shexp.ne[1], B = c->cur_batch;
     pk_mv gu[2] = {
         {&L->gate_shexp, 0, S, PK_SLOT_X, B, NULL, w->hb, S},
         {&L->up_shexp, 0, S, PK_SLOT_X, B, NULL, w->hb2, S},
     };
     pk_matvec(c, gu, 2);
-    c->kern->silu_mul(w->hb, w->hb2, (int64_t)B * S);
+    pk_act_mul(c, act, w->hb, w->hb2, (int64_t)B * S);
     pk_act_set(c, PK_SLOT_FFN, w->hb, B, S, 0);
     pk_mv d = {&L->down_shexp, 0, D, PK_SLOT_FFN, B, NULL, out, D};
     pk_matvec(c, &d, 1);
@@ -176,7 +176,7 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
     pk_xcache_set set = {il, nx, 0, ex, slot, taken, 0};
     pk_error err = {0};
     if (pk_xcache_begin(xc, &set, &c->xstats, &err)) goto io;
-    if (L->gate_shexp.data) shared_expert(c, L, w, sh);
+    if (L->gate_shexp.data) shared_expert(c, L, bk->ff.act, w, sh);
     for (int j = 0; j < nx; j++) {
         const void *p[3];
         const int i = pk_xcache_next(xc, &set, p, &c->xstats, &err);
@@ -188,7 +188,7 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
         };
         const void *gd[2] = {p[0], (const uint8_t *)p[1] + (size_t)(us - F) * L->up_exps.row_bytes};
         pk_matvec_from(c, gu, 2, gd);
-        c->kern->silu_mul(w->exp_h + (size_t)off * F, w->exp_h2 + (size_t)off * F, F);
+        pk_act_mul(c, bk->ff.act, w->exp_h + (size_t)off * F, w->exp_h2 + (size_t)off * F, F);
         pk_act_set(c, PK_SLOT_EXP, w->exp_h + (size_t)off * F, 1, F, 0);
         pk_mv d = {&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, 1, NULL, out + (size_t)off * D, D};
         pk_matvec_from(c, &d, 1, &p[2]);
@@ -207,18 +207,30 @@ io:
     return PK_ERR_IO;
 }
 
-static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int il) {
+size_t pk_ffn_moe_bytes(const pk_context *c, const pk_block *b) {
+    moe_ws w;
+    return moe_layout(c, &b->ff, NULL, &w);
+}
+
+int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il, void *arena,
+                   const float *router_in) {
     const pk_ffn_shape *f = &bk->ff;
     const int D = c->m->hp.n_embd, K = f->n_expert_used, F = f->n_ff, E = f->n_expert;
     const int B = c->cur_batch, P = B * K;
     moe_ws ws;
-    const size_t ws_bytes = moe_layout(c, f, c->arena, &ws);
-    PK_ASSERT(ws_bytes <= c->arena_bytes);   /* moe_scratch asked for it */
+    const size_t ws_bytes = moe_layout(c, f, arena, &ws);
+    /* moe_scratch (or the enclosing kind's scratch) asked for it */
+    PK_ASSERT((size_t)((unsigned char *)arena - c->arena) + ws_bytes <= c->arena_bytes);
     (void)ws_bytes;
     /* exp_h / exp_h2 / tok_idx / pair_w hold n_batch * k pairs (moe_layout) */
     PK_ASSERT(B >= 1 && B <= c->n_batch && B <= ws.exp_cap);
-    pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
+    if (router_in) pk_act_set(c, PK_SLOT_X, router_in, B, D, 0);
+    else pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     route(c, f, L, &ws);
+    if (router_in) pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);   /* the experts' input */
+    /* per-expert output scales (ffn_down_exps.scale) go into the pair weights */
+    float dsc[L->down_exps_scale.data ? E : 1];
+    if (L->down_exps_scale.data) pk_get_row(c, &L->down_exps_scale, 0, dsc);
 
     /* group the P = B*k (token, expert) pairs by expert (counting sort):
        pair p = exp_off[e] + i is the i-th token routed to e */
@@ -230,7 +242,7 @@ static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
         PK_ASSERT(ws.sel[i] >= 0 && ws.sel[i] < E);
         int p = exp_off[ws.sel[i]]++;
         ws.tok_idx[p] = i / K;
-        ws.pair_w[p] = ws.sel_w[i];
+        ws.pair_w[p] = L->down_exps_scale.data ? ws.sel_w[i] * dsc[ws.sel[i]] : ws.sel_w[i];
         ws.pair_seq[i] = i;
     }
     for (int e = 0; e < E; e++) exp_off[e] -= exp_count[e];
@@ -284,7 +296,7 @@ static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
         }
         PK_ASSERT(nj <= c->n_jobs_cap);   /* 2 per expert of the round: moe_scratch asks 2 E + 8 */
         pk_matvec_from(c, jobs, nj, jd);
-        c->kern->silu_mul(ws.exp_h + (size_t)p_lo * F, ws.exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);
+        pk_act_mul(c, f->act, ws.exp_h + (size_t)p_lo * F, ws.exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);
         pk_act_set(c, PK_SLOT_EXP, ws.exp_h + (size_t)p_lo * F, p_hi - p_lo, F, 0);
         for (int i0 = 0; i0 < nx;) {
             int i = i0, base = exp_off[ex[i0]], used = 0;
@@ -310,10 +322,14 @@ static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
         if (xc) pk_xcache_release(xc, il, ex, nx);
     }
     if (L->gate_shexp.data) {
-        shared_expert(c, L, &ws, ws.exp_out);   /* free again: routed outputs are summed already */
+        shared_expert(c, L, f->act, &ws, ws.exp_out);   /* free again: routed outputs are summed already */
         shared_expert_add(c, L, ws.exp_out);
     }
     return PK_OK;
+}
+
+static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int il) {
+    return pk_ffn_moe_run(c, bk, L, il, c->arena, NULL);
 }
 
 /* ---- the kinds' other methods ---------------------------------------------------- */

@@ -6,15 +6,18 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "model.h"
 
 /* The rope table of (n_rot, base, freqs), shared by the layers that use the
  * same; -1 if there are PK_MAX_ROPE others already. */
-static int rope_index(pk_model *m, int n_rot, float base, const pk_tensor *freqs) {
+static int rope_index(pk_model *m, int n_rot, float base, const pk_tensor *freqs, const pk_rope_scaling *sc) {
     for (int i = 0; i < m->n_rope; i++)
-        if (m->rope[i].n_rot == n_rot && m->rope[i].base == base && m->rope[i].freqs == freqs) return i;
+        if (m->rope[i].n_rot == n_rot && m->rope[i].base == base && m->rope[i].freqs == freqs &&
+            memcmp(&m->rope[i].scaling, sc, sizeof *sc) == 0)
+            return i;
     if (m->n_rope == PK_MAX_ROPE) return -1;
-    m->rope[m->n_rope] = (pk_rope){n_rot, base, freqs};
+    m->rope[m->n_rope] = (pk_rope){n_rot, base, freqs, *sc};
     return m->n_rope++;
 }
 
@@ -38,7 +41,7 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
                 .n_head = hp->n_head, .n_head_kv = hp->n_head_kv_l[il],
                 .head_dim = hd, .head_dim_v = swa ? hp->head_dim_v_swa : hp->head_dim_v,
                 .n_rot = n_rot, .rope_style = a->rope_style, .rope_base = base,
-                .rope = rope_index(m, n_rot, base, swa ? NULL : &m->rope_freqs),
+                .rope = rope_index(m, n_rot, base, swa ? NULL : &m->rope_freqs, &hp->rope_scaling),
                 .scale = a->attn_scale > 0 ? a->attn_scale : 1.0f / sqrtf((float)hd),
                 .qk_norm = a->qk_norm, .out_gate = a->attn_gate,
                 .window = swa ? hp->swa_window : 0, .v_norm = a->v_norm,

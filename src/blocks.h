@@ -72,14 +72,33 @@ size_t pk_ffn_moe_bytes(const pk_context *c, const struct pk_block *b);
 int pk_ffn_moe_run(pk_context *c, const struct pk_block *b, const struct pk_layer *L, int il, void *arena,
                    const float *router_in);
 
+/* Rope scaling (<arch>.rope.scaling.*, as ggml's rope_yarn computes it):
+ * with theta_ext = pos * base^(-2i/n_rot) / freqs_i and theta_int =
+ * freq_scale * theta_ext,
+ *   theta_i = theta_int (1 - r_i) + theta_ext r_i,  r_i = ext_factor *
+ *             (1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1))
+ * (lo, hi: YaRN's correction dims from n_ctx_orig, beta_fast, beta_slow:
+ * floor / ceil of n_rot ln(n_ctx_orig / (2 pi beta)) / (2 ln base), clamped
+ * to [0, n_rot - 1]); cos and sin are multiplied by attn_factor, and by
+ * 1 + 0.1 ln(1 / freq_scale) when ext_factor != 0. None: freq_scale 1,
+ * ext_factor 0, attn_factor 1; linear: ext_factor 0; YaRN: ext_factor 1. */
+typedef struct pk_rope_scaling {
+    float freq_scale;              /* 1 / rope.scaling.factor */
+    float ext_factor;              /* YaRN's extrapolation mix (0: none) */
+    float attn_factor;             /* magnitude of cos/sin (before YaRN's own) */
+    float beta_fast, beta_slow;    /* YaRN's ramp, in rotations (32, 1) */
+    int n_ctx_orig;                /* YaRN's original context length */
+} pk_rope_scaling;
+
 /* A rope table: cos/sin of pos * theta_i, theta_i = base^(-2i/n_rot) /
- * freqs_i, per position of a context (context.c); attention layers that
- * share n_rot, base and freqs share one. */
+ * freqs_i (scaled as above), per position of a context (context.c);
+ * attention layers that share n_rot, base, freqs and scaling share one. */
 enum { PK_MAX_ROPE = 4 };
 typedef struct pk_rope {
     int n_rot;                     /* rotated dims per head */
     float base;
     const struct pk_tensor *freqs; /* optional (n_rot / 2) frequency divisors (NULL: none) */
+    pk_rope_scaling scaling;
 } pk_rope;
 
 /* Attention: heads, sizes, rope; fields no architecture sets yet (window,

@@ -71,17 +71,37 @@ static uint64_t act_types(const pk_model *m) {
 }
 
 /* cos/sin of pos * theta_i for every position and i < n_rot/2,
- * theta_i = base^(-2i/n_rot) / freq_factor_i: the table of rope r */
+ * theta_i = base^(-2i/n_rot) / freq_factor_i, scaled as r->scaling says
+ * (blocks.h: linear or YaRN): the table of rope r */
 static void rope_table(pk_context *c, const pk_rope *r, float *cos_t, float *sin_t) {
     const int half = r->n_rot / 2;
+    const pk_rope_scaling *sc = &r->scaling;
     float ff[half > 0 ? half : 1];
     for (int i = 0; i < half; i++) ff[i] = 1.0f;
     if (r->freqs && r->freqs->data) pk_type_get(r->freqs->type)->to_float(r->freqs->data, ff, half);
+    /* YaRN's correction dims: the pairs below lo keep their frequency, those
+       from hi on are fully interpolated (ggml_rope_yarn_corr_dims) */
+    double lo = 0.0, hi = 0.0, mscale = sc->attn_factor;
+    if (sc->ext_factor != 0.0f) {
+        const double lb = 2.0 * log((double)r->base), tau = 2.0 * M_PI;
+        lo = floor(r->n_rot * log(sc->n_ctx_orig / (sc->beta_fast * tau)) / lb);
+        hi = ceil(r->n_rot * log(sc->n_ctx_orig / (sc->beta_slow * tau)) / lb);
+        lo = lo > 0.0 ? lo : 0.0;
+        hi = hi < r->n_rot - 1 ? hi : r->n_rot - 1;
+        mscale *= 1.0 + 0.1 * log(1.0 / sc->freq_scale);
+    }
     for (int i = 0; i < half; i++) {
-        double theta = pow((double)r->base, -2.0 * i / r->n_rot) / ff[i];
+        const double theta_ext = pow((double)r->base, -2.0 * i / r->n_rot) / ff[i];
+        double mix = 0.0;   /* the share of the original (extrapolated) frequency */
+        if (sc->ext_factor != 0.0f) {
+            double y = (i - lo) / (hi - lo > 0.001 ? hi - lo : 0.001);
+            y = y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+            mix = (1.0 - y) * sc->ext_factor;
+        }
+        const double theta = theta_ext * sc->freq_scale * (1.0 - mix) + theta_ext * mix;
         for (int p = 0; p < c->n_ctx; p++) {
-            cos_t[(size_t)p * half + i] = (float)cos(p * theta);
-            sin_t[(size_t)p * half + i] = (float)sin(p * theta);
+            cos_t[(size_t)p * half + i] = (float)(cos(p * theta) * mscale);
+            sin_t[(size_t)p * half + i] = (float)(sin(p * theta) * mscale);
         }
     }
 }

@@ -163,6 +163,53 @@ static int load_swa_hparams(pk_model *m, const char *an, pk_error *err) {
     return PK_OK;
 }
 
+/* <arch>.rope.scaling.* into hp->rope_scaling (blocks.h), as llama.cpp reads
+ * them: the type "none", "linear" (the default) or "yarn", the factor s
+ * (rope.scaling.factor, or the older rope.scale_linear; 0 or absent: 1),
+ * freq_scale = 1 / s; YaRN's original context (default the trained one),
+ * beta_fast 32 and beta_slow 1 (llama.cpp never reads them from a file),
+ * and its magnitude: attn_factor = mscale(s) / (1 + 0.1 ln s) times
+ * rope.scaling.attn_factor, mscale(s) = 1 + 0.1 ln s for s > 1, else 1 (the
+ * kernel multiplies by 1 + 0.1 ln s again). Another type is refused. */
+static int load_rope_scaling(pk_model *m, const char *an, pk_error *err) {
+    const gguf_file *f = m->gguf;
+    pk_hparams *hp = &m->hp;
+    pk_rope_scaling *rs = &hp->rope_scaling;
+    *rs = (pk_rope_scaling){.freq_scale = 1.0f, .ext_factor = 0.0f, .attn_factor = 1.0f,
+                            .beta_fast = 32.0f, .beta_slow = 1.0f, .n_ctx_orig = hp->n_ctx_train};
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
+    const gguf_kv *sc = gguf_find_kv(f, key);
+    if (sc && sc->type != GGUF_STRING)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' must be a string", f->path, key);
+    const int n = sc ? (int)(sc->str.len > 32 ? 32 : sc->str.len) : 0;
+    const char *type = sc ? sc->str.ptr : "linear";
+#define IS(name) ((sc ? sc->str.len : 6) == sizeof name - 1 && memcmp(type, name, sizeof name - 1) == 0)
+    const int none = IS("none"), linear = IS("linear"), yarn = IS("yarn");
+#undef IS
+    if (!none && !linear && !yarn)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s '%.*s' is not supported (none, linear, yarn)", f->path, key,
+                         n, type);
+    float factor = 0.0f, attn = 1.0f;
+    int rc;
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", an);
+    if (!gguf_find_kv(f, key) && (rc = get_hpf(f, an, "rope.scale_linear", 0.0f, 1e6f, &factor, err))) return rc;
+    if ((rc = get_hpf(f, an, "rope.scaling.factor", 0.0f, 1e6f, &factor, err)) ||
+        (rc = get_hpf(f, an, "rope.scaling.attn_factor", 1e-6f, 1e6f, &attn, err)) ||
+        (rc = get_hp(f, an, "rope.scaling.original_context_length", 0, 1, 1 << 24, &rs->n_ctx_orig, err)))
+        return rc;
+    if (factor > 0.0f && factor < 1e-6f)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s = %g is too small", f->path, key, factor);
+    if (!none && factor != 0.0f) rs->freq_scale = 1.0f / factor;
+    if (yarn) {
+        const double s = 1.0 / rs->freq_scale, ms = s <= 1.0 ? 1.0 : 1.0 + 0.1 * log(s);
+        rs->ext_factor = 1.0f;
+        rs->attn_factor = (float)(ms / (1.0 + 0.1 * log(s)));
+    }
+    rs->attn_factor *= attn;
+    return PK_OK;
+}
+
 /* The <arch>.* keys into m->hp; for hybrid architectures *linear receives
  * the layer pattern (else it stays NULL). */
 static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error *err) {
@@ -205,18 +252,8 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
         (rc = get_hpf(f, an, "final_logit_softcapping", 0.0f, 1e6f, &hp->softcap, err)))
         return rc;
     hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->n_embd) : 1.0f;
+    if ((rc = load_rope_scaling(m, an, err))) return rc;
     char key[128];
-    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
-    const gguf_kv *sc = gguf_find_kv(f, key);
-    if (sc && sc->type == GGUF_STRING &&
-        !(sc->str.len == 4 && memcmp(sc->str.ptr, "none", 4) == 0)) {
-        double factor = 1.0;
-        snprintf(key, sizeof key, "%s.rope.scaling.factor", an);
-        if ((rc = gguf_get_float(f, key, 0, &factor, err))) return rc;
-        if (factor != 1.0 && factor != 0.0)
-            return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s.rope.scaling.type '%.*s' (factor %g) is not supported",
-                             f->path, an, (int)(sc->str.len > 32 ? 32 : sc->str.len), sc->str.ptr, factor);
-    }
     if ((rc = get_hp(f, an, "feed_forward_length", 0, 0, BIG, &hp->n_ff, err)) ||
         (rc = get_hp(f, an, "expert_count", 0, 0, 65536, &hp->n_expert, err)) ||
         (rc = get_hp(f, an, "expert_used_count", 0, 0, 65536, &hp->n_expert_used, err)))

@@ -36,6 +36,7 @@ typedef struct pk_hparams {
     int head_dim_v;      /* value head size */
     int n_rot;           /* rotated dims per head */
     float rope_base;
+    pk_rope_scaling rope_scaling; /* rope.scaling.* (blocks.h) */
     float rms_eps;
     int n_ff;            /* dense FFN size */
     int n_expert, n_expert_used;

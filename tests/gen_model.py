@@ -6,6 +6,8 @@ usage: gen_model.py ARCH OUT.gguf [--seed S] [--type f32|f16|bf16|q8_0]
                     [--heads H] [--heads-kv HKV] [--head-dim HD]
                     [--ff F] [--experts E] [--used K] [--expert-ff FE]
                     [--ctx N] [--rope-base B] [--eps EPS] [--out-scale S]
+                    [--rope-scaling none|linear|yarn] [--rope-factor S]
+                    [--rope-orig-ctx N]
 
 ARCH is one of
   qwen3moe  Qwen3-MoE: q/k RMS norm per head, NEOX RoPE, merged expert tensors
@@ -141,6 +143,10 @@ def parse_args(argv):
     p.add_argument("--sections", default=None)
     p.add_argument("--recurrent-layers", default=None)
     p.add_argument("--rope-base", type=float, default=10000.0)
+    p.add_argument("--rope-scaling", choices=("none", "linear", "yarn"),
+                   default=None)
+    p.add_argument("--rope-factor", type=float, default=None)
+    p.add_argument("--rope-orig-ctx", type=int, default=None)
     p.add_argument("--eps", type=float, default=1e-6)
     p.add_argument("--out-scale", type=float, default=3.0)
     a = p.parse_args(argv)
@@ -166,6 +172,18 @@ def add_tokenizer(w, V):
     w.add_u32("tokenizer.ggml.bos_token_id", 256)
     w.add_u32("tokenizer.ggml.eos_token_id", 257)
     w.add_bool("tokenizer.ggml.add_bos_token", False)
+
+
+def add_rope_scaling(w, pre, a):
+    """<arch>.rope.scaling.* from --rope-scaling / --rope-factor /
+    --rope-orig-ctx (each written only if given)."""
+    if a.rope_scaling is not None:
+        w.add_str(pre + "rope.scaling.type", a.rope_scaling)
+    if a.rope_factor is not None:
+        w.add_f32(pre + "rope.scaling.factor", a.rope_factor)
+    if a.rope_orig_ctx is not None:
+        w.add_u32(pre + "rope.scaling.original_context_length",
+                  a.rope_orig_ctx)
 
 
 def int_list(s, what):
@@ -241,6 +259,7 @@ def build_hybrid(a, cfg):
     w.add_u32(pre + "attention.head_count_kv", Hkv)
     w.add_f32(pre + "rope.freq_base", a.rope_base)
     w.add_f32(pre + "attention.layer_norm_rms_epsilon", a.eps)
+    add_rope_scaling(w, pre, a)
     if moe:
         w.add_u32(pre + "expert_count", E)
         w.add_u32(pre + "expert_used_count", K)
@@ -485,6 +504,7 @@ def build(a, cfg):
     w.add_u32(pre + "attention.head_count_kv", Hkv)
     w.add_f32(pre + "rope.freq_base", a.rope_base)
     w.add_f32(pre + "attention.layer_norm_rms_epsilon", a.eps)
+    add_rope_scaling(w, pre, a)
     if gguf_arch == "llama":
         w.add_u32(pre + "rope.dimension_count", hd)
     else:

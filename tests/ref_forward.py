@@ -118,6 +118,7 @@ class Model:
         self.rope_base = float(key("rope.freq_base", 10000.0))
         self.n_rot = int(key("rope.dimension_count", self.head_dim))
         self.neox = arch in NEOX_ARCHS + HYBRID_ARCHS
+        self._load_rope_scaling(key)
         self.n_expert = int(key("expert_count", 0))
         self.n_expert_used = int(key("expert_used_count", 0))
         self.hybrid = arch in HYBRID_ARCHS
@@ -285,6 +286,54 @@ class Model:
                                      "expected %s" % (i, k, ly[k].shape, shp))
             self.layers.append(ly)
 
+    def _load_rope_scaling(self, key):
+        """rope.scaling.*: type none / linear (the default) / yarn, factor s
+        (rope.scaling.factor or rope.scale_linear; 0 or absent: 1),
+        original_context_length (default the trained context), attn_factor.
+        Sets freq_scale = 1/s, ext_factor (1 for yarn), the cos/sin
+        magnitude mscale and YaRN's correction dims (beta_fast 32, beta_slow
+        1, as llama.cpp always uses)."""
+        st = key("rope.scaling.type", "linear")
+        if st not in ("none", "linear", "yarn"):
+            raise SystemExit("ref_forward: rope.scaling.type %r" % st)
+        s = key("rope.scaling.factor", None)
+        if s is None:
+            s = key("rope.scale_linear", 0.0)
+        s = float(s)
+        self.freq_scale = 1.0 if st == "none" or s == 0.0 else 1.0 / s
+        self.ext_factor = 1.0 if st == "yarn" else 0.0
+        attn = float(key("rope.scaling.attn_factor", 1.0))
+        n_orig = int(key("rope.scaling.original_context_length",
+                         key("context_length", 4096)))
+        self.mscale = attn
+        self.corr = (0.0, 0.0)
+        if self.ext_factor:
+            sf = 1.0 / self.freq_scale
+            # the magnitude 1 + 0.1 ln s (llama.cpp's attn_factor mscale(s) /
+            # (1 + 0.1 ln s) times the kernel's 1 + 0.1 ln s; mscale(s) = 1
+            # for s <= 1)
+            self.mscale = attn * (1.0 + 0.1 * np.log(sf) if sf > 1.0 else 1.0)
+
+            def corr_dim(beta):   # the dim whose wavelength is n_orig / beta
+                return self.n_rot * np.log(n_orig / (beta * 2 * np.pi)) / \
+                    (2 * np.log(self.rope_base))
+            lo = max(0.0, np.floor(corr_dim(32.0)))
+            hi = min(self.n_rot - 1.0, np.ceil(corr_dim(1.0)))
+            self.corr = (lo, hi)
+
+    def rope_freqs(self):
+        """The (n_rot/2,) angular frequency of each rotated pair, scaled."""
+        half = self.n_rot // 2
+        p = np.arange(half, dtype=np.float64)
+        ext = self.rope_base ** (-2.0 * p / self.n_rot)
+        inter = ext * self.freq_scale
+        if not self.ext_factor:
+            return inter
+        lo, hi = self.corr
+        ramp = 1.0 - np.clip((p - lo) / max(0.001, hi - lo), 0.0, 1.0)
+        mix = ramp * self.ext_factor
+        return inter * (1.0 - mix) + ext * mix
+
     def gate_up(self, b):
         """Expert gate and up matrices (E, F, D) of layer prefix b: two
         tensors, or one merged ffn_gate_up_exps (E, 2 F, D), gate first."""
@@ -311,15 +360,14 @@ class Model:
         """x: (T, H, hd); rotate the first n_rot dims of each head."""
         n_rot = self.n_rot
         half = n_rot // 2
-        p = np.arange(half, dtype=np.float64)
-        inv_freq = self.rope_base ** (-2.0 * p / n_rot)          # (half,)
+        inv_freq = self.rope_freqs()                             # (half,)
         if self.sections is not None:
             ppos = self.imrope_positions(pos, half)              # (T, half)
         else:
             ppos = np.repeat(pos[:, None], half, axis=1)
         theta = ppos.astype(np.float64) * inv_freq[None]         # (T, half)
-        cos = np.cos(theta)[:, None, :]
-        sin = np.sin(theta)[:, None, :]
+        cos = self.mscale * np.cos(theta)[:, None, :]
+        sin = self.mscale * np.sin(theta)[:, None, :]
         y = x.copy()
         if self.neox:
             a = x[..., :half]

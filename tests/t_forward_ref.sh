@@ -2,7 +2,8 @@
 # t_forward_ref.sh - compare pocket's logits with an independent float64 numpy
 # reference (tests/ref_forward.py) on small random models written by
 # tests/gen_model.py: qwen3moe (untied, tied, F16), qwen3 dense, llama dense,
-# mixtral (llama with experts). For each model, build/tests/tool_logits feeds
+# mixtral (llama with experts), and qwen3moe with YaRN and llama with linear
+# rope scaling. For each model, build/tests/tool_logits feeds
 # a fixed 12-token sequence (including ids V-1, V-2, V-3) one token at a time
 # and the max |pocket - ref| over all logits must stay under the tolerance:
 # 1e-3 for F32 weights, 2e-2 for F16 weights (pocket rounds activations to
@@ -103,6 +104,30 @@ check qwen3moe-f16   qwen3moe $TOL_F16 "1"   f32 --seed 6 --type f16
 check qwen3          qwen3    $TOL_F32 "1"   f32 --seed 2
 check llama          llama    $TOL_F32 "1"   f32 --seed 3
 check mixtral        mixtral  $TOL_F32 "1"   f32 --seed 1
+# rope scaling: YaRN (NEOX, correction dims 0..5 of 16 pairs, cos/sin x
+# 1 + 0.1 ln 4) and linear (NORM); the same seeds as above, so the weights
+# are those of qwen3moe and llama, and the logits must differ from theirs
+check qwen3moe-yarn  qwen3moe $TOL_F32 "1 2" f32 --seed 6 --rope-scaling yarn --rope-factor 4 --rope-orig-ctx 64
+check llama-linear   llama    $TOL_F32 "1"   f32 --seed 3 --rope-scaling linear --rope-factor 2
+for p in qwen3moe:qwen3moe-yarn llama:llama-linear; do
+    "$PYTHON" -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+d = np.abs(a - b).max()
+print("%s %s: max |scaled - unscaled| reference logits = %.3f (must be > 0.01)" % ("ok  " if d > 0.01 else "FAIL", sys.argv[3], d))
+sys.exit(0 if d > 0.01 else 1)' "$TMP/${p%%:*}.ref.npy" "$TMP/${p#*:}.ref.npy" "${p#*:}" || fail=1
+done
+# another scaling type is refused with one line naming the key
+"$PYTHON" -c 'import sys; sys.path.insert(0, "tests"); import gguf_py as G, mkbad
+g = G.read_gguf(sys.argv[1])
+mkbad.rewrite(g, sys.argv[2], set_keys={"qwen3moe.rope.scaling.type": ("longrope", G.STRING)})' \
+    "$TMP/qwen3moe-yarn.gguf" "$TMP/longrope.gguf" &&
+$RUN "$BUILD/pocket" info "$TMP/longrope.gguf" >"$TMP/longrope.out" 2>&1
+if [ $? -eq 1 ] && [ "$(wc -l <"$TMP/longrope.out")" -eq 1 ] &&
+   grep -q "^pocket: error: .*rope.scaling.type 'longrope' is not supported" "$TMP/longrope.out"; then
+    echo "ok   rope scaling 'longrope' refused: $(cat "$TMP/longrope.out")"
+else
+    echo "FAIL rope scaling 'longrope' not refused with one line: $(head -c 300 "$TMP/longrope.out")"; fail=1
+fi
 # KV cache types (head dim 32 for qwen3moe, qwen3; 16 for llama, mixtral)
 for kv in f16 q8_0; do
     eval "tol=\$TOL_KV_$kv"

@@ -2,9 +2,9 @@
 #include <string.h>
 #include "arch.h"
 
-/* a row names the fields it sets, in order or by name; the rest are 0 */
+/* the rows list the first fields in order and name the later ones only
+   where they set them (the rest are zero) */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 static const pk_arch archs[] = {
     /* name       rope          qk_norm ffn            gating           norm_topk shexp hybrid attn_gate ffn_norm                     post  ssm_ba grouped */
     {"qwen3moe",  PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
@@ -17,6 +17,11 @@ static const pk_arch archs[] = {
     /* Qwen3-Next: the same mixers with HF's head order kept (v heads grouped
        by k head, beta/alpha in one tensor) and plain NEOX partial rope */
     {"qwen3next", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 1,     1},
+    /* gpt-oss: sliding-window (even layers) / full attention with sinks and
+       biases, YaRN; biased router (softmax over the chosen logits) and
+       biased experts with the clamped SwiGLU-OAI (limit 7, alpha 1.702) */
+    {"gpt-oss",   PK_ROPE_NEOX, 0,      PK_FFN_MOE,    PK_GATE_SOFTMAX_WEIGHT, 0, 0,    0,     0,        "post_attention_norm.weight", {0}, 0,     0,
+     .swa_period = 2, .attn_sinks = 1, .attn_bias = 1, .expert_bias = 1, .swiglu_limit = 7.0f, .swiglu_alpha = 1.702f},
     /* Gemma-4 (26B-A4B layout): sliding and global layers, dense GeGLU MLP +
        routed experts, attention scale 1, V normed without weight */
     {"gemma4", PK_ROPE_NEOX, .qk_norm = 1, .ffn = PK_FFN_DENSE_MOE, .gating = PK_GATE_SOFTMAX, .norm_topk = 1,
@@ -31,4 +36,4 @@ const pk_arch *pk_arch_find(const char *name) {
     return NULL;
 }
 
-const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gemma4"; }
+const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gpt-oss, gemma4"; }

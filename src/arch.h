@@ -32,6 +32,8 @@ enum pk_act {
 enum pk_gating {
     PK_GATE_SOFTMAX = 0, /* p = softmax(router logits) */
     PK_GATE_SIGMOID = 1, /* p = sigmoid(router logits) */
+    PK_GATE_SOFTMAX_WEIGHT = 2, /* top-k of the logits, weights = softmax over
+                                   the k chosen logits (gpt-oss) */
 };
 
 typedef struct pk_arch {
@@ -56,6 +58,17 @@ typedef struct pk_arch {
                                 else ssm_beta and ssm_alpha, one row per v head */
     int ssm_grouped;         /* v head j uses q/k head j / r (grouped order);
                                 else j mod k_heads (tiled) */
+    /* sliding-window attention, sinks, biases, clamped experts (gpt-oss) */
+    int swa_period;          /* <arch>.attention.sliding_window (W) required; layer l
+                                attends over its last W positions iff l % period <
+                                period - 1 (the default period;
+                                <arch>.attention.sliding_window_pattern overrides) */
+    int attn_sinks;          /* attn_sinks: a learned logit per q head in every softmax */
+    int attn_bias;           /* attn_q/k/v/output.bias required */
+    int expert_bias;         /* ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias required */
+    float swiglu_limit;      /* experts' SwiGLU-OAI: gate clamped above, up to
+                                [-limit, limit] (0: plain SwiGLU) */
+    float swiglu_alpha;      /* ... gate * sigmoid(alpha * gate) * (up + 1) */
     /* sliding-window layers (gemma4): layer il slides iff
        <arch>.attention.sliding_window_pattern[il]; those layers take the
        *_swa keys (head dims, rope dims and base) and no rope_freqs */

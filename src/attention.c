@@ -11,7 +11,9 @@
  *   q, k rotated (rope: the first n_rot dims of each head)
  *   k, v appended to the cache; per query head, over its kv head's keys
  *   o = softmax(scale q K^T) V     [out_gate: o *= sigmoid(gate)]
- *   out = attn_output . o
+ *     [window W: a query at position i sees the keys j > i - W only]
+ *     [sinks: the softmax denominator gets exp(sink_h) too, per q head h]
+ *   out = attn_output . o (+ bias)
  * The cache holds every attention layer's keys and values in their types
  * (kv.h); the products over it are the kernels' (sgemm for F32, att_kq /
  * att_pv for F16 and Q8_0).
@@ -76,16 +78,18 @@ typedef struct att_task {
     const att_ws *w;
     int layer, pos0, n;
     int tb, n_tb;                 /* tokens per chunk, chunks per kv head */
+    const float *sinks;           /* (n_head) sink logits, or NULL */
 } att_task;
 
 /* One chunk: kv head g and tokens b0..b1-1 of the batch, i.e. the M = (b1 -
  * b0) * group query heads that share g's keys and values. Token b (position
- * pos0 + b) attends over positions 0..pos0+b. Over keys 0..nk-1 (nk = pos0 +
- * b1), as matrix products:
+ * pos0 + b) attends over positions 0..pos0+b (the last W of them under a
+ * window W). Over keys 0..nk-1 (nk = pos0 + b1), as matrix products:
  *   S = Q K^T   (an F32 cache holds K transposed, for sgemm; a typed cache,
  *                F16 or Q8_0, each kv head's keys by position, for att_kq;
  *                each key is read once for all M queries);
- *   P = softmax of each row over its own positions, 0 beyond;
+ *   P = softmax of each row over its own positions (with its head's sink
+ *       logit in the denominator), 0 elsewhere;
  *   O = P V     (V read in place, in its type: sgemm or att_pv).
  * Every element is a sum in order over its k (pk_sgemm_fn; att_kq / att_pv
  * promise the same independence from M, kernels.h), and zero
@@ -117,16 +121,19 @@ static void att_run(void *arg, int chunk) {
                                     nk);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / group;
-        float *sc = S + (size_t)m * nk, mx = -INFINITY;
-        for (int p = 0; p <= last; p++) {
+        const int first = a->window && last - a->window + 1 > 0 ? last - a->window + 1 : 0;
+        const float sink = t->sinks ? t->sinks[g * group + m % group] : -INFINITY;
+        float *sc = S + (size_t)m * nk, mx = sink;
+        for (int p = first; p <= last; p++) {
             sc[p] *= scale;
             if (sc[p] > mx) mx = sc[p];
         }
-        c->kern->exp_sub(sc, last + 1, mx);
-        double sum = 0.0;
-        for (int p = 0; p <= last; p++) sum += sc[p];
+        c->kern->exp_sub(sc + first, last + 1 - first, mx);
+        double sum = t->sinks ? (double)expf(sink - mx) : 0.0;
+        for (int p = first; p <= last; p++) sum += sc[p];
         const float inv = (float)(1.0 / sum);
-        for (int p = 0; p <= last; p++) sc[p] *= inv;
+        for (int p = 0; p < first; p++) sc[p] = 0.0f;
+        for (int p = first; p <= last; p++) sc[p] *= inv;
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
     }
     if (kv->type_v == PK_TYPE_F32)
@@ -213,7 +220,9 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
 
     /* chunks of up to 16 tokens per kv head, fewer if their scores would
        pass 4 MiB */
-    att_task t = {c, a, &w, il, pos0, B, 16, 0};
+    float sinks[a->sinks ? a->n_head : 1];
+    if (a->sinks) pk_get_row(c, &L->attn_sinks, 0, sinks);
+    att_task t = {c, a, &w, il, pos0, B, 16, 0, a->sinks ? sinks : NULL};
     while (t.tb > 1 && (int64_t)t.tb * (a->n_head / a->n_head_kv) * (pos0 + B) > (1 << 20)) t.tb /= 2;
     t.n_tb = (B + t.tb - 1) / t.tb;
     /* state ledger: each token tile reads the cached keys and values of the
@@ -235,6 +244,7 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     pk_act_set(c, PK_SLOT_ATT, w.att_out, B, od, 0);
     pk_mv o = {&L->wo, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
     pk_matvec(c, &o, 1);
+    add_bias(c, c->xb2, &L->bo, D, B, D);
     return PK_OK;
 }
 
@@ -243,9 +253,6 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
 static int att_bind(pk_model *m, int il, pk_error *err) {
     const pk_attn_shape *a = &m->blocks[il].attn;
     pk_layer *L = &m->layers[il];
-    if (a->window || a->sinks)
-        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: layer %d: attention with a %s is not supported yet", m->path,
-                         il, a->window ? "sliding window" : "sink");
     const int64_t D = m->hp.n_embd, hd = a->head_dim, hdv = a->head_dim_v;
     const int64_t q_out = (int64_t)a->n_head * hd, k_out = (int64_t)a->n_head_kv * hd;
     const int64_t v_out = (int64_t)a->n_head_kv * hdv;
@@ -261,6 +268,8 @@ static int att_bind(pk_model *m, int il, pk_error *err) {
         {&L->bq, "attn_q.bias", a->bias, 1, {q_out}, 0},
         {&L->bk, "attn_k.bias", a->bias, 1, {k_out}, 0},
         {&L->bv, vb, a->bias, 1, {v_out}, 0},
+        {&L->bo, "attn_output.bias", a->bias, 1, {D}, 0},
+        {&L->attn_sinks, a->sinks ? "attn_sinks.weight" : NULL, 1, 1, {a->n_head}, 0},
         {&L->q_norm, "attn_q_norm.weight", a->qk_norm, 1, {hd}, 0},
         {&L->k_norm, "attn_k_norm.weight", a->qk_norm, 1, {hd}, 0},
     };
@@ -284,14 +293,17 @@ static void att_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
 
 static int att_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
     const pk_attn_shape *a = &b->attn;
-    char hd[32], win[32];
+    char hd[32], win[32], rs[48] = "";
     if (a->head_dim_v == a->head_dim) snprintf(hd, sizeof hd, "%d", a->head_dim);
     else snprintf(hd, sizeof hd, "%d/%d", a->head_dim, a->head_dim_v);
     /* sliding-window models name each layer's kind */
     snprintf(win, sizeof win, "sliding %d, ", a->window);
-    return snprintf(buf, cap, "attention(%s%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s)",
+    const pk_rope_scaling *sc = &m->rope[a->rope].scaling;
+    if (sc->ext_factor != 0.0f || sc->freq_scale != 1.0f)
+        snprintf(rs, sizeof rs, " %s x%g", sc->ext_factor != 0.0f ? "yarn" : "linear", 1.0 / sc->freq_scale);
+    return snprintf(buf, cap, "attention(%s%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s%s)",
                     a->window ? win : m->hp.swa ? "global, " : "", a->out_gate ? "gated, " : "", a->n_head,
-                    a->n_head_kv, hd, a->n_rot, a->qk_norm ? ", q/k norm" : "", a->v_from_k ? ", v = k" : "",
+                    a->n_head_kv, hd, a->n_rot, rs, a->qk_norm ? ", q/k norm" : "", a->v_from_k ? ", v = k" : "",
                     a->v_norm ? ", v norm" : "", a->sinks ? ", sinks" : "", a->bias ? ", biases" : "");
 }
 

@@ -32,20 +32,23 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
         pk_block *b = &m->blocks[il];
         b->mixer = linear && linear[il] ? &pk_mixer_deltanet : &pk_mixer_attention;
         if (b->mixer == &pk_mixer_attention) {
-            /* sliding layers (swa_pattern): their own head dims and rope,
-               the window, no rope_freqs */
-            const int swa = hp->swa && hp->swa[il];
-            const int hd = swa ? hp->head_dim_swa : hp->head_dim, n_rot = swa ? hp->n_rot_swa : hp->n_rot;
+            /* sliding layers: the pattern's (swa_pattern: their own head
+               dims and rope, no rope_freqs), or l % period < period - 1
+               (period 0: all), their own rope base */
+            const int p = hp->swa_period;
+            const int swa = hp->swa ? hp->swa[il] : hp->n_swa > 0 && (p == 0 || il % p < p - 1);
+            const int own = swa && hp->swa;
+            const int hd = own ? hp->head_dim_swa : hp->head_dim, n_rot = own ? hp->n_rot_swa : hp->n_rot;
             const float base = swa ? hp->rope_base_swa : hp->rope_base;
             b->attn = (pk_attn_shape){
                 .n_head = hp->n_head, .n_head_kv = hp->n_head_kv_l[il],
-                .head_dim = hd, .head_dim_v = swa ? hp->head_dim_v_swa : hp->head_dim_v,
+                .head_dim = hd, .head_dim_v = own ? hp->head_dim_v_swa : hp->head_dim_v,
                 .n_rot = n_rot, .rope_style = a->rope_style, .rope_base = base,
-                .rope = rope_index(m, n_rot, base, swa ? NULL : &m->rope_freqs, &hp->rope_scaling),
+                .rope = rope_index(m, n_rot, base, own ? NULL : &m->rope_freqs, &hp->rope_scaling),
                 .scale = a->attn_scale > 0 ? a->attn_scale : 1.0f / sqrtf((float)hd),
                 .qk_norm = a->qk_norm, .out_gate = a->attn_gate,
-                .window = swa ? hp->swa_window : 0, .v_norm = a->v_norm,
-                .v_from_k = a->v_from_k && !pk_has_tensor(m, il, "attn_v.weight"),
+                .bias = a->attn_bias, .window = swa ? hp->n_swa : 0, .sinks = a->attn_sinks,
+                .v_norm = a->v_norm, .v_from_k = a->v_from_k && !pk_has_tensor(m, il, "attn_v.weight"),
             };
             if (b->attn.rope < 0)
                 return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: layer %d: more than %d rope tables", m->path, il,
@@ -69,6 +72,7 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
                 .n_ff = hp->n_ff_exp, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
                 .n_ff_shexp = shared ? hp->n_ff_shexp : 0, .gating = hp->gating, .norm_topk = hp->norm_topk,
                 .act = a->act, .n_ff_dense = dense_moe ? hp->n_ff : 0,
+                .bias = a->expert_bias, .swiglu_limit = a->swiglu_limit, .swiglu_alpha = a->swiglu_alpha,
             };
         } else {
             b->ffn = &pk_ffn_dense;

@@ -101,8 +101,7 @@ typedef struct pk_rope {
     pk_rope_scaling scaling;
 } pk_rope;
 
-/* Attention: heads, sizes, rope; fields no architecture sets yet (window,
- * sinks) are refused by the attention kind's bind until it computes them. */
+/* Attention: heads, sizes, rope, sliding window, sinks, biases. */
 typedef struct pk_attn_shape {
     int n_head, n_head_kv;    /* query heads; key/value heads (groups of n_head / n_head_kv) */
     int head_dim, head_dim_v; /* key (= query) and value head sizes */
@@ -113,11 +112,13 @@ typedef struct pk_attn_shape {
     float scale;              /* score scale: 1/sqrt(head_dim), or the arch's */
     int qk_norm;              /* per-head RMSNorm of q and k (attn_q_norm, attn_k_norm) */
     int out_gate;             /* attn_q holds [q_h | gate_h] per head; output *= sigmoid(gate) */
-    int bias;                 /* attn_q/k/v.bias: 1 required, 0 added where the file has them */
-    int window;               /* sliding window in positions, 0: every earlier position */
+    int bias;                 /* attn_q/k/v/output.bias: 1 required, 0 added where the file has them */
+    int window;               /* sliding window: a query at i sees keys j > i - window;
+                                 0: every earlier position */
+    int sinks;                /* per-head learned sink logit (attn_sinks): one more
+                                 term exp(sink_h) in each softmax denominator */
     int v_norm;               /* V RMS-normed per head without weight (before the cache) */
     int v_from_k;             /* no attn_v: V is K's projection (before k norm and rope) */
-    int sinks;                /* per-head learned sink logit (attn_sinks) */
 } pk_attn_shape;
 
 /* Gated DeltaNet (deltanet.c): r = v_heads / k_heads v heads per q/k head;
@@ -142,6 +143,11 @@ typedef struct pk_ffn_shape {
     int norm_topk;               /* renormalise the top-k weights to sum 1 */
     int act;                     /* enum pk_act (arch.h): silu or gelu of the gate */
     int n_ff_dense;              /* dense + moe: the dense MLP's hidden size */
+    int bias;                    /* router and expert biases (ffn_gate_inp.bias,
+                                    ffn_{gate,up,down}_exps.bias) */
+    float swiglu_limit;          /* > 0: SwiGLU-OAI, g = min(g, limit), u = clamp(u,
+                                    +-limit), h = g sigmoid(alpha g) (u + 1) */
+    float swiglu_alpha;
 } pk_ffn_shape;
 
 enum { PK_NORM_PRE_MIXER, PK_NORM_POST_MIXER, PK_NORM_PRE_FFN, PK_NORM_POST_FFN, PK_NORMS };

@@ -144,7 +144,7 @@ static int load_swa_hparams(pk_model *m, const char *an, pk_error *err) {
     if (!(hp->swa = pk_calloc((size_t)hp->n_layer, 1))) return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
     for (int il = 0; il < hp->n_layer; il++) hp->swa[il] = gguf_arr_int(pat, (uint64_t)il) != 0;
     hp->rope_base_swa = 10000.0f;
-    if ((rc = get_hp(f, an, "attention.sliding_window", 1, 1, 1 << 24, &hp->swa_window, err)) ||
+    if ((rc = get_hp(f, an, "attention.sliding_window", 1, 1, 1 << 24, &hp->n_swa, err)) ||
         (rc = get_hp(f, an, "attention.key_length_swa", 1, 1, 65536, &hp->head_dim_swa, err)) ||
         (rc = get_hp(f, an, "attention.value_length_swa", 1, 1, 65536, &hp->head_dim_v_swa, err)) ||
         (rc = get_hpf(f, an, "rope.freq_base_swa", 1e-3f, 1e12f, &hp->rope_base_swa, err)) ||
@@ -284,13 +284,28 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
         if ((rc = gguf_get_bool(f, key, 0, &norm, err))) return rc;
         hp->norm_topk = norm;
         int gf = 0;
-        if ((rc = get_hp(f, an, "expert_gating_func", 0, 0, 2, &gf, err))) return rc;
+        if ((rc = get_hp(f, an, "expert_gating_func", 0, 0, 3, &gf, err))) return rc;
         if (gf == 1) hp->gating = PK_GATE_SOFTMAX;
         if (gf == 2) hp->gating = PK_GATE_SIGMOID;
+        if (gf == 3) hp->gating = PK_GATE_SOFTMAX_WEIGHT;
         if (a->ffn != PK_FFN_DENSE_MOE) hp->n_ff = 0;
     } else if (hp->n_ff < 1) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.feed_forward_length'",
                          f->path, an);
+    }
+    hp->rope_base_swa = hp->rope_base;
+    if (a->swa_period) {
+        /* llama.cpp's set_swa_pattern: period 0 makes every layer slide */
+        hp->swa_period = a->swa_period;
+        snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", an);
+        const gguf_kv *pat = gguf_find_kv(f, key);
+        if (pat && pat->type == GGUF_ARRAY)
+            return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: key '%s': a per-layer array is not supported (a period is)",
+                             f->path, key);
+        if ((rc = get_hp(f, an, "attention.sliding_window", 1, 1, 1 << 24, &hp->n_swa, err)) ||
+            (rc = get_hp(f, an, "attention.sliding_window_pattern", 0, 0, 4096, &hp->swa_period, err)) ||
+            (rc = get_hpf(f, an, "rope.freq_base_swa", 1e-3f, 1e12f, &hp->rope_base_swa, err)))
+            return rc;
     }
     if (a->swa_pattern && (rc = load_swa_hparams(m, an, err))) return rc;
     if (a->hybrid) return load_hybrid_hparams(m, an, linear, err);
@@ -427,8 +442,9 @@ static void count_params(pk_model *m) {
         const pk_ffn_shape *ff = &m->blocks[il].ff;
         for (size_t i = 0; i < sizeof(pk_layer) / sizeof(pk_tensor); i++) {
             if (!t[i].data || (i > 0 && t[i].data == t[i - 1].data)) continue; /* merged gate_up: once */
-            const int exps = &t[i] == &m->layers[il].gate_exps || &t[i] == &m->layers[il].up_exps ||
-                             &t[i] == &m->layers[il].down_exps;
+            const pk_layer *Ly = &m->layers[il];
+            const int exps = &t[i] == &Ly->gate_exps || &t[i] == &Ly->up_exps || &t[i] == &Ly->down_exps ||
+                             &t[i] == &Ly->gate_exps_b || &t[i] == &Ly->up_exps_b || &t[i] == &Ly->down_exps_b;
             total += nel(&t[i]);
             active += exps ? nel(&t[i]) / ff->n_expert * ff->n_expert_used : nel(&t[i]);
             bytes += exps ? nbytes(&t[i]) / (uint64_t)ff->n_expert * (uint64_t)ff->n_expert_used
@@ -582,7 +598,9 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->n_expert_used = hp->moe ? hp->n_expert_used : 0;
     o->n_ff_exp = hp->moe ? hp->n_ff_exp : 0;
     o->n_ff_shexp = hp->n_ff_shexp;
-    o->gating = hp->gating == PK_GATE_SIGMOID ? "sigmoid" : "softmax";
+    o->gating = hp->gating == PK_GATE_SIGMOID          ? "sigmoid"
+                : hp->gating == PK_GATE_SOFTMAX_WEIGHT ? "softmax of top-k"
+                                                       : "softmax";
     o->norm_topk = hp->norm_topk;
     o->tied_output = m->output.data == m->tok_embd.data;
     o->n_params = m->n_params;

@@ -45,6 +45,10 @@ typedef struct pk_hparams {
     int moe;             /* layers use routed experts */
     int norm_topk;       /* renormalise the top-k router weights */
     int gating;          /* enum pk_gating */
+    /* sliding-window attention (arch swa_period) */
+    int n_swa;           /* window W in positions (attention.sliding_window) */
+    int swa_period;      /* layer l slides iff l % period < period - 1 */
+    float rope_base_swa; /* rope base of the sliding layers (rope.freq_base_swa) */
     /* hybrid (Gated DeltaNet) architectures */
     int full_attn_interval; /* layer il is full attention iff (il + 1) % interval == 0
                                (unless <arch>.attention.recurrent_layers says) */
@@ -59,11 +63,10 @@ typedef struct pk_hparams {
     float softcap;       /* final logits c tanh(logit / c) (final_logit_softcapping), 0: none */
     float embd_scale;    /* token embeddings times this (1, or sqrtf(D): arch embd_scale) */
     /* sliding-window layers (arch swa_pattern) */
-    uint8_t *swa;        /* [n_layer] 1: sliding (attention.sliding_window_pattern), or NULL */
-    int swa_window;      /* attention.sliding_window: positions a sliding layer sees */
+    uint8_t *swa;        /* [n_layer] 1: sliding (attention.sliding_window_pattern: arch
+                            swa_pattern; window n_swa, rope base rope_base_swa), or NULL */
     int head_dim_swa, head_dim_v_swa, n_rot_swa; /* key_length_swa, value_length_swa,
                                                     rope.dimension_count_swa */
-    float rope_base_swa; /* rope.freq_base_swa */
 } pk_hparams;
 
 /* Every field is a pk_tensor (model.c walks them as an array). The block
@@ -92,6 +95,11 @@ typedef struct pk_layer {
     pk_tensor out_scale;                 /* (1) optional: x *= it after the layer (plan out_scale) */
     pk_tensor gate_shexp, up_shexp, down_shexp; /* shared expert */
     pk_tensor gate_inp_shexp;            /* (D) shared expert gate, optional */
+    pk_tensor bo;                        /* (D) attn_output.bias, optional */
+    pk_tensor attn_sinks;                /* (n_head) sink logits, F32 (attention sinks) */
+    pk_tensor gate_inp_b;                /* (n_expert) router bias (expert_bias archs) */
+    pk_tensor gate_exps_b, up_exps_b;    /* (F_exp) x n_expert expert biases */
+    pk_tensor down_exps_b;               /* (D) x n_expert */
     /* Gated DeltaNet layers (hybrid archs) */
     pk_tensor attn_qkv;                  /* (D -> channels): q | k | v */
     pk_tensor attn_z;                    /* attn_gate: (D -> v_heads * state), output gate z */

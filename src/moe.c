@@ -5,6 +5,11 @@
  *   S = the k experts with the largest p (ties: lower index)
  *   w_e = p_e, renormalised over S if norm_topk
  *   y = sum_{e in S} w_e * down_e(silu(gate_e . x) * up_e . x)  [+ shared expert]
+ * Variants the plan sets (pk_ffn_shape): gating "softmax over the chosen"
+ * (top-k of the logits, w = softmax of those k); biases on the router and
+ * on each expert's gate, up (before the activation) and down products; the
+ * clamped SwiGLU-OAI activation g' sigmoid(alpha g') (u' + 1), g' = min(g,
+ * limit), u' = clamp(u, -limit, limit).
  *
  * For a batch, the (token, expert) pairs are grouped by expert, so each
  * selected expert's weights are read once for all the tokens routed to it.
@@ -83,13 +88,49 @@ static void top_k(const float *p, int n, int k, int *sel) {
     }
 }
 
+/* rows[0..n) (each of width floats) += row `row` of bias tensor b, if the
+ * layer has it (read once, counted) */
+static void add_row_bias(pk_context *c, const pk_tensor *b, int64_t row, float *rows, int n, int width) {
+    if (!b->data || n <= 0) return;
+    float tmp[width];
+    pk_get_row(c, b, row, tmp);
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < width; i++) rows[(size_t)r * width + i] += tmp[i];
+}
+
+/* g[0..n) = the experts' activation of gate products g and up products u:
+ * SwiGLU, or SwiGLU-OAI (as ggml's swiglu_oai computes it) */
+static void expert_act(pk_context *c, const pk_ffn_shape *f, float *g, const float *u, int64_t n) {
+    if (f->swiglu_limit <= 0.0f) {
+        pk_act_mul(c, f->act, g, u, n);
+        return;
+    }
+    const float lim = f->swiglu_limit, alpha = f->swiglu_alpha;
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i] < lim ? g[i] : lim;
+        const float y = u[i] < -lim ? -lim : u[i] > lim ? lim : u[i];
+        g[i] = x / (1.0f + expf(alpha * -x)) * (y + 1.0f);
+    }
+}
+
 /* Router for every row: w->sel / w->sel_w get k entries per token. */
 static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const moe_ws *w) {
     const int E = f->n_expert, K = f->n_expert_used, B = c->cur_batch;
     pk_mv r = {&L->gate_inp, 0, E, PK_SLOT_X, B, NULL, w->router, E};
     pk_matvec(c, &r, 1);
+    add_row_bias(c, &L->gate_inp_b, 0, w->router, B, E);
     for (int b = 0; b < B; b++) {
         float *p = w->router + (size_t)b * E;
+        if (f->gating == PK_GATE_SOFTMAX_WEIGHT) {   /* softmax over the k chosen logits */
+            int *sel = w->sel + (size_t)b * K;
+            float *sw = w->sel_w + (size_t)b * K;
+            top_k(p, E, K, sel);
+            float mx = p[sel[0]];
+            double sum = 0.0;
+            for (int j = 0; j < K; j++) sum += (sw[j] = expf(p[sel[j]] - mx));
+            for (int j = 0; j < K; j++) sw[j] = (float)(sw[j] / sum);
+            continue;
+        }
         if (f->gating == PK_GATE_SIGMOID) {
             for (int e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
         } else {
@@ -188,10 +229,13 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
         };
         const void *gd[2] = {p[0], (const uint8_t *)p[1] + (size_t)(us - F) * L->up_exps.row_bytes};
         pk_matvec_from(c, gu, 2, gd);
-        pk_act_mul(c, bk->ff.act, w->exp_h + (size_t)off * F, w->exp_h2 + (size_t)off * F, F);
+        add_row_bias(c, &L->gate_exps_b, e, w->exp_h + (size_t)off * F, 1, F);
+        add_row_bias(c, &L->up_exps_b, e, w->exp_h2 + (size_t)off * F, 1, F);
+        expert_act(c, &bk->ff, w->exp_h + (size_t)off * F, w->exp_h2 + (size_t)off * F, F);
         pk_act_set(c, PK_SLOT_EXP, w->exp_h + (size_t)off * F, 1, F, 0);
         pk_mv d = {&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, 1, NULL, out + (size_t)off * D, D};
         pk_matvec_from(c, &d, 1, &p[2]);
+        add_row_bias(c, &L->down_exps_b, e, out + (size_t)off * D, 1, D);
         pk_xcache_release(xc, il, &ex[i], 1);
     }
     memset(c->xb2, 0, (size_t)D * sizeof *c->xb2);
@@ -296,7 +340,12 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
         }
         PK_ASSERT(nj <= c->n_jobs_cap);   /* 2 per expert of the round: moe_scratch asks 2 E + 8 */
         pk_matvec_from(c, jobs, nj, jd);
-        pk_act_mul(c, f->act, ws.exp_h + (size_t)p_lo * F, ws.exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);
+        for (int i = 0; i < nx; i++) {
+            const int off = exp_off[ex[i]], n = exp_count[ex[i]];
+            add_row_bias(c, &L->gate_exps_b, ex[i], ws.exp_h + (size_t)off * F, n, F);
+            add_row_bias(c, &L->up_exps_b, ex[i], ws.exp_h2 + (size_t)off * F, n, F);
+        }
+        expert_act(c, f, ws.exp_h + (size_t)p_lo * F, ws.exp_h2 + (size_t)p_lo * F, (int64_t)(p_hi - p_lo) * F);
         pk_act_set(c, PK_SLOT_EXP, ws.exp_h + (size_t)p_lo * F, p_hi - p_lo, F, 0);
         for (int i0 = 0; i0 < nx;) {
             int i = i0, base = exp_off[ex[i0]], used = 0;
@@ -311,8 +360,11 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
                 jd[nj - 1] = xc ? ptr[3 * i + 2] : NULL;
                 used += n;
             }
-            i0 = i;
             pk_matvec_from(c, jobs, nj, jd);
+            for (int j = i0; j < i; j++)
+                add_row_bias(c, &L->down_exps_b, ex[j], ws.exp_out + (size_t)(exp_off[ex[j]] - base) * D,
+                             exp_count[ex[j]], D);
+            i0 = i;
             for (int p = base; p < base + used; p++) {
                 const float pw = ws.pair_w[p], *o = ws.exp_out + (size_t)(p - base) * D;
                 float *y = c->xb2 + (size_t)ws.tok_idx[p] * D;
@@ -351,7 +403,14 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
         {&L->up_shexp, shared ? "ffn_up_shexp.weight" : NULL, 1, 2, {D, S}, 0},
         {&L->down_shexp, shared ? "ffn_down_shexp.weight" : NULL, 1, 2, {S, D}, 0},
         {&L->gate_inp_shexp, shared ? "ffn_gate_inp_shexp.weight" : NULL, 0, 1, {D}, 0},
+        {&L->gate_inp_b, f->bias ? "ffn_gate_inp.bias" : NULL, 1, 1, {E}, 0},
+        {&L->gate_exps_b, f->bias ? "ffn_gate_exps.bias" : NULL, 1, 2, {F, E}, 0},
+        {&L->up_exps_b, f->bias ? "ffn_up_exps.bias" : NULL, 1, 2, {F, E}, 0},
+        {&L->down_exps_b, f->bias ? "ffn_down_exps.bias" : NULL, 1, 2, {D, E}, 0},
     };
+    if (merged && f->bias)   /* the biases are split: so must the tensors be */
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: blk.%d.ffn_gate_up_exps.weight with expert biases is not "
+                         "supported", m->path, il);
     int rc = pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
     if (!rc && merged) L->up_exps = L->gate_exps;
     return rc;
@@ -375,8 +434,13 @@ static int moe_describe(const pk_model *m, const pk_block *b, char *buf, size_t 
     const pk_ffn_shape *f = &b->ff;
     char sh[32];
     snprintf(sh, sizeof sh, ", shared ff %d", f->n_ff_shexp);
-    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
-                    f->gating == PK_GATE_SIGMOID ? ", sigmoid" : "", b->ffn == &pk_ffn_moe_shared ? sh : "");
+    char act[48] = "";
+    if (f->swiglu_limit > 0.0f) snprintf(act, sizeof act, ", swiglu-oai limit %g", f->swiglu_limit);
+    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
+                    f->gating == PK_GATE_SIGMOID          ? ", sigmoid"
+                    : f->gating == PK_GATE_SOFTMAX_WEIGHT ? ", softmax of top-k"
+                                                          : "",
+                    f->bias ? ", biases" : "", act, b->ffn == &pk_ffn_moe_shared ? sh : "");
 }
 
 const pk_block_kind pk_ffn_moe = {"moe", moe_bind, NULL, moe_scratch, moe_forward, moe_describe};

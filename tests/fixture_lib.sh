@@ -1,6 +1,23 @@
 # fixture_lib.sh - shell functions the fixture tests (t_*_ref.sh) share;
-# sourced, not run. The caller sets BUILD, PYTHON, TOOL, RUN, TMP, variants
-# and defines note_fail STEP MESSAGE.
+# sourced, not run. The caller sets BUILD, PYTHON, TOOL, RUN, TMP and, for
+# fixture_logits, variants (usable_variants).
+
+fail=0
+failed_steps=""
+# note_fail STEP MESSAGE: print a failure, remember its step
+note_fail() {
+    echo "FAIL [$1] $2"
+    fail=1
+    case " $failed_steps " in *" $1 "*) ;; *) failed_steps="$failed_steps $1" ;; esac
+}
+
+# usable_variants: the kernel variants usable here (the list `pocket --help`
+# prints), or those $BATCH_VARIANTS names (tests/run_aarch64.sh: the
+# variants each emulated CPU adds)
+usable_variants() {
+    if [ -n "${BATCH_VARIANTS:-}" ]; then echo "$BATCH_VARIANTS"; return; fi
+    $RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p'
+}
 
 # fixture_logits STEP JSON MODEL "TOOL OPTIONS" "CHECK OPTIONS": pocket
 # (tool_logits, one thread) fed the teacher-forced ids of JSON, one token at
@@ -8,6 +25,7 @@
 # reference by tests/check_fixture.py
 fixture_logits() {
     fl_step=$1; fl_json=$2; fl_model=$3; fl_topt=$4; fl_copt=$5
+    [ -n "$variants" ] || { note_fail setup "no usable kernel variant in pocket --help"; return; }
     fl_ids=$("$PYTHON" tests/check_fixture.py ids "$fl_json") ||
         { note_fail "$fl_step" "cannot read $fl_json"; return; }
     for fl_kv in $variants; do

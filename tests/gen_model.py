@@ -32,6 +32,14 @@ ARCH is one of
             (../shared/fixtures/qwen3next/README.md): no rope sections key,
             beta/alpha as one ssm_ba tensor interleaved per k head; the v
             heads are read in grouped order (the weights are random either way)
+  gpt-oss   gpt-oss (../shared/fixtures/gpt-oss/README.md): q/k/v/o biases,
+            attention sinks, sliding-window layers (--swa-window W, default
+            4; --swa-pattern P writes attention.sliding_window_pattern), YaRN
+            (factor 8 over an original context of 64 unless --rope-*
+            say otherwise), biased router and experts; --exps-type mxfp4
+            stores the experts as MXFP4 (the released files' type). Init as
+            the fixture's: biases N(0, 0.3^2), sinks 0.5 + N(0, 1), gate/up
+            3 x N(0, 1/D) so the clamp at 7 is active, router 2 x N(0, 1/D)
 
 Hybrid options (qwen35moe, qwen35): --ssm-k-heads (ssm.group_count),
 --ssm-v-heads (ssm.time_step_rank), --ssm-state (head dim of q/k/v),
@@ -84,6 +92,8 @@ DEFAULTS = {
                       shared_ff=32, ssm_k_heads=2, ssm_v_heads=4,
                       ssm_state=16, conv=4, n_rot=8, sections="",
                       interval=4, recurrent_layers=None),
+    "gpt-oss":  dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
+                     head_dim=32, ff=32, experts=8, used=3, expert_ff=32),
     "gemma4":   dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
                      head_dim=16, ff=48, experts=8, used=2, expert_ff=32,
                      heads_kv_global=1, head_dim_global=32, window=512,
@@ -147,6 +157,10 @@ def parse_args(argv):
                    default=None)
     p.add_argument("--rope-factor", type=float, default=None)
     p.add_argument("--rope-orig-ctx", type=int, default=None)
+    p.add_argument("--swa-window", type=int, default=4)
+    p.add_argument("--swa-pattern", type=int, default=None)
+    p.add_argument("--exps-type", choices=("f32", "f16", "q8_0", "mxfp4"),
+                   default=None, help="gpt-oss: the expert tensors' type")
     p.add_argument("--eps", type=float, default=1e-6)
     p.add_argument("--out-scale", type=float, default=3.0)
     a = p.parse_args(argv)
@@ -172,6 +186,16 @@ def add_tokenizer(w, V):
     w.add_u32("tokenizer.ggml.bos_token_id", 256)
     w.add_u32("tokenizer.ggml.eos_token_id", 257)
     w.add_bool("tokenizer.ggml.add_bos_token", False)
+
+
+def add_geometry(w, pre, cfg, F):
+    """context length, embedding size, layers, FFN size F, head counts."""
+    w.add_u32(pre + "context_length", cfg["ctx"])
+    w.add_u32(pre + "embedding_length", cfg["embd"])
+    w.add_u32(pre + "block_count", cfg["layers"])
+    w.add_u32(pre + "feed_forward_length", F)
+    w.add_u32(pre + "attention.head_count", cfg["heads"])
+    w.add_u32(pre + "attention.head_count_kv", cfg["heads_kv"])
 
 
 def add_rope_scaling(w, pre, a):
@@ -356,6 +380,79 @@ def build_hybrid(a, cfg):
     return w
 
 
+def build_gptoss(a, cfg):
+    """gpt-oss: the fixture's layout (keys, tensor names, shapes)."""
+    rng = np.random.default_rng(a.seed)
+    V, D, L = cfg["vocab"], cfg["embd"], cfg["layers"]
+    Hq, Hkv, hd = cfg["heads"], cfg["heads_kv"], cfg["head_dim"]
+    E, K, F = cfg["experts"], cfg["used"], cfg["expert_ff"]
+    if Hq % Hkv or not 0 < K <= E or V < 258:
+        sys.exit("gen_model: bad gpt-oss geometry")
+    wtype = TYPES[a.type]
+    etype = G.T_MXFP4 if a.exps_type == "mxfp4" else \
+        TYPES[a.exps_type] if a.exps_type else wtype
+    if a.rope_scaling is None:
+        a.rope_scaling, a.rope_factor, a.rope_orig_ctx = "yarn", 8.0, 64
+    w = G.GGUFWriter()
+    pre = "gpt-oss."
+    w.add_str("general.architecture", "gpt-oss")
+    w.add_str("general.type", "model")
+    w.add_str("general.name", "pocket-test-gpt-oss-%s" % a.type)
+    w.add_u32("general.file_type", FILE_TYPES[a.type])
+    w.add_u32("general.quantization_version", 2)
+    add_geometry(w, pre, cfg, F)
+    w.add_u32(pre + "attention.key_length", hd)
+    w.add_u32(pre + "attention.value_length", hd)
+    w.add_f32(pre + "attention.layer_norm_rms_epsilon", a.eps)
+    w.add_u32(pre + "attention.sliding_window", a.swa_window)
+    if a.swa_pattern is not None:
+        w.add_u32(pre + "attention.sliding_window_pattern", a.swa_pattern)
+    w.add_f32(pre + "rope.freq_base", a.rope_base)
+    add_rope_scaling(w, pre, a)
+    w.add_u32(pre + "expert_count", E)
+    w.add_u32(pre + "expert_used_count", K)
+    w.add_u32(pre + "expert_feed_forward_length", F)
+    add_tokenizer(w, V)
+
+    def mat(*shape):
+        return rng.standard_normal(shape) / np.sqrt(shape[-1])
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    def bias(*shape, sd=0.3):
+        return sd * rng.standard_normal(shape)
+
+    def put(name, arr, ttype=None):
+        w.add_tensor(name, arr, G.T_F32 if ttype is None else ttype)
+
+    put("token_embd.weight", rng.standard_normal((V, D)), wtype)
+    for i in range(L):
+        b = "blk.%d." % i
+        put(b + "attn_norm.weight", norm(D))
+        put(b + "attn_q.weight", mat(Hq * hd, D), wtype)
+        put(b + "attn_q.bias", bias(Hq * hd))
+        put(b + "attn_k.weight", mat(Hkv * hd, D), wtype)
+        put(b + "attn_k.bias", bias(Hkv * hd))
+        put(b + "attn_v.weight", mat(Hkv * hd, D), wtype)
+        put(b + "attn_v.bias", bias(Hkv * hd))
+        put(b + "attn_output.weight", mat(D, Hq * hd), wtype)
+        put(b + "attn_output.bias", bias(D))
+        put(b + "attn_sinks.weight", 0.5 + rng.standard_normal(Hq))
+        put(b + "post_attention_norm.weight", norm(D))
+        put(b + "ffn_gate_inp.weight", 2.0 * mat(E, D))
+        put(b + "ffn_gate_inp.bias", bias(E, sd=0.5))
+        put(b + "ffn_gate_exps.weight", 3.0 * mat(E, F, D), etype)
+        put(b + "ffn_gate_exps.bias", bias(E, F, sd=0.5))
+        put(b + "ffn_up_exps.weight", 3.0 * mat(E, F, D), etype)
+        put(b + "ffn_up_exps.bias", bias(E, F, sd=0.5))
+        put(b + "ffn_down_exps.weight", mat(E, D, F), etype)
+        put(b + "ffn_down_exps.bias", bias(E, D))
+    put("output_norm.weight", norm(D))
+    put("output.weight", a.out_scale * mat(V, D), wtype)
+    return w
+
+
 def build_gemma4(a, cfg):
     """gemma4 in its MoE form: the fixture's keys, tensors and init."""
     rng = np.random.default_rng(a.seed)
@@ -458,10 +555,12 @@ def build_gemma4(a, cfg):
 
 def build(a, cfg):
     arch = a.arch
-    if arch in HYBRID:
-        return build_hybrid(a, cfg)
     if arch == "gemma4":
         return build_gemma4(a, cfg)
+    if arch in HYBRID:
+        return build_hybrid(a, cfg)
+    if arch == "gpt-oss":
+        return build_gptoss(a, cfg)
     rng = np.random.default_rng(a.seed)
     V, D, L = cfg["vocab"], cfg["embd"], cfg["layers"]
     Hq, Hkv = cfg["heads"], cfg["heads_kv"]
@@ -496,12 +595,7 @@ def build(a, cfg):
         arch, "-tied" if a.tied else "", a.type))
     w.add_u32("general.file_type", FILE_TYPES[a.type])
     w.add_u32(pre + "vocab_size", V)
-    w.add_u32(pre + "context_length", cfg["ctx"])
-    w.add_u32(pre + "embedding_length", D)
-    w.add_u32(pre + "block_count", L)
-    w.add_u32(pre + "feed_forward_length", F)
-    w.add_u32(pre + "attention.head_count", Hq)
-    w.add_u32(pre + "attention.head_count_kv", Hkv)
+    add_geometry(w, pre, cfg, F)
     w.add_f32(pre + "rope.freq_base", a.rope_base)
     w.add_f32(pre + "attention.layer_norm_rms_epsilon", a.eps)
     add_rope_scaling(w, pre, a)

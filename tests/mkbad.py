@@ -34,6 +34,32 @@ def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None)
     w.write(path)
 
 
+def write_cases(good, out, cases):
+    """Write each case (NAME, KW, EXPECT) of GOOD.gguf as OUT/NAME.gguf and
+    print "NAME.gguf<TAB>EXPECT". KW: rewrite()'s options, plus extra
+    (tensors added: name -> numpy array) and extra_keys (keys added: name ->
+    (value, vtype, arr_type or None))."""
+    os.makedirs(out, exist_ok=True)
+    g = G.read_gguf(good)
+    for name, kw, expect in cases:
+        kw = dict(kw)
+        extra, extra_keys = kw.pop("extra", {}), kw.pop("extra_keys", {})
+        for t, a in extra.items():
+            g.tensors[t] = a
+            g.tensor_order.append(t)
+        for k, (v, vt, at) in extra_keys.items():
+            g.kv[k], g.kv_types[k] = v, (vt, at)
+            g.kv_order.append(k)
+        rewrite(g, os.path.join(out, name + ".gguf"), **kw)
+        for t in extra:
+            del g.tensors[t]
+            g.tensor_order.remove(t)
+        for k in extra_keys:
+            del g.kv[k], g.kv_types[k]
+            g.kv_order.remove(k)
+        print("%s.gguf\t%s" % (name, expect))
+
+
 def main():
     good, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)

@@ -9,6 +9,11 @@ gemma4 files are computed by tests/ref_gemma4.py (its docstring has the
 maths); --gelu picks its GELU: ggml's FP16 table (the default) or the exact
 tanh form.
 
+Products with MXFP4 weights (gpt-oss's experts) round their input rows to
+Q8_0 first, as ggml's CPU backend and pocket compute them (Model.q8_0);
+--exact-act multiplies the float activations by the dequantised weights
+instead.
+
 --kv-cache f16|q8_0 rounds the cached keys (after norm and rope) and values
 as a KV cache of that type holds them (Model.cache); f32 (the default) keeps
 them exact.
@@ -17,8 +22,9 @@ Reads everything from the GGUF file (keys and tensors, nothing from the
 generator) and writes an (n_tokens, n_vocab) float64 array: row i holds the
 logits after token i at position i, attending causally to positions 0..i.
 Supported architectures: llama (dense, or MoE "mixtral" with expert tensors),
-qwen3, qwen3moe, and the hybrids qwen35moe / qwen35 and qwen3next (see
-below). Semantics
+qwen3, qwen3moe, gpt-oss, and the hybrids qwen35moe / qwen35 and qwen3next
+(see below). Rope scaling: linear, or YaRN (ggml's correction dims with
+beta_fast 32, beta_slow 1, cos/sin x (1 + 0.1 ln s)). Semantics
 follow llama.cpp:
   rms(x, w) = x / sqrt(mean(x^2) + eps) * w
   attention: optional per-head q/k RMS norm, RoPE (NEOX for qwen3*, NORM for
@@ -27,6 +33,17 @@ follow llama.cpp:
   FFN: down(silu(gate h) * up h); MoE: softmax router over all experts, top-k
   (ties -> lower index), weights renormalised to sum 1.
   logits = output (or token_embd when output.weight is absent) . rms(x)
+
+gpt-oss (llama.cpp's models/openai-moe.cpp): q/k/v/o biases, NEOX rope over
+  the whole head; layer l attends over its last attention.sliding_window
+  positions iff l % P < P - 1 (P = attention.sliding_window_pattern,
+  default 2), else causally; each head's softmax has one more term,
+  exp(attn_sinks[h]), in its denominator; FFN input rms(x,
+  post_attention_norm); router logits + ffn_gate_inp.bias, top-k, weights =
+  softmax of the k chosen logits; each expert
+  down(act(gate h + b_gate, up h + b_up)) + b_down with the SwiGLU-OAI
+  act(g, u) = g' sigmoid(1.702 g') (u' + 1), g' = min(g, 7), u' = clamp(u,
+  -7, 7).
 
 qwen35moe / qwen35 (Qwen3.5 hybrids, llama.cpp's models/qwen35*.cpp):
   x += mixer(rms(x, attn_norm)); x += ffn(rms(x, post_attention_norm)).
@@ -69,15 +86,16 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_py as G  # noqa: E402
 
-NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe")
+NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe", "gpt-oss")
 NORM_ARCHS = ("llama",)
 HYBRID_ARCHS = ("qwen35moe", "qwen35", "qwen3next")
 
 
 class Model:
     def __init__(self, path, deltanet="recurrent", chunk=64, kv_cache="f32",
-                 gelu="ggml"):
+                 q8_act=True, gelu="ggml"):
         self.kv_cache = kv_cache
+        self.q8_act = q8_act
         self.impl = None
         g = G.read_gguf(path)
         self.g = g
@@ -122,11 +140,18 @@ class Model:
         self.n_expert = int(key("expert_count", 0))
         self.n_expert_used = int(key("expert_used_count", 0))
         self.hybrid = arch in HYBRID_ARCHS
+        self.oss = arch == "gpt-oss"
         self.sections = None
         if self.hybrid:
             self._load_hybrid(key)
             return
 
+        self.n_swa, self.swa_period = 0, 0
+        if self.oss:
+            self.n_swa = int(key("attention.sliding_window", required=True))
+            self.swa_period = int(key("attention.sliding_window_pattern", 2))
+            if self.n_expert_used <= 0:
+                raise SystemExit("ref_forward: gpt-oss needs experts")
         self.tok_embd = self.t("token_embd.weight")          # (V, D)
         self.n_vocab = self.tok_embd.shape[0]
         self.out_norm = self.t("output_norm.weight")
@@ -134,22 +159,39 @@ class Model:
         self.output = self.tok_embd if out is None else out   # (V, D)
         self.tied = out is None
         self.layers = []
+        opt = not self.oss     # gpt-oss requires its biases and sinks
         for i in range(self.n_layer):
             b = "blk.%d." % i
+            sp = self.swa_period
             ly = dict(
                 attn_norm=self.t(b + "attn_norm.weight"),
                 wq=self.t(b + "attn_q.weight"),
                 wk=self.t(b + "attn_k.weight"),
                 wv=self.t(b + "attn_v.weight"),
                 wo=self.t(b + "attn_output.weight"),
+                bq=self.t(b + "attn_q.bias", required=not opt),
+                bk=self.t(b + "attn_k.bias", required=not opt),
+                bv=self.t(b + "attn_v.bias", required=not opt),
+                bo=self.t(b + "attn_output.bias", required=not opt),
+                sinks=self.t(b + "attn_sinks.weight", required=self.oss)
+                if self.oss else None,
+                window=self.n_swa if self.n_swa and
+                (sp == 0 or i % sp < sp - 1) else 0,
                 q_norm=self.t(b + "attn_q_norm.weight", required=False),
                 k_norm=self.t(b + "attn_k_norm.weight", required=False),
-                ffn_norm=self.t(b + "ffn_norm.weight"),
+                ffn_norm=self.t(b + ("post_attention_norm.weight" if self.oss
+                                     else "ffn_norm.weight")),
                 router=self.t(b + "ffn_gate_inp.weight", required=False),
+                router_b=self.t(b + "ffn_gate_inp.bias", required=not opt),
             )
             if ly["router"] is not None:
                 ly.update(self.gate_up(b))
                 ly["down_exps"] = self.t(b + "ffn_down_exps.weight")
+                ly["down_q8"] = self.mxfp4(b + "ffn_down_exps.weight")
+                ly["gu_q8"] = self.mxfp4(b + "ffn_gate_exps.weight")
+                for nm in ("gate", "up", "down"):   # (E, F) / (E, D)
+                    ly[nm + "_b"] = self.t(b + "ffn_%s_exps.bias" % nm,
+                                           required=not opt)
                 if self.n_expert_used <= 0:
                     raise SystemExit("ref_forward: MoE layer without "
                                      "expert_used_count")
@@ -343,6 +385,29 @@ class Model:
                         up_exps=self.t(b + "ffn_up_exps.weight"))
         F = gu.shape[1] // 2
         return dict(gate_exps=gu[:, :F], up_exps=gu[:, F:])
+
+    def mxfp4(self, name):
+        """Whether tensor name is MXFP4, whose products round their input
+        rows to Q8_0 first (as ggml's CPU backend, and pocket, compute
+        them), unless --exact-act."""
+        ti = self.g.tinfo.get(name)
+        return bool(self.q8_act and ti is not None
+                    and ti["type"] == G.T_MXFP4)
+
+    @staticmethod
+    def q8_0(x):
+        """x (..., n) as Q8_0 holds it: per block of 32, d = amax / 127 kept
+        as FP16, q = round-half-even(x * 127 / amax); returns q * fp16(d).
+        x is rounded to float32 first (what the engines quantise)."""
+        x32 = np.asarray(x, np.float32).astype(np.float64)
+        b = x32.reshape(x32.shape[:-1] + (x32.shape[-1] // 32, 32))
+        amax = np.abs(b).max(axis=-1, keepdims=True)
+        d16 = (amax / 127.0).astype(np.float32).astype(np.float16) \
+            .astype(np.float64)
+        idv = np.divide(127.0, amax, out=np.zeros_like(amax),
+                        where=amax > 0)
+        q = np.rint((b * idv).astype(np.float32).astype(np.float64))
+        return (q * d16).reshape(x.shape)
 
     def t(self, name, required=True):
         a = self.g.tensor(name, np.float64)
@@ -580,9 +645,13 @@ class Model:
         T = h.shape[0]
         Hq, Hkv, hd, hdv = self.n_head, self.n_head_kv, self.head_dim, \
             self.head_dim_v
-        q = (h @ ly["wq"].T).reshape(T, Hq, hd)
-        k = (h @ ly["wk"].T).reshape(T, Hkv, hd)
-        v = (h @ ly["wv"].T).reshape(T, Hkv, hdv)
+        q, k, v = h @ ly["wq"].T, h @ ly["wk"].T, h @ ly["wv"].T
+        for name, y in (("bq", q), ("bk", k), ("bv", v)):
+            if ly[name] is not None:
+                y += ly[name]
+        q = q.reshape(T, Hq, hd)
+        k = k.reshape(T, Hkv, hd)
+        v = v.reshape(T, Hkv, hdv)
         if ly["q_norm"] is not None:
             q = self.rms(q, ly["q_norm"])
         if ly["k_norm"] is not None:
@@ -593,26 +662,34 @@ class Model:
         group = Hq // Hkv
         scale = 1.0 / np.sqrt(hd)
         mask = np.tril(np.ones((T, T), dtype=bool))     # query i sees j <= i
+        if ly["window"]:                                # ... and i - j < W
+            mask &= ~np.tril(np.ones((T, T), dtype=bool), -ly["window"])
         out = np.zeros((T, Hq, hdv))
         for hh in range(Hq):
             kv = hh // group
             s = (q[:, hh, :] @ k[:, kv, :].T) * scale   # (T, T)
             s = np.where(mask, s, -np.inf)
-            s = s - s.max(axis=1, keepdims=True)
-            p = np.exp(s)
-            p /= p.sum(axis=1, keepdims=True)
+            # a sink: one more logit in each row's softmax, weighing no value
+            sink = -np.inf if ly["sinks"] is None else ly["sinks"][hh]
+            mx = np.maximum(s.max(axis=1, keepdims=True), sink)
+            p = np.exp(s - mx)
+            p /= p.sum(axis=1, keepdims=True) + np.exp(sink - mx)
             out[:, hh, :] = p @ v[:, kv, :]
-        return out.reshape(T, Hq * hdv) @ ly["wo"].T
+        o = out.reshape(T, Hq * hdv) @ ly["wo"].T
+        return o if ly["bo"] is None else o + ly["bo"]
 
     def ffn(self, ly, h):
         if ly["router"] is None:
             return (self.silu(h @ ly["gate"].T) * (h @ ly["up"].T)) \
                 @ ly["down"].T
         logits = h @ ly["router"].T                      # (T, E)
+        if ly.get("router_b") is not None:
+            logits = logits + ly["router_b"]
         p = np.exp(logits - logits.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
         k = self.n_expert_used
         out = np.zeros_like(h)
+        hq = self.q8_0(h) if ly.get("gu_q8") else h
         for t in range(h.shape[0]):
             # stable sort on -p: equal probabilities keep the lower index
             order = np.argsort(-p[t], kind="stable")
@@ -621,11 +698,26 @@ class Model:
                     self.min_router_margin,
                     p[t, order[k - 1]] - p[t, order[k]])
             sel = order[:k]
+            # renormalised over the chosen = gpt-oss's softmax of the chosen
+            # logits
             wts = p[t, sel] / p[t, sel].sum()
             for e, we in zip(sel, wts):
-                g = ly["gate_exps"][e] @ h[t]
-                u = ly["up_exps"][e] @ h[t]
-                out[t] += we * (ly["down_exps"][e] @ (self.silu(g) * u))
+                g = ly["gate_exps"][e] @ hq[t]
+                u = ly["up_exps"][e] @ hq[t]
+                if self.oss:
+                    # SwiGLU-OAI: biases first, gate clamped above at 7,
+                    # up to [-7, 7], g sigmoid(1.702 g) (u + 1)
+                    g = np.minimum(g + ly["gate_b"][e], 7.0)
+                    u = np.clip(u + ly["up_b"][e], -7.0, 7.0)
+                    a = g * self.sigmoid(1.702 * g) * (u + 1.0)
+                else:
+                    a = self.silu(g) * u
+                if ly.get("down_q8"):
+                    a = self.q8_0(a)
+                y = ly["down_exps"][e] @ a
+                if ly.get("down_b") is not None:
+                    y = y + ly["down_b"][e]
+                out[t] += we * y
         return out
 
     def forward(self, ids):
@@ -693,6 +785,10 @@ def main(argv):
             raise SystemExit("ref_forward: --gelu must be ggml or exact")
         gelu = argv[i + 1]
         del argv[i:i + 2]
+    q8_act = True
+    if "--exact-act" in argv:
+        argv.remove("--exact-act")
+        q8_act = False
     kv_cache = "f32"
     if "--kv-cache" in argv:
         i = argv.index("--kv-cache")
@@ -709,7 +805,7 @@ def main(argv):
     model_path, ids_s, out_path = argv
     ids = [int(s) for s in ids_s.split(",") if s.strip() != ""]
     m = Model(model_path, deltanet=mode, chunk=chunk, kv_cache=kv_cache,
-              gelu=gelu)
+              q8_act=q8_act, gelu=gelu)
     logits = m.forward(ids)
     np.save(out_path, logits)
     if stats:

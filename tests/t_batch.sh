@@ -20,6 +20,9 @@ RUN=${POCKET_RUN:-}
 tmp="$BUILD/tmp/batch"; rm -rf "$tmp"; mkdir -p "$tmp"
 "$PYTHON" tests/gen_model.py mixtral "$tmp/mixtral.gguf" --seed 1 >/dev/null
 "$PYTHON" tests/gen_model.py qwen3 "$tmp/qwen3.gguf" --seed 2 >/dev/null
+# gpt-oss: sliding windows of 4 (45 tokens cross them), sinks, biases, YaRN
+"$PYTHON" tests/gen_model.py gpt-oss "$tmp/gptoss-f32.gguf" --seed 7 >/dev/null
+cp ../shared/fixtures/gpt-oss/tiny-gpt-oss.gguf "$tmp/gptoss.gguf"
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
     { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/mxfp4.gguf" Q8_0 --tensor-type "_exps=MXFP4" \
@@ -36,7 +39,8 @@ run_variant() {
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
 for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \
            ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:f16 ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:q8_0 \
-           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0"; do
+           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0" \
+           "$tmp/gptoss-f32.gguf:f16" "$tmp/gptoss-f32.gguf:f32" "$tmp/gptoss-f32.gguf:q8_0"; do
     m=${mkv%:*}; kv=${mkv##*:}
     $RUN "$T" -t 1 -b 1 -ctk $kv -ctv $kv "$m" "$tmp/one.f32" "$ids"
     for cfg in "-t 1 -b 16" "-t 2 -b 64" "-t 2 -b 7"; do
@@ -64,7 +68,7 @@ done
 # kernels, whose float summation order differs from gemv's, so batched and
 # one-at-a-time logits agree to float tolerance rather than bitwise (the same
 # size of difference as between the AVX2 and AVX-512 gemv kernels).
-for q in q4km:Q4_K_M mxfp4:Q8_0+MXFP4; do
+for q in "q4km:Q4_K_M kjv" "mxfp4:Q8_0+MXFP4 kjv" "gptoss:tiny-gpt-oss (MXFP4 experts)"; do
     ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 4000) for i in range(100)))")
     $RUN "$T" -t 2 -b 1 "$tmp/${q%%:*}.gguf" "$tmp/one.f32" "$ids"
     $RUN "$T" -t 2 -b 64 "$tmp/${q%%:*}.gguf" "$tmp/batch.f32" "$ids"
@@ -74,7 +78,7 @@ import numpy as np
 a, b = (np.fromfile(f, dtype="<f4").reshape(-1, 4096) for f in sys.argv[1:3])
 d = np.abs(a - b).max() / np.abs(a).max()
 agree = (a.argmax(1) == b.argmax(1)).mean()
-print(f"ok   [{__import__('os').environ['POCKET_KERNELS']}] {sys.argv[3]} kjv: 100 tokens batched vs one at a time: max |diff| {100 * d:.2f}% of max |logit|, "
+print(f"ok   [{__import__('os').environ['POCKET_KERNELS']}] {sys.argv[3]}: 100 tokens batched vs one at a time: max |diff| {100 * d:.2f}% of max |logit|, "
       f"argmax agree {100 * agree:.0f}%")
 sys.exit(0 if d < 0.05 and agree >= 0.95 else 1)
 PY

@@ -48,6 +48,11 @@ expect_blocks "layers 0-2, 4-6, ..., 12-14: deltanet(2 k / 4 v heads, head 16, c
 "$PYTHON" tests/gen_model.py qwen35 "$tmp/hybrid.gguf" --layers 5 --recurrent-layers 1,0,0,1,1 >/dev/null
 expect_ok "pocket info (hybrid, listed layers)" "$P" info "$tmp/hybrid.gguf"
 expect_blocks "layers 0, 3-4: deltanet(2 k / 4 v heads, head 16, conv 4) + dense(ff 96); layers 1-2: attention(gated, 4 q / 2 kv heads, head 32, rope 8 dims, q/k norm) + dense(ff 96)"
+# gpt-oss: sliding-window layers (pattern 3: two of every three), sinks,
+# biases, YaRN, the clamped experts
+"$PYTHON" tests/gen_model.py gpt-oss "$tmp/gptoss.gguf" --layers 6 --swa-pattern 3 >/dev/null
+expect_ok "pocket info (gpt-oss)" "$P" info "$tmp/gptoss.gguf"
+expect_blocks "layers 0-1, 3-4: attention(4 q / 2 kv heads, head 32, rope 32 dims yarn x8, window 4, sinks, biases) + moe(top-3 of 8, ff 32, softmax of top-k, biases, swiglu-oai limit 7); layers 2, 5: attention(4 q / 2 kv heads, head 32, rope 32 dims yarn x8, sinks, biases) + moe(top-3 of 8, ff 32, softmax of top-k, biases, swiglu-oai limit 7)"
 expect_ok "pocket run (default model)" "$P" run -p "In the beginning" -n 8 --seed 1 -t 1
 
 expect_error "unknown command" "frobnicate" "$P" frobnicate

@@ -39,13 +39,6 @@ MODEL="$FIXTURES/tiny-qwen3next.gguf"
 . tests/fixture_lib.sh
 mkdir -p "$BUILD/tmp" || exit 1
 TMP=$(mktemp -d "$BUILD/tmp/qwen3next_ref.XXXXXX") || exit 1
-fail=0
-failed_steps=""
-note_fail() {   # note_fail STEP MESSAGE
-    echo "FAIL [$1] $2"
-    fail=1
-    case " $failed_steps " in *" $1 "*) ;; *) failed_steps="$failed_steps $1" ;; esac
-}
 
 echo "== step 0: the numpy reference vs llama.cpp on the fixture"
 if [ -f "$MODEL" ]; then
@@ -106,10 +99,7 @@ check qwen3next-merged $TOL_F32 "1"   short 5  --seed 4 --merged-gate-up
 check qwen3next-wide   $TOL_F32 "1"   short 5  --seed 4 --ssm-k-heads 2 --ssm-v-heads 8
 check qwen3next-long   $TOL_F32 "2"   long  16 --seed 18
 
-variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
-[ -n "$variants" ] || note_fail setup "no usable kernel variant in pocket --help"
-# under emulation tests/run_aarch64.sh names the variants each CPU adds
-[ -n "${BATCH_VARIANTS:-}" ] && variants=$BATCH_VARIANTS
+variants=$(usable_variants)
 for f in greedy long150; do
     echo "== step B:fixture-$f (pocket vs llama.cpp on tiny-qwen3next.gguf, $f.json teacher-forced)"
     fixture_logits "B:fixture-$f" "$FIXTURES/tiny-qwen3next.$f.json" "$MODEL" "" ""
@@ -127,15 +117,11 @@ done
 step="D:bad-input"
 echo "== step $step (missing / misshapen tensors and keys: one error line naming them)"
 if "$PYTHON" - "$MODEL" "$TMP/bad" >"$TMP/bad.cases" <<'EOF'
-import os
 import sys
 sys.path.insert(0, "tests")
 import numpy as np
 import gguf_py as G
 import mkbad
-g = G.read_gguf(sys.argv[1])
-out = sys.argv[2]
-os.makedirs(out, exist_ok=True)
 cases = [
     ("no_ssm_ba", dict(drop_tensors=("blk.1.ssm_ba.weight",)), "blk.1.ssm_ba.weight"),
     ("short_ssm_ba", dict(reshape={"blk.0.ssm_ba.weight": lambda a: a[:-1]}), "blk.0.ssm_ba.weight"),
@@ -150,16 +136,7 @@ cases = [
     ("legacy_ssm_in", dict(drop_tensors=("blk.2.attn_qkv.weight", "blk.2.attn_gate.weight"),
                            extra={"blk.2.ssm_in.weight": np.zeros((256, 80))}), "blk.2.ssm_in.weight"),
 ]
-for name, kw, expect in cases:
-    extra = kw.pop("extra", {})
-    for t, a in extra.items():   # tensors added to the file
-        g.tensors[t] = a
-        g.tensor_order.append(t)
-    mkbad.rewrite(g, os.path.join(out, name + ".gguf"), **kw)
-    for t in extra:
-        del g.tensors[t]
-        g.tensor_order.remove(t)
-    print("%s.gguf\t%s" % (name, expect))
+mkbad.write_cases(sys.argv[1], sys.argv[2], cases)
 EOF
 then
     expect_errors "$step" "$TMP/bad.cases" "$TMP/bad"

@@ -25,7 +25,8 @@ n_exp() { $RUN "$BUILD/pocket" info "$1" | sed -n 's/.*MoE: \([0-9]*\) experts.*
 for v in $variants; do
     POCKET_KERNELS=$v; export POCKET_KERNELS
     for m in models/kjv-moe-f16.gguf "$tmp/q4km.gguf" ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf \
-             ../shared/fixtures/qwen3next/tiny-qwen3next.gguf "$tmp/q3n-merged.gguf" "$tmp/mixtral.gguf"; do
+             ../shared/fixtures/qwen3next/tiny-qwen3next.gguf "$tmp/q3n-merged.gguf" "$tmp/mixtral.gguf" \
+             ../shared/fixtures/gpt-oss/tiny-gpt-oss.gguf; do
         E=$(n_exp "$m")
         [ -n "$E" ] || { echo "FAIL: $m: no expert count in pocket info"; exit 1; }
         for cfg in "-t 1 -b 1" "-t 2 -b 16" "-t 2 -b 40"; do

@@ -32,7 +32,10 @@
 #      F16 cache is not held to the 0.1);
 #   D. a gemma4 file with a missing or misshapen tensor or key, or a feature
 #      pocket does not compute yet, gives one error line naming it, exit 1;
-#   E. pocket info prints the fixture's block plan (sliding / global layers).
+#   E. pocket info prints the fixture's block plan (sliding / global layers);
+#   F. under an expert cache (1, 3, 7 of 8 slots per layer) the fixture's
+#      logits are the mapped file's, bitwise, one token at a time and in
+#      batches.
 # Every failure line names its step. Run from the project root; uses $BUILD
 # (default build), $PYTHON and $FIXTURES (default ../shared/fixtures/gemma4).
 # $POCKET_RUN, if set, prefixes every pocket binary (tests/run_aarch64.sh).
@@ -111,6 +114,17 @@ for kv in f32 f16; do
     $RUN "$TOOL" -t 2 -b 64 -ctk $kv -ctv $kv "$MODEL" "$TMP/batch.$kv.f32" "$ids" &&
     cmp -s "$TMP/one.$kv.f32" "$TMP/batch.$kv.f32" && echo "ok   $kv cache: 165 tokens in batches of 64 = one at a time" \
         || note_fail "$step" "logits in batches of 64 differ from one token at a time ($kv cache)"
+done
+
+step="F:expert-cache"
+echo "== step $step (under an expert cache of 1, 3, 7 of 8 slots: the mapped file's logits, bitwise)"
+ids=$("$PYTHON" tests/check_fixture.py ids "$FIXTURES/tiny-gemma4.greedy.json")
+$RUN "$TOOL" -t 1 -b 1 "$MODEL" "$TMP/mapped.f32" "$ids" || note_fail "$step" "tool_logits (mapped) exited with an error"
+for s in 1 3 7; do
+    for b in 1 16; do
+        $RUN "$TOOL" -t 1 -b $b -s $s "$MODEL" "$TMP/xc.f32" "$ids" && cmp -s "$TMP/mapped.f32" "$TMP/xc.f32" \
+            && echo "ok   $s slots, -b $b = mapped" || note_fail "$step" "$s slots, -b $b: logits differ from the mapped file's"
+    done
 done
 
 step="E:info"

@@ -296,15 +296,14 @@ static int att_describe(const pk_model *m, const pk_block *b, char *buf, size_t 
     char hd[32], win[32], rs[48] = "";
     if (a->head_dim_v == a->head_dim) snprintf(hd, sizeof hd, "%d", a->head_dim);
     else snprintf(hd, sizeof hd, "%d/%d", a->head_dim, a->head_dim_v);
-    /* sliding-window models name each layer's kind */
-    snprintf(win, sizeof win, "sliding %d, ", a->window);
+    snprintf(win, sizeof win, ", window %d", a->window);
     const pk_rope_scaling *sc = &m->rope[a->rope].scaling;
     if (sc->ext_factor != 0.0f || sc->freq_scale != 1.0f)
         snprintf(rs, sizeof rs, " %s x%g", sc->ext_factor != 0.0f ? "yarn" : "linear", 1.0 / sc->freq_scale);
-    return snprintf(buf, cap, "attention(%s%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s%s)",
-                    a->window ? win : m->hp.swa ? "global, " : "", a->out_gate ? "gated, " : "", a->n_head,
-                    a->n_head_kv, hd, a->n_rot, rs, a->qk_norm ? ", q/k norm" : "", a->v_from_k ? ", v = k" : "",
-                    a->v_norm ? ", v norm" : "", a->sinks ? ", sinks" : "", a->bias ? ", biases" : "");
+    return snprintf(buf, cap, "attention(%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s%s%s)",
+                    a->out_gate ? "gated, " : "", a->n_head, a->n_head_kv, hd, a->n_rot, rs,
+                    a->qk_norm ? ", q/k norm" : "", a->v_from_k ? ", v = k" : "", a->v_norm ? ", v norm" : "",
+                    a->window ? win : "", a->sinks ? ", sinks" : "", a->bias ? ", biases" : "");
 }
 
 const pk_block_kind pk_mixer_attention = {"attention", att_bind, att_memory, att_scratch, att_forward, att_describe};

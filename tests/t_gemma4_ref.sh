@@ -129,7 +129,7 @@ done
 
 step="E:info"
 echo "== step $step (pocket info prints the block plan: sliding and global layers)"
-want="layers 0-1, 3-4: attention(sliding 16, 4 q / 2 kv heads, head 32, rope 32 dims, q/k norm, v norm) + dense+moe(ff 48 + top-2 of 8, ff 32, gelu), post norms; layers 2, 5: attention(global, 4 q / 1 kv heads, head 64, rope 64 dims, q/k norm, v = k, v norm) + dense+moe(ff 48 + top-2 of 8, ff 32, gelu), post norms"
+want="layers 0-1, 3-4: attention(4 q / 2 kv heads, head 32, rope 32 dims, q/k norm, v norm, window 16) + dense+moe(ff 48 + top-2 of 8, ff 32, gelu), post norms; layers 2, 5: attention(4 q / 1 kv heads, head 64, rope 64 dims, q/k norm, v = k, v norm) + dense+moe(ff 48 + top-2 of 8, ff 32, gelu), post norms"
 got=$($RUN "$BUILD/pocket" info "$MODEL" 2>&1 | sed -n 's/^blocks *//p')
 if [ "$got" = "$want" ]; then echo "ok   blocks $got"; else note_fail "$step" "pocket info blocks: '$got', expected '$want'"; fi
 

@@ -22,6 +22,12 @@ static const pk_arch archs[] = {
        biased experts with the clamped SwiGLU-OAI (limit 7, alpha 1.702) */
     {"gpt-oss",   PK_ROPE_NEOX, 0,      PK_FFN_MOE,    PK_GATE_SOFTMAX_WEIGHT, 0, 0,    0,     0,        "post_attention_norm.weight", {0}, 0,     0,
      .swa_period = 2, .attn_sinks = 1, .attn_bias = 1, .expert_bias = 1, .swiglu_limit = 7.0f, .swiglu_alpha = 1.702f},
+    /* Gemma-4 (26B-A4B layout): sliding and global layers, dense GeGLU MLP +
+       routed experts, attention scale 1, V normed without weight */
+    {"gemma4", PK_ROPE_NEOX, .qk_norm = 1, .ffn = PK_FFN_DENSE_MOE, .gating = PK_GATE_SOFTMAX, .norm_topk = 1,
+     .ffn_norm = "ffn_norm.weight", .post_norm = {"post_attention_norm.weight", "post_ffw_norm.weight"},
+     .swa_pattern = 1, .attn_scale = 1.0f, .v_norm = 1, .v_from_k = 1, .embd_scale = 1, .act = PK_ACT_GELU,
+     .layer_scale = "layer_output_scale.weight"},
 };
 
 const pk_arch *pk_arch_find(const char *name) {
@@ -30,4 +36,4 @@ const pk_arch *pk_arch_find(const char *name) {
     return NULL;
 }
 
-const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gpt-oss"; }
+const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gpt-oss, gemma4"; }

@@ -20,6 +20,13 @@ enum pk_ffn_kind {
     PK_FFN_DENSE = 0,   /* ffn_gate/ffn_up/ffn_down */
     PK_FFN_MOE = 1,     /* router + ffn_*_exps */
     PK_FFN_EITHER = 2,  /* MoE iff <arch>.expert_count > 0 (llama / mixtral) */
+    PK_FFN_DENSE_MOE = 3, /* a dense MLP and routed experts in every layer that has a
+                             router (ffn_gate_inp), the dense MLP alone elsewhere (gemma4) */
+};
+
+enum pk_act {
+    PK_ACT_SILU = 0,    /* silu(gate) * up */
+    PK_ACT_GELU = 1,    /* gelu(gate) * up, as ggml's FP16 table computes it (gelu.h) */
 };
 
 enum pk_gating {
@@ -62,6 +69,17 @@ typedef struct pk_arch {
     float swiglu_limit;      /* experts' SwiGLU-OAI: gate clamped above, up to
                                 [-limit, limit] (0: plain SwiGLU) */
     float swiglu_alpha;      /* ... gate * sigmoid(alpha * gate) * (up + 1) */
+    /* sliding-window layers (gemma4): layer il slides iff
+       <arch>.attention.sliding_window_pattern[il]; those layers take the
+       *_swa keys (head dims, rope dims and base) and no rope_freqs */
+    int swa_pattern;
+    float attn_scale;        /* score scale; 0: 1/sqrt(head dim) */
+    int v_norm;              /* V RMS-normed per head, without weight */
+    int v_from_k;            /* attn_v optional: without it V is K's projection
+                                (before the k norm and rope) */
+    int embd_scale;          /* token embeddings times sqrt(D) */
+    int act;                 /* enum pk_act: the FFNs' gate activation */
+    const char *layer_scale; /* optional (1) tensor multiplying x after the layer, NULL: none */
 } pk_arch;
 
 /* The descriptor for a GGUF architecture name, NULL if unsupported. */

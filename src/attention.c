@@ -4,6 +4,8 @@
  *
  * For the layer input h of each token, with the layer's shape (blocks.h):
  *   q = attn_q . h (+ bias),  k = attn_k . h (+ bias),  v = attn_v . h (+ bias)
+ *   [v_from_k: no attn_v, v = k's projection;  v_norm: v RMS-normed per head
+ *    without weight]
  *   [out_gate: attn_q's rows are [q_h | gate_h] per head]
  *   [qk_norm: q, k RMS-normed per head with attn_q_norm / attn_k_norm]
  *   q, k rotated (rope: the first n_rot dims of each head)
@@ -115,7 +117,8 @@ static void att_run(void *arg, int chunk) {
     if (kv->type_k == PK_TYPE_F32)
         c->kern->sgemm(M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
     else   /* a typed cache, read in its type (kernels.h) */
-        c->kern->att_kq[kv->type_k](M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0), kv->k_head, S, nk);
+        c->kern->att_kq[kv->type_k](M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0), kv->att[t->layer].k_head, S,
+                                    nk);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / group;
         const int first = a->window && last - a->window + 1 > 0 ? last - a->window + 1 : 0;
@@ -134,9 +137,11 @@ static void att_run(void *arg, int chunk) {
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
     }
     if (kv->type_v == PK_TYPE_F32)
-        c->kern->sgemm(M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv, kv->v_dim, O, hdv);
+        c->kern->sgemm(M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv, kv->att[t->layer].v_dim, O,
+                       hdv);
     else
-        c->kern->att_pv[kv->type_v](M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0), kv->v_head, O, hdv);
+        c->kern->att_pv[kv->type_v](M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0), kv->att[t->layer].v_head, O,
+                                    hdv);
     for (int b = b0; b < b1; b++)
         memcpy(t->w->att_out + (size_t)b * od + (size_t)g * group * hdv, O + (size_t)(b - b0) * group * hdv,
                (size_t)group * hdv * sizeof(float));
@@ -146,9 +151,9 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     const pk_attn_shape *a = &bk->attn;
     const int hd = a->head_dim, B = c->cur_batch, pos0 = c->pos, D = c->m->hp.n_embd;
     const int qd = a->n_head * hd, od = a->n_head * a->head_dim_v;
-    const int kd = c->kv.k_dim, vd = c->kv.v_dim;
+    const int kd = c->kv.att[il].k_dim, vd = c->kv.att[il].v_dim;
     const int gated = a->out_gate;
-    /* the cache has this layer's shape (kv.h: every attention layer alike) */
+    /* the cache has this layer's shape (its memory method's) */
     PK_ASSERT(kd == a->n_head_kv * hd && vd == a->n_head_kv * a->head_dim_v && c->kv.slot[il] >= 0);
     att_ws w;
     const size_t used = att_layout(c, a, c->arena, &w);
@@ -166,11 +171,16 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
         {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, B, NULL, w.kb, kd},
         {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, B, NULL, vrows, vd},
     };
-    pk_matvec(c, qkv, 3);
+    pk_matvec(c, qkv, a->v_from_k ? 2 : 3);
     add_bias(c, w.q, &L->bq, qd, B, qd);
     add_bias(c, w.kb, &L->bk, kd, B, kd);
     add_bias(c, vrows, &L->bv, vd, B, vd);
     const int nkv = a->n_head_kv, hdv = a->head_dim_v;
+    if (a->v_from_k)   /* V is K's projection, before its norm and rope (bind: vd == kd) */
+        memcpy(vrows, w.kb, (size_t)B * vd * sizeof(float));
+    if (a->v_norm)
+        for (int i = 0; i < B * nkv; i++)
+            pk_rmsnorm(vrows + (size_t)i * hdv, vrows + (size_t)i * hdv, NULL, hdv, c->m->hp.rms_eps);
     if (tv != PK_TYPE_F32)   /* every variant's quantizer is bit-exact with the reference */
         for (int g = 0; g < nkv; g++)
             for (int b = 0; b < B; b++)
@@ -218,7 +228,7 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     /* state ledger: each token tile reads the cached keys and values of the
        positions it sees (at most pos0 + B); the batch writes its own rows
        (bytes in the cache's types) */
-    const uint64_t kv_row = (uint64_t)(c->kv.k_row + c->kv.v_row);
+    const uint64_t kv_row = (uint64_t)(c->kv.att[il].k_row + c->kv.att[il].v_row);
     c->state_bytes += (uint64_t)t.n_tb * (uint64_t)(pos0 + B) * kv_row + (uint64_t)B * kv_row;
     const int chunks = t.n_tb * a->n_head_kv;
     c->scratch_oom = 0;
@@ -246,14 +256,18 @@ static int att_bind(pk_model *m, int il, pk_error *err) {
     const int64_t D = m->hp.n_embd, hd = a->head_dim, hdv = a->head_dim_v;
     const int64_t q_out = (int64_t)a->n_head * hd, k_out = (int64_t)a->n_head_kv * hd;
     const int64_t v_out = (int64_t)a->n_head_kv * hdv;
+    if (a->v_from_k && hd != hdv)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: layer %d has no attn_v.weight, but its value head dim %lld != key "
+                         "head dim %lld", m->path, il, (long long)hdv, (long long)hd);
+    const char *vs = a->v_from_k ? NULL : "attn_v.weight", *vb = a->v_from_k ? NULL : "attn_v.bias";
     const pk_tensor_spec spec[] = {
         {&L->wq, "attn_q.weight", 1, 2, {D, a->out_gate ? 2 * q_out : q_out}, 0},
         {&L->wk, "attn_k.weight", 1, 2, {D, k_out}, 0},
-        {&L->wv, "attn_v.weight", 1, 2, {D, v_out}, 0},
+        {&L->wv, vs, 1, 2, {D, v_out}, 0},
         {&L->wo, "attn_output.weight", 1, 2, {a->n_head * hdv, D}, 0},
         {&L->bq, "attn_q.bias", a->bias, 1, {q_out}, 0},
         {&L->bk, "attn_k.bias", a->bias, 1, {k_out}, 0},
-        {&L->bv, "attn_v.bias", a->bias, 1, {v_out}, 0},
+        {&L->bv, vb, a->bias, 1, {v_out}, 0},
         {&L->bo, "attn_output.bias", a->bias, 1, {D}, 0},
         {&L->attn_sinks, a->sinks ? "attn_sinks.weight" : NULL, 1, 1, {a->n_head}, 0},
         {&L->q_norm, "attn_q_norm.weight", a->qk_norm, 1, {hd}, 0},
@@ -286,10 +300,10 @@ static int att_describe(const pk_model *m, const pk_block *b, char *buf, size_t 
     const pk_rope_scaling *sc = &m->rope[a->rope].scaling;
     if (sc->ext_factor != 0.0f || sc->freq_scale != 1.0f)
         snprintf(rs, sizeof rs, " %s x%g", sc->ext_factor != 0.0f ? "yarn" : "linear", 1.0 / sc->freq_scale);
-    return snprintf(buf, cap, "attention(%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s)",
+    return snprintf(buf, cap, "attention(%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s%s%s)",
                     a->out_gate ? "gated, " : "", a->n_head, a->n_head_kv, hd, a->n_rot, rs,
-                    a->qk_norm ? ", q/k norm" : "", a->window ? win : "", a->sinks ? ", sinks" : "",
-                    a->bias ? ", biases" : "");
+                    a->qk_norm ? ", q/k norm" : "", a->v_from_k ? ", v = k" : "", a->v_norm ? ", v norm" : "",
+                    a->window ? win : "", a->sinks ? ", sinks" : "", a->bias ? ", biases" : "");
 }
 
 const pk_block_kind pk_mixer_attention = {"attention", att_bind, att_memory, att_scratch, att_forward, att_describe};

@@ -11,13 +11,13 @@
 
 /* The rope table of (n_rot, base, freqs), shared by the layers that use the
  * same; -1 if there are PK_MAX_ROPE others already. */
-static int rope_index(pk_model *m, int n_rot, float base, const pk_rope_scaling *sc) {
+static int rope_index(pk_model *m, int n_rot, float base, const pk_tensor *freqs, const pk_rope_scaling *sc) {
     for (int i = 0; i < m->n_rope; i++)
-        if (m->rope[i].n_rot == n_rot && m->rope[i].base == base &&
+        if (m->rope[i].n_rot == n_rot && m->rope[i].base == base && m->rope[i].freqs == freqs &&
             memcmp(&m->rope[i].scaling, sc, sizeof *sc) == 0)
             return i;
     if (m->n_rope == PK_MAX_ROPE) return -1;
-    m->rope[m->n_rope] = (pk_rope){n_rot, base, &m->rope_freqs, *sc};
+    m->rope[m->n_rope] = (pk_rope){n_rot, base, freqs, *sc};
     return m->n_rope++;
 }
 
@@ -32,19 +32,23 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
         pk_block *b = &m->blocks[il];
         b->mixer = linear && linear[il] ? &pk_mixer_deltanet : &pk_mixer_attention;
         if (b->mixer == &pk_mixer_attention) {
-            /* sliding layers: l % period < period - 1 (period 0: all), their
-               own rope base */
+            /* sliding layers: the pattern's (swa_pattern: their own head
+               dims and rope, no rope_freqs), or l % period < period - 1
+               (period 0: all), their own rope base */
             const int p = hp->swa_period;
-            const int swa = hp->n_swa > 0 && (p == 0 || il % p < p - 1);
+            const int swa = hp->swa ? hp->swa[il] : hp->n_swa > 0 && (p == 0 || il % p < p - 1);
+            const int own = swa && hp->swa;
+            const int hd = own ? hp->head_dim_swa : hp->head_dim, n_rot = own ? hp->n_rot_swa : hp->n_rot;
             const float base = swa ? hp->rope_base_swa : hp->rope_base;
             b->attn = (pk_attn_shape){
-                .n_head = hp->n_head, .n_head_kv = hp->n_head_kv,
-                .head_dim = hp->head_dim, .head_dim_v = hp->head_dim_v,
-                .n_rot = hp->n_rot, .rope_style = a->rope_style, .rope_base = base,
-                .rope = rope_index(m, hp->n_rot, base, &hp->rope_scaling),
-                .scale = 1.0f / sqrtf((float)hp->head_dim),
+                .n_head = hp->n_head, .n_head_kv = hp->n_head_kv_l[il],
+                .head_dim = hd, .head_dim_v = own ? hp->head_dim_v_swa : hp->head_dim_v,
+                .n_rot = n_rot, .rope_style = a->rope_style, .rope_base = base,
+                .rope = rope_index(m, n_rot, base, own ? NULL : &m->rope_freqs, &hp->rope_scaling),
+                .scale = a->attn_scale > 0 ? a->attn_scale : 1.0f / sqrtf((float)hd),
                 .qk_norm = a->qk_norm, .out_gate = a->attn_gate,
                 .bias = a->attn_bias, .window = swa ? hp->n_swa : 0, .sinks = a->attn_sinks,
+                .v_norm = a->v_norm, .v_from_k = a->v_from_k && !pk_has_tensor(m, il, "attn_v.weight"),
             };
             if (b->attn.rope < 0)
                 return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: layer %d: more than %d rope tables", m->path, il,
@@ -60,21 +64,25 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
                 .ba_group = a->ssm_ba ? 2 * r : r, .alpha_off = a->ssm_ba ? r : hp->ssm_v_heads,
             };
         }
-        if (hp->moe) {
-            b->ffn = shared ? &pk_ffn_moe_shared : &pk_ffn_moe;
+        /* dense + moe (gemma4): the experts where the layer has a router */
+        const int dense_moe = a->ffn == PK_FFN_DENSE_MOE;
+        if (hp->moe && (!dense_moe || pk_has_tensor(m, il, "ffn_gate_inp.weight"))) {
+            b->ffn = dense_moe ? &pk_ffn_dense_moe : shared ? &pk_ffn_moe_shared : &pk_ffn_moe;
             b->ff = (pk_ffn_shape){
                 .n_ff = hp->n_ff_exp, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
                 .n_ff_shexp = shared ? hp->n_ff_shexp : 0, .gating = hp->gating, .norm_topk = hp->norm_topk,
+                .act = a->act, .n_ff_dense = dense_moe ? hp->n_ff : 0,
                 .bias = a->expert_bias, .swiglu_limit = a->swiglu_limit, .swiglu_alpha = a->swiglu_alpha,
             };
         } else {
             b->ffn = &pk_ffn_dense;
-            b->ff = (pk_ffn_shape){.n_ff = hp->n_ff};
+            b->ff = (pk_ffn_shape){.n_ff = hp->n_ff, .act = a->act};
         }
         b->norm[PK_NORM_PRE_MIXER] = "attn_norm.weight";
         b->norm[PK_NORM_POST_MIXER] = a->post_norm[0];
         b->norm[PK_NORM_PRE_FFN] = a->ffn_norm;
         b->norm[PK_NORM_POST_FFN] = a->post_norm[1];
+        b->out_scale = a->layer_scale;
     }
     return PK_OK;
 }

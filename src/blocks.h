@@ -59,6 +59,18 @@ typedef struct pk_block_kind {
 /* The kinds (attention.c, deltanet.c, ffn.c, moe.c). */
 extern const pk_block_kind pk_mixer_attention, pk_mixer_deltanet;
 extern const pk_block_kind pk_ffn_dense, pk_ffn_moe, pk_ffn_moe_shared;
+extern const pk_block_kind pk_ffn_dense_moe;   /* ffn_dense_moe.c */
+
+/* The dense and routed FFNs as parts of another kind (ffn_dense_moe.c):
+ * c->xb2 rows = the FFN of c->xb rows, with its working memory at arena
+ * (bytes: what *_bytes says for the plan's shape b->ff). The moe router
+ * reads router_in rows (D floats each; NULL: c->xb); each expert's output
+ * is multiplied by down_exps_scale[e] where the layer has that tensor. */
+size_t pk_ffn_dense_bytes(const pk_context *c, const struct pk_block *b);
+int pk_ffn_dense_run(pk_context *c, const struct pk_block *b, const struct pk_layer *L, void *arena);
+size_t pk_ffn_moe_bytes(const pk_context *c, const struct pk_block *b);
+int pk_ffn_moe_run(pk_context *c, const struct pk_block *b, const struct pk_layer *L, int il, void *arena,
+                   const float *router_in);
 
 /* Rope scaling (<arch>.rope.scaling.*, as ggml's rope_yarn computes it):
  * with theta_ext = pos * base^(-2i/n_rot) / freqs_i and theta_int =
@@ -85,7 +97,7 @@ enum { PK_MAX_ROPE = 4 };
 typedef struct pk_rope {
     int n_rot;                     /* rotated dims per head */
     float base;
-    const struct pk_tensor *freqs; /* optional (n_rot / 2) frequency divisors */
+    const struct pk_tensor *freqs; /* optional (n_rot / 2) frequency divisors (NULL: none) */
     pk_rope_scaling scaling;
 } pk_rope;
 
@@ -97,7 +109,7 @@ typedef struct pk_attn_shape {
     int rope_style;           /* enum pk_rope_style (arch.h) */
     float rope_base;
     int rope;                 /* its table: m->rope[rope] */
-    float scale;              /* score scale, 1/sqrt(head_dim) */
+    float scale;              /* score scale: 1/sqrt(head_dim), or the arch's */
     int qk_norm;              /* per-head RMSNorm of q and k (attn_q_norm, attn_k_norm) */
     int out_gate;             /* attn_q holds [q_h | gate_h] per head; output *= sigmoid(gate) */
     int bias;                 /* attn_q/k/v/output.bias: 1 required, 0 added where the file has them */
@@ -105,6 +117,8 @@ typedef struct pk_attn_shape {
                                  0: every earlier position */
     int sinks;                /* per-head learned sink logit (attn_sinks): one more
                                  term exp(sink_h) in each softmax denominator */
+    int v_norm;               /* V RMS-normed per head without weight (before the cache) */
+    int v_from_k;             /* no attn_v: V is K's projection (before k norm and rope) */
 } pk_attn_shape;
 
 /* Gated DeltaNet (deltanet.c): r = v_heads / k_heads v heads per q/k head;
@@ -127,6 +141,8 @@ typedef struct pk_ffn_shape {
     int n_ff_shexp;              /* shared expert hidden size */
     int gating;                  /* enum pk_gating (arch.h) */
     int norm_topk;               /* renormalise the top-k weights to sum 1 */
+    int act;                     /* enum pk_act (arch.h): silu or gelu of the gate */
+    int n_ff_dense;              /* dense + moe: the dense MLP's hidden size */
     int bias;                    /* router and expert biases (ffn_gate_inp.bias,
                                     ffn_{gate,up,down}_exps.bias) */
     float swiglu_limit;          /* > 0: SwiGLU-OAI, g = min(g, limit), u = clamp(u,
@@ -143,6 +159,7 @@ typedef struct pk_block {
     pk_ssm_shape ssm;            /* DeltaNet mixers */
     pk_ffn_shape ff;
     const char *norm[PK_NORMS];  /* tensor suffixes ("attn_norm.weight"), NULL: no such norm */
+    const char *out_scale;       /* optional (1) tensor: x *= it after the layer; NULL: none */
 } pk_block;
 
 /* Make the plan of every layer of m (m->blocks, m->rope) from its

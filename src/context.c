@@ -78,7 +78,7 @@ static void rope_table(pk_context *c, const pk_rope *r, float *cos_t, float *sin
     const pk_rope_scaling *sc = &r->scaling;
     float ff[half > 0 ? half : 1];
     for (int i = 0; i < half; i++) ff[i] = 1.0f;
-    if (r->freqs->data) pk_type_get(r->freqs->type)->to_float(r->freqs->data, ff, half);
+    if (r->freqs && r->freqs->data) pk_type_get(r->freqs->type)->to_float(r->freqs->data, ff, half);
     /* YaRN's correction dims: the pairs below lo keep their frequency, those
        from hi on are fully interpolated (ggml_rope_yarn_corr_dims) */
     double lo = 0.0, hi = 0.0, mscale = sc->attn_factor;
@@ -131,16 +131,15 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
         return pk_errorf(err, PK_ERR_ARG, "batch size %d is out of range [1, 4096]", p.n_batch);
     pk_kv_need *need = kv_needs(m);   /* freed before the context is counted */
     if (!need) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
-    /* the head sizes of the cached layers (all alike: kv.h) */
-    int hd = 0, hdv = 0;
-    for (int l = 0; l < hp->n_layer && !hd; l++)
-        if (need[l].kind == PK_MEM_KV) {
-            hd = need[l].k_dim / need[l].n_head_kv;
-            hdv = need[l].v_dim / need[l].n_head_kv;
-        }
+    /* the head sizes of every cached layer (layers may differ: kv.h) */
     int tk = PK_TYPE_F16, tv = PK_TYPE_F16;
-    int rc = cache_elem_type(p.type_k, "keys", hd, &tk, err);
-    if (rc || (rc = cache_elem_type(p.type_v, "values", hdv, &tv, err))) {
+    int rc = cache_elem_type(p.type_k, "keys", 0, &tk, err);
+    if (!rc) rc = cache_elem_type(p.type_v, "values", 0, &tv, err);
+    for (int l = 0; !rc && l < hp->n_layer; l++)
+        if (need[l].kind == PK_MEM_KV &&
+            !(rc = cache_elem_type(p.type_k, "keys", need[l].k_dim / need[l].n_head_kv, &tk, err)))
+            rc = cache_elem_type(p.type_v, "values", need[l].v_dim / need[l].n_head_kv, &tv, err);
+    if (rc) {
         free(need);
         return rc;
     }
@@ -259,7 +258,7 @@ int pk_context_pos(const pk_context *c) { return c->pos; }
 int pk_context_n_ctx(const pk_context *c) { return c->n_ctx; }
 void pk_context_kv_size(const pk_context *c, uint64_t *kv_bytes_per_token, uint64_t *recurrent_bytes) {
     const pk_kv *kv = &c->kv;
-    if (kv_bytes_per_token) *kv_bytes_per_token = (uint64_t)kv->n_att * (kv->k_row + kv->v_row);
+    if (kv_bytes_per_token) *kv_bytes_per_token = (uint64_t)kv->row_bytes;
     if (recurrent_bytes)
         *recurrent_bytes = (uint64_t)kv->n_rec * sizeof(float) *
                            ((uint64_t)kv->conv_rows * kv->conv_dim + (uint64_t)kv->ssm_size);

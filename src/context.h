@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include "kernels.h"
+#include "gelu.h"
 #include "kv.h"
 #include "model.h"
 #include "threads.h"
@@ -152,6 +153,12 @@ int pk_context_measure(const pk_model *m, const pk_context_params *params, uint6
                        uint64_t *kv_bytes_per_token, pk_error *err);
 
 /* ---- blocks (forward.c and the kinds) ------------------------------------ */
+/* g = act(g) * u, n floats (enum pk_act, arch.h): the kernels' SiLU or
+ * ggml's FP16-table GELU (gelu.h) */
+static inline void pk_act_mul(const pk_context *c, int act, float *g, const float *u, int64_t n) {
+    if (act == PK_ACT_GELU) pk_gelu_mul(g, u, n);
+    else c->kern->silu_mul(g, u, n);
+}
 void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps);
 /* rows x (n floats each, stride apart) normed with weight tensor w into
  * out; counts w's bytes once (one read per call, whatever the rows) */

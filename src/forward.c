@@ -9,7 +9,9 @@
  *     x += ffn(rmsnorm(x))      dense SwiGLU (ffn.c) or routed experts
  *                               (moe.c), each output normed first where
  *                               the plan names a post norm
- *   logits = output . rmsnorm(x)
+ *     [x *= layer_output_scale where the layer has one]
+ *   logits = output . rmsnorm(x)   [c tanh(logits / c): final soft-cap]
+ * (x = token_embd[token] times embd_scale: sqrt(D) for gemma4)
  * The mixer and the FFN are the layer's kinds, called through their method
  * tables: nothing here depends on the architecture. Batching changes how
  * often weights are read, never the result of a row: a prompt processed in
@@ -56,6 +58,8 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         PK_ASSERT(tokens[b] >= 0 && tokens[b] < hp->n_vocab);
         pk_get_row(c, &m->tok_embd, tokens[b], c->x + (size_t)b * D);
     }
+    if (hp->embd_scale != 1.0f)   /* gemma4: x sqrt(D) */
+        for (int i = 0; i < n * D; i++) c->x[i] *= hp->embd_scale;
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_block *bk = &m->blocks[il];
         const pk_layer *L = &m->layers[il];
@@ -68,6 +72,11 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         if ((rc = bk->ffn->forward(c, bk, L, il))) return rc;
         if (L->post_ffn_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_ffn_norm, D, n, D);
         for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
+        if (L->out_scale.data) {   /* the whole residual stream, scaled */
+            float s;
+            pk_get_row(c, &L->out_scale, 0, &s);
+            for (int i = 0; i < n * D; i++) c->x[i] *= s;
+        }
     }
     c->pos += n;
     c->n_tokens += (uint64_t)n;
@@ -78,6 +87,10 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     pk_act_set(c, PK_SLOT_X, c->xb, rows, D, 0);
     pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, rows, NULL, logits, hp->n_vocab};
     pk_matvec(c, &o, 1);
+    if (hp->softcap > 0) {   /* c tanh(logit / c), as ggml: scale by 1/c, tanh, scale by c */
+        const float inv = 1.0f / hp->softcap;
+        for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] = tanhf(logits[i] * inv) * hp->softcap;
+    }
     /* the weight-byte ledger: every weight read is counted (pk_matvec,
        pk_get_row, pk_rmsnorm_rows, deltanet.c's small tensors), so one token
        reads exactly what model.c's count_params says a token reads */

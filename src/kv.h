@@ -12,8 +12,9 @@
  *  - Gated DeltaNet layers: the conv state (the last conv-1 pre-conv input
  *    rows, oldest first) and the recurrent state (per v head a
  *    state x state matrix, key dim by value dim), always F32.
- * Each layer owns one kind (its mixer's memory method: pk_kv_need); a
- * per-layer slot index maps into the arrays.
+ * Each layer owns one kind (its mixer's memory method: pk_kv_need) and,
+ * for keys and values, its own shape (pk_kv_layer: dims, heads, offsets);
+ * a per-layer slot index maps into the state arrays.
  */
 #ifndef PK_KV_H
 #define PK_KV_H
@@ -34,27 +35,35 @@ typedef struct pk_kv_need {
     int ssm_size;                    /* PK_MEM_STATE: recurrent state floats */
 } pk_kv_need;
 
-typedef struct pk_kv {
-    int n_layer, n_ctx;
-    int k_dim, v_dim;      /* elements per position (attention layers) */
+/* One attention layer's keys and values: its own shape (layers may differ:
+ * gemma4's sliding and global layers have other head sizes and kv heads). */
+typedef struct pk_kv_layer {
+    int k_dim, v_dim;      /* elements per position */
     int n_head_kv;         /* kv heads: k_dim / n_head_kv elements per key head */
-    int type_k, type_v;    /* element types (PK_TYPE_F32, _F16, _Q8_0) */
     size_t k_row, v_row;   /* bytes of one position's keys / values (all heads) */
     size_t k_head, v_head; /* bytes of one head's keys / values at one position */
+    size_t k_off, v_off;   /* where the layer's keys / values start in k / v */
+} pk_kv_layer;
+
+typedef struct pk_kv {
+    int n_layer, n_ctx;
+    int type_k, type_v;    /* element types (PK_TYPE_F32, _F16, _Q8_0) */
+    pk_kv_layer *att;      /* [n_layer] attention layers' shapes (zero elsewhere) */
+    size_t row_bytes;      /* keys + values of one position over all layers */
     int conv_rows, conv_dim; /* conv state rows x channels (DeltaNet layers) */
     int ssm_size;          /* recurrent state floats per DeltaNet layer */
     int n_att, n_rec;      /* attention layers, DeltaNet layers */
     int *slot;             /* [n_layer] index among the layers of the same kind (-1: none) */
-    uint8_t *k;            /* F32: [attention layers][k_dim][n_ctx] floats;
-                              else [attention layers][kv head][n_ctx] rows of k_head bytes */
-    uint8_t *v;            /* F32: [attention layers][n_ctx][v_dim] floats;
-                              else [attention layers][kv head][n_ctx] rows of v_head bytes */
+    uint8_t *k;            /* per attention layer, at its k_off: F32: [k_dim][n_ctx]
+                              floats; else [kv head][n_ctx] rows of k_head bytes */
+    uint8_t *v;            /* per attention layer, at its v_off: F32: [n_ctx][v_dim]
+                              floats; else [kv head][n_ctx] rows of v_head bytes */
     float *conv, *ssm;     /* [DeltaNet layers][...] */
 } pk_kv;
 
 /* Allocate for n_ctx positions what need[il] asks of each layer, keys and
  * values in element types type_k / type_v whose head rows are whole blocks
- * (the caller checks). Every PK_MEM_KV layer has the same shape, every
+ * (the caller checks). Each PK_MEM_KV layer has its own shape; every
  * PK_MEM_STATE layer the same sizes (a PK_ASSERT: the plan gives them one
  * set of hyperparameters). Returns PK_OK or PK_ERR_NOMEM. */
 int pk_kv_init(pk_kv *kv, int n_layer, const pk_kv_need *need, int n_ctx, int type_k, int type_v);
@@ -65,19 +74,19 @@ void pk_kv_clear(pk_kv *kv);
 
 /* F32 keys only: key dimension i of layer l, n_ctx floats, one per position */
 static inline float *pk_kv_kt(const pk_kv *kv, int l, int i) {
-    return (float *)kv->k + ((size_t)kv->slot[l] * kv->k_dim + i) * kv->n_ctx;
+    return (float *)(kv->k + kv->att[l].k_off) + (size_t)i * kv->n_ctx;
 }
 /* F32 values only: the row of layer l at position pos, v_dim floats */
 static inline float *pk_kv_v(const pk_kv *kv, int l, int pos) {
-    return (float *)kv->v + ((size_t)kv->slot[l] * kv->n_ctx + pos) * kv->v_dim;
+    return (float *)(kv->v + kv->att[l].v_off) + (size_t)pos * kv->att[l].v_dim;
 }
 /* keys / values of the other types: kv head g of layer l at position pos
  * (k_head / v_head bytes; the rows of positions pos, pos + 1, ... follow) */
 static inline uint8_t *pk_kv_k(const pk_kv *kv, int l, int g, int pos) {
-    return kv->k + (((size_t)kv->slot[l] * kv->n_head_kv + g) * kv->n_ctx + pos) * kv->k_head;
+    return kv->k + kv->att[l].k_off + ((size_t)g * kv->n_ctx + pos) * kv->att[l].k_head;
 }
 static inline uint8_t *pk_kv_vh(const pk_kv *kv, int l, int g, int pos) {
-    return kv->v + (((size_t)kv->slot[l] * kv->n_head_kv + g) * kv->n_ctx + pos) * kv->v_head;
+    return kv->v + kv->att[l].v_off + ((size_t)g * kv->n_ctx + pos) * kv->att[l].v_head;
 }
 static inline float *pk_kv_conv(const pk_kv *kv, int l) {
     return kv->conv + (size_t)kv->slot[l] * kv->conv_rows * kv->conv_dim;

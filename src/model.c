@@ -45,6 +45,29 @@ static int get_hp(const gguf_file *f, const char *arch, const char *suffix, int 
     return PK_OK;
 }
 
+/* Read "<arch>.<suffix>" per layer into out[0..n): a scalar for every
+ * layer or an integer array of at least n elements (a file's MTP blocks
+ * may follow), each within [lo, hi]; absent and not required: dflt. */
+static int get_hp_layers(const gguf_file *f, const char *arch, const char *suffix, int required, int64_t lo,
+                         int64_t hi, int dflt, int *out, int n, pk_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    const gguf_kv *kv = gguf_find_kv(f, key);
+    if (kv && kv->type == GGUF_ARRAY && (kv->arr_type == GGUF_STRING || kv->arr_n < (uint64_t)n))
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' must be an integer or %d integers (one per layer)",
+                         f->path, key, n);
+    int v = dflt, rc;
+    if ((!kv || kv->type != GGUF_ARRAY) && (rc = get_hp(f, arch, suffix, required, lo, hi, &v, err))) return rc;
+    for (int il = 0; il < n; il++) {
+        const int64_t x = kv && kv->type == GGUF_ARRAY ? gguf_arr_int(kv, (uint64_t)il) : v;
+        if (x < lo || x > hi)
+            return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s'[%d] = %lld is out of range [%lld, %lld]", f->path,
+                             key, il, (long long)x, (long long)lo, (long long)hi);
+        out[il] = (int)x;
+    }
+    return PK_OK;
+}
+
 static int get_hpf(const gguf_file *f, const char *arch, const char *suffix, float lo, float hi,
                    float *out, pk_error *err) {
     char key[128];
@@ -102,6 +125,41 @@ static int load_hybrid_hparams(pk_model *m, const char *an, uint8_t **linear, pk
         else rec[il] = (il + 1) % hp->full_attn_interval != 0;
         hp->n_layer_rec += rec[il];
     }
+    return PK_OK;
+}
+
+/* Sliding-window layers (arch swa_pattern): the pattern, the window and
+ * the sliding layers' own head and rope keys. */
+static int load_swa_hparams(pk_model *m, const char *an, pk_error *err) {
+    const gguf_file *f = m->gguf;
+    pk_hparams *hp = &m->hp;
+    char key[128];
+    int rc, pl = 0, shared = 0;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", an);
+    const gguf_kv *pat = gguf_find_kv(f, key);
+    if (!pat) return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s'", f->path, key);
+    if (pat->type != GGUF_ARRAY || pat->arr_type == GGUF_STRING || pat->arr_n < (uint64_t)hp->n_layer)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: key '%s' must be a bool per layer (%d)", f->path, key,
+                         hp->n_layer);
+    if (!(hp->swa = pk_calloc((size_t)hp->n_layer, 1))) return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
+    for (int il = 0; il < hp->n_layer; il++) hp->swa[il] = gguf_arr_int(pat, (uint64_t)il) != 0;
+    hp->rope_base_swa = 10000.0f;
+    if ((rc = get_hp(f, an, "attention.sliding_window", 1, 1, 1 << 24, &hp->n_swa, err)) ||
+        (rc = get_hp(f, an, "attention.key_length_swa", 1, 1, 65536, &hp->head_dim_swa, err)) ||
+        (rc = get_hp(f, an, "attention.value_length_swa", 1, 1, 65536, &hp->head_dim_v_swa, err)) ||
+        (rc = get_hpf(f, an, "rope.freq_base_swa", 1e-3f, 1e12f, &hp->rope_base_swa, err)) ||
+        (rc = get_hp(f, an, "embedding_length_per_layer_input", 1, 0, 1 << 20, &pl, err)) ||
+        (rc = get_hp(f, an, "attention.shared_kv_layers", 0, 0, hp->n_layer, &shared, err)))
+        return rc;
+    hp->n_rot_swa = hp->head_dim_swa;
+    if ((rc = get_hp(f, an, "rope.dimension_count_swa", 0, 2, 65536, &hp->n_rot_swa, err))) return rc;
+    if (hp->n_rot_swa > hp->head_dim_swa || hp->n_rot_swa % 2)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.rope.dimension_count_swa %d must be even and <= head dim %d",
+                         f->path, an, hp->n_rot_swa, hp->head_dim_swa);
+    if (pl || shared)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s.%s = %d: %s are not supported yet", f->path, an,
+                         pl ? "embedding_length_per_layer_input" : "attention.shared_kv_layers", pl ? pl : shared,
+                         pl ? "per-layer embeddings" : "layers sharing another layer's KV cache");
     return PK_OK;
 }
 
@@ -169,12 +227,17 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
         return rc;
     if ((rc = get_hp(f, an, "nextn_predict_layers", 0, 0, hp->n_layer - 1, &hp->n_nextn, err))) return rc;
     hp->n_layer -= hp->n_nextn;
-    hp->n_head_kv = hp->n_head;
-    if ((rc = get_hp(f, an, "attention.head_count_kv", 0, 1, 4096, &hp->n_head_kv, err))) return rc;
-    if (hp->n_head % hp->n_head_kv)
-        return pk_errorf(err, PK_ERR_FORMAT,
-                         "%s: %s.attention.head_count %d is not a multiple of head_count_kv %d",
-                         f->path, an, hp->n_head, hp->n_head_kv);
+    if (!(hp->n_head_kv_l = pk_calloc((size_t)hp->n_layer, sizeof *hp->n_head_kv_l)))
+        return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
+    if ((rc = get_hp_layers(f, an, "attention.head_count_kv", 0, 1, 4096, hp->n_head, hp->n_head_kv_l, hp->n_layer,
+                            err)))
+        return rc;
+    hp->n_head_kv = hp->n_head_kv_l[0];
+    for (int il = 0; il < hp->n_layer; il++)
+        if (hp->n_head % hp->n_head_kv_l[il])
+            return pk_errorf(err, PK_ERR_FORMAT,
+                             "%s: %s.attention.head_count %d is not a multiple of head_count_kv %d (layer %d)",
+                             f->path, an, hp->n_head, hp->n_head_kv_l[il], il);
     hp->head_dim = hp->n_embd / hp->n_head;
     if ((rc = get_hp(f, an, "attention.key_length", 0, 1, 65536, &hp->head_dim, err))) return rc;
     hp->head_dim_v = hp->head_dim;
@@ -185,8 +248,10 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
         return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.rope.dimension_count %d must be even and <= head dim %d",
                          f->path, an, hp->n_rot, hp->head_dim);
     if ((rc = get_hpf(f, an, "rope.freq_base", 1e-3f, 1e12f, &hp->rope_base, err)) ||
-        (rc = get_hpf(f, an, "attention.layer_norm_rms_epsilon", 0.0f, 1.0f, &hp->rms_eps, err)))
+        (rc = get_hpf(f, an, "attention.layer_norm_rms_epsilon", 0.0f, 1.0f, &hp->rms_eps, err)) ||
+        (rc = get_hpf(f, an, "final_logit_softcapping", 0.0f, 1e6f, &hp->softcap, err)))
         return rc;
+    hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->n_embd) : 1.0f;
     if ((rc = load_rope_scaling(m, an, err))) return rc;
     char key[128];
     if ((rc = get_hp(f, an, "feed_forward_length", 0, 0, BIG, &hp->n_ff, err)) ||
@@ -194,7 +259,9 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
         (rc = get_hp(f, an, "expert_used_count", 0, 0, 65536, &hp->n_expert_used, err)))
         return rc;
     const pk_arch *a = m->arch;
-    hp->moe = a->ffn == PK_FFN_MOE || (a->ffn == PK_FFN_EITHER && hp->n_expert > 0);
+    hp->moe = a->ffn == PK_FFN_MOE || a->ffn == PK_FFN_DENSE_MOE || (a->ffn == PK_FFN_EITHER && hp->n_expert > 0);
+    if (a->ffn == PK_FFN_DENSE_MOE && hp->n_ff < 1)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.feed_forward_length'", f->path, an);
     hp->gating = a->gating;
     hp->norm_topk = a->norm_topk;
     if (hp->moe) {
@@ -221,7 +288,7 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
         if (gf == 1) hp->gating = PK_GATE_SOFTMAX;
         if (gf == 2) hp->gating = PK_GATE_SIGMOID;
         if (gf == 3) hp->gating = PK_GATE_SOFTMAX_WEIGHT;
-        hp->n_ff = 0;
+        if (a->ffn != PK_FFN_DENSE_MOE) hp->n_ff = 0;
     } else if (hp->n_ff < 1) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.feed_forward_length'",
                          f->path, an);
@@ -240,6 +307,7 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
             (rc = get_hpf(f, an, "rope.freq_base_swa", 1e-3f, 1e12f, &hp->rope_base_swa, err)))
             return rc;
     }
+    if (a->swa_pattern && (rc = load_swa_hparams(m, an, err))) return rc;
     if (a->hybrid) return load_hybrid_hparams(m, an, linear, err);
     return PK_OK;
 }
@@ -323,10 +391,11 @@ static int bind_layer(pk_model *m, int il, pk_error *err) {
     const pk_tensor_spec post[] = {
         {&L->ffn_norm, b->norm[PK_NORM_PRE_FFN], 1, 1, {D}, 0},
         {&L->post_ffn_norm, b->norm[PK_NORM_POST_FFN], 1, 1, {D}, 0},
+        {&L->out_scale, b->out_scale, 0, 1, {1}, 0},
     };
     int rc;
     if ((rc = pk_bind_specs(m, il, pre, 2, err)) || (rc = b->mixer->bind(m, il, err)) ||
-        (rc = pk_bind_specs(m, il, post, 2, err)) || (rc = b->ffn->bind(m, il, err)))
+        (rc = pk_bind_specs(m, il, post, 3, err)) || (rc = b->ffn->bind(m, il, err)))
         return rc;
     return PK_OK;
 }
@@ -481,6 +550,8 @@ void pk_model_free(pk_model *m) {
     pk_xcache_free(m->xc);
     free(m->layers);
     free(m->blocks);
+    free(m->hp.n_head_kv_l);
+    free(m->hp.swa);
     free(m->nextn);
     gguf_close(m->gguf);
     free(m->path);

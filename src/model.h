@@ -58,6 +58,15 @@ typedef struct pk_hparams {
     int ssm_k_heads;     /* q/k heads (ssm.group_count) */
     int ssm_v_heads;     /* v heads (ssm.time_step_rank) */
     int ssm_channels;    /* conv channels: 2 * k_heads * state + v_heads * state */
+    int *n_head_kv_l;    /* [n_layer] kv heads per layer (head_count_kv may be an array;
+                            n_head_kv is layer 0's) */
+    float softcap;       /* final logits c tanh(logit / c) (final_logit_softcapping), 0: none */
+    float embd_scale;    /* token embeddings times this (1, or sqrtf(D): arch embd_scale) */
+    /* sliding-window layers (arch swa_pattern) */
+    uint8_t *swa;        /* [n_layer] 1: sliding (attention.sliding_window_pattern: arch
+                            swa_pattern; window n_swa, rope base rope_base_swa), or NULL */
+    int head_dim_swa, head_dim_v_swa, n_rot_swa; /* key_length_swa, value_length_swa,
+                                                    rope.dimension_count_swa */
 } pk_hparams;
 
 /* Every field is a pk_tensor (model.c walks them as an array). The block
@@ -77,6 +86,13 @@ typedef struct pk_layer {
                                             ffn_gate_up_exps (D -> 2 F_exp) x n_expert:
                                             per expert the gate rows, then the up rows */
     pk_tensor down_exps;                 /* (F_exp -> D) x n_expert */
+    /* dense + moe FFN (ffn_dense_moe.c) */
+    pk_tensor gate_inp_scale;            /* (D) router input scale (ffn_gate_inp.scale) */
+    pk_tensor down_exps_scale;           /* (n_expert) per-expert output scale */
+    pk_tensor post_ffn_norm_1;           /* (D) norm of the dense MLP's output */
+    pk_tensor pre_ffn_norm_2;            /* (D) norm of the experts' input */
+    pk_tensor post_ffn_norm_2;           /* (D) norm of the experts' weighted sum */
+    pk_tensor out_scale;                 /* (1) optional: x *= it after the layer (plan out_scale) */
     pk_tensor gate_shexp, up_shexp, down_shexp; /* shared expert */
     pk_tensor gate_inp_shexp;            /* (D) shared expert gate, optional */
     pk_tensor bo;                        /* (D) attn_output.bias, optional */

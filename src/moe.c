@@ -102,7 +102,7 @@ static void add_row_bias(pk_context *c, const pk_tensor *b, int64_t row, float *
  * SwiGLU, or SwiGLU-OAI (as ggml's swiglu_oai computes it) */
 static void expert_act(pk_context *c, const pk_ffn_shape *f, float *g, const float *u, int64_t n) {
     if (f->swiglu_limit <= 0.0f) {
-        c->kern->silu_mul(g, u, n);
+        pk_act_mul(c, f->act, g, u, n);
         return;
     }
     const float lim = f->swiglu_limit, alpha = f->swiglu_alpha;
@@ -171,14 +171,14 @@ static void prefetch_next(pk_context *c, int il, const moe_ws *w) {
 }
 
 /* out (B x D) = the shared expert of the c->cur_batch rows of c->xb */
-static void shared_expert(pk_context *c, const pk_layer *L, const moe_ws *w, float *out) {
+static void shared_expert(pk_context *c, const pk_layer *L, int act, const moe_ws *w, float *out) {
     const int D = c->m->hp.n_embd, S = (int)L->gate_shexp.ne[1], B = c->cur_batch;
     pk_mv gu[2] = {
         {&L->gate_shexp, 0, S, PK_SLOT_X, B, NULL, w->hb, S},
         {&L->up_shexp, 0, S, PK_SLOT_X, B, NULL, w->hb2, S},
     };
     pk_matvec(c, gu, 2);
-    c->kern->silu_mul(w->hb, w->hb2, (int64_t)B * S);
+    pk_act_mul(c, act, w->hb, w->hb2, (int64_t)B * S);
     pk_act_set(c, PK_SLOT_FFN, w->hb, B, S, 0);
     pk_mv d = {&L->down_shexp, 0, D, PK_SLOT_FFN, B, NULL, out, D};
     pk_matvec(c, &d, 1);
@@ -217,7 +217,7 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
     pk_xcache_set set = {il, nx, 0, ex, slot, taken, 0};
     pk_error err = {0};
     if (pk_xcache_begin(xc, &set, &c->xstats, &err)) goto io;
-    if (L->gate_shexp.data) shared_expert(c, L, w, sh);
+    if (L->gate_shexp.data) shared_expert(c, L, bk->ff.act, w, sh);
     for (int j = 0; j < nx; j++) {
         const void *p[3];
         const int i = pk_xcache_next(xc, &set, p, &c->xstats, &err);
@@ -251,18 +251,30 @@ io:
     return PK_ERR_IO;
 }
 
-static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int il) {
+size_t pk_ffn_moe_bytes(const pk_context *c, const pk_block *b) {
+    moe_ws w;
+    return moe_layout(c, &b->ff, NULL, &w);
+}
+
+int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il, void *arena,
+                   const float *router_in) {
     const pk_ffn_shape *f = &bk->ff;
     const int D = c->m->hp.n_embd, K = f->n_expert_used, F = f->n_ff, E = f->n_expert;
     const int B = c->cur_batch, P = B * K;
     moe_ws ws;
-    const size_t ws_bytes = moe_layout(c, f, c->arena, &ws);
-    PK_ASSERT(ws_bytes <= c->arena_bytes);   /* moe_scratch asked for it */
+    const size_t ws_bytes = moe_layout(c, f, arena, &ws);
+    /* moe_scratch (or the enclosing kind's scratch) asked for it */
+    PK_ASSERT((size_t)((unsigned char *)arena - c->arena) + ws_bytes <= c->arena_bytes);
     (void)ws_bytes;
     /* exp_h / exp_h2 / tok_idx / pair_w hold n_batch * k pairs (moe_layout) */
     PK_ASSERT(B >= 1 && B <= c->n_batch && B <= ws.exp_cap);
-    pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
+    if (router_in) pk_act_set(c, PK_SLOT_X, router_in, B, D, 0);
+    else pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     route(c, f, L, &ws);
+    if (router_in) pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);   /* the experts' input */
+    /* per-expert output scales (ffn_down_exps.scale) go into the pair weights */
+    float dsc[L->down_exps_scale.data ? E : 1];
+    if (L->down_exps_scale.data) pk_get_row(c, &L->down_exps_scale, 0, dsc);
 
     /* group the P = B*k (token, expert) pairs by expert (counting sort):
        pair p = exp_off[e] + i is the i-th token routed to e */
@@ -274,7 +286,7 @@ static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
         PK_ASSERT(ws.sel[i] >= 0 && ws.sel[i] < E);
         int p = exp_off[ws.sel[i]]++;
         ws.tok_idx[p] = i / K;
-        ws.pair_w[p] = ws.sel_w[i];
+        ws.pair_w[p] = L->down_exps_scale.data ? ws.sel_w[i] * dsc[ws.sel[i]] : ws.sel_w[i];
         ws.pair_seq[i] = i;
     }
     for (int e = 0; e < E; e++) exp_off[e] -= exp_count[e];
@@ -362,10 +374,14 @@ static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
         if (xc) pk_xcache_release(xc, il, ex, nx);
     }
     if (L->gate_shexp.data) {
-        shared_expert(c, L, &ws, ws.exp_out);   /* free again: routed outputs are summed already */
+        shared_expert(c, L, f->act, &ws, ws.exp_out);   /* free again: routed outputs are summed already */
         shared_expert_add(c, L, ws.exp_out);
     }
     return PK_OK;
+}
+
+static int moe_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int il) {
+    return pk_ffn_moe_run(c, bk, L, il, c->arena, NULL);
 }
 
 /* ---- the kinds' other methods ---------------------------------------------------- */

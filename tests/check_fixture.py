@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """check_fixture.py - compare logits with the llama.cpp reference JSON files of
-../shared/fixtures/ARCH (qwen35moe, qwen3next, gpt-oss; format: prompt_ids,
+../shared/fixtures/ARCH (qwen35moe, qwen3next, gpt-oss, gemma4; format: prompt_ids,
 prompt_rows[i].{argmax, top}, steps[s].{id, top}, gen_ids; see that
 directory's README).
 
@@ -18,7 +18,7 @@ usage:
                                        tool_logits fed the "ids" sequence one
                                        token at a time) vs REF.json
   options: --tol T (default 1e-3), --abs-tol T (|ours - ref| <= T instead
-  of the relative test), --arch ARCH (default qwen35moe: the
+  of the relative test; gemma4's default: 0.1, see ACCEPT), --arch ARCH (default qwen35moe: the
   files tiny-ARCH.*), --fixture-dir DIR (default ../shared/fixtures/ARCH)
 
 Row i of the logits is the distribution after the i-th fed token. Prompt row
@@ -51,8 +51,18 @@ def teacher_ids(ref):
     return list(ref["prompt_ids"]) + list(ref["gen_ids"][:-1])
 
 
-def compare(label, ref, logits, tol, abs_tol=None):
-    """Returns (ok, summary dict); prints one line per failure (capped)."""
+# Per-architecture acceptance where the fixture README asks for another one:
+# (absolute tolerance, margin). gemma4: |ours - ref| <= 0.1, and the argmax
+# may differ only at a row whose reference top-1 - top-2 margin is below
+# 0.2 (ggml's FP16-table GELU makes any two float32 engines differ by ~5e-4
+# relative; see ../shared/fixtures/gemma4/README.md).
+ACCEPT = {"gemma4": (0.1, 0.2)}
+
+
+def compare(label, ref, logits, tol, abs_tol=None, margin=0.0):
+    """Returns (ok, summary dict); prints one line per failure (capped).
+    margin: an argmax mismatch is accepted (and counted) where the
+    reference's top-1 - top-2 margin is below it."""
     P = len(ref["prompt_ids"])
     rows = [(i, r["argmax"], r["top"], "prompt row %d" % i)
             for i, r in enumerate(ref["prompt_rows"])]
@@ -66,7 +76,7 @@ def compare(label, ref, logits, tol, abs_tol=None):
     bad = 0
     shown = 0
     max_abs = max_rel = 0.0
-    argmax_bad = 0
+    argmax_bad = near_tie = 0
     for row, want, top, what in rows:
         x = logits[row]
         if not np.all(np.isfinite(x)):
@@ -76,7 +86,9 @@ def compare(label, ref, logits, tol, abs_tol=None):
                 shown += 1
             continue
         am = int(np.argmax(x))
-        if am != want:
+        if am != want and top[0][1] - top[1][1] < margin:
+            near_tie += 1
+        elif am != want:
             bad += 1
             argmax_bad += 1
             if shown < 10:
@@ -96,17 +108,18 @@ def compare(label, ref, logits, tol, abs_tol=None):
                     shown += 1
     ok = bad == 0
     print("%s %-34s %3d rows: max|d| %.2e, max rel %.2e (tol %s), "
-          "argmax mismatches %d"
+          "argmax mismatches %d%s"
           % ("ok  " if ok else "FAIL", label, len(rows), max_abs, max_rel,
              "%g" % tol if abs_tol is None else "%g absolute" % abs_tol,
-             argmax_bad))
+             argmax_bad, ", at near-ties (margin < %g) %d" % (margin, near_tie)
+             if margin else ""))
     return ok, dict(max_abs=max_abs, max_rel=max_rel)
 
 
-def run_ref(model_path, ids, spec):
+def run_ref(model_path, ids, spec, gelu="ggml"):
     import ref_forward as R
     mode, chunk = R.parse_deltanet(spec)
-    m = R.Model(model_path, deltanet=mode, chunk=chunk)
+    m = R.Model(model_path, deltanet=mode, chunk=chunk, gelu=gelu)
     return m.forward(ids)
 
 
@@ -126,9 +139,13 @@ def main(argv):
     tol = pop_opt(args, "--tol", 1e-3, float)
     abs_tol = pop_opt(args, "--abs-tol", None, float)
     arch = pop_opt(args, "--arch", "qwen35moe")
+    a_tol, margin = ACCEPT.get(arch, (None, 0.0))
+    abs_tol = a_tol if abs_tol is None else abs_tol
     fdir = pop_opt(args, "--fixture-dir", os.path.join(FIXTURES, arch))
     spec = pop_opt(args, "--deltanet", "recurrent")
     if not args:
+        if arch == "gemma4":
+            return validate_gemma4(fdir, tol, abs_tol, margin)
         return validate_all(fdir, arch, tol, abs_tol)
     cmd = args[0]
     if cmd == "ids" and len(args) == 2:
@@ -138,7 +155,7 @@ def main(argv):
         ref = json.load(open(args[1]))
         lg = run_ref(args[2], teacher_ids(ref), spec)
         ok, _ = compare("numpy %s %s" % (spec, os.path.basename(args[1])),
-                        ref, lg, tol, abs_tol)
+                        ref, lg, tol, abs_tol, margin)
         return 0 if ok else 1
     if cmd == "logits" and len(args) == 4:
         ref = json.load(open(args[1]))
@@ -151,22 +168,34 @@ def main(argv):
             return 1
         lg = raw.astype(np.float64).reshape(n_ids, n_vocab)
         ok, _ = compare("pocket %s" % os.path.basename(args[1]), ref, lg, tol,
-                        abs_tol)
+                        abs_tol, margin)
         return 0 if ok else 1
     sys.stderr.write(__doc__)
     return 2
 
 
-def validate_all(fdir, arch, tol, abs_tol=None):
+def fixture_runs(fdir, arch):
+    """(model path, [(json name, reference, teacher-forced ids)]), or None
+    (with a FAIL line) when the model is missing."""
     model_name, files = fixture_files(arch)
     model = os.path.join(fdir, model_name)
     if not os.path.exists(model):
         print("FAIL: fixture model %s not found" % model)
-        return 1
-    all_ok = True
+        return None
+    runs = []
     for fn in files:
         ref = json.load(open(os.path.join(fdir, fn)))
-        ids = teacher_ids(ref)
+        runs.append((fn, ref, teacher_ids(ref)))
+    return model, runs
+
+
+def validate_all(fdir, arch, tol, abs_tol=None):
+    fx = fixture_runs(fdir, arch)
+    if fx is None:
+        return 1
+    model, runs = fx
+    all_ok = True
+    for fn, ref, ids in runs:
         base = None
         # the DeltaNet modes matter to the hybrids only
         specs = ("recurrent",) if arch == "gpt-oss" else \
@@ -187,6 +216,34 @@ def validate_all(fdir, arch, tol, abs_tol=None):
                       % ("ok  " if dok else "FAIL",
                          "numpy %-10s %s" % (spec, fn.split(".")[1]),
                          lg.shape[0], lg.shape[1], d))
+    print("check_fixture: %s" % ("numpy reference matches llama.cpp"
+                                 if all_ok else "FAILED"))
+    return 0 if all_ok else 1
+
+
+def validate_gemma4(fdir, tol, abs_tol, margin):
+    """gemma4: the numpy reference with ggml's FP16-table GELU within the
+    README's acceptance, and closer to llama.cpp than the same reference
+    with the exact tanh GELU by at least 2x (so the check tells the two
+    apart)."""
+    fx = fixture_runs(fdir, "gemma4")
+    if fx is None:
+        return 1
+    model, runs = fx
+    all_ok = True
+    for fn, ref, ids in runs:
+        ok, sg = compare("numpy ggml-gelu %s" % fn.split(".")[1], ref,
+                         run_ref(model, ids, "recurrent", "ggml"), tol,
+                         abs_tol, margin)
+        all_ok &= ok
+        _, st = compare("numpy exact-gelu %s" % fn.split(".")[1], ref,
+                        run_ref(model, ids, "recurrent", "exact"), tol,
+                        abs_tol, margin)
+        ga, ea = sg.get("max_abs", np.inf), st.get("max_abs", 0.0)
+        sep = ea > 2 * ga
+        print("%s the FP16-table GELU is closer to llama.cpp than the exact "
+              "one (max|d| %.2e vs %.2e)" % ("ok  " if sep else "FAIL", ga, ea))
+        all_ok &= sep
     print("check_fixture: %s" % ("numpy reference matches llama.cpp"
                                  if all_ok else "FAILED"))
     return 0 if all_ok else 1

@@ -20,6 +20,14 @@ ARCH is one of
             shared expert (--shared-ff); the key/tensor names and layout of
             ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf
   qwen35    Qwen3.5 dense hybrid: the same mixers, dense ffn_gate/up/down (--ff)
+  gemma4    Gemma-4 MoE (26B-A4B layout, ../shared/fixtures/gemma4/README.md):
+            sliding layers (--pattern 1,1,0,1: 1 = sliding, window --window)
+            with --head-dim / --heads-kv, global layers with --head-dim-global
+            / --heads-kv-global, K = V (no attn_v; --global-v writes one),
+            rope_freqs rotating a quarter of the global pairs (base
+            --rope-base-global), dense GeGLU MLP (--ff) + experts (merged
+            ffn_gate_up_exps; --split-gate-up: two tensors), router and
+            expert scales, layer_output_scale, soft-cap --softcap
   qwen3next Qwen3-Next: qwen35moe's blocks with llama.cpp's qwen3next layout
             (../shared/fixtures/qwen3next/README.md): no rope sections key,
             beta/alpha as one ssm_ba tensor interleaved per k head; the v
@@ -86,6 +94,10 @@ DEFAULTS = {
                       interval=4, recurrent_layers=None),
     "gpt-oss":  dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
                      head_dim=32, ff=32, experts=8, used=3, expert_ff=32),
+    "gemma4":   dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
+                     head_dim=16, ff=48, experts=8, used=2, expert_ff=32,
+                     heads_kv_global=1, head_dim_global=32, window=512,
+                     pattern="1,1,0,1"),
     "qwen35":   dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
                      head_dim=32, ff=96, experts=0, used=0, expert_ff=0,
                      shared_ff=0, ssm_k_heads=2, ssm_v_heads=4,
@@ -126,8 +138,16 @@ def parse_args(argv):
     for name in ("vocab", "embd", "layers", "heads", "heads-kv", "head-dim",
                  "ff", "experts", "used", "expert-ff", "ctx", "shared-ff",
                  "ssm-k-heads", "ssm-v-heads", "ssm-state", "conv", "n-rot",
-                 "interval"):
+                 "interval", "heads-kv-global", "head-dim-global", "window"):
         p.add_argument("--" + name, type=int, default=None)
+    p.add_argument("--pattern", default=None,
+                   help="gemma4: 1 (sliding) or 0 (global) per layer")
+    p.add_argument("--global-v", action="store_true",
+                   help="gemma4: global layers get an attn_v (else V = K)")
+    p.add_argument("--split-gate-up", action="store_true",
+                   help="gemma4: ffn_gate_exps + ffn_up_exps, not merged")
+    p.add_argument("--softcap", type=float, default=20.0)
+    p.add_argument("--rope-base-global", type=float, default=1e6)
     p.add_argument("--merged-gate-up", action="store_true",
                    help="qwen35moe, qwen3next: one ffn_gate_up_exps per layer")
     p.add_argument("--sections", default=None)
@@ -433,8 +453,110 @@ def build_gptoss(a, cfg):
     return w
 
 
+def build_gemma4(a, cfg):
+    """gemma4 in its MoE form: the fixture's keys, tensors and init."""
+    rng = np.random.default_rng(a.seed)
+    V, D, L = cfg["vocab"], cfg["embd"], cfg["layers"]
+    Hq, E, K, F, Fe = (cfg["heads"], cfg["experts"], cfg["used"], cfg["ff"],
+                       cfg["expert_ff"])
+    swa = [bool(v) for v in int_list(cfg["pattern"], "--pattern")]
+    if len(swa) != L:
+        sys.exit("gen_model: --pattern needs %d entries" % L)
+    kvh = [cfg["heads_kv"] if s else cfg["heads_kv_global"] for s in swa]
+    hds = [cfg["head_dim"] if s else cfg["head_dim_global"] for s in swa]
+    hd_g = cfg["head_dim_global"]
+    if any(Hq % h for h in kvh) or not 0 < K <= E or V < 258:
+        sys.exit("gen_model: gemma4 heads / experts / vocab out of range")
+    wtype = TYPES[a.type]
+    w = G.GGUFWriter()
+    pre = "gemma4."
+    w.add_str("general.architecture", "gemma4")
+    w.add_str("general.type", "model")
+    w.add_str("general.name", "pocket-test-gemma4%s-%s"
+              % ("-tied" if a.tied else "", a.type))
+    w.add_u32("general.file_type", FILE_TYPES[a.type])
+    w.add_u32(pre + "context_length", cfg["ctx"])
+    w.add_u32(pre + "embedding_length", D)
+    w.add_u32(pre + "block_count", L)
+    w.add_u32(pre + "feed_forward_length", F)
+    w.add_u32(pre + "attention.head_count", Hq)
+    w.add_arr(pre + "attention.head_count_kv", np.array(kvh, dtype=np.int32),
+              G.INT32)
+    w.add_f32(pre + "attention.layer_norm_rms_epsilon", a.eps)
+    w.add_u32(pre + "attention.key_length", hd_g)
+    w.add_u32(pre + "attention.value_length", hd_g)
+    w.add_u32(pre + "attention.key_length_swa", cfg["head_dim"])
+    w.add_u32(pre + "attention.value_length_swa", cfg["head_dim"])
+    w.add_f32(pre + "rope.freq_base", a.rope_base_global)
+    w.add_f32(pre + "rope.freq_base_swa", a.rope_base)
+    w.add_u32(pre + "rope.dimension_count", hd_g)
+    w.add_u32(pre + "rope.dimension_count_swa", cfg["head_dim"])
+    w.add_u32(pre + "attention.sliding_window", cfg["window"])
+    w.add_arr(pre + "attention.sliding_window_pattern",
+              np.array(swa, dtype=bool), G.BOOL)
+    w.add_u32(pre + "attention.shared_kv_layers", 0)
+    w.add_u32(pre + "embedding_length_per_layer_input", 0)
+    if a.softcap > 0:
+        w.add_f32(pre + "final_logit_softcapping", a.softcap)
+    w.add_u32(pre + "expert_count", E)
+    w.add_u32(pre + "expert_used_count", K)
+    w.add_u32(pre + "expert_feed_forward_length", Fe)
+    add_tokenizer(w, V)
+
+    def mat(*shape):
+        return rng.standard_normal(shape) / np.sqrt(shape[-1])
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    def put(name, arr, big=True):
+        w.add_tensor(name, arr, wtype if big else G.T_F32)
+
+    put("token_embd.weight", rng.standard_normal((V, D)) / np.sqrt(D))
+    q = hd_g // 8   # rotating pairs of a global head: a quarter of hd_g / 2
+    put("rope_freqs.weight", np.where(np.arange(hd_g // 2) < q, 1.0, 1e30),
+        False)
+    for i in range(L):
+        b = "blk.%d." % i
+        hd, nk = hds[i], kvh[i]
+        put(b + "attn_norm.weight", norm(D), False)
+        put(b + "attn_q.weight", mat(Hq * hd, D))
+        put(b + "attn_k.weight", mat(nk * hd, D))
+        if swa[i] or a.global_v:
+            put(b + "attn_v.weight", mat(nk * hd, D))
+        put(b + "attn_output.weight", mat(D, Hq * hd))
+        put(b + "attn_q_norm.weight", norm(hd), False)
+        put(b + "attn_k_norm.weight", norm(hd), False)
+        put(b + "post_attention_norm.weight", norm(D), False)
+        put(b + "ffn_norm.weight", norm(D), False)
+        put(b + "ffn_gate.weight", mat(F, D))
+        put(b + "ffn_up.weight", mat(F, D))
+        put(b + "ffn_down.weight", mat(D, F))
+        put(b + "post_ffw_norm_1.weight", norm(D), False)
+        put(b + "ffn_gate_inp.weight", 1.5 * rng.standard_normal((E, D)), False)
+        put(b + "ffn_gate_inp.scale", 1.0 + 0.2 * rng.standard_normal(D), False)
+        put(b + "pre_ffw_norm_2.weight", norm(D), False)
+        gate, up = mat(E, Fe, D), mat(E, Fe, D)
+        if a.split_gate_up:
+            put(b + "ffn_gate_exps.weight", gate)
+            put(b + "ffn_up_exps.weight", up)
+        else:
+            put(b + "ffn_gate_up_exps.weight", np.concatenate([gate, up], axis=1))
+        put(b + "ffn_down_exps.weight", mat(E, D, Fe))
+        put(b + "ffn_down_exps.scale", rng.uniform(0.5, 1.5, E), False)
+        put(b + "post_ffw_norm_2.weight", norm(D), False)
+        put(b + "post_ffw_norm.weight", norm(D), False)
+        put(b + "layer_output_scale.weight", rng.uniform(0.7, 1.0, 1), False)
+    put("output_norm.weight", norm(D), False)
+    if not a.tied:
+        put("output.weight", 6.0 * mat(V, D))
+    return w
+
+
 def build(a, cfg):
     arch = a.arch
+    if arch == "gemma4":
+        return build_gemma4(a, cfg)
     if arch in HYBRID:
         return build_hybrid(a, cfg)
     if arch == "gpt-oss":

@@ -2,7 +2,12 @@
 """ref_forward.py - independent float64 numpy reference of the forward pass.
 
 usage: ref_forward.py [--deltanet recurrent|chunked[:C]] [--kv-cache TYPE]
-                      [--stats] MODEL.gguf IDS OUT.npy  (IDS: comma-separated ids)
+                      [--gelu ggml|exact] [--stats] MODEL.gguf IDS OUT.npy
+                      (IDS: comma-separated ids)
+
+gemma4 files are computed by tests/ref_gemma4.py (its docstring has the
+maths); --gelu picks its GELU: ggml's FP16 table (the default) or the exact
+tanh form.
 
 Products with MXFP4 weights (gpt-oss's experts) round their input rows to
 Q8_0 first, as ggml's CPU backend and pocket compute them (Model.q8_0);
@@ -88,9 +93,10 @@ HYBRID_ARCHS = ("qwen35moe", "qwen35", "qwen3next")
 
 class Model:
     def __init__(self, path, deltanet="recurrent", chunk=64, kv_cache="f32",
-                 q8_act=True):
+                 q8_act=True, gelu="ggml"):
         self.kv_cache = kv_cache
         self.q8_act = q8_act
+        self.impl = None
         g = G.read_gguf(path)
         self.g = g
         self.deltanet_mode = deltanet
@@ -99,6 +105,12 @@ class Model:
             raise SystemExit("ref_forward: bad --deltanet mode")
         self.min_router_margin = np.inf
         arch = g.get("general.architecture")
+        if arch == "gemma4":   # its own file: ref_gemma4.py
+            import ref_gemma4
+            self.arch = arch
+            self.impl = ref_gemma4.Gemma4Model(g, kv_cache, self.cache, gelu)
+            self.n_vocab = self.impl.n_vocab
+            return
         if arch not in NEOX_ARCHS + NORM_ARCHS + HYBRID_ARCHS:
             raise SystemExit("ref_forward: unsupported architecture %r" % arch)
         self.arch = arch
@@ -709,6 +721,10 @@ class Model:
         return out
 
     def forward(self, ids):
+        if self.impl is not None:
+            lg = self.impl.forward(ids)
+            self.min_router_margin = self.impl.min_router_margin
+            return lg
         ids = np.asarray(ids, dtype=np.int64)
         if ids.size == 0:
             raise SystemExit("ref_forward: no token ids")
@@ -762,6 +778,13 @@ def main(argv):
             raise SystemExit("ref_forward: --deltanet needs a value")
         mode, chunk = parse_deltanet(argv[i + 1])
         del argv[i:i + 2]
+    gelu = "ggml"
+    if "--gelu" in argv:
+        i = argv.index("--gelu")
+        if i + 1 >= len(argv) or argv[i + 1] not in ("ggml", "exact"):
+            raise SystemExit("ref_forward: --gelu must be ggml or exact")
+        gelu = argv[i + 1]
+        del argv[i:i + 2]
     q8_act = True
     if "--exact-act" in argv:
         argv.remove("--exact-act")
@@ -782,7 +805,7 @@ def main(argv):
     model_path, ids_s, out_path = argv
     ids = [int(s) for s in ids_s.split(",") if s.strip() != ""]
     m = Model(model_path, deltanet=mode, chunk=chunk, kv_cache=kv_cache,
-              q8_act=q8_act)
+              q8_act=q8_act, gelu=gelu)
     logits = m.forward(ids)
     np.save(out_path, logits)
     if stats:

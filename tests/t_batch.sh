@@ -39,7 +39,8 @@ run_variant() {
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
 for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \
            ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:f16 ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:q8_0 \
-           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0" \
+           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 ../shared/fixtures/gemma4/tiny-gemma4.gguf:f16 \
+           ../shared/fixtures/gemma4/tiny-gemma4.gguf:f32 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0" \
            "$tmp/gptoss-f32.gguf:f16" "$tmp/gptoss-f32.gguf:f32" "$tmp/gptoss-f32.gguf:q8_0"; do
     m=${mkv%:*}; kv=${mkv##*:}
     $RUN "$T" -t 1 -b 1 -ctk $kv -ctv $kv "$m" "$tmp/one.f32" "$ids"

@@ -3,17 +3,21 @@
 #include "arch.h"
 
 static const pk_arch archs[] = {
-    /* name       rope          qk_norm ffn            gating           norm_topk shexp hybrid attn_gate ffn_norm                     post  ssm_ba grouped */
-    {"qwen3moe",  PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
-    {"qwen3",     PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
-    {"llama",     PK_ROPE_NORM, 0,      PK_FFN_EITHER, PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
+    /* name       rope          qk_norm ffn            gating           norm_topk shexp hybrid attn_gate ffn_norm                     post  ssm_ba grouped mla */
+    {"qwen3moe",  PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,     0},
+    {"qwen3",     PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,     0},
+    {"llama",     PK_ROPE_NORM, 0,      PK_FFN_EITHER, PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,     0},
     /* Qwen3.5 (POCKET-35B): Gated DeltaNet + gated attention; llama.cpp
        applies IMROPE, which for text positions is NEOX on the first n_rot dims */
-    {"qwen35moe", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 0,     0},
-    {"qwen35",    PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    1,     1,        "post_attention_norm.weight", {0}, 0,     0},
+    {"qwen35moe", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 0,     0,     0},
+    {"qwen35",    PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    1,     1,        "post_attention_norm.weight", {0}, 0,     0,     0},
     /* Qwen3-Next: the same mixers with HF's head order kept (v heads grouped
        by k head, beta/alpha in one tensor) and plain NEOX partial rope */
-    {"qwen3next", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 1,     1},
+    {"qwen3next", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 1,     1,     0},
+    /* DeepSeek-V2/V3, Kimi, Moonlight: latent attention (GPT-J rope on its
+       rope dims), leading dense layers, routed + shared experts; gating and
+       renormalisation from the keys (absent: softmax, no renormalisation) */
+    {"deepseek2", PK_ROPE_NORM, 0,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 0,        1,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,     1},
 };
 
 const pk_arch *pk_arch_find(const char *name) {
@@ -22,4 +26,4 @@ const pk_arch *pk_arch_find(const char *name) {
     return NULL;
 }
 
-const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next"; }
+const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, deepseek2"; }

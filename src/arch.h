@@ -49,6 +49,8 @@ typedef struct pk_arch {
                                 else ssm_beta and ssm_alpha, one row per v head */
     int ssm_grouped;         /* v head j uses q/k head j / r (grouped order);
                                 else j mod k_heads (tiled) */
+    int mla;                 /* multi-head latent attention (mla.c): every
+                                attention layer caches a compressed latent */
 } pk_arch;
 
 /* The descriptor for a GGUF architecture name, NULL if unsupported. */

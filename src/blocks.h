@@ -57,7 +57,7 @@ typedef struct pk_block_kind {
 } pk_block_kind;
 
 /* The kinds (attention.c, deltanet.c, ffn.c, moe.c). */
-extern const pk_block_kind pk_mixer_attention, pk_mixer_deltanet;
+extern const pk_block_kind pk_mixer_attention, pk_mixer_deltanet, pk_mixer_mla;
 extern const pk_block_kind pk_ffn_dense, pk_ffn_moe, pk_ffn_moe_shared;
 
 /* Rope scaling (<arch>.rope.scaling.*, as ggml's rope_yarn computes it):
@@ -119,6 +119,21 @@ typedef struct pk_ssm_shape {
     int vk_div, ba_group, alpha_off;
 } pk_ssm_shape;
 
+/* Multi-head latent attention (mla.c): per head q = [q_nope | q_pe]; one
+ * latent c (r) and one k_pe (n_rot) per token, shared by all heads, cached
+ * as one row [c | k_pe]; attn_k_b maps q_nope into latent space, attn_v_b
+ * the attended latent to the head's value. */
+typedef struct pk_mla_shape {
+    int n_head;
+    int nope, n_rot;          /* per-head q/k dims: not rotated, rotated (nope + n_rot = k) */
+    int kv_lora;              /* r, the latent width */
+    int head_dim_v;           /* value dims per head */
+    int q_lora;               /* q LoRA rank (0: attn_q direct) */
+    int rope_style;           /* enum pk_rope_style (arch.h) */
+    int rope;                 /* its table: m->rope[rope] */
+    float scale;              /* score scale: mscale^2 / sqrt(nope + n_rot) */
+} pk_mla_shape;
+
 /* The FFN. */
 typedef struct pk_ffn_shape {
     int n_ff;                    /* dense hidden size, or one routed expert's */
@@ -126,6 +141,7 @@ typedef struct pk_ffn_shape {
     int n_ff_shexp;              /* shared expert hidden size */
     int gating;                  /* enum pk_gating (arch.h) */
     int norm_topk;               /* renormalise the top-k weights to sum 1 */
+    float w_scale;               /* then times this (1: none) */
 } pk_ffn_shape;
 
 enum { PK_NORM_PRE_MIXER, PK_NORM_POST_MIXER, PK_NORM_PRE_FFN, PK_NORM_POST_FFN, PK_NORMS };
@@ -135,6 +151,7 @@ typedef struct pk_block {
     const pk_block_kind *mixer, *ffn;
     pk_attn_shape attn;          /* attention mixers */
     pk_ssm_shape ssm;            /* DeltaNet mixers */
+    pk_mla_shape mla;            /* latent attention mixers */
     pk_ffn_shape ff;
     const char *norm[PK_NORMS];  /* tensor suffixes ("attn_norm.weight"), NULL: no such norm */
 } pk_block;

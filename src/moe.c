@@ -2,8 +2,10 @@
  * selection, and dispatch to the selected experts only.
  *
  *   p = softmax(router . x)          (or sigmoid, per the descriptor/GGUF)
- *   S = the k experts with the largest p (ties: lower index)
- *   w_e = p_e, renormalised over S if norm_topk
+ *   S = the k experts with the largest p (ties: lower index), or of the
+ *       largest p + exp_probs_b where the layer has that selection bias
+ *   w_e = p_e, renormalised over S if norm_topk (the sum at least
+ *       6.1035e-5, as llama.cpp clamps it), times w_scale
  *   y = sum_{e in S} w_e * down_e(silu(gate_e . x) * up_e . x)  [+ shared expert]
  *
  * For a batch, the (token, expert) pairs are grouped by expert, so each
@@ -31,6 +33,7 @@
  * (P = B * k (token, expert) pairs). */
 typedef struct moe_ws {
     float *router;                /* [B][n_expert] router logits, then probabilities */
+    float *sel_score;             /* [n_expert] selection scores (exp_probs_b) */
     int *sel;                     /* [B][k] selected experts */
     float *sel_w;                 /* [B][k] their weights */
     float *pair_w;                /* [P] router weight of pair p */
@@ -55,6 +58,7 @@ static size_t moe_layout(const pk_context *c, const pk_ffn_shape *f, void *base,
        or the shared expert's B rows */
     w->exp_cap = (int)((P + 3) / 4 > B ? (P + 3) / 4 : B);
     w->router = pk_arena_take(&ar, B * E, sizeof(float));
+    w->sel_score = pk_arena_take(&ar, E, sizeof(float));
     w->sel = pk_arena_take(&ar, P, sizeof(int));
     w->sel_w = pk_arena_take(&ar, P, sizeof(float));
     w->pair_w = pk_arena_take(&ar, P, sizeof(float));
@@ -88,6 +92,8 @@ static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const
     const int E = f->n_expert, K = f->n_expert_used, B = c->cur_batch;
     pk_mv r = {&L->gate_inp, 0, E, PK_SLOT_X, B, NULL, w->router, E};
     pk_matvec(c, &r, 1);
+    float bias[L->exp_probs_b.data ? E : 1];
+    if (L->exp_probs_b.data) pk_get_row(c, &L->exp_probs_b, 0, bias);
     for (int b = 0; b < B; b++) {
         float *p = w->router + (size_t)b * E;
         if (f->gating == PK_GATE_SIGMOID) {
@@ -101,11 +107,20 @@ static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const
         }
         int *sel = w->sel + (size_t)b * K;
         float *sw = w->sel_w + (size_t)b * K;
-        top_k(p, E, K, sel);
+        if (L->exp_probs_b.data) {   /* the bias chooses; the weights stay p */
+            for (int e = 0; e < E; e++) w->sel_score[e] = p[e] + bias[e];
+            top_k(w->sel_score, E, K, sel);
+        } else {
+            top_k(p, E, K, sel);
+        }
         double wsum = 0.0;
         for (int j = 0; j < K; j++) wsum += (sw[j] = p[sel[j]]);
-        if (f->norm_topk && wsum > 0)
-            for (int j = 0; j < K; j++) sw[j] = (float)(sw[j] / wsum);
+        if (f->norm_topk) {
+            const double d = wsum > 6.103515625e-5 ? wsum : 6.103515625e-5;
+            for (int j = 0; j < K; j++) sw[j] = (float)(sw[j] / d);
+        }
+        if (f->w_scale != 1.0f)
+            for (int j = 0; j < K; j++) sw[j] *= f->w_scale;
     }
 }
 
@@ -335,6 +350,7 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
         {&L->up_shexp, shared ? "ffn_up_shexp.weight" : NULL, 1, 2, {D, S}, 0},
         {&L->down_shexp, shared ? "ffn_down_shexp.weight" : NULL, 1, 2, {S, D}, 0},
         {&L->gate_inp_shexp, shared ? "ffn_gate_inp_shexp.weight" : NULL, 0, 1, {D}, 0},
+        {&L->exp_probs_b, "exp_probs_b.bias", 0, 1, {E}, 0},
     };
     int rc = pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
     if (!rc && merged) L->up_exps = L->gate_exps;
@@ -357,10 +373,13 @@ static void moe_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
 
 static int moe_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
     const pk_ffn_shape *f = &b->ff;
-    char sh[32];
+    char sh[32], sc[32];
     snprintf(sh, sizeof sh, ", shared ff %d", f->n_ff_shexp);
-    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
-                    f->gating == PK_GATE_SIGMOID ? ", sigmoid" : "", b->ffn == &pk_ffn_moe_shared ? sh : "");
+    snprintf(sc, sizeof sc, ", weights x %g", f->w_scale);
+    const int bias = pk_has_tensor(m, (int)(b - m->blocks), "exp_probs_b.bias");
+    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
+                    f->gating == PK_GATE_SIGMOID ? ", sigmoid" : "", bias ? ", selection bias" : "",
+                    f->w_scale != 1.0f ? sc : "", b->ffn == &pk_ffn_moe_shared ? sh : "");
 }
 
 const pk_block_kind pk_ffn_moe = {"moe", moe_bind, NULL, moe_scratch, moe_forward, moe_describe};

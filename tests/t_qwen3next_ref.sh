@@ -27,66 +27,15 @@
 # $POCKET_RUN, if set, prefixes every pocket binary (tests/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (smallest top-k probability margin >= 1e-3).
-BUILD=${BUILD:-build}
-PYTHON=${PYTHON:-/usr/bin/python3}
+REF_NAME=qwen3next_ref
+. tests/ref_lib.sh
 FIXTURES=${FIXTURES:-../shared/fixtures/qwen3next}
-TOOL="$BUILD/tests/tool_logits"
-RUN=${POCKET_RUN:-}
 TOL_F32=1e-3
 TOL_F16=5e-2
 MODEL="$FIXTURES/tiny-qwen3next.gguf"
 
-mkdir -p "$BUILD/tmp" || exit 1
-TMP=$(mktemp -d "$BUILD/tmp/qwen3next_ref.XXXXXX") || exit 1
-fail=0
-failed_steps=""
-note_fail() {   # note_fail STEP MESSAGE
-    echo "FAIL [$1] $2"
-    fail=1
-    case " $failed_steps " in *" $1 "*) ;; *) failed_steps="$failed_steps $1" ;; esac
-}
-
-echo "== step 0: the numpy reference vs llama.cpp on the fixture"
-if [ -f "$MODEL" ]; then
-    "$PYTHON" tests/check_fixture.py --arch qwen3next --fixture-dir "$FIXTURES" \
-        || note_fail step0 "check_fixture.py: the numpy reference disagrees with llama.cpp"
-else
-    note_fail step0 "fixture $MODEL not found"
-fi
-if [ ! -x "$TOOL" ] || [ ! -x "$BUILD/pocket" ]; then
-    note_fail setup "$TOOL or $BUILD/pocket not found (build them with make)"
-    echo "t_qwen3next_ref: FAILED in step(s):$failed_steps"
-    exit 1
-fi
-
-# compare STEP LABEL REF.npy POCKET.f32 TOL -> 0 if max |pocket - ref| < TOL
-compare() {
-    "$PYTHON" - "$@" <<'EOF'
-import sys
-import numpy as np
-step, label, ref_path, got_path, tol = sys.argv[1:6]
-tol = float(tol)
-ref = np.load(ref_path)
-raw = np.fromfile(got_path, dtype="<f4")
-if raw.size != ref.size:
-    print("FAIL [%s] %-30s %s has %d floats, expected %d"
-          % (step, label, got_path, raw.size, ref.size))
-    sys.exit(1)
-got = raw.astype(np.float64).reshape(ref.shape)
-if not np.all(np.isfinite(got)):
-    print("FAIL [%s] %-30s non-finite logits from pocket" % (step, label))
-    sys.exit(1)
-d = np.abs(got - ref)
-worst = np.unravel_index(np.argmax(d), d.shape)
-am_ok = np.mean(np.argmax(got, axis=1) == np.argmax(ref, axis=1))
-ok = d.max() < tol
-print("%s %-30s max|pocket-ref| = %.3e (tol %.0e) at token %d id %d; "
-      "argmax agree %.0f%%"
-      % ("ok  " if ok else "FAIL [%s]" % step, label, d.max(), tol, worst[0],
-         worst[1], 100 * am_ok))
-sys.exit(0 if ok else 1)
-EOF
-}
+step0 qwen3next
+need_tools
 
 # check NAME TOL THREADS IDS CHUNK -- generator options
 #   IDS: "short" (12 ids incl. V-1, V-2, V-3) or "long" (70 ids, > 1 chunk of 64)
@@ -131,10 +80,7 @@ check qwen3next-merged $TOL_F32 "1"   short 5  --seed 4 --merged-gate-up
 check qwen3next-wide   $TOL_F32 "1"   short 5  --seed 4 --ssm-k-heads 2 --ssm-v-heads 8
 check qwen3next-long   $TOL_F32 "2"   long  16 --seed 18
 
-variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
-[ -n "$variants" ] || note_fail setup "no usable kernel variant in pocket --help"
-# under emulation tests/run_aarch64.sh names the variants each CPU adds
-[ -n "${BATCH_VARIANTS:-}" ] && variants=$BATCH_VARIANTS
+kernel_variants
 for f in greedy long150; do
     step="B:fixture-$f"
     json="$FIXTURES/tiny-qwen3next.$f.json"
@@ -200,24 +146,9 @@ for name, kw, expect in cases:
     print("%s.gguf\t%s" % (name, expect))
 EOF
 then
-    while IFS="$(printf '\t')" read -r file expect; do
-        $RUN "$BUILD/pocket" info "$TMP/bad/$file" >"$TMP/bad.out" 2>&1
-        rc=$?
-        lines=$(wc -l <"$TMP/bad.out")
-        if [ $rc -ne 1 ] || [ "$lines" -ne 1 ] || ! grep -q "^pocket: error: .*$expect" "$TMP/bad.out"; then
-            note_fail "$step" "$file: exit $rc, $lines line(s), expected one error naming '$expect': $(head -c 300 "$TMP/bad.out")"
-        else
-            echo "ok   $file: $(cat "$TMP/bad.out")"
-        fi
-    done <"$TMP/bad.cases"
+    sh tests/check_bad.sh "$TMP/bad.cases" "$TMP/bad" || note_fail "$step" "a bad file was not refused with one line naming it"
 else
     note_fail "$step" "could not write the bad files"
 fi
 
-if [ $fail -ne 0 ]; then
-    echo "t_qwen3next_ref: FAILED in step(s):$failed_steps (files kept in $TMP)"
-    exit 1
-fi
-rm -rf "$TMP"
-echo "t_qwen3next_ref: pocket matches the numpy reference and llama.cpp"
-exit 0
+finish "pocket matches the numpy reference and llama.cpp"

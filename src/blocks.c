@@ -78,7 +78,7 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
             b->ff = (pk_ffn_shape){
                 .n_ff = hp->n_ff_exp, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
                 .n_ff_shexp = shared ? hp->n_ff_shexp : 0, .gating = hp->gating, .norm_topk = hp->norm_topk,
-                .w_scale = hp->w_scale,
+                .w_scale = hp->w_scale, .n_group = hp->n_group, .n_group_used = hp->n_group_used,
             };
         } else {
             b->ffn = &pk_ffn_dense;

@@ -142,6 +142,10 @@ typedef struct pk_ffn_shape {
     int gating;                  /* enum pk_gating (arch.h) */
     int norm_topk;               /* renormalise the top-k weights to sum 1 */
     float w_scale;               /* then times this (1: none) */
+    int n_group, n_group_used;   /* group-limited routing: the experts in n_group
+                                    groups; only the n_group_used groups of the
+                                    largest top-2 selection scores are chosen from
+                                    (0: none) */
 } pk_ffn_shape;
 
 enum { PK_NORM_PRE_MIXER, PK_NORM_POST_MIXER, PK_NORM_PRE_FFN, PK_NORM_POST_FFN, PK_NORMS };

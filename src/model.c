@@ -171,6 +171,11 @@ static int load_mla_hparams(pk_model *m, const char *an, pk_error *err) {
         (rc = get_hpf(f, an, "rope.scaling.yarn_log_multiplier", -100.0f, 100.0f, &hp->yarn_log_mul, err)))
         return rc;
     hp->yarn_log_mul /= 0.1f;   /* the converter writes 0.1 * mscale_all_dim */
+    float temp = 0.0f;   /* Mistral-Large-3's query scaling by position */
+    if ((rc = get_hpf(f, an, "attention.temperature_scale", -1e6f, 1e6f, &temp, err))) return rc;
+    if (temp != 0.0f)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s.attention.temperature_scale (query temperature) is not "
+                         "supported", f->path, an);
     if (!hp->mla_k || !hp->mla_v)
         return pk_errorf(err, PK_ERR_UNSUPPORTED,
                          "%s: no %s.attention.key_length_mla / value_length_mla: the legacy attn_kv_b form of "
@@ -249,8 +254,19 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
             (rc = get_hp(f, an, "expert_shared_feed_forward_length", 0, 0, BIG, &hp->n_ff_shexp, err)) ||
             (rc = get_hp(f, an, "expert_shared_count", 0, 0, 64, &n_shared, err)) ||
             (rc = get_hp(f, an, "leading_dense_block_count", 0, 0, hp->n_layer, &hp->n_dense_lead, err)) ||
-            (rc = get_hpf(f, an, "expert_weights_scale", 0.0f, 1e6f, &hp->w_scale, err)))
+            (rc = get_hpf(f, an, "expert_weights_scale", 0.0f, 1e6f, &hp->w_scale, err)) ||
+            (rc = get_hp(f, an, "expert_group_count", 0, 0, 65536, &hp->n_group, err)) ||
+            (rc = get_hp(f, an, "expert_group_used_count", 0, 0, 65536, &hp->n_group_used, err)))
             return rc;
+        /* groups of experts: at least 2 each (a group scores by its two
+           best), some but not all used, holding the top-k */
+        if (hp->n_group > 1 &&
+            (hp->n_expert % hp->n_group || hp->n_expert / hp->n_group < 2 || hp->n_group_used < 1 ||
+             hp->n_group_used >= hp->n_group || hp->n_expert_used > hp->n_group_used * (hp->n_expert / hp->n_group)))
+            return pk_errorf(err, PK_ERR_FORMAT,
+                             "%s: %s.expert_group_count %d / expert_group_used_count %d do not fit %d experts, top-%d",
+                             f->path, an, hp->n_group, hp->n_group_used, hp->n_expert, hp->n_expert_used);
+        if (hp->n_group <= 1) hp->n_group = hp->n_group_used = 0;
         if (hp->w_scale == 0.0f) hp->w_scale = 1.0f;   /* 0: not scaled (llama.cpp) */
         if (hp->n_ff_exp < 1)
             return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.expert_feed_forward_length'",

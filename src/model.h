@@ -57,6 +57,7 @@ typedef struct pk_hparams {
     /* routing details (any MoE architecture) */
     int n_dense_lead;    /* the first layers use the dense FFN (leading_dense_block_count) */
     float w_scale;       /* routed weights times this (expert_weights_scale; 1: none) */
+    int n_group, n_group_used; /* group-limited routing (expert_group_count / _used_count; 0: none) */
     /* multi-head latent attention (arch mla) */
     int q_lora;          /* q LoRA rank (attention.q_lora_rank; 0: attn_q direct) */
     int kv_lora;         /* latent width r (attention.kv_lora_rank) */

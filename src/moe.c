@@ -3,7 +3,9 @@
  *
  *   p = softmax(router . x)          (or sigmoid, per the descriptor/GGUF)
  *   S = the k experts with the largest p (ties: lower index), or of the
- *       largest p + exp_probs_b where the layer has that selection bias
+ *       largest p + exp_probs_b where the layer has that selection bias;
+ *       with expert groups, only from the n_group_used groups whose two
+ *       best selection scores sum highest
  *   w_e = p_e, renormalised over S if norm_topk (the sum at least
  *       6.1035e-5, as llama.cpp clamps it), times w_scale
  *   y = sum_{e in S} w_e * down_e(silu(gate_e . x) * up_e . x)  [+ shared expert]
@@ -87,6 +89,26 @@ static void top_k(const float *p, int n, int k, int *sel) {
     }
 }
 
+/* Group-limited routing: score each of the n_group groups of consecutive
+ * experts by the sum of its two largest s, and set s of every expert
+ * outside the n_group_used best groups to -inf. */
+static void limit_groups(const pk_ffn_shape *f, float *s) {
+    const int G = f->n_group, n = f->n_expert / G;
+    float gs[G];
+    int keep[G], two[2];
+    for (int g = 0; g < G; g++) {
+        top_k(s + g * n, n, 2, two);
+        gs[g] = s[g * n + two[0]] + s[g * n + two[1]];
+    }
+    top_k(gs, G, f->n_group_used, keep);
+    for (int g = 0; g < G; g++) {
+        int kept = 0;
+        for (int j = 0; j < f->n_group_used; j++) kept |= keep[j] == g;
+        if (!kept)
+            for (int e = 0; e < n; e++) s[g * n + e] = -INFINITY;
+    }
+}
+
 /* Router for every row: w->sel / w->sel_w get k entries per token. */
 static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const moe_ws *w) {
     const int E = f->n_expert, K = f->n_expert_used, B = c->cur_batch;
@@ -107,9 +129,11 @@ static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const
         }
         int *sel = w->sel + (size_t)b * K;
         float *sw = w->sel_w + (size_t)b * K;
-        if (L->exp_probs_b.data) {   /* the bias chooses; the weights stay p */
-            for (int e = 0; e < E; e++) w->sel_score[e] = p[e] + bias[e];
-            top_k(w->sel_score, E, K, sel);
+        if (L->exp_probs_b.data || f->n_group) {   /* the bias chooses; the weights stay p */
+            float *s = w->sel_score;
+            for (int e = 0; e < E; e++) s[e] = p[e] + (L->exp_probs_b.data ? bias[e] : 0.0f);
+            if (f->n_group) limit_groups(f, s);
+            top_k(s, E, K, sel);
         } else {
             top_k(p, E, K, sel);
         }
@@ -376,10 +400,12 @@ static int moe_describe(const pk_model *m, const pk_block *b, char *buf, size_t 
     char sh[32], sc[32];
     snprintf(sh, sizeof sh, ", shared ff %d", f->n_ff_shexp);
     snprintf(sc, sizeof sc, ", weights x %g", f->w_scale);
+    char gr[48];
+    snprintf(gr, sizeof gr, ", %d of %d groups", f->n_group_used, f->n_group);
     const int bias = pk_has_tensor(m, (int)(b - m->blocks), "exp_probs_b.bias");
-    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
+    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s%s%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
                     f->gating == PK_GATE_SIGMOID ? ", sigmoid" : "", bias ? ", selection bias" : "",
-                    f->w_scale != 1.0f ? sc : "", b->ffn == &pk_ffn_moe_shared ? sh : "");
+                    f->n_group ? gr : "", f->w_scale != 1.0f ? sc : "", b->ffn == &pk_ffn_moe_shared ? sh : "");
 }
 
 const pk_block_kind pk_ffn_moe = {"moe", moe_bind, NULL, moe_scratch, moe_forward, moe_describe};

@@ -34,7 +34,8 @@ ARCH is one of
             (sigmoid: V3, with the selection bias exp_probs_b unless
             --no-bias; softmax: V2), --no-norm (no expert_weights_norm),
             --w-scale (expert_weights_scale); MLA sizes --kv-lora (r),
-            --nope, --n-rot, --v-dim; rope scaling as --rope-scaling
+            --nope, --n-rot, --v-dim; --groups G --groups-used U (expert
+            groups, group-limited routing); rope scaling as --rope-scaling
             etc. say, --yarn-log-mul M writing
             rope.scaling.yarn_log_multiplier = 0.1 M (as the converter)
 
@@ -145,6 +146,8 @@ def parse_args(argv):
     p.add_argument("--no-norm", action="store_true")
     p.add_argument("--w-scale", type=float, default=2.5)
     p.add_argument("--yarn-log-mul", type=float, default=None)
+    p.add_argument("--groups", type=int, default=None)
+    p.add_argument("--groups-used", type=int, default=None)
     p.add_argument("--sections", default=None)
     p.add_argument("--recurrent-layers", default=None)
     p.add_argument("--rope-base", type=float, default=10000.0)
@@ -421,6 +424,9 @@ def build_deepseek2(a, cfg):
     w.add_u32(pre + "expert_shared_count", n_sh)
     w.add_f32(pre + "expert_weights_scale", a.w_scale)
     w.add_bool(pre + "expert_weights_norm", not a.no_norm)
+    if a.groups is not None:
+        w.add_u32(pre + "expert_group_count", a.groups)
+        w.add_u32(pre + "expert_group_used_count", a.groups_used or 1)
     w.add_u32(pre + "rope.dimension_count", rot)
     add_rope_scaling(w, pre, a)
     if a.yarn_log_mul is not None:

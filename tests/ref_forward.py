@@ -68,7 +68,9 @@ deepseek2 (DeepSeek-V2/V3, llama.cpp's models/deepseek2.cpp; the fixture
   expert_gating_func: 1 softmax, 2 sigmoid, absent softmax; chosen by p +
   exp_probs_b when present, weighted by p; renormalised if
   expert_weights_norm, the sum at least 6.1035e-5; times
-  expert_weights_scale unless 0 or 1) plus the ungated shared experts.
+  expert_weights_scale unless 0 or 1; with expert_group_count G > 1 only
+  from the expert_group_used_count groups of E/G consecutive experts whose
+  two best selection scores sum highest) plus the ungated shared experts.
 Any MoE layer may hold a merged ffn_gate_up_exps (E, 2 F, D) instead of
   ffn_gate_exps and ffn_up_exps: per expert the gate rows, then the up rows.
   --stats prints the smallest router top-k margin (p_k - p_k+1) to stdout.
@@ -366,6 +368,12 @@ class Model:
         self.sigmoid_gate = gf == 2
         self.w_norm = bool(key("expert_weights_norm", False))
         self.w_scale = float(key("expert_weights_scale", 0.0))
+        self.n_group = int(key("expert_group_count", 0))
+        self.n_group_used = int(key("expert_group_used_count", 0))
+        if self.n_group > 1 and (self.n_expert % self.n_group or
+                                 not 0 < self.n_group_used < self.n_group):
+            raise SystemExit("ref_forward: bad expert groups %d / %d"
+                             % (self.n_group, self.n_group_used))
         # rope scaling: YaRN (as llama.cpp's rope_yarn with ext_factor 1)
         st = key("rope.scaling.type", "none")
         st = st.decode() if isinstance(st, bytes) else str(st)
@@ -508,6 +516,16 @@ class Model:
             p = np.exp(z - z.max(axis=1, keepdims=True))
             p /= p.sum(axis=1, keepdims=True)
         sel_s = p if ly["bias"] is None else p + ly["bias"]
+        if self.n_group > 1:
+            # group-limited: each group of E/G consecutive experts scores the
+            # sum of its two best; only the best n_group_used groups stay
+            g = sel_s.reshape(len(u), self.n_group, -1)
+            gs = np.sort(g, axis=2)[:, :, -2:].sum(axis=2)       # (T, G)
+            keep = np.argsort(-gs, axis=1, kind="stable")[:, :self.n_group_used]
+            mask = np.ones(gs.shape, dtype=bool)
+            np.put_along_axis(mask, keep, False, axis=1)
+            sel_s = np.where(np.repeat(mask, g.shape[2], axis=1), -np.inf,
+                             sel_s)
         out = np.zeros_like(u)
         for t in range(u.shape[0]):
             sel = self.top_k(sel_s[t])

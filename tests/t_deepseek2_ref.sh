@@ -11,7 +11,8 @@
 #   A. the numpy reference (both forms) on small random deepseek2 models
 #      written by tests/gen_model.py (F32: max |pocket - ref| < 1e-3 over all
 #      logits; F16 weights: 5e-2, as tests/t_qwen35_ref.sh explains): V3
-#      routing, the q LoRA, V2-style softmax routing without bias,
+#      routing, group-limited routing, the q LoRA, V2-style softmax routing
+#      without bias,
 #      renormalisation or scale and no dense layer, YaRN with and without
 #      mscale_all_dim, a tied head; an F16 and a Q8_0 latent cache against
 #      the reference holding the same cache (5e-3 and 2e-2, as
@@ -93,6 +94,7 @@ check deepseek2-f16    $TOL_F16 "1"   short --seed 1 --type f16
 check deepseek2-qlora  $TOL_F32 "1 2" short --seed 1 --q-lora 24
 check deepseek2-v2     $TOL_F32 "1"   short --seed 4 $V2
 check deepseek2-long   $TOL_F32 "2"   long  --seed 1 --layers 4 --dense-lead 2
+check deepseek2-groups $TOL_F32 "2"   long  --seed 1 --groups 4 --groups-used 2
 check deepseek2-yarn   $TOL_F32 "2"   long  --seed 1 $YARN --yarn-log-mul 0.707
 check deepseek2-yarn1  $TOL_F32 "1"   long  --seed 1 $YARN
 
@@ -183,9 +185,20 @@ cases = [
     ("dense_lead", dict(set_keys={K + "leading_dense_block_count": (9, G.UINT32)}), "leading_dense_block_count"),
     ("gating_func", dict(set_keys={K + "expert_gating_func": (4, G.UINT32)}), "expert_gating_func"),
     ("rope_type", dict(set_keys={K + "rope.scaling.type": ("longrope", G.STRING)}), "rope.scaling.type"),
+    # keys the fixture does not have
+    ("groups", dict(add_keys={K + "expert_group_count": (3, G.UINT32),
+                              K + "expert_group_used_count": (1, G.UINT32)}), "expert_group_count"),
+    ("temperature", dict(add_keys={K + "attention.temperature_scale": (0.5, G.FLOAT32)}), "temperature_scale"),
 ]
 for name, kw, expect in cases:
+    add = kw.pop("add_keys", {})
+    for k, (v, vt) in add.items():
+        g.kv[k], g.kv_types[k] = v, (vt, None)
+        g.kv_order.append(k)
     mkbad.rewrite(g, os.path.join(out, name + ".gguf"), **kw)
+    for k in add:
+        del g.kv[k], g.kv_types[k]
+        g.kv_order.remove(k)
     print("%s.gguf\t%s" % (name, expect))
 EOF
 then

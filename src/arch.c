@@ -28,6 +28,11 @@ static const pk_arch archs[] = {
      .ffn_norm = "ffn_norm.weight", .post_norm = {"post_attention_norm.weight", "post_ffw_norm.weight"},
      .swa_pattern = 1, .attn_scale = 1.0f, .v_norm = 1, .v_from_k = 1, .embd_scale = 1, .act = PK_ACT_GELU,
      .layer_scale = "layer_output_scale.weight"},
+    /* DeepSeek-V2/V3, Kimi, Moonlight: latent attention (GPT-J rope on its
+       rope dims), leading dense layers, routed + shared experts; gating and
+       renormalisation from the keys (absent: softmax, no renormalisation) */
+    {"deepseek2", PK_ROPE_NORM, 0,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 0,        1,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,
+     .mla = 1},
 };
 
 const pk_arch *pk_arch_find(const char *name) {
@@ -36,4 +41,4 @@ const pk_arch *pk_arch_find(const char *name) {
     return NULL;
 }
 
-const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gpt-oss, gemma4"; }
+const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gpt-oss, gemma4, deepseek2"; }

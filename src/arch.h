@@ -80,6 +80,8 @@ typedef struct pk_arch {
     int embd_scale;          /* token embeddings times sqrt(D) */
     int act;                 /* enum pk_act: the FFNs' gate activation */
     const char *layer_scale; /* optional (1) tensor multiplying x after the layer, NULL: none */
+    int mla;                 /* multi-head latent attention (mla.c): every
+                                attention layer caches a compressed latent */
 } pk_arch;
 
 /* The descriptor for a GGUF architecture name, NULL if unsupported. */

@@ -55,14 +55,12 @@ static void add_bias(pk_context *c, float *y, const pk_tensor *b, int n, int row
         for (int i = 0; i < n; i++) y[r * stride + i] += tmp[i];
 }
 
-/* Rotate the first n_rot dims of each of n_heads heads of size hd in place,
- * for position pos (the layer's rope table, made in context.c). */
-static void rope_apply(const pk_context *c, const pk_attn_shape *a, float *v, int n_heads, int hd, int pos) {
-    const int half = a->n_rot / 2;
-    const int neox = a->rope_style == PK_ROPE_NEOX;
-    const float *cs = c->rope_cos[a->rope] + (size_t)pos * half, *sn = c->rope_sin[a->rope] + (size_t)pos * half;
-    for (int h = 0; h < n_heads; h++) {
-        float *p = v + (size_t)h * hd;
+void pk_rope_rows(const pk_context *c, int rope, int style, int n_rot, float *v, int n, int64_t stride, int pos) {
+    const int half = n_rot / 2;
+    const int neox = style == PK_ROPE_NEOX;
+    const float *cs = c->rope_cos[rope] + (size_t)pos * half, *sn = c->rope_sin[rope] + (size_t)pos * half;
+    for (int h = 0; h < n; h++) {
+        float *p = v + (size_t)h * stride;
         for (int i = 0; i < half; i++) {
             int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
             float x0 = p[i0], x1 = p[i1];
@@ -70,6 +68,12 @@ static void rope_apply(const pk_context *c, const pk_attn_shape *a, float *v, in
             p[i1] = x0 * sn[i] + x1 * cs[i];
         }
     }
+}
+
+/* Rotate the first n_rot dims of each of n_heads heads of size hd in place,
+ * for position pos (the layer's rope table, made in context.c). */
+static void rope_apply(const pk_context *c, const pk_attn_shape *a, float *v, int n_heads, int hd, int pos) {
+    pk_rope_rows(c, a->rope, a->rope_style, a->n_rot, v, n_heads, hd, pos);
 }
 
 typedef struct att_task {

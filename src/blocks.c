@@ -30,8 +30,27 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
     const int shared = hp->n_ff_shexp > 0 || a->shared_expert;
     for (int il = 0; il < hp->n_layer; il++) {
         pk_block *b = &m->blocks[il];
-        b->mixer = linear && linear[il] ? &pk_mixer_deltanet : &pk_mixer_attention;
-        if (b->mixer == &pk_mixer_attention) {
+        b->mixer = linear && linear[il] ? &pk_mixer_deltanet : a->mla ? &pk_mixer_mla : &pk_mixer_attention;
+        if (b->mixer == &pk_mixer_mla) {
+            /* llama.cpp's deepseek2: with a YaRN mscale_all_dim m, the rope
+               keeps cos/sin at magnitude attn (YaRN's own 1 + 0.1 ln s
+               cancelled), and the scores take the correction instead:
+               scale = mscale^2 / sqrt(q/k head dim), mscale = attn (1 +
+               0.1 ln s) (1 + 0.1 m ln s) */
+            pk_rope_scaling sc = hp->rope_scaling;
+            const double ln_s = log(1.0 / sc.freq_scale);
+            if (hp->yarn_log_mul != 0.0f && sc.ext_factor != 0.0f && ln_s > 0.0) sc.attn_factor /= 1.0 + 0.1 * ln_s;
+            const double ms = sc.attn_factor * (1.0 + 0.1 * ln_s) * (1.0 + 0.1 * hp->yarn_log_mul * ln_s);
+            b->mla = (pk_mla_shape){
+                .n_head = hp->n_head, .nope = hp->mla_k - hp->n_rot, .n_rot = hp->n_rot,
+                .kv_lora = hp->kv_lora, .head_dim_v = hp->mla_v, .q_lora = hp->q_lora,
+                .rope_style = a->rope_style, .rope = rope_index(m, hp->n_rot, hp->rope_base, &m->rope_freqs, &sc),
+                .scale = (float)(ms * ms / sqrt((double)hp->mla_k)),
+            };
+            if (b->mla.rope < 0)
+                return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: layer %d: more than %d rope tables", m->path, il,
+                                 PK_MAX_ROPE);
+        } else if (b->mixer == &pk_mixer_attention) {
             /* sliding layers: the pattern's (swa_pattern: their own head
                dims and rope, no rope_freqs), or l % period < period - 1
                (period 0: all), their own rope base */
@@ -64,15 +83,17 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
                 .ba_group = a->ssm_ba ? 2 * r : r, .alpha_off = a->ssm_ba ? r : hp->ssm_v_heads,
             };
         }
-        /* dense + moe (gemma4): the experts where the layer has a router */
+        /* dense + moe (gemma4): the experts where the layer has a router;
+           leading dense layers (deepseek2) */
         const int dense_moe = a->ffn == PK_FFN_DENSE_MOE;
-        if (hp->moe && (!dense_moe || pk_has_tensor(m, il, "ffn_gate_inp.weight"))) {
+        if (hp->moe && il >= hp->n_dense_lead && (!dense_moe || pk_has_tensor(m, il, "ffn_gate_inp.weight"))) {
             b->ffn = dense_moe ? &pk_ffn_dense_moe : shared ? &pk_ffn_moe_shared : &pk_ffn_moe;
             b->ff = (pk_ffn_shape){
                 .n_ff = hp->n_ff_exp, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
                 .n_ff_shexp = shared ? hp->n_ff_shexp : 0, .gating = hp->gating, .norm_topk = hp->norm_topk,
                 .act = a->act, .n_ff_dense = dense_moe ? hp->n_ff : 0,
                 .bias = a->expert_bias, .swiglu_limit = a->swiglu_limit, .swiglu_alpha = a->swiglu_alpha,
+                .w_scale = hp->w_scale, .n_group = hp->n_group, .n_group_used = hp->n_group_used,
             };
         } else {
             b->ffn = &pk_ffn_dense;

@@ -57,7 +57,7 @@ typedef struct pk_block_kind {
 } pk_block_kind;
 
 /* The kinds (attention.c, deltanet.c, ffn.c, moe.c). */
-extern const pk_block_kind pk_mixer_attention, pk_mixer_deltanet;
+extern const pk_block_kind pk_mixer_attention, pk_mixer_deltanet, pk_mixer_mla;
 extern const pk_block_kind pk_ffn_dense, pk_ffn_moe, pk_ffn_moe_shared;
 extern const pk_block_kind pk_ffn_dense_moe;   /* ffn_dense_moe.c */
 
@@ -134,6 +134,21 @@ typedef struct pk_ssm_shape {
     int vk_div, ba_group, alpha_off;
 } pk_ssm_shape;
 
+/* Multi-head latent attention (mla.c): per head q = [q_nope | q_pe]; one
+ * latent c (r) and one k_pe (n_rot) per token, shared by all heads, cached
+ * as one row [c | k_pe]; attn_k_b maps q_nope into latent space, attn_v_b
+ * the attended latent to the head's value. */
+typedef struct pk_mla_shape {
+    int n_head;
+    int nope, n_rot;          /* per-head q/k dims: not rotated, rotated (nope + n_rot = k) */
+    int kv_lora;              /* r, the latent width */
+    int head_dim_v;           /* value dims per head */
+    int q_lora;               /* q LoRA rank (0: attn_q direct) */
+    int rope_style;           /* enum pk_rope_style (arch.h) */
+    int rope;                 /* its table: m->rope[rope] */
+    float scale;              /* score scale: mscale^2 / sqrt(nope + n_rot) */
+} pk_mla_shape;
+
 /* The FFN. */
 typedef struct pk_ffn_shape {
     int n_ff;                    /* dense hidden size, or one routed expert's */
@@ -148,6 +163,11 @@ typedef struct pk_ffn_shape {
     float swiglu_limit;          /* > 0: SwiGLU-OAI, g = min(g, limit), u = clamp(u,
                                     +-limit), h = g sigmoid(alpha g) (u + 1) */
     float swiglu_alpha;
+    float w_scale;               /* then times this (1: none) */
+    int n_group, n_group_used;   /* group-limited routing: the experts in n_group
+                                    groups; only the n_group_used groups of the
+                                    largest top-2 selection scores are chosen from
+                                    (0: none) */
 } pk_ffn_shape;
 
 enum { PK_NORM_PRE_MIXER, PK_NORM_POST_MIXER, PK_NORM_PRE_FFN, PK_NORM_POST_FFN, PK_NORMS };
@@ -157,6 +177,7 @@ typedef struct pk_block {
     const pk_block_kind *mixer, *ffn;
     pk_attn_shape attn;          /* attention mixers */
     pk_ssm_shape ssm;            /* DeltaNet mixers */
+    pk_mla_shape mla;            /* latent attention mixers */
     pk_ffn_shape ff;
     const char *norm[PK_NORMS];  /* tensor suffixes ("attn_norm.weight"), NULL: no such norm */
     const char *out_scale;       /* optional (1) tensor: x *= it after the layer; NULL: none */

@@ -131,14 +131,19 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
         return pk_errorf(err, PK_ERR_ARG, "batch size %d is out of range [1, 4096]", p.n_batch);
     pk_kv_need *need = kv_needs(m);   /* freed before the context is counted */
     if (!need) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
-    /* the head sizes of every cached layer (layers may differ: kv.h) */
+    /* the head sizes of every cached layer (layers may differ: kv.h), the
+       latent rows (in the key type) */
     int tk = PK_TYPE_F16, tv = PK_TYPE_F16;
     int rc = cache_elem_type(p.type_k, "keys", 0, &tk, err);
     if (!rc) rc = cache_elem_type(p.type_v, "values", 0, &tv, err);
-    for (int l = 0; !rc && l < hp->n_layer; l++)
-        if (need[l].kind == PK_MEM_KV &&
-            !(rc = cache_elem_type(p.type_k, "keys", need[l].k_dim / need[l].n_head_kv, &tk, err)))
-            rc = cache_elem_type(p.type_v, "values", need[l].v_dim / need[l].n_head_kv, &tv, err);
+    for (int l = 0; !rc && l < hp->n_layer; l++) {
+        if (need[l].kind == PK_MEM_KV) {
+            rc = cache_elem_type(p.type_k, "keys", need[l].k_dim / need[l].n_head_kv, &tk, err);
+            if (!rc) rc = cache_elem_type(p.type_v, "values", need[l].v_dim / need[l].n_head_kv, &tv, err);
+        } else if (need[l].kind == PK_MEM_LATENT) {
+            rc = cache_elem_type(p.type_k, "keys", need[l].lat_dim, &tk, err);
+        }
+    }
     if (rc) {
         free(need);
         return rc;
@@ -149,6 +154,8 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
         for (int l = 0; l < hp->n_layer; l++)
             if (need[l].kind == PK_MEM_KV)
                 per_tok += pk_row_size(tk, need[l].k_dim) + pk_row_size(tv, need[l].v_dim);
+            else if (need[l].kind == PK_MEM_LATENT)
+                per_tok += pk_row_size(tk, need[l].lat_dim);
         const uint64_t avail = mem_available();
         const int train = hp->n_ctx_train < (1 << 22) ? hp->n_ctx_train : 1 << 22;
         p.n_ctx = train <= 4096 || (avail && per_tok * (uint64_t)train <= avail / 4) ? train : 4096;
@@ -258,7 +265,7 @@ int pk_context_pos(const pk_context *c) { return c->pos; }
 int pk_context_n_ctx(const pk_context *c) { return c->n_ctx; }
 void pk_context_kv_size(const pk_context *c, uint64_t *kv_bytes_per_token, uint64_t *recurrent_bytes) {
     const pk_kv *kv = &c->kv;
-    if (kv_bytes_per_token) *kv_bytes_per_token = (uint64_t)kv->row_bytes;
+    if (kv_bytes_per_token) *kv_bytes_per_token = (uint64_t)kv->row_bytes + (uint64_t)kv->n_lat * kv->lat_row;
     if (recurrent_bytes)
         *recurrent_bytes = (uint64_t)kv->n_rec * sizeof(float) *
                            ((uint64_t)kv->conv_rows * kv->conv_dim + (uint64_t)kv->ssm_size);

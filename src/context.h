@@ -164,6 +164,10 @@ void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps
  * out; counts w's bytes once (one read per call, whatever the rows) */
 void pk_rmsnorm_rows(pk_context *c, float *out, const float *x, const pk_tensor *w, int n, int rows,
                      int64_t stride);
+/* Rotate n_rot dims at v, v + stride, ... (n rows) in place for position
+ * pos with rope table `rope` (c->rope_cos/sin) in style (enum
+ * pk_rope_style) (attention.c; mla.c rotates its rope dims with it) */
+void pk_rope_rows(const pk_context *c, int rope, int style, int n_rot, float *v, int n, int64_t stride, int pos);
 /* Prompt batches of at least PK_DN_CHUNK_MIN tokens use the chunked delta
  * rule, in chunks of PK_DN_CHUNK tokens (deltanet.c). */
 #define PK_DN_CHUNK_MIN 8

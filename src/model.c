@@ -210,6 +210,48 @@ static int load_rope_scaling(pk_model *m, const char *an, pk_error *err) {
     return PK_OK;
 }
 
+/* Multi-head latent attention (arch mla, llama.cpp's deepseek2 keys): q
+ * LoRA rank (0: attn_q direct; the key is required unless the file is one
+ * of the "lite" geometries llama.cpp recognises by layer count), latent
+ * width, per-head q/k and value dims (their _mla keys: without them the
+ * file is the legacy attn_kv_b form, refused), the YaRN mscale_all_dim. */
+static int load_mla_hparams(pk_model *m, const char *an, pk_error *err) {
+    const gguf_file *f = m->gguf;
+    pk_hparams *hp = &m->hp;
+    int rc;
+    const gguf_kv *tl = gguf_find_kv(f, "tokenizer.ggml.tokens");
+    const int lite = hp->n_layer == 26 || hp->n_layer == 27 ||
+                     (hp->n_layer == 48 && tl && tl->type == GGUF_ARRAY && tl->arr_n == 128256);
+    if ((rc = get_hp(f, an, "attention.q_lora_rank", !lite, 0, 1 << 16, &hp->q_lora, err)) ||
+        (rc = get_hp(f, an, "attention.kv_lora_rank", 1, 1, 1 << 16, &hp->kv_lora, err)) ||
+        (rc = get_hp(f, an, "attention.key_length_mla", 0, 1, 65536, &hp->mla_k, err)) ||
+        (rc = get_hp(f, an, "attention.value_length_mla", 0, 1, 65536, &hp->mla_v, err)) ||
+        (rc = get_hpf(f, an, "rope.scaling.yarn_log_multiplier", -100.0f, 100.0f, &hp->yarn_log_mul, err)))
+        return rc;
+    hp->yarn_log_mul /= 0.1f;   /* the converter writes 0.1 * mscale_all_dim */
+    float temp = 0.0f;   /* Mistral-Large-3's query scaling by position */
+    if ((rc = get_hpf(f, an, "attention.temperature_scale", -1e6f, 1e6f, &temp, err))) return rc;
+    if (temp != 0.0f)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s.attention.temperature_scale (query temperature) is not "
+                         "supported", f->path, an);
+    if (!hp->mla_k || !hp->mla_v)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED,
+                         "%s: no %s.attention.key_length_mla / value_length_mla: the legacy attn_kv_b form of "
+                         "latent attention is not supported", f->path, an);
+    if (hp->n_head_kv != 1)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.attention.head_count_kv %d: latent attention has 1", f->path,
+                         an, hp->n_head_kv);
+    if (hp->n_rot >= hp->mla_k)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s.rope.dimension_count %d must be below key_length_mla %d",
+                         f->path, an, hp->n_rot, hp->mla_k);
+    if (hp->head_dim != hp->kv_lora + hp->n_rot || hp->head_dim_v != hp->kv_lora)
+        return pk_errorf(err, PK_ERR_FORMAT,
+                         "%s: %s.attention.key_length %d / value_length %d must be kv_lora_rank + rope dims %d / "
+                         "kv_lora_rank %d (the latent cache's rows)", f->path, an, hp->head_dim, hp->head_dim_v,
+                         hp->kv_lora + hp->n_rot, hp->kv_lora);
+    return PK_OK;
+}
+
 /* The <arch>.* keys into m->hp; for hybrid architectures *linear receives
  * the layer pattern (else it stays NULL). */
 static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error *err) {
@@ -273,12 +315,35 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
             return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: %s.expert_used_count %d: at most 64 supported",
                              f->path, an, hp->n_expert_used);
         hp->n_ff_exp = hp->n_ff;
+        int n_shared = 0;
+        hp->w_scale = 1.0f;
         if ((rc = get_hp(f, an, "expert_feed_forward_length", 0, 1, BIG, &hp->n_ff_exp, err)) ||
-            (rc = get_hp(f, an, "expert_shared_feed_forward_length", 0, 0, BIG, &hp->n_ff_shexp, err)))
+            (rc = get_hp(f, an, "expert_shared_feed_forward_length", 0, 0, BIG, &hp->n_ff_shexp, err)) ||
+            (rc = get_hp(f, an, "expert_shared_count", 0, 0, 64, &n_shared, err)) ||
+            (rc = get_hp(f, an, "leading_dense_block_count", 0, 0, hp->n_layer, &hp->n_dense_lead, err)) ||
+            (rc = get_hpf(f, an, "expert_weights_scale", 0.0f, 1e6f, &hp->w_scale, err)) ||
+            (rc = get_hp(f, an, "expert_group_count", 0, 0, 65536, &hp->n_group, err)) ||
+            (rc = get_hp(f, an, "expert_group_used_count", 0, 0, 65536, &hp->n_group_used, err)))
             return rc;
+        /* groups of experts: at least 2 each (a group scores by its two
+           best), some but not all used, holding the top-k */
+        if (hp->n_group > 1 &&
+            (hp->n_expert % hp->n_group || hp->n_expert / hp->n_group < 2 || hp->n_group_used < 1 ||
+             hp->n_group_used >= hp->n_group || hp->n_expert_used > hp->n_group_used * (hp->n_expert / hp->n_group)))
+            return pk_errorf(err, PK_ERR_FORMAT,
+                             "%s: %s.expert_group_count %d / expert_group_used_count %d do not fit %d experts, top-%d",
+                             f->path, an, hp->n_group, hp->n_group_used, hp->n_expert, hp->n_expert_used);
+        if (hp->n_group <= 1) hp->n_group = hp->n_group_used = 0;
+        if (hp->w_scale == 0.0f) hp->w_scale = 1.0f;   /* 0: not scaled (llama.cpp) */
         if (hp->n_ff_exp < 1)
             return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.expert_feed_forward_length'",
                              f->path, an);
+        /* n shared experts: one SwiGLU n times as wide */
+        if (!hp->n_ff_shexp) hp->n_ff_shexp = n_shared * hp->n_ff_exp;
+        if (hp->n_dense_lead && hp->n_ff < 1)
+            return pk_errorf(err, PK_ERR_FORMAT,
+                             "%s: %s.leading_dense_block_count %d needs the dense width '%s.feed_forward_length'",
+                             f->path, an, hp->n_dense_lead, an);
         int norm = hp->norm_topk;
         snprintf(key, sizeof key, "%s.expert_weights_norm", an);
         if ((rc = gguf_get_bool(f, key, 0, &norm, err))) return rc;
@@ -288,7 +353,7 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
         if (gf == 1) hp->gating = PK_GATE_SOFTMAX;
         if (gf == 2) hp->gating = PK_GATE_SIGMOID;
         if (gf == 3) hp->gating = PK_GATE_SOFTMAX_WEIGHT;
-        if (a->ffn != PK_FFN_DENSE_MOE) hp->n_ff = 0;
+        if (a->ffn != PK_FFN_DENSE_MOE && !hp->n_dense_lead) hp->n_ff = 0;
     } else if (hp->n_ff < 1) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.feed_forward_length'",
                          f->path, an);
@@ -308,6 +373,7 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
             return rc;
     }
     if (a->swa_pattern && (rc = load_swa_hparams(m, an, err))) return rc;
+    if (a->mla && (rc = load_mla_hparams(m, an, err))) return rc;
     if (a->hybrid) return load_hybrid_hparams(m, an, linear, err);
     return PK_OK;
 }

@@ -67,6 +67,15 @@ typedef struct pk_hparams {
                             swa_pattern; window n_swa, rope base rope_base_swa), or NULL */
     int head_dim_swa, head_dim_v_swa, n_rot_swa; /* key_length_swa, value_length_swa,
                                                     rope.dimension_count_swa */
+    /* routing details (any MoE architecture) */
+    int n_dense_lead;    /* the first layers use the dense FFN (leading_dense_block_count) */
+    float w_scale;       /* routed weights times this (expert_weights_scale; 1: none) */
+    int n_group, n_group_used; /* group-limited routing (expert_group_count / _used_count; 0: none) */
+    /* multi-head latent attention (arch mla) */
+    int q_lora;          /* q LoRA rank (attention.q_lora_rank; 0: attn_q direct) */
+    int kv_lora;         /* latent width r (attention.kv_lora_rank) */
+    int mla_k, mla_v;    /* per-head q/k dim (nope + rope) and value dim (key/value_length_mla) */
+    float yarn_log_mul;  /* mscale_all_dim (rope.scaling.yarn_log_multiplier / 0.1; 0: none) */
 } pk_hparams;
 
 /* Every field is a pk_tensor (model.c walks them as an array). The block
@@ -100,6 +109,13 @@ typedef struct pk_layer {
     pk_tensor gate_inp_b;                /* (n_expert) router bias (expert_bias archs) */
     pk_tensor gate_exps_b, up_exps_b;    /* (F_exp) x n_expert expert biases */
     pk_tensor down_exps_b;               /* (D) x n_expert */
+    pk_tensor exp_probs_b;               /* (n_expert) selection-only router bias, optional */
+    /* multi-head latent attention (mla.c; wq and wo above are attn_q / attn_output) */
+    pk_tensor wq_a, q_a_norm, wq_b;      /* q LoRA: (D -> q_lora), (q_lora), (q_lora -> n_head*k) */
+    pk_tensor wkv_a;                     /* (D -> r + rope): latent c | shared k_pe */
+    pk_tensor kv_a_norm;                 /* (r) */
+    pk_tensor wk_b;                      /* (nope -> r) x n_head: q_nope into latent space */
+    pk_tensor wv_b;                      /* (r -> v) x n_head: latent to value */
     /* Gated DeltaNet layers (hybrid archs) */
     pk_tensor attn_qkv;                  /* (D -> channels): q | k | v */
     pk_tensor attn_z;                    /* attn_gate: (D -> v_heads * state), output gate z */

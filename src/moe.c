@@ -2,8 +2,12 @@
  * selection, and dispatch to the selected experts only.
  *
  *   p = softmax(router . x)          (or sigmoid, per the descriptor/GGUF)
- *   S = the k experts with the largest p (ties: lower index)
- *   w_e = p_e, renormalised over S if norm_topk
+ *   S = the k experts with the largest p (ties: lower index), or of the
+ *       largest p + exp_probs_b where the layer has that selection bias;
+ *       with expert groups, only from the n_group_used groups whose two
+ *       best selection scores sum highest
+ *   w_e = p_e, renormalised over S if norm_topk (the sum at least
+ *       6.1035e-5, as llama.cpp clamps it), times w_scale
  *   y = sum_{e in S} w_e * down_e(silu(gate_e . x) * up_e . x)  [+ shared expert]
  * Variants the plan sets (pk_ffn_shape): gating "softmax over the chosen"
  * (top-k of the logits, w = softmax of those k); biases on the router and
@@ -36,6 +40,7 @@
  * (P = B * k (token, expert) pairs). */
 typedef struct moe_ws {
     float *router;                /* [B][n_expert] router logits, then probabilities */
+    float *sel_score;             /* [n_expert] selection scores (exp_probs_b) */
     int *sel;                     /* [B][k] selected experts */
     float *sel_w;                 /* [B][k] their weights */
     float *pair_w;                /* [P] router weight of pair p */
@@ -60,6 +65,7 @@ static size_t moe_layout(const pk_context *c, const pk_ffn_shape *f, void *base,
        or the shared expert's B rows */
     w->exp_cap = (int)((P + 3) / 4 > B ? (P + 3) / 4 : B);
     w->router = pk_arena_take(&ar, B * E, sizeof(float));
+    w->sel_score = pk_arena_take(&ar, E, sizeof(float));
     w->sel = pk_arena_take(&ar, P, sizeof(int));
     w->sel_w = pk_arena_take(&ar, P, sizeof(float));
     w->pair_w = pk_arena_take(&ar, P, sizeof(float));
@@ -113,12 +119,34 @@ static void expert_act(pk_context *c, const pk_ffn_shape *f, float *g, const flo
     }
 }
 
+/* Group-limited routing: score each of the n_group groups of consecutive
+ * experts by the sum of its two largest s, and set s of every expert
+ * outside the n_group_used best groups to -inf. */
+static void limit_groups(const pk_ffn_shape *f, float *s) {
+    const int G = f->n_group, n = f->n_expert / G;
+    float gs[G];
+    int keep[G], two[2];
+    for (int g = 0; g < G; g++) {
+        top_k(s + g * n, n, 2, two);
+        gs[g] = s[g * n + two[0]] + s[g * n + two[1]];
+    }
+    top_k(gs, G, f->n_group_used, keep);
+    for (int g = 0; g < G; g++) {
+        int kept = 0;
+        for (int j = 0; j < f->n_group_used; j++) kept |= keep[j] == g;
+        if (!kept)
+            for (int e = 0; e < n; e++) s[g * n + e] = -INFINITY;
+    }
+}
+
 /* Router for every row: w->sel / w->sel_w get k entries per token. */
 static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const moe_ws *w) {
     const int E = f->n_expert, K = f->n_expert_used, B = c->cur_batch;
     pk_mv r = {&L->gate_inp, 0, E, PK_SLOT_X, B, NULL, w->router, E};
     pk_matvec(c, &r, 1);
     add_row_bias(c, &L->gate_inp_b, 0, w->router, B, E);
+    float bias[L->exp_probs_b.data ? E : 1];
+    if (L->exp_probs_b.data) pk_get_row(c, &L->exp_probs_b, 0, bias);
     for (int b = 0; b < B; b++) {
         float *p = w->router + (size_t)b * E;
         if (f->gating == PK_GATE_SOFTMAX_WEIGHT) {   /* softmax over the k chosen logits */
@@ -142,11 +170,22 @@ static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const
         }
         int *sel = w->sel + (size_t)b * K;
         float *sw = w->sel_w + (size_t)b * K;
-        top_k(p, E, K, sel);
+        if (L->exp_probs_b.data || f->n_group) {   /* the bias chooses; the weights stay p */
+            float *s = w->sel_score;
+            for (int e = 0; e < E; e++) s[e] = p[e] + (L->exp_probs_b.data ? bias[e] : 0.0f);
+            if (f->n_group) limit_groups(f, s);
+            top_k(s, E, K, sel);
+        } else {
+            top_k(p, E, K, sel);
+        }
         double wsum = 0.0;
         for (int j = 0; j < K; j++) wsum += (sw[j] = p[sel[j]]);
-        if (f->norm_topk && wsum > 0)
-            for (int j = 0; j < K; j++) sw[j] = (float)(sw[j] / wsum);
+        if (f->norm_topk) {
+            const double d = wsum > 6.103515625e-5 ? wsum : 6.103515625e-5;
+            for (int j = 0; j < K; j++) sw[j] = (float)(sw[j] / d);
+        }
+        if (f->w_scale != 1.0f)
+            for (int j = 0; j < K; j++) sw[j] *= f->w_scale;
     }
 }
 
@@ -407,6 +446,7 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
         {&L->gate_exps_b, f->bias ? "ffn_gate_exps.bias" : NULL, 1, 2, {F, E}, 0},
         {&L->up_exps_b, f->bias ? "ffn_up_exps.bias" : NULL, 1, 2, {F, E}, 0},
         {&L->down_exps_b, f->bias ? "ffn_down_exps.bias" : NULL, 1, 2, {D, E}, 0},
+        {&L->exp_probs_b, "exp_probs_b.bias", 0, 1, {E}, 0},
     };
     if (merged && f->bias)   /* the biases are split: so must the tensors be */
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: blk.%d.ffn_gate_up_exps.weight with expert biases is not "
@@ -432,14 +472,19 @@ static void moe_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
 
 static int moe_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
     const pk_ffn_shape *f = &b->ff;
-    char sh[32];
+    char sh[32], sc[32];
     snprintf(sh, sizeof sh, ", shared ff %d", f->n_ff_shexp);
     char act[48] = "";
     if (f->swiglu_limit > 0.0f) snprintf(act, sizeof act, ", swiglu-oai limit %g", f->swiglu_limit);
-    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
+    snprintf(sc, sizeof sc, ", weights x %g", f->w_scale);
+    char gr[48];
+    snprintf(gr, sizeof gr, ", %d of %d groups", f->n_group_used, f->n_group);
+    const int bias = pk_has_tensor(m, (int)(b - m->blocks), "exp_probs_b.bias");
+    return snprintf(buf, cap, "moe(top-%d of %d, ff %d%s%s%s%s%s%s%s)", f->n_expert_used, f->n_expert, f->n_ff,
                     f->gating == PK_GATE_SIGMOID          ? ", sigmoid"
                     : f->gating == PK_GATE_SOFTMAX_WEIGHT ? ", softmax of top-k"
                                                           : "",
+                    bias ? ", selection bias" : "", f->n_group ? gr : "", f->w_scale != 1.0f ? sc : "",
                     f->bias ? ", biases" : "", act, b->ffn == &pk_ffn_moe_shared ? sh : "");
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """check_fixture.py - compare logits with the llama.cpp reference JSON files of
-../shared/fixtures/ARCH (qwen35moe, qwen3next, gpt-oss, gemma4; format: prompt_ids,
+../shared/fixtures/ARCH (qwen35moe, qwen3next, gpt-oss, gemma4, deepseek2; format: prompt_ids,
 prompt_rows[i].{argmax, top}, steps[s].{id, top}, gen_ids; see that
 directory's README).
 
@@ -9,10 +9,13 @@ usage:
                                        fixture: greedy.json and long150.json,
                                        DeltaNet recurrent, chunked:64 and
                                        chunked:16, plus recurrent vs chunked
+                                       (deepseek2: latent attention
+                                       decompressed and absorbed)
   check_fixture.py ids REF.json        print the teacher-forced id sequence
                                        (prompt_ids + gen_ids[:-1])
   check_fixture.py ref REF.json MODEL.gguf [--deltanet SPEC]
-                                       numpy reference vs REF.json
+                                       numpy reference vs REF.json (SPEC
+                                       also mla:decompressed|absorbed)
   check_fixture.py logits REF.json LOGITS.f32 N_VOCAB
                                        float32 logits (n x N_VOCAB, e.g. from
                                        tool_logits fed the "ids" sequence one
@@ -117,10 +120,26 @@ def compare(label, ref, logits, tol, abs_tol=None, margin=0.0):
 
 
 def run_ref(model_path, ids, spec, gelu="ggml"):
+    """spec: a --deltanet value, or mla:decompressed / mla:absorbed (the
+    latent attention's two forms)."""
     import ref_forward as R
+    if spec.startswith("mla:"):
+        return R.Model(model_path, mla=spec[4:]).forward(ids)
     mode, chunk = R.parse_deltanet(spec)
     m = R.Model(model_path, deltanet=mode, chunk=chunk, gelu=gelu)
     return m.forward(ids)
+
+
+def ref_specs(arch):
+    """The reference's forms compared on a fixture: the delta rule's
+    recurrence and chunked forms, or latent attention's decompressed and
+    absorbed forms; the first is the base the others must agree with."""
+    import ref_forward as R
+    if arch in R.MLA_ARCHS:
+        return ("mla:decompressed", "mla:absorbed")
+    if arch == "gpt-oss":     # the DeltaNet modes matter to the hybrids only
+        return ("recurrent",)
+    return ("recurrent", "chunked:64", "chunked:16")
 
 
 def pop_opt(args, name, default, conv=str):
@@ -197,10 +216,7 @@ def validate_all(fdir, arch, tol, abs_tol=None):
     all_ok = True
     for fn, ref, ids in runs:
         base = None
-        # the DeltaNet modes matter to the hybrids only
-        specs = ("recurrent",) if arch == "gpt-oss" else \
-            ("recurrent", "chunked:64", "chunked:16")
-        for spec in specs:
+        for spec in ref_specs(arch):
             lg = run_ref(model, ids, spec)
             ok, _ = compare("numpy %-10s %s" % (spec, fn.split(".")[1]),
                             ref, lg, tol, abs_tol)
@@ -211,10 +227,11 @@ def validate_all(fdir, arch, tol, abs_tol=None):
                 d = float(np.max(np.abs(lg - base)))
                 dok = d < 1e-9
                 all_ok &= dok
-                print("%s %-34s max|chunked - recurrent| over all %d x %d "
+                print("%s %-34s max|%s - %s| over all %d x %d "
                       "logits = %.2e"
                       % ("ok  " if dok else "FAIL",
                          "numpy %-10s %s" % (spec, fn.split(".")[1]),
+                         spec, ref_specs(arch)[0],
                          lg.shape[0], lg.shape[1], d))
     print("check_fixture: %s" % ("numpy reference matches llama.cpp"
                                  if all_ok else "FAILED"))

@@ -41,6 +41,20 @@ ARCH is one of
             the fixture's: biases N(0, 0.3^2), sinks 0.5 + N(0, 1), gate/up
             3 x N(0, 1/D) so the clamp at 7 is active, router 2 x N(0, 1/D)
 
+  deepseek2 DeepSeek-V2/V3 (llama.cpp's deepseek2, ../shared/fixtures/deepseek2/
+            README.md): multi-head latent attention (attn_q or, with
+            --q-lora R, attn_q_a / attn_q_a_norm / attn_q_b; attn_kv_a_mqa,
+            attn_kv_a_norm, attn_k_b, attn_v_b), --dense-lead leading dense
+            layers (--ff), then routed experts + --shared shared experts
+            (one SwiGLU of --expert-ff x --shared), routing by --gating
+            (sigmoid: V3, with the selection bias exp_probs_b unless
+            --no-bias; softmax: V2), --no-norm (no expert_weights_norm),
+            --w-scale (expert_weights_scale); MLA sizes --kv-lora (r),
+            --nope, --n-rot, --v-dim; --groups G --groups-used U (expert
+            groups, group-limited routing); rope scaling as --rope-scaling
+            etc. say, --yarn-log-mul M writing
+            rope.scaling.yarn_log_multiplier = 0.1 M (as the converter)
+
 Hybrid options (qwen35moe, qwen35): --ssm-k-heads (ssm.group_count),
 --ssm-v-heads (ssm.time_step_rank), --ssm-state (head dim of q/k/v),
 --conv (conv kernel), --n-rot (rope.dimension_count), --sections a,b,c,d
@@ -103,6 +117,9 @@ DEFAULTS = {
                      shared_ff=0, ssm_k_heads=2, ssm_v_heads=4,
                      ssm_state=16, conv=4, n_rot=8, sections="2,1,1,0",
                      interval=4, recurrent_layers=None),
+    "deepseek2": dict(vocab=300, embd=64, layers=3, heads=4, heads_kv=1,
+                      head_dim=None, ff=96, experts=8, used=3, expert_ff=24,
+                      n_rot=8),
 }
 HYBRID = ("qwen35moe", "qwen35", "qwen3next")
 
@@ -150,6 +167,17 @@ def parse_args(argv):
     p.add_argument("--rope-base-global", type=float, default=1e6)
     p.add_argument("--merged-gate-up", action="store_true",
                    help="qwen35moe, qwen3next: one ffn_gate_up_exps per layer")
+    for name in ("q-lora", "kv-lora", "nope", "v-dim", "dense-lead",
+                 "shared"):
+        p.add_argument("--" + name, type=int, default=None)
+    p.add_argument("--gating", choices=("softmax", "sigmoid"),
+                   default="sigmoid")
+    p.add_argument("--no-bias", action="store_true")
+    p.add_argument("--no-norm", action="store_true")
+    p.add_argument("--w-scale", type=float, default=2.5)
+    p.add_argument("--yarn-log-mul", type=float, default=None)
+    p.add_argument("--groups", type=int, default=None)
+    p.add_argument("--groups-used", type=int, default=None)
     p.add_argument("--sections", default=None)
     p.add_argument("--recurrent-layers", default=None)
     p.add_argument("--rope-base", type=float, default=10000.0)
@@ -502,15 +530,7 @@ def build_gemma4(a, cfg):
     w.add_u32(pre + "expert_used_count", K)
     w.add_u32(pre + "expert_feed_forward_length", Fe)
     add_tokenizer(w, V)
-
-    def mat(*shape):
-        return rng.standard_normal(shape) / np.sqrt(shape[-1])
-
-    def norm(n):
-        return 1.0 + 0.1 * rng.standard_normal(n)
-
-    def put(name, arr, big=True):
-        w.add_tensor(name, arr, wtype if big else G.T_F32)
+    mat, norm, put = weight_makers(rng, w, wtype)
 
     put("token_embd.weight", rng.standard_normal((V, D)) / np.sqrt(D))
     q = hd_g // 8   # rotating pairs of a global head: a quarter of hd_g / 2
@@ -553,6 +573,114 @@ def build_gemma4(a, cfg):
     return w
 
 
+def weight_makers(rng, w, wtype):
+    """mat(*shape): N(0, 1/fan_in) in numpy order (last dim = fan_in);
+    norm(n): 1 + 0.1 N(0, 1); put(name, arr, big=True): a tensor of type
+    wtype (F32 unless big)."""
+    def mat(*shape):
+        return rng.standard_normal(shape) / np.sqrt(shape[-1])
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    def put(name, arr, big=True):
+        w.add_tensor(name, arr, wtype if big else G.T_F32)
+    return mat, norm, put
+
+
+def build_deepseek2(a, cfg):
+    """deepseek2: MLA + leading dense layers + routed and shared experts."""
+    rng = np.random.default_rng(a.seed)
+    V, D, L, H = cfg["vocab"], cfg["embd"], cfg["layers"], cfg["heads"]
+    E, K, FE, F = cfg["experts"], cfg["used"], cfg["expert_ff"], cfg["ff"]
+    ql = a.q_lora or 0
+    r = a.kv_lora if a.kv_lora is not None else 32
+    nope = a.nope if a.nope is not None else 16
+    rot = cfg["n_rot"]
+    dv = a.v_dim if a.v_dim is not None else 20
+    lead = a.dense_lead if a.dense_lead is not None else 1
+    n_sh = a.shared if a.shared is not None else 2
+    if rot % 2 or rot < 2 or not 0 <= lead <= L or not 0 < K <= E:
+        sys.exit("gen_model: bad deepseek2 geometry")
+    wtype = TYPES[a.type]
+    w = G.GGUFWriter()
+    pre = "deepseek2."
+    w.add_str("general.architecture", "deepseek2")
+    w.add_str("general.type", "model")
+    w.add_str("general.name", "pocket-test-deepseek2%s-%s" % (
+        "-tied" if a.tied else "", a.type))
+    w.add_u32("general.file_type", FILE_TYPES[a.type])
+    w.add_u32(pre + "context_length", cfg["ctx"])
+    w.add_u32(pre + "embedding_length", D)
+    w.add_u32(pre + "block_count", L)
+    w.add_u32(pre + "feed_forward_length", F)
+    w.add_u32(pre + "attention.head_count", H)
+    w.add_u32(pre + "attention.head_count_kv", 1)
+    w.add_f32(pre + "rope.freq_base", a.rope_base)
+    w.add_f32(pre + "attention.layer_norm_rms_epsilon", a.eps)
+    w.add_u32(pre + "expert_count", E)
+    w.add_u32(pre + "expert_used_count", K)
+    w.add_u32(pre + "expert_gating_func", 2 if a.gating == "sigmoid" else 1)
+    w.add_u32(pre + "leading_dense_block_count", lead)
+    w.add_u32(pre + "vocab_size", V)
+    w.add_u32(pre + "attention.q_lora_rank", ql)
+    w.add_u32(pre + "attention.kv_lora_rank", r)
+    w.add_u32(pre + "attention.key_length", r + rot)
+    w.add_u32(pre + "attention.value_length", r)
+    w.add_u32(pre + "attention.key_length_mla", nope + rot)
+    w.add_u32(pre + "attention.value_length_mla", dv)
+    w.add_u32(pre + "expert_feed_forward_length", FE)
+    w.add_u32(pre + "expert_shared_count", n_sh)
+    w.add_f32(pre + "expert_weights_scale", a.w_scale)
+    w.add_bool(pre + "expert_weights_norm", not a.no_norm)
+    if a.groups is not None:
+        w.add_u32(pre + "expert_group_count", a.groups)
+        w.add_u32(pre + "expert_group_used_count", a.groups_used or 1)
+    w.add_u32(pre + "rope.dimension_count", rot)
+    add_rope_scaling(w, pre, a)
+    if a.yarn_log_mul is not None:
+        w.add_f32(pre + "rope.scaling.yarn_log_multiplier",
+                  0.1 * a.yarn_log_mul)
+    add_tokenizer(w, V)
+    mat, norm, put = weight_makers(rng, w, wtype)
+    put("token_embd.weight", rng.standard_normal((V, D)))
+    for i in range(L):
+        b = "blk.%d." % i
+        put(b + "attn_norm.weight", norm(D), False)
+        if ql:
+            put(b + "attn_q_a.weight", mat(ql, D))
+            put(b + "attn_q_a_norm.weight", norm(ql), False)
+            put(b + "attn_q_b.weight", mat(H * (nope + rot), ql))
+        else:
+            put(b + "attn_q.weight", mat(H * (nope + rot), D))
+        put(b + "attn_kv_a_mqa.weight", mat(r + rot, D))
+        put(b + "attn_kv_a_norm.weight", norm(r), False)
+        put(b + "attn_k_b.weight", mat(H, r, nope))    # (H, r, nope): ne [nope, r, H]
+        put(b + "attn_v_b.weight", mat(H, dv, r))
+        put(b + "attn_output.weight", mat(D, H * dv))
+        put(b + "ffn_norm.weight", norm(D), False)
+        if i < lead:
+            put(b + "ffn_gate.weight", mat(F, D))
+            put(b + "ffn_up.weight", mat(F, D))
+            put(b + "ffn_down.weight", mat(D, F))
+        else:
+            put(b + "ffn_gate_inp.weight", 2.0 * mat(E, D), False)
+            if not a.no_bias:
+                put(b + "exp_probs_b.bias", 0.1 * rng.standard_normal(E),
+                    False)
+            put(b + "ffn_gate_exps.weight", mat(E, FE, D))
+            put(b + "ffn_up_exps.weight", mat(E, FE, D))
+            put(b + "ffn_down_exps.weight", mat(E, D, FE))
+            if n_sh:
+                put(b + "ffn_gate_shexp.weight", mat(n_sh * FE, D))
+                put(b + "ffn_up_shexp.weight", mat(n_sh * FE, D))
+                put(b + "ffn_down_shexp.weight", mat(D, n_sh * FE))
+    put("output_norm.weight", norm(D), False)
+    if not a.tied:
+        put("output.weight", a.out_scale * mat(V, D))
+    return w
+
+
 def build(a, cfg):
     arch = a.arch
     if arch == "gemma4":
@@ -561,6 +689,8 @@ def build(a, cfg):
         return build_hybrid(a, cfg)
     if arch == "gpt-oss":
         return build_gptoss(a, cfg)
+    if arch == "deepseek2":
+        return build_deepseek2(a, cfg)
     rng = np.random.default_rng(a.seed)
     V, D, L = cfg["vocab"], cfg["embd"], cfg["layers"]
     Hq, Hkv = cfg["heads"], cfg["heads_kv"]

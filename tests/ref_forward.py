@@ -2,7 +2,8 @@
 """ref_forward.py - independent float64 numpy reference of the forward pass.
 
 usage: ref_forward.py [--deltanet recurrent|chunked[:C]] [--kv-cache TYPE]
-                      [--gelu ggml|exact] [--stats] MODEL.gguf IDS OUT.npy
+                      [--gelu ggml|exact] [--mla decompressed|absorbed]
+                      [--stats] MODEL.gguf IDS OUT.npy
                       (IDS: comma-separated ids)
 
 gemma4 files are computed by tests/ref_gemma4.py (its docstring has the
@@ -73,6 +74,25 @@ qwen3next (Qwen3-Next, llama.cpp's models/qwen3next.cpp): the qwen35moe
   head g [beta of v heads g r .. g r + r - 1 | alpha of the same], r = H_v /
   H_k; and v head j uses q/k head j // r (grouped order, where qwen35* files
   are tiled: j % H_k).
+deepseek2 (DeepSeek-V2/V3, llama.cpp's models/deepseek2.cpp; the fixture
+  README ../shared/fixtures/deepseek2/README.md): multi-head latent
+  attention. q = attn_q h (or attn_q_b rms(attn_q_a h, attn_q_a_norm)),
+  per head [q_nope | q_pe]; [c | k_pe] = attn_kv_a_mqa h, c = rms(c,
+  attn_kv_a_norm); q_pe, k_pe rotated GPT-J style (adjacent pairs), with
+  YaRN when rope.scaling.type is yarn (correction dims from
+  original_context_length, beta_fast 32, beta_slow 1; cos/sin magnitude 1
+  with a yarn_log_multiplier, else 1 + 0.1 ln s); score scale mscale^2 /
+  sqrt(nope + rope), mscale = a (1 + 0.1 m ln s), m = yarn_log_multiplier /
+  0.1. --mla decompressed (the default) attends with per-head keys
+  [K_b,h^T c ; k_pe] and values V_b,h c; --mla absorbed as llama.cpp does,
+  queries [K_b,h q_nope ; q_pe] against [c ; k_pe] and V_b,h applied after.
+  FFN: leading_dense_block_count dense layers, then routed experts (gating
+  expert_gating_func: 1 softmax, 2 sigmoid, absent softmax; chosen by p +
+  exp_probs_b when present, weighted by p; renormalised if
+  expert_weights_norm, the sum at least 6.1035e-5; times
+  expert_weights_scale unless 0 or 1; with expert_group_count G > 1 only
+  from the expert_group_used_count groups of E/G consecutive experts whose
+  two best selection scores sum highest) plus the ungated shared experts.
 Any MoE layer may hold a merged ffn_gate_up_exps (E, 2 F, D) instead of
   ffn_gate_exps and ffn_up_exps: per expert the gate rows, then the up rows.
   --stats prints the smallest router top-k margin (p_k - p_k+1) to stdout.
@@ -89,14 +109,19 @@ import gguf_py as G  # noqa: E402
 NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe", "gpt-oss")
 NORM_ARCHS = ("llama",)
 HYBRID_ARCHS = ("qwen35moe", "qwen35", "qwen3next")
+MLA_ARCHS = ("deepseek2",)
 
 
 class Model:
     def __init__(self, path, deltanet="recurrent", chunk=64, kv_cache="f32",
-                 q8_act=True, gelu="ggml"):
+                 q8_act=True, gelu="ggml", mla="decompressed"):
         self.kv_cache = kv_cache
         self.q8_act = q8_act
         self.impl = None
+        if mla not in ("decompressed", "absorbed"):
+            raise SystemExit("ref_forward: --mla must be decompressed or "
+                             "absorbed")
+        self.mla_mode = mla
         g = G.read_gguf(path)
         self.g = g
         self.deltanet_mode = deltanet
@@ -111,7 +136,7 @@ class Model:
             self.impl = ref_gemma4.Gemma4Model(g, kv_cache, self.cache, gelu)
             self.n_vocab = self.impl.n_vocab
             return
-        if arch not in NEOX_ARCHS + NORM_ARCHS + HYBRID_ARCHS:
+        if arch not in NEOX_ARCHS + NORM_ARCHS + HYBRID_ARCHS + MLA_ARCHS:
             raise SystemExit("ref_forward: unsupported architecture %r" % arch)
         self.arch = arch
 
@@ -142,8 +167,12 @@ class Model:
         self.hybrid = arch in HYBRID_ARCHS
         self.oss = arch == "gpt-oss"
         self.sections = None
+        self.mla = arch in MLA_ARCHS
         if self.hybrid:
             self._load_hybrid(key)
+            return
+        if self.mla:
+            self._load_mla(key)
             return
 
         self.n_swa, self.swa_period = 0, 0
@@ -375,6 +404,194 @@ class Model:
         ramp = 1.0 - np.clip((p - lo) / max(0.001, hi - lo), 0.0, 1.0)
         mix = ramp * self.ext_factor
         return inter * (1.0 - mix) + ext * mix
+
+    def _load_mla(self, key):
+        """deepseek2: hyperparameters and per-layer tensors."""
+        self.q_lora = int(key("attention.q_lora_rank", required=True))
+        self.kv_lora = int(key("attention.kv_lora_rank", required=True))
+        self.mla_k = int(key("attention.key_length_mla", required=True))
+        self.mla_v = int(key("attention.value_length_mla", required=True))
+        self.nope = self.mla_k - self.n_rot
+        if self.nope < 1:
+            raise SystemExit("ref_forward: rope dims %d >= key_length_mla %d"
+                             % (self.n_rot, self.mla_k))
+        self.lead = int(key("leading_dense_block_count", 0))
+        gf = int(key("expert_gating_func", 1))
+        if gf not in (1, 2):
+            raise SystemExit("ref_forward: expert_gating_func %d" % gf)
+        self.sigmoid_gate = gf == 2
+        self.w_norm = bool(key("expert_weights_norm", False))
+        self.w_scale = float(key("expert_weights_scale", 0.0))
+        self.n_group = int(key("expert_group_count", 0))
+        self.n_group_used = int(key("expert_group_used_count", 0))
+        if self.n_group > 1 and (self.n_expert % self.n_group or
+                                 not 0 < self.n_group_used < self.n_group):
+            raise SystemExit("ref_forward: bad expert groups %d / %d"
+                             % (self.n_group, self.n_group_used))
+        # rope scaling: YaRN (as llama.cpp's rope_yarn with ext_factor 1)
+        st = key("rope.scaling.type", "none")
+        st = st.decode() if isinstance(st, bytes) else str(st)
+        s = float(key("rope.scaling.factor", 1.0) or 1.0)
+        log_mul = float(key("rope.scaling.yarn_log_multiplier", 0.0)) / 0.1
+        self.yarn = st == "yarn" and s != 1.0
+        if st not in ("none", "yarn") or (st == "yarn" and s < 1.0):
+            raise SystemExit("ref_forward: rope scaling %r (factor %g) "
+                             "not supported for deepseek2" % (st, s))
+        self.yarn_s = s if self.yarn else 1.0
+        self.yarn_orig = int(key("rope.scaling.original_context_length",
+                                 key("context_length", 4096)))
+        # cos/sin magnitude a, and the score scale mscale^2 / sqrt(dk)
+        ln_s = np.log(self.yarn_s)
+        attn = float(key("rope.scaling.attn_factor", 1.0))
+        self.rope_mag = attn * (1.0 if (log_mul != 0.0 or not self.yarn)
+                                else 1.0 + 0.1 * ln_s)
+        ms = self.rope_mag * (1.0 + 0.1 * log_mul * ln_s)
+        self.kq_scale = ms * ms / np.sqrt(self.mla_k)
+
+        self.tok_embd = self.t("token_embd.weight")
+        self.n_vocab = self.tok_embd.shape[0]
+        self.out_norm = self.t("output_norm.weight")
+        out = self.t("output.weight", required=False)
+        self.output = self.tok_embd if out is None else out
+        self.tied = out is None
+        H, r, rot, dv, D = (self.n_head, self.kv_lora, self.n_rot,
+                            self.mla_v, self.n_embd)
+        self.layers = []
+        for i in range(self.n_layer):
+            b = "blk.%d." % i
+            ly = dict(attn_norm=self.t(b + "attn_norm.weight"),
+                      ffn_norm=self.t(b + "ffn_norm.weight"),
+                      wkv_a=self.t(b + "attn_kv_a_mqa.weight"),
+                      kv_a_norm=self.t(b + "attn_kv_a_norm.weight"),
+                      wk_b=self.t(b + "attn_k_b.weight"),    # (H, r, nope)
+                      wv_b=self.t(b + "attn_v_b.weight"),    # (H, dv, r)
+                      wo=self.t(b + "attn_output.weight"))
+            want = {"wkv_a": (r + rot, D), "kv_a_norm": (r,),
+                    "wk_b": (H, r, self.nope), "wv_b": (H, dv, r),
+                    "wo": (D, H * dv)}
+            if self.q_lora:
+                ly.update(wq_a=self.t(b + "attn_q_a.weight"),
+                          q_a_norm=self.t(b + "attn_q_a_norm.weight"),
+                          wq_b=self.t(b + "attn_q_b.weight"))
+                want.update(wq_a=(self.q_lora, D), q_a_norm=(self.q_lora,),
+                            wq_b=(H * self.mla_k, self.q_lora))
+            else:
+                ly["wq"] = self.t(b + "attn_q.weight")
+                want["wq"] = (H * self.mla_k, D)
+            if i < self.lead:
+                ly.update(router=None, gate=self.t(b + "ffn_gate.weight"),
+                          up=self.t(b + "ffn_up.weight"),
+                          down=self.t(b + "ffn_down.weight"))
+            else:
+                ly.update(self.gate_up(b))
+                ly.update(router=self.t(b + "ffn_gate_inp.weight"),
+                          bias=self.t(b + "exp_probs_b.bias",
+                                      required=False),
+                          down_exps=self.t(b + "ffn_down_exps.weight"),
+                          gate_shexp=self.t(b + "ffn_gate_shexp.weight"),
+                          up_shexp=self.t(b + "ffn_up_shexp.weight"),
+                          down_shexp=self.t(b + "ffn_down_shexp.weight"))
+                want["router"] = (self.n_expert, D)
+            for k, shp in want.items():
+                if ly[k].shape != shp:
+                    raise SystemExit("ref_forward: blk.%d %s has shape %s, "
+                                     "expected %s" % (i, k, ly[k].shape, shp))
+            self.layers.append(ly)
+
+    def rope_gptj_yarn(self, x, pos):
+        """deepseek2: rotate the last axis (n_rot dims) of x (T, ..., n_rot)
+        in adjacent pairs, YaRN-scaled when the file says so."""
+        rot = self.n_rot
+        half = rot // 2
+        p = np.arange(half, dtype=np.float64)
+        th_ext = self.rope_base ** (-2.0 * p / rot)
+        th = th_ext
+        if self.yarn:
+            def corr(beta):
+                return rot * np.log(self.yarn_orig / (beta * 2 * np.pi)) \
+                    / (2 * np.log(self.rope_base))
+            lo = max(0.0, np.floor(corr(32.0)))
+            hi = min(rot - 1.0, np.ceil(corr(1.0)))
+            ramp = 1.0 - np.clip((p - lo) / max(0.001, hi - lo), 0.0, 1.0)
+            th = th_ext / self.yarn_s * (1.0 - ramp) + th_ext * ramp
+        ang = pos.astype(np.float64)[:, None] * th[None]          # (T, half)
+        shape = (len(pos),) + (1,) * (x.ndim - 2) + (half,)
+        cos = (np.cos(ang) * self.rope_mag).reshape(shape)
+        sin = (np.sin(ang) * self.rope_mag).reshape(shape)
+        a, b = x[..., 0::2], x[..., 1::2]
+        y = np.empty_like(x)
+        y[..., 0::2] = a * cos - b * sin
+        y[..., 1::2] = a * sin + b * cos
+        return y
+
+    def mla_attention(self, ly, h, pos):
+        """Multi-head latent attention over the whole sequence h (T, D)."""
+        T = h.shape[0]
+        H, r, nope, dv = self.n_head, self.kv_lora, self.nope, self.mla_v
+        if self.q_lora:
+            q = self.rms(h @ ly["wq_a"].T, ly["q_a_norm"]) @ ly["wq_b"].T
+        else:
+            q = h @ ly["wq"].T
+        q = q.reshape(T, H, self.mla_k)
+        q_nope, q_pe = q[:, :, :nope], self.rope_gptj_yarn(q[:, :, nope:],
+                                                           pos)
+        kv = h @ ly["wkv_a"].T
+        c = self.rms(kv[:, :r], ly["kv_a_norm"])                  # (T, r)
+        k_pe = self.rope_gptj_yarn(kv[:, r:], pos)                # (T, rot)
+        lat = self.cache(np.concatenate([c, k_pe], 1))   # one cached row
+        c, k_pe = lat[:, :r], lat[:, r:]
+        mask = np.tril(np.ones((T, T), dtype=bool))
+        out = np.zeros((T, H, dv))
+        for hh in range(H):
+            kb, vb = ly["wk_b"][hh], ly["wv_b"][hh]   # (r, nope), (dv, r)
+            if self.mla_mode == "absorbed":
+                qa = np.concatenate([q_nope[:, hh] @ kb.T, q_pe[:, hh]], 1)
+                s = qa @ np.concatenate([c, k_pe], 1).T
+            else:
+                k = np.concatenate([c @ kb, k_pe], 1)              # (T, k)
+                s = np.concatenate([q_nope[:, hh], q_pe[:, hh]], 1) @ k.T
+            s = np.where(mask, s * self.kq_scale, -np.inf)
+            pr = np.exp(s - s.max(axis=1, keepdims=True))
+            pr /= pr.sum(axis=1, keepdims=True)
+            if self.mla_mode == "absorbed":
+                out[:, hh] = (pr @ c) @ vb.T
+            else:
+                out[:, hh] = pr @ (c @ vb.T)
+        return out.reshape(T, H * dv) @ ly["wo"].T
+
+    def mla_ffn(self, ly, u):
+        """deepseek2 FFN: dense, or routed (bias-selected) + shared."""
+        if ly["router"] is None:
+            return self.ffn(ly, u)
+        z = u @ ly["router"].T
+        if self.sigmoid_gate:
+            p = self.sigmoid(z)
+        else:
+            p = np.exp(z - z.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+        sel_s = p if ly["bias"] is None else p + ly["bias"]
+        if self.n_group > 1:
+            # group-limited: each group of E/G consecutive experts scores the
+            # sum of its two best; only the best n_group_used groups stay
+            g = sel_s.reshape(len(u), self.n_group, -1)
+            gs = np.sort(g, axis=2)[:, :, -2:].sum(axis=2)       # (T, G)
+            keep = np.argsort(-gs, axis=1, kind="stable")[:, :self.n_group_used]
+            mask = np.ones(gs.shape, dtype=bool)
+            np.put_along_axis(mask, keep, False, axis=1)
+            sel_s = np.where(np.repeat(mask, g.shape[2], axis=1), -np.inf,
+                             sel_s)
+        out = np.zeros_like(u)
+        for t in range(u.shape[0]):
+            sel = self.top_k(sel_s[t])
+            wts = p[t, sel]
+            if self.w_norm:
+                wts = wts / max(wts.sum(), 6.103515625e-5)
+            if self.w_scale not in (0.0, 1.0):
+                wts = wts * self.w_scale
+            out[t] = self.experts(ly, u[t], sel, wts)
+        sh = (self.silu(u @ ly["gate_shexp"].T) * (u @ ly["up_shexp"].T)) \
+            @ ly["down_shexp"].T
+        return out + sh
 
     def gate_up(self, b):
         """Expert gate and up matrices (E, F, D) of layer prefix b: two
@@ -687,8 +904,8 @@ class Model:
             logits = logits + ly["router_b"]
         p = np.exp(logits - logits.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
-        k = self.n_expert_used
         out = np.zeros_like(h)
+        k = self.n_expert_used
         hq = self.q8_0(h) if ly.get("gu_q8") else h
         for t in range(h.shape[0]):
             # stable sort on -p: equal probabilities keep the lower index
@@ -720,6 +937,25 @@ class Model:
                 out[t] += we * y
         return out
 
+    def top_k(self, s):
+        """The expert_used_count largest of the scores s (stable sort on -s:
+        equal scores keep the lower index); notes the top-k margin."""
+        k = self.n_expert_used
+        order = np.argsort(-s, kind="stable")
+        if k < len(order):
+            self.min_router_margin = min(self.min_router_margin,
+                                         s[order[k - 1]] - s[order[k]])
+        return order[:k]
+
+    def experts(self, ly, x, sel, wts):
+        """sum over e in sel of w_e down_e(silu(gate_e x) * up_e x)."""
+        out = np.zeros_like(x)
+        for e, we in zip(sel, wts):
+            g = ly["gate_exps"][e] @ x
+            u = ly["up_exps"][e] @ x
+            out += we * (ly["down_exps"][e] @ (self.silu(g) * u))
+        return out
+
     def forward(self, ids):
         if self.impl is not None:
             lg = self.impl.forward(ids)
@@ -733,6 +969,12 @@ class Model:
                              % self.n_vocab)
         pos = np.arange(len(ids))
         x = self.tok_embd[ids].copy()                     # (T, D)
+        if self.mla:
+            for ly in self.layers:
+                x = x + self.mla_attention(ly, self.rms(x, ly["attn_norm"]),
+                                           pos)
+                x = x + self.mla_ffn(ly, self.rms(x, ly["ffn_norm"]))
+            return self.rms(x, self.out_norm) @ self.output.T
         if self.hybrid:
             for ly in self.layers:
                 h = self.rms(x, ly["attn_norm"])
@@ -789,6 +1031,13 @@ def main(argv):
     if "--exact-act" in argv:
         argv.remove("--exact-act")
         q8_act = False
+    mla = "decompressed"
+    if "--mla" in argv:
+        i = argv.index("--mla")
+        if i + 1 >= len(argv):
+            raise SystemExit("ref_forward: --mla needs a value")
+        mla = argv[i + 1]
+        del argv[i:i + 2]
     kv_cache = "f32"
     if "--kv-cache" in argv:
         i = argv.index("--kv-cache")
@@ -805,7 +1054,7 @@ def main(argv):
     model_path, ids_s, out_path = argv
     ids = [int(s) for s in ids_s.split(",") if s.strip() != ""]
     m = Model(model_path, deltanet=mode, chunk=chunk, kv_cache=kv_cache,
-              q8_act=q8_act, gelu=gelu)
+              q8_act=q8_act, gelu=gelu, mla=mla)
     logits = m.forward(ids)
     np.save(out_path, logits)
     if stats:

@@ -15,8 +15,9 @@
 # 2), T (threads, 2), BUILD (build), POCKET_KERNELS is passed through.
 # For pocket each draw also prints its peak resident memory: RssAnon of the
 # process plus the file's pages in the page cache (fincore), sampled every
-# 0.2 s - what the budget bounds. Prints every draw, then mean and sd per
-# engine. Not a test.
+# 0.2 s - what the budget bounds - and pocket's storage probe and budget
+# ceiling (RAM + storage time per token, and the overlapped bound). Prints
+# every draw, then mean and sd per engine. Not a test.
 set -eu
 [ $# -ge 3 ] || { echo "usage: sh bench/budget.sh MODEL LEAVE MEM [PEER/llama-bench ...]" >&2; exit 2; }
 MODEL=$1; LEAVE=$2; MEM=$3; shift 3
@@ -39,7 +40,7 @@ drop() {
 echo "model $MODEL, memory left $LEAVE, pocket --mem $MEM, tg$N, $T threads, $R draws interleaved"
 for r in $(seq 1 "$R"); do
     drop
-    "$BUILD/pocket" bench -m "$MODEL" -p 0 -n "$N" -r 1 -t "$T" --mem "$MEM" --no-bw >"$out/pocket.$r.log" 2>&1 &
+    "$BUILD/pocket" bench -m "$MODEL" -p 0 -n "$N" -r 1 -t "$T" --mem "$MEM" >"$out/pocket.$r.log" 2>&1 &
     ppid=$!
     # resident on pocket's behalf, sampled every 0.2 s: its anonymous memory
     # (expert cache, KV, buffers) + the file's pages in the page cache
@@ -55,6 +56,7 @@ for r in $(seq 1 "$R"); do
     wait $ppid || { cat "$out/pocket.$r.log"; exit 1; }
     tps=$(sed -n 's/^ *tg[0-9]* *\([0-9.]*\) .*/\1/p' "$out/pocket.$r.log" | head -1)
     echo "draw $r pocket --mem $MEM: $tps tok/s | peak resident $(echo "$peak" | awk '{printf "%.2f GiB", $1 / 1073741824}') (anon + the file's cached pages) | $(grep 'experts:' "$out/pocket.$r.log" | sed 's/^ *//')"
+    grep -E '^ *(storage|budget ceiling):' "$out/pocket.$r.log" | sed 's/^ */    /'
     echo "$tps" >>"$out/pocket.tps"
     i=0
     for peer in "$@"; do

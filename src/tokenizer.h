@@ -4,7 +4,8 @@
  * Supports byte-level BPE (tokenizer.ggml.model = "gpt2") with the
  * pre-tokenizers named by tokenizer.ggml.pre (qwen2/qwen3/qwen35, llama3/
  * llama-bpe, gpt-2, deepseek-llm, deepseek-coder, falcon, mpt, starcoder,
- * refact, ...), SentencePiece-style BPE ("llama") and WordPiece ("bert").
+ * refact, ...), Gemma-4's BPE over SentencePiece-style text ("gemma4"),
+ * SentencePiece-style BPE ("llama") and WordPiece ("bert").
  * Special/control tokens are matched in text when parse_special is set.
  */
 #ifndef PK_TOKENIZER_H

@@ -43,6 +43,7 @@ enum {
     ATTR_NORMAL = 1 << 0, ATTR_UNKNOWN = 1 << 1, ATTR_CONTROL = 1 << 2,
     ATTR_USER = 1 << 3, ATTR_UNUSED = 1 << 4, ATTR_BYTE = 1 << 5,
     ATTR_LSTRIP = 1 << 6, ATTR_RSTRIP = 1 << 7, ATTR_EOG = 1 << 8,
+    ATTR_SHOWN = 1 << 9,        /* a control token whose piece is its text (gemma4's channels) */
 };
 
 #define MAX_REGEX 6
@@ -547,6 +548,20 @@ static void harmony_specials(pk_tokenizer *t) {
     }
 }
 
+/* Gemma-4's answer carries its thinking and tool calls between control
+ * tokens (<|channel>thought ...<channel|>, <|tool_call>...<tool_call|>):
+ * their pieces are written out so that the channels can be told apart (what
+ * llama.cpp's server does with its "preserved tokens"); they stay control
+ * tokens for tokenizing. */
+static void gemma4_specials(pk_tokenizer *t) {
+    static const char *const shown[] = { "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>" };
+    if (!t->spm_text) return;
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        int32_t id = token_find(t, shown[i], strlen(shown[i]));
+        if (id >= 0 && (t->attr[id] & ATTR_CONTROL)) t->attr[id] |= ATTR_SHOWN;
+    }
+}
+
 /* Special ids from the keys, then guessed from token texts as llama.cpp does;
  * end-of-generation marks. */
 static int load_special_ids(pk_tokenizer *t, const gguf_file *f, pk_error *err) {
@@ -593,6 +608,7 @@ static int load_special_ids(pk_tokenizer *t, const gguf_file *f, pk_error *err) 
     for (size_t i = 0; i < sizeof eog / sizeof eog[0]; i++)
         if (eog[i] >= 0) t->attr[eog[i]] |= ATTR_EOG;
     harmony_specials(t);
+    gemma4_specials(t);
     return PK_OK;
 }
 
@@ -1286,7 +1302,7 @@ int pk_token_to_piece(const pk_tokenizer *t, int32_t id, char *buf, int buflen,
     const char *s = tok_text(t, id);
     size_t n = t->tok_len[id];
     if (a & (ATTR_CONTROL | ATTR_UNKNOWN))
-        return render_special ? put(buf, buflen, 0, s, n) : 0;
+        return render_special || (a & ATTR_SHOWN) ? put(buf, buflen, 0, s, n) : 0;
     if (a & ATTR_USER) return put(buf, buflen, 0, s, n);
     if (a & ATTR_BYTE) {
         int b = hex_byte(s, n);

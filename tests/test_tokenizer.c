@@ -271,6 +271,10 @@ static void test_gemma4_toy(void) {
     free(ids);
     k = pk_token_to_piece(t, 4, buf, sizeof buf, 0);
     TEST_CHECK(k == 0, "<|turn> is not shown without render_special (%d)", k);
+    k = pk_token_to_piece(t, 6, buf, sizeof buf, 0);
+    TEST_CHECK(k == 10 && !memcmp(buf, "<|channel>", 10), "<|channel> is written out (%d)", k);
+    k = pk_token_to_piece(t, 7, buf, sizeof buf, 0);
+    TEST_CHECK(k == 10 && !memcmp(buf, "<channel|>", 10), "<channel|> is written out (%d)", k);
     pk_tokenizer_free(t);
 }
 

@@ -1187,8 +1187,8 @@ static const char *const serve_help =
     "                         more than 4096 only if its KV cache fits 1/4 of free memory)\n"
     CACHE_TYPE_HELP
     "  -t, --threads N        threads per sequence (default: cores / parallel)\n"
-    "      --chat-template T  chat template: chatml, llama3, gemma, deepseek2, deepseek3 or\n"
-    "                         harmony (default: detected from the model's\n"
+    "      --chat-template T  chat template: chatml, llama3, gemma, gemma4, deepseek2, deepseek3\n"
+    "                         or harmony (default: detected from the model's\n"
     "                         tokenizer.chat_template, else chatml)\n"
     "      --max-body BYTES   largest request body (default 1048576); larger: 413\n"
     "      --timeout SECONDS  close a connection idle (or trickling a request) for this long (default 120)\n"

@@ -748,8 +748,8 @@ int pk_tokenizer_load(const gguf_file *f, pk_tokenizer **out, pk_error *err) {
         rc = load_flag(f, "tokenizer.ggml.normalizer.strip_accents", &t->strip_accents, err);
     }
     if (!rc && t->add_bos && t->bos < 0)
-        rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tokenizer.ggml.add_bos_token is set but there is "
-                       "no valid tokenizer.ggml.bos_token_id", f->path);
+        rc = pk_errorf(err, PK_ERR_FORMAT, "%s: %s but there is no valid tokenizer.ggml.bos_token_id", f->path,
+                       t->spm_text ? "a gemma4 vocabulary always adds BOS" : "tokenizer.ggml.add_bos_token is set");
     if (!rc && t->add_eos && t->eos < 0)
         rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tokenizer.ggml.add_eos_token is set but there is "
                        "no valid tokenizer.ggml.eos_token_id", f->path);

@@ -589,6 +589,22 @@ static void test_errors(void) {
     free(b.p);
 }
 
+/* A gemma4 vocabulary without a BOS id is refused (BOS is always added). */
+static void test_gemma4_no_bos(void) {
+    static const char *const toks[] = { "<pad>", "a", "b", "\xe2\x96\x81" };
+    pk_error err = { 0 };
+    pk_tokenizer *t = NULL;
+    wbuf b = { 0 };
+    kv_str(&b, "tokenizer.ggml.model", "gemma4");
+    kv_strs(&b, "tokenizer.ggml.tokens", toks, 4);
+    kv_strs(&b, "tokenizer.ggml.merges", toks, 0);
+    int rc = load_image(&b, 3, &t, &err);
+    free(b.p);
+    TEST_CHECK(rc == PK_ERR_FORMAT && strstr(err.msg, "gemma4") && strstr(err.msg, "bos_token_id"),
+               "gemma4 without BOS: rc %d, %s", rc, err.msg);
+    pk_tokenizer_free(t);
+}
+
 /* gpt-oss's harmony specials (as llama.cpp): with <|return|> and <|call|>
  * ending generation, <|end|> does not (an answer has several messages), and
  * <|end|>, <|start|>, <|channel|>, <|message|> are written out in text;
@@ -636,6 +652,7 @@ static void test_harmony_specials(void) {
 int main(void) {
     test_all_vocabs();
     test_gemma4_toy();
+    test_gemma4_no_bos();
     test_harmony_specials();
     test_byte_roundtrip(VOCAB_DIR "/ggml-vocab-gpt-2.gguf");
     test_byte_roundtrip(VOCAB_DIR "/ggml-vocab-qwen3.gguf");

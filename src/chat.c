@@ -572,8 +572,9 @@ static int split_step(pk_chat_reasoning *r, int final) {
             r->state = ST_H_BODY;
             return 1;
         }
-        if (header && n < HARMONY_HEADER_MAX + 11 && !final) return 0;
-        if (header && final && find_at(p, n, "<|channel|>") < n) {   /* a header cut short */
+        int short_enough = n < HARMONY_HEADER_MAX + 11;
+        if (header && short_enough && !final) return 0;
+        if (header && short_enough && find_at(p, n, "<|channel|>") < n) {   /* final: a header cut short */
             pend_take(r, n);
             return n > 0;
         }

@@ -1047,18 +1047,48 @@ static void bpe_word(const pk_tokenizer *t, scratch *s, const char *w, size_t n,
         bpe_emit(t, s->buf + s->sy[i].off, s->sy[i].n, out);
 }
 
-/* SentencePiece-style text for spm_text BPE, into s->nbuf: each invalid
- * UTF-8 byte becomes U+FFFD, each space U+2581. Returns the length. */
+/* One code point from s[0..n) as llama.cpp's decoder reads it (before its
+ * tokenizers): the lead byte says the length, continuation bytes are
+ * checked, overlong forms and surrogates are accepted; anything else is
+ * U+FFFD for one byte (as is a value past U+10FFFF, where llama.cpp throws).
+ * Returns the bytes consumed. */
+static size_t utf8_decode_lenient(const uint8_t *s, size_t n, uint32_t *cp) {
+    static const uint8_t lead_mask[5] = { 0, 0x7F, 0x1F, 0x0F, 0x07 };
+    size_t len = s[0] < 0x80 ? 1 : s[0] < 0xC0 ? 0 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : s[0] < 0xF8 ? 4 : 0;
+    uint32_t v = len ? s[0] & lead_mask[len] : 0;
+    for (size_t k = 1; k < len; k++) {
+        if (k >= n || (s[k] & 0xC0) != 0x80) { len = 0; break; }
+        v = v << 6 | (s[k] & 0x3F);
+    }
+    if (!len || v > 0x10FFFF) { *cp = 0xFFFD; return 1; }
+    *cp = v;
+    return len;
+}
+
+/* cp (<= U+10FFFF, surrogates included) as UTF-8; returns its length. */
+static size_t utf8_put(uint32_t cp, char *o) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | (cp >> 6 & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* SentencePiece-style text for spm_text BPE, into s->nbuf: the code points
+ * as llama.cpp decodes them, written back as UTF-8 (an invalid byte becomes
+ * U+FFFD, an overlong form its shortest one), each space as U+2581. Returns
+ * the length (at most 3 bytes per input byte). */
 static size_t spm_normalise(scratch *s, const char *text, size_t len) {
     if (len > SIZE_MAX / 3 || !grow((void **)&s->nbuf, &s->nbufcap, 3 * len + 1, 1)) { s->oom = 1; return 0; }
     size_t el = 0;
     for (size_t i = 0; i < len;) {
         uint32_t cp;
-        int cl = pk_utf8_decode((const uint8_t *)text + i, len - i, &cp);
-        if (cp == ' ') { memcpy(s->nbuf + el, "\xe2\x96\x81", 3); el += 3; }
-        else if (cp == 0xFFFD) el += (size_t)pk_utf8_encode(cp, s->nbuf + el);
-        else { memcpy(s->nbuf + el, text + i, (size_t)cl); el += (size_t)cl; }
-        i += (size_t)cl;
+        i += utf8_decode_lenient((const uint8_t *)text + i, len - i, &cp);
+        el += utf8_put(cp == ' ' ? 0x2581 : cp, s->nbuf + el);
     }
     return el;
 }

@@ -51,6 +51,9 @@ STRINGS = [
     "\u65e5\u672c", "\U0001F600 ok", "ab", "abc", b"x\xffy",   # 0xFF is never UTF-8
     "<|turn>user\nhello<turn|>\n<|turn>model\n", "<bos>hi<eos>", "<0x41>",
     SP + "hello", "a\r\nb", "tabs\t\tand  \n  spaces",
+    # as llama.cpp decodes: overlong forms read as their code point, a
+    # surrogate kept, a stray continuation byte or a cut sequence U+FFFD
+    b"\xc1\x81 \xe0\x81\x81\xf0\x80\x81\x81", b"\xc0\x80z", b"\xed\xa0\x80", b"a\x80b\xe6\x97", b"\xf8\xc3",
 ]
 
 

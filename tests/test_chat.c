@@ -324,6 +324,13 @@ static void test_reasoning(void) {
     check_split("harmony", "<|channel|>analysis<|message|>cut sh", "", "cut sh");
     check_split("harmony", "<|channel|>analysis<|message|>done<|end|><|start|>assistant<|channel|>fin",
                 "", "done");
+    /* a "header" longer than any is text, whether the text ends there or not */
+    static char longh[600];
+    memcpy(longh, "<|channel|>", 11);
+    memset(longh + 11, 'x', 530);
+    check_split("harmony", longh, longh, "");
+    memcpy(longh + 541, "<|message|>y", 13);
+    check_split("harmony", longh, longh, "");
     /* Qwen3 / DeepSeek-R1 */
     check_split("chatml", "<think>\nLet me see.\n</think>\n\nIt is Enos.", "It is Enos.", "Let me see.");
     check_split("chatml", "  <think></think>Hi", "Hi", "");

@@ -112,8 +112,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             char *t = utf8_sanitize(j->text ? j->text : "", j->len, &n);
             if (!t) abort();
             check_answer(200, final_json(j, t, n));
-            check_answer(200, chunk_json(j, t, n, j->chat, NULL));
-            check_answer(200, chunk_json(j, NULL, 0, 0, j->finish));
+            check_answer(200, chunk_json(j, "content", t, n, j->chat, NULL));
+            check_answer(200, chunk_json(j, "reasoning_content", t, n, 0, NULL));
+            check_answer(200, chunk_json(j, "content", NULL, 0, 0, j->finish));
             free(t);
         } else {
             check_answer(500, error_json("server_error", NULL, NULL, "generation failed: %s", j->err[0] ? j->err : "cancelled"));

@@ -1,14 +1,17 @@
 /* fuzz_tokenizer.c - libFuzzer harness: text -> tokens -> text, on every
- * vocabulary of ../shared/tokenizer/ (llama.cpp's test vocabularies) and the
- * bundled model (models/kjv-moe-f16.gguf), found relative to the project
- * root as the tests do (run from there).
+ * vocabulary of ../shared/tokenizer/ (llama.cpp's test vocabularies), the
+ * bundled model (models/kjv-moe-f16.gguf) and the toy gemma4 vocabulary
+ * (tests/vocab/), found relative to the project root as the tests do (run
+ * from there).
  *
  * The first byte picks the vocabulary and the flags (add_special,
  * parse_special); the rest is the text. Tokenize, then turn every id back
  * into its piece. For byte-level BPE vocabularies (tokenizer.ggml.model
  * "gpt2") without special-token handling, the pieces must give back exactly
- * the input bytes whenever the vocabulary has a token for each of them: a
- * failed round trip aborts (a finding, like a crash).
+ * the input bytes whenever the vocabulary has a token for each of them; for
+ * gemma4 (BPE over SentencePiece text, byte fallback) they must give back
+ * valid UTF-8 input, with U+2581 as a space. A failed round trip aborts (a
+ * finding, like a crash).
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -18,12 +21,14 @@
 
 #include "gguf.h"
 #include "tokenizer.h"
+#include "unicode.h"
 
 #define MAX_VOCABS 32
 
 static struct vocab {
     pk_tokenizer *t;
     int byte_level;
+    int gemma4;                    /* tokenizer.ggml.model "gemma4" */
     unsigned char has_byte[256];   /* the vocabulary has a token for this byte (byte level) */
     char name[128];
 } vocabs[MAX_VOCABS];
@@ -39,6 +44,7 @@ static void add_vocab(const char *path) {
     if (!pk_tokenizer_load(f, &v->t, &err)) {
         gguf_get_string(f, "tokenizer.ggml.model", 0, &model, &err);
         v->byte_level = model && !strcmp(model, "gpt2");
+        v->gemma4 = model && !strcmp(model, "gemma4");
         snprintf(v->name, sizeof v->name, "%s", path);
         /* Some byte-level vocabularies lack a few bytes (refact: 0xF5..0xFF
            and others): those become the tokens of U+FFFD, as in llama.cpp,
@@ -71,6 +77,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
     for (int i = 0; i < n; i++) add_vocab(names[i]);
     add_vocab("models/kjv-moe-f16.gguf");
+    add_vocab("tests/vocab/ggml-vocab-gemma4-toy.gguf");
     if (n_vocabs < 2) {
         fprintf(stderr, "fuzz_tokenizer: found %d vocabularies; run from the project root with ../shared beside it\n", n_vocabs);
         exit(1);
@@ -112,6 +119,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (owed && (k != len || memcmp(out, text, len))) {
         fprintf(stderr, "%s: round trip of %zu bytes gave %zu bytes\n", v->name, len, k);
         abort();
+    }
+    if (v->gemma4 && !add_special && !parse_special) {   /* valid UTF-8 comes back */
+        char *want = malloc(len + 1);
+        size_t wl = 0;
+        if (!want) abort();
+        for (size_t i = 0; want && i < len;) {
+            uint32_t cp;
+            int cl = pk_utf8_decode((const uint8_t *)text + i, len - i, &cp);
+            if (cp == 0xFFFD && !(cl == 3 && !memcmp(text + i, "\xef\xbf\xbd", 3))) { free(want); want = NULL; break; }
+            if (cp == 0x2581) want[wl++] = ' ';
+            else { memcpy(want + wl, text + i, (size_t)cl); wl += (size_t)cl; }
+            i += (size_t)cl;
+        }
+        if (want && (k != wl || memcmp(out, want, wl))) {
+            fprintf(stderr, "%s: round trip of %zu bytes gave %zu bytes, want %zu\n", v->name, len, k, wl);
+            abort();
+        }
+        free(want);
     }
     free(out);
     if (ids != small) free(ids);

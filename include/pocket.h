@@ -292,15 +292,19 @@ void pk_sampler_accept(pk_sampler *s, int32_t token);
 void pk_sampler_reset(pk_sampler *s, uint64_t seed);
 
 /* ---- chat templates (chat.c) ---------------------------------------------
- * Built-in writers for three template families, chosen by name or detected
+ * Built-in writers for the template families, chosen by name or detected
  * from the GGUF's tokenizer.chat_template by its markers (no Jinja is run):
  *   "chatml"  <|im_start|>ROLE\nCONTENT<|im_end|>\n      (Qwen and others)
  *   "llama3"  <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>
  *   "gemma"   <start_of_turn>ROLE\nCONTENT<end_of_turn>\n (assistant -> "model",
  *             system text folded into the first user turn)
- * llama3 and gemma trim white space around each content, as their templates do.
- * The generation prompt opens an assistant turn: "<|im_start|>assistant\n",
- * "<|start_header_id|>assistant<|end_header_id|>\n\n", "<start_of_turn>model\n". */
+ *   "gemma4"  <|turn>ROLE\nCONTENT<turn|>\n (Gemma-4; assistant -> "model")
+ *   "deepseek2", "deepseek3", "harmony" (gpt-oss): see src/chat.c
+ * llama3, gemma and gemma4 trim white space around each content, as their
+ * templates do. The generation prompt opens an assistant turn:
+ * "<|im_start|>assistant\n", "<|start_header_id|>assistant<|end_header_id|>\n\n",
+ * "<start_of_turn>model\n", "<|turn>model\n<|channel>thought\n<channel|>"
+ * (gemma4: thinking off, as its template's default), ... */
 typedef struct pk_chat_message {
     const char *role;       /* "system", "user", "assistant" (any non-empty role) */
     const char *content;
@@ -310,13 +314,13 @@ typedef struct pk_chat_message {
  * NUL-terminated; valid while the model is loaded), its length in *len; NULL
  * (and *len = 0) if the model has none. */
 const char *pk_chat_template_text(const pk_model *m, size_t *len);
-/* The family of a template string: "chatml", "llama3", "gemma", or NULL when
- * not recognised. */
+/* The family of a template string ("chatml", "llama3", "gemma", "gemma4", ...),
+ * or NULL when not recognised. */
 const char *pk_chat_detect(const char *tmpl, size_t len);
 /* The family detected from the model's template, or NULL (none, or unknown). */
 const char *pk_chat_template_name(const pk_model *m);
 /* The family pk_chat_format would use: name if given (non-NULL, non-empty;
- * PK_ERR_ARG if it is not one of the three), else the detected one.
+ * PK_ERR_ARG if it is not one of the families), else the detected one.
  * PK_ERR_UNSUPPORTED when the model has no template, or one that is not
  * recognised (the message quotes its first characters). *out is static. */
 int pk_chat_resolve(const pk_model *m, const char *name, const char **out, pk_error *err);
@@ -328,10 +332,28 @@ int pk_chat_apply(const char *name, const pk_chat_message *msgs, int n, int add_
 /* Format for model m, with the family of pk_chat_resolve(m, name). Tokenize
  * the result with add_special = 1 and parse_special = 1: the BOS token
  * (<|begin_of_text|>, <bos>) is added by the tokenizer when the model's GGUF
- * says so; for llama3/gemma models whose tokenizer does not add it, its text
+ * says so (gemma4's always adds it); for llama3/gemma/gemma4/deepseek models
+ * whose tokenizer does not add it, its text
  * starts the result instead. Never both. */
 int pk_chat_format(const pk_model *m, const char *name, const pk_chat_message *msgs, int n,
                    int add_generation_prompt, char **out, pk_error *err);
+
+/* Splitting a generated assistant turn into its answer and its reasoning,
+ * for the template family called name: harmony's analysis channel (its final
+ * and commentary channels are the answer; headers and <|end|>/<|start|> are
+ * dropped), gemma4's <|channel>thought ... <channel|>, else a leading
+ * <think> ... </think> (Qwen3, DeepSeek-R1). Feed the text in pieces as it is
+ * generated, split anywhere (final = 1 with the last piece, or an empty one):
+ * a marker cut between pieces is held back until it is known, never shown.
+ * Content and reasoning grow as text is decided (NUL-terminated; owned by
+ * the splitter). Reasoning is trimmed of white space (not harmony bodies),
+ * and so is the start of the answer after </think>. PK_ERR_ARG for an unknown name, PK_ERR_NOMEM. */
+typedef struct pk_chat_reasoning pk_chat_reasoning;
+int pk_chat_reasoning_new(const char *name, pk_chat_reasoning **out, pk_error *err);
+void pk_chat_reasoning_free(pk_chat_reasoning *r);
+int pk_chat_reasoning_feed(pk_chat_reasoning *r, const char *text, size_t n, int final);
+const char *pk_chat_reasoning_content(const pk_chat_reasoning *r, size_t *len);
+const char *pk_chat_reasoning_text(const pk_chat_reasoning *r, size_t *len);
 
 #ifdef __cplusplus
 }

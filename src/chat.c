@@ -10,6 +10,10 @@
  *   llama3  <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT<|eot_id|>
  *   gemma   <start_of_turn>ROLE\nCONTENT<end_of_turn>\n  (assistant is "model",
  *           system text is folded into the first user turn)
+ *   gemma4  <|turn>ROLE\nCONTENT<turn|>\n  (Gemma-4: assistant is "model", a
+ *           leading system turn of its own; the generation prompt closes an
+ *           empty thinking channel, <|turn>model\n<|channel>thought\n<channel|>,
+ *           as the template does unless enable_thinking is set)
  *   deepseek2  SYSTEM\n\nUser: CONTENT\n\nAssistant: CONTENT<｜end▁of▁sentence｜>
  *           (DeepSeek-V2, V2-Lite, V2.5)
  *   deepseek3  SYSTEM\n\n<｜User｜>CONTENT<｜Assistant｜>CONTENT<｜end▁of▁sentence｜>
@@ -18,15 +22,22 @@
  *           by <|return|> (gpt-oss; OpenAI's "harmony" format)
  *
  * Content is written as given for chatml, deepseek2, deepseek3 and harmony
- * and trimmed of surrounding white space for llama3 and gemma (their Jinja
- * templates apply `| trim`). Each writer produces what llama.cpp's built-in
- * formatter (llama-chat.cpp, used without --jinja) produces for the family:
+ * and trimmed of surrounding white space for llama3, gemma and gemma4 (their
+ * Jinja templates apply `| trim`). Each writer produces what llama.cpp's
+ * built-in formatter (llama-chat.cpp, used without --jinja) produces for the
+ * family; gemma4, which has no built-in formatter there, follows the text of
+ * Gemma-4's Jinja template for plain conversations (no tools, no images):
  * for harmony that is the plain turn structure, without the system preamble
  * (knowledge cutoff, reasoning effort, channel list) or the channel of past
  * assistant turns that gpt-oss's Jinja template adds; the model answers in
- * its channels (<|channel|>analysis ... <|channel|>final ...) and pocket
- * returns that text as generated.
+ * its channels (<|channel|>analysis ... <|channel|>final ...), which
+ * pk_chat_reasoning (below) tells apart.
  * The BOS token is left to the tokenizer (see pk_chat_format in pocket.h).
+ *
+ * pk_chat_reasoning splits what an assistant turn generates into its answer
+ * and its reasoning, as llama.cpp's server does by default: harmony's
+ * analysis channel, gemma4's <|channel>thought ... <channel|>, and a leading
+ * <think> ... </think> (Qwen3, DeepSeek-R1) for the other families.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -35,9 +46,10 @@
 #include "common.h"
 #include "model.h"
 
-enum { TMPL_CHATML, TMPL_LLAMA3, TMPL_GEMMA, TMPL_DEEPSEEK2, TMPL_DEEPSEEK3, TMPL_HARMONY, TMPL_COUNT };
-static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma", "deepseek2", "deepseek3", "harmony"};
-#define TMPL_KNOWN "chatml, llama3, gemma, deepseek2, deepseek3, harmony"
+enum { TMPL_CHATML, TMPL_LLAMA3, TMPL_GEMMA, TMPL_GEMMA4, TMPL_DEEPSEEK2, TMPL_DEEPSEEK3, TMPL_HARMONY, TMPL_COUNT };
+static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma", "gemma4", "deepseek2", "deepseek3",
+                                                   "harmony"};
+#define TMPL_KNOWN "chatml, llama3, gemma, gemma4, deepseek2, deepseek3, harmony"
 
 /* ---- a growable string ------------------------------------------------------ */
 
@@ -140,6 +152,46 @@ static void fmt_gemma(sbuf *b, const pk_chat_message *msgs, int n, int add_gen) 
     if (add_gen) sb_str(b, "<start_of_turn>model\n");
 }
 
+/* An earlier model answer without its thinking: every <|channel>...<channel|>
+ * block is dropped (the template's strip_thinking), then the rest trimmed. */
+static void sb_gemma4_answer(sbuf *b, const char *s) {
+    sbuf out = {0};
+    sb_str(&out, "");
+    for (const char *part = s;;) {
+        const char *end = strstr(part, "<channel|>");
+        size_t n = end ? (size_t)(end - part) : strlen(part);
+        const char *open = memmem(part, n, "<|channel>", 10);
+        sb_put(&out, part, open ? (size_t)(open - part) : n);
+        if (!end) break;
+        part = end + 10;
+    }
+    if (out.oom) b->oom = 1;
+    else sb_trim(b, out.p);
+    free(out.p);
+}
+
+/* Gemma-4: a leading system message is a turn of its own; tool messages are
+ * left out (no tool calls here); a model message right after another model
+ * message continues its turn (no new header), as the template writes. */
+static void fmt_gemma4(sbuf *b, const pk_chat_message *msgs, int n, int add_gen) {
+    const char *prev = NULL;                /* the previous non-tool role */
+    for (int i = 0; i < n; i++) {
+        const char *role = msgs[i].role;
+        if (!strcmp(role, "tool")) continue;
+        int model = !strcmp(role, "assistant") || !strcmp(role, "model");
+        if (!(model && prev && !strcmp(prev, "assistant"))) {
+            sb_str(b, "<|turn>");
+            sb_str(b, model ? "model" : role);
+            sb_str(b, "\n");
+        }
+        if (model) sb_gemma4_answer(b, msgs[i].content);
+        else sb_trim(b, msgs[i].content);
+        sb_str(b, "<turn|>\n");
+        prev = role;
+    }
+    if (add_gen) sb_str(b, "<|turn>model\n<|channel>thought\n<channel|>");
+}
+
 /* DeepSeek-V2 and V3: system texts open the prompt, each followed by a
  * blank line; user and assistant turns by their markers; an assistant turn
  * ends with the end-of-sentence token. Other roles are left out, as
@@ -191,6 +243,7 @@ static int detect(const char *t, size_t n) {
         return TMPL_CHATML;
     }
     if (has(t, n, "<|start_header_id|>") && has(t, n, "<|end_header_id|>")) return TMPL_LLAMA3;
+    if (has(t, n, "<|turn>") && has(t, n, "<turn|>")) return TMPL_GEMMA4;
     if (has(t, n, "<start_of_turn>")) return TMPL_GEMMA;
     if (has(t, n, "'Assistant: ' + message['content'] + eos_token")) return TMPL_DEEPSEEK2;
     if (has(t, n, DS_ASSISTANT) && has(t, n, DS_USER) && has(t, n, DS_EOS)) return TMPL_DEEPSEEK3;
@@ -287,6 +340,7 @@ int pk_chat_apply(const char *name, const pk_chat_message *msgs, int n, int add_
     case TMPL_CHATML: fmt_chatml(&b, msgs, n, add_generation_prompt); break;
     case TMPL_LLAMA3: fmt_llama3(&b, msgs, n, add_generation_prompt); break;
     case TMPL_GEMMA: fmt_gemma(&b, msgs, n, add_generation_prompt); break;
+    case TMPL_GEMMA4: fmt_gemma4(&b, msgs, n, add_generation_prompt); break;
     case TMPL_DEEPSEEK2: fmt_deepseek(&b, msgs, n, add_generation_prompt, 0); break;
     case TMPL_DEEPSEEK3: fmt_deepseek(&b, msgs, n, add_generation_prompt, 1); break;
     default: fmt_harmony(&b, msgs, n, add_generation_prompt); break;
@@ -300,11 +354,12 @@ int pk_chat_apply(const char *name, const pk_chat_message *msgs, int n, int add_
 }
 
 /* The BOS token's text when the template family writes it (llama3, gemma,
- * deepseek2, deepseek3) but
+ * gemma4, deepseek2, deepseek3) but
  * the model's tokenizer does not add it by itself, and the token is special
  * (so parse_special turns the text back into it); else NULL. */
 static const char *bos_text(const pk_model *m, int t, size_t *len) {
-    if (t != TMPL_LLAMA3 && t != TMPL_GEMMA && t != TMPL_DEEPSEEK2 && t != TMPL_DEEPSEEK3) return NULL;
+    if (t != TMPL_LLAMA3 && t != TMPL_GEMMA && t != TMPL_GEMMA4 && t != TMPL_DEEPSEEK2 && t != TMPL_DEEPSEEK3)
+        return NULL;
     int32_t bos = pk_model_bos(m);
     if (bos < 0) return NULL;
     int32_t ids[4];
@@ -348,4 +403,223 @@ int pk_chat_format(const pk_model *m, const char *name, const pk_chat_message *m
     free(body);
     *out = s;
     return PK_OK;
+}
+
+/* ---- reasoning and answer ----------------------------------------------------------- */
+
+/* The generated text is fed in pieces; what is decided goes to content or
+ * reasoning, and the bytes that might still be the start of a marker wait in
+ * pend. The markers:
+ *   SPLIT_THINK    <think> (only as the first non-blank text) ... </think>
+ *   SPLIT_GEMMA4   <|channel>thought ... <channel|>, anywhere in the answer;
+ *                  a stray <channel|> is dropped
+ *   SPLIT_HARMONY  messages [<|start|>]HEADER<|message|>BODY<|end|>: the body
+ *                  of a header naming <|channel|>analysis is reasoning, any
+ *                  other body (final, commentary) content; headers and
+ *                  markers are dropped. Text that does not start like a header
+ *                  (<|channel|>..., assistant...) is all content.
+ * Reasoning is trimmed of white space at both ends, and so is the start of
+ * the answer after </think>; harmony bodies are kept as written. */
+enum { SPLIT_THINK, SPLIT_GEMMA4, SPLIT_HARMONY };
+enum { ST_START, ST_REASON, ST_CONTENT, ST_H_HEADER, ST_H_BODY, ST_H_BETWEEN, ST_RAW };
+
+struct pk_chat_reasoning {
+    int kind, state;
+    int to_reasoning;           /* ST_H_BODY: the body is reasoning */
+    int trim_lead;              /* drop white space at the start of what comes next */
+    sbuf pend, content, reasoning;
+};
+
+#define HARMONY_HEADER_MAX 512  /* a longer header is not one: the text is content */
+
+int pk_chat_reasoning_new(const char *name, pk_chat_reasoning **out, pk_error *err) {
+    if (!out) return pk_errorf(err, PK_ERR_ARG, "pk_chat_reasoning_new: no output pointer");
+    *out = NULL;
+    int t = name ? lookup_name(name) : -1;
+    if (t < 0)
+        return pk_errorf(err, PK_ERR_ARG, "unknown chat template '%s' (known: " TMPL_KNOWN ")",
+                         name ? name : "(null)");
+    pk_chat_reasoning *r = calloc(1, sizeof *r);
+    if (!r) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
+    r->kind = t == TMPL_HARMONY ? SPLIT_HARMONY : t == TMPL_GEMMA4 ? SPLIT_GEMMA4 : SPLIT_THINK;
+    r->state = r->kind == SPLIT_HARMONY ? ST_H_HEADER : ST_START;
+    sb_str(&r->content, "");
+    sb_str(&r->reasoning, "");
+    sb_str(&r->pend, "");
+    if (r->content.oom || r->reasoning.oom || r->pend.oom) {
+        pk_chat_reasoning_free(r);
+        return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
+    }
+    *out = r;
+    return PK_OK;
+}
+
+void pk_chat_reasoning_free(pk_chat_reasoning *r) {
+    if (!r) return;
+    free(r->pend.p);
+    free(r->content.p);
+    free(r->reasoning.p);
+    free(r);
+}
+
+/* Drop the first k bytes of pend. */
+static void pend_take(pk_chat_reasoning *r, size_t k) {
+    memmove(r->pend.p, r->pend.p + k, r->pend.n - k + 1);
+    r->pend.n -= k;
+}
+
+/* Offset of m in s[0..n), or n. */
+static size_t find_at(const char *s, size_t n, const char *m) {
+    const char *h = memmem(s, n, m, strlen(m));
+    return h ? (size_t)(h - s) : n;
+}
+
+/* Length of the longest end of s[0..n) that begins m (and is shorter). */
+static size_t partial_tail(const char *s, size_t n, const char *m) {
+    size_t ml = strlen(m);
+    for (size_t k = ml - 1 < n ? ml - 1 : n; k > 0; k--)
+        if (!memcmp(s + n - k, m, k)) return k;
+    return 0;
+}
+
+/* Whether s[0..n) and m agree on their common length. */
+static int agrees(const char *s, size_t n, const char *m) {
+    size_t ml = strlen(m);
+    return !memcmp(s, m, n < ml ? n : ml);
+}
+
+/* Move k bytes of pend to dst (white space at its end kept back in pend
+ * unless final, when reasoning is trimmed). */
+static void emit(pk_chat_reasoning *r, sbuf *dst, size_t k, int trim_end) {
+    size_t e = k;
+    if (trim_end) while (e > 0 && isspace((unsigned char)r->pend.p[e - 1])) e--;
+    sb_put(dst, r->pend.p, e);
+    pend_take(r, k);
+}
+
+/* One step over pend; returns 1 when something changed (call again). */
+static int split_step(pk_chat_reasoning *r, int final) {
+    const char *p = r->pend.p;
+    size_t n = r->pend.n;
+    if (r->trim_lead) {
+        size_t k = 0;
+        while (k < n && isspace((unsigned char)p[k])) k++;
+        if (k) { pend_take(r, k); return 1; }
+        if (n) r->trim_lead = 0;
+        if (!n) return 0;
+    }
+    const char *open = r->kind == SPLIT_GEMMA4 ? "<|channel>thought" : "<think>";
+    const char *close = r->kind == SPLIT_GEMMA4 ? "<channel|>" : "</think>";
+    switch (r->state) {
+    case ST_START: {
+        size_t k = 0;
+        while (k < n && isspace((unsigned char)p[k])) k++;
+        if (n - k >= strlen(open) && !memcmp(p + k, open, strlen(open))) {
+            pend_take(r, k + strlen(open));
+            r->state = ST_REASON;
+            r->trim_lead = 1;
+            return 1;
+        }
+        if (!final && agrees(p + k, n - k, open)) return 0;   /* could still open */
+        r->state = ST_CONTENT;
+        return 1;
+    }
+    case ST_REASON: {
+        size_t at = find_at(p, n, close);
+        if (at < n) {
+            emit(r, &r->reasoning, at, 1);
+            pend_take(r, strlen(close));
+            r->state = ST_CONTENT;
+            r->trim_lead = r->kind == SPLIT_THINK;
+            return 1;
+        }
+        if (final) { emit(r, &r->reasoning, n, 1); return n > 0; }
+        size_t k = n - partial_tail(p, n, close);
+        while (k > 0 && isspace((unsigned char)p[k - 1])) k--;   /* may be the end */
+        if (!k) return 0;
+        emit(r, &r->reasoning, k, 0);
+        return 1;
+    }
+    case ST_CONTENT:
+        if (r->kind == SPLIT_GEMMA4) {
+            size_t a = find_at(p, n, open), c = find_at(p, n, close);
+            if (a < n || c < n) {
+                int opens = a < c;
+                emit(r, &r->content, opens ? a : c, 0);
+                pend_take(r, strlen(opens ? open : close));
+                if (opens) { r->state = ST_REASON; r->trim_lead = 1; }
+                return 1;
+            }
+            size_t ta = partial_tail(p, n, open), tc = partial_tail(p, n, close);
+            size_t k = final ? n : n - (ta > tc ? ta : tc);
+            if (!k) return 0;
+            emit(r, &r->content, k, 0);
+            return 1;
+        }
+        /* fall through - after </think> everything is the answer */
+    case ST_RAW:
+        if (!n) return 0;
+        emit(r, &r->content, n, 0);
+        return 1;
+    case ST_H_HEADER: {
+        /* decided on the first bytes alone, so that any cut of the text agrees */
+        int header = agrees(p, n, "<|channel|>") || agrees(p, n, "assistant");
+        size_t lim = n < HARMONY_HEADER_MAX + 11 ? n : HARMONY_HEADER_MAX + 11;
+        size_t at = header ? find_at(p, lim, "<|message|>") : lim;
+        if (at < lim) {
+            r->to_reasoning = find_at(p, at, "<|channel|>analysis") < at;
+            pend_take(r, at + 11);
+            r->state = ST_H_BODY;
+            return 1;
+        }
+        int short_enough = n < HARMONY_HEADER_MAX + 11;
+        if (header && short_enough && !final) return 0;
+        if (header && short_enough && find_at(p, n, "<|channel|>") < n) {   /* final: a header cut short */
+            pend_take(r, n);
+            return n > 0;
+        }
+        r->state = ST_RAW;
+        return 1;
+    }
+    case ST_H_BODY: {
+        sbuf *dst = r->to_reasoning ? &r->reasoning : &r->content;
+        size_t at = find_at(p, n, "<|end|>");
+        if (at < n) {
+            emit(r, dst, at, 0);
+            pend_take(r, 7);
+            r->state = ST_H_BETWEEN;
+            return 1;
+        }
+        size_t k = final ? n : n - partial_tail(p, n, "<|end|>");
+        if (!k) return 0;
+        emit(r, dst, k, 0);
+        return 1;
+    }
+    default:   /* ST_H_BETWEEN */
+        if (n >= 9 && !memcmp(p, "<|start|>", 9)) {
+            pend_take(r, 9);
+            r->state = ST_H_HEADER;
+            return 1;
+        }
+        if (!n || (!final && agrees(p, n, "<|start|>"))) return 0;
+        r->state = ST_H_HEADER;                       /* a header without <|start|> */
+        return 1;
+    }
+}
+
+int pk_chat_reasoning_feed(pk_chat_reasoning *r, const char *text, size_t n, int final) {
+    if (!r || (!text && n)) return PK_ERR_ARG;
+    sb_put(&r->pend, text ? text : "", n);
+    while (!r->pend.oom && split_step(r, final)) {}
+    return r->pend.oom || r->content.oom || r->reasoning.oom ? PK_ERR_NOMEM : PK_OK;
+}
+
+const char *pk_chat_reasoning_content(const pk_chat_reasoning *r, size_t *len) {
+    if (len) *len = r ? r->content.n : 0;
+    return r ? r->content.p : NULL;
+}
+
+const char *pk_chat_reasoning_text(const pk_chat_reasoning *r, size_t *len) {
+    if (len) *len = r ? r->reasoning.n : 0;
+    return r ? r->reasoning.p : NULL;
 }

@@ -1,11 +1,17 @@
 /* tokenizer.c - text <-> token ids from a GGUF vocabulary (tokenizer.ggml.*),
  * following llama.cpp's behaviour so that its tokenizer test vectors pass.
  *
- * Three models:
+ * Four models:
  *   - "gpt2":  byte-level BPE. Text is split into words by the pre-tokenizer
  *              regexes named by tokenizer.ggml.pre (PCRE2, UTF + UCP), each
  *              word's bytes are mapped to GPT-2's printable code points and
  *              merged by rank (tokenizer.ggml.merges) with a priority queue.
+ *   - "gemma4": the same BPE over SentencePiece-style text (pre-tokenizer
+ *              "gemma4"): invalid UTF-8 becomes U+FFFD and spaces U+2581, the
+ *              text is split only at newlines, a run of newlines that is a
+ *              token is taken whole, the other words merge from their raw
+ *              UTF-8 characters (no GPT-2 byte map) and pieces the vocabulary
+ *              lacks fall back to <0xXX> byte tokens. BOS is always added.
  *   - "llama": SentencePiece BPE. Spaces become U+2581 (with a leading one
  *              when add_space_prefix), pairs merge by score, unknown pieces
  *              fall back to <0xXX> byte tokens.
@@ -37,6 +43,7 @@ enum {
     ATTR_NORMAL = 1 << 0, ATTR_UNKNOWN = 1 << 1, ATTR_CONTROL = 1 << 2,
     ATTR_USER = 1 << 3, ATTR_UNUSED = 1 << 4, ATTR_BYTE = 1 << 5,
     ATTR_LSTRIP = 1 << 6, ATTR_RSTRIP = 1 << 7, ATTR_EOG = 1 << 8,
+    ATTR_SHOWN = 1 << 9,        /* a control token whose piece is its text (gemma4's channels) */
 };
 
 #define MAX_REGEX 6
@@ -70,6 +77,7 @@ struct pk_tokenizer {
     pcre2_code *re[MAX_REGEX];
     int n_re;
     int ignore_merges;
+    int spm_text;               /* BPE over SentencePiece text (gemma4), see above */
 
     /* special ids (-1 = none) */
     int32_t bos, eos, eot, eom, unk, sep, pad, mask;
@@ -279,7 +287,10 @@ static void byte_map_init(pk_tokenizer *t) {
     "\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}" \
     "\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+"
 
-enum { PRE_IGNORE_MERGES = 1, PRE_ADD_BOS = 2, PRE_NO_BOS = 4 };
+/* PRE_SPM_TEXT: BPE over SentencePiece-style text (spaces as U+2581, raw
+ * UTF-8, <0xXX> byte fallback, newline runs whole) with BOS always added,
+ * whatever tokenizer.ggml.add_bos_token says (as llama.cpp does for Gemma-4). */
+enum { PRE_IGNORE_MERGES = 1, PRE_ADD_BOS = 2, PRE_NO_BOS = 4, PRE_SPM_TEXT = 8 };
 
 typedef struct pre_def {
     const char *names;              /* '|'-separated tokenizer.ggml.pre values */
@@ -313,6 +324,7 @@ static const pre_def k_pre[] = {
     { "tekken", PRE_IGNORE_MERGES | PRE_ADD_BOS, { RE_TEKKEN } },
     { "seed-coder", 0, { RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}"
         "| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" } },
+    { "gemma4|granite-embed-multi-311m", PRE_SPM_TEXT, { "[^\\n]+|[\\n]+" } },
     { "poro-chat|bloom|gpt3-finnish", 0,
         { " ?[^(\\s|.,!?\\x{2026}\\x{3002}\\x{FF0C}\\x{3001}\\x{964}\\x{6D4}\\x{60C})]+" } },
 };
@@ -515,7 +527,7 @@ static const char *const k_fim_sep_names[] = { "<|file_sep|>", NULL };
 static const char *const k_eog_names[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
     "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
-    "<end_of_utterance>", NULL };
+    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", NULL };
 
 /* gpt-oss's harmony vocabulary (o200k_harmony), as llama.cpp treats it: an
  * answer is several messages (<|start|>assistant<|channel|>analysis
@@ -533,6 +545,20 @@ static void harmony_specials(pk_tokenizer *t) {
     for (size_t i = 1; i < sizeof shown / sizeof shown[0]; i++) {
         int32_t id = token_find(t, shown[i], strlen(shown[i]));
         if (id >= 0) t->attr[id] = ATTR_USER;
+    }
+}
+
+/* Gemma-4's answer carries its thinking and tool calls between control
+ * tokens (<|channel>thought ...<channel|>, <|tool_call>...<tool_call|>):
+ * their pieces are written out so that the channels can be told apart (what
+ * llama.cpp's server does with its "preserved tokens"); they stay control
+ * tokens for tokenizing. */
+static void gemma4_specials(pk_tokenizer *t) {
+    static const char *const shown[] = { "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>" };
+    if (!t->spm_text) return;
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        int32_t id = token_find(t, shown[i], strlen(shown[i]));
+        if (id >= 0 && (t->attr[id] & ATTR_CONTROL)) t->attr[id] |= ATTR_SHOWN;
     }
 }
 
@@ -582,6 +608,7 @@ static int load_special_ids(pk_tokenizer *t, const gguf_file *f, pk_error *err) 
     for (size_t i = 0; i < sizeof eog / sizeof eog[0]; i++)
         if (eog[i] >= 0) t->attr[eog[i]] |= ATTR_EOG;
     harmony_specials(t);
+    gemma4_specials(t);
     return PK_OK;
 }
 
@@ -655,9 +682,14 @@ static int load_model(pk_tokenizer *t, const gguf_file *f, char **pre_out, pk_er
     } else if (strcmp(model, "gpt2") == 0) {
         t->type = VOCAB_BPE;
         t->bos = 11; t->eos = 11;
+    } else if (strcmp(model, "gemma4") == 0) {
+        t->type = VOCAB_BPE;           /* special ids only from the keys */
+        free(*pre_out);                /* the model names its pre-tokenizer */
+        if (!(*pre_out = strdup("gemma4")))
+            rc = pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
     } else {
         rc = pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model '%s' is not supported "
-                       "(gpt2, llama, bert)", f->path, model);
+                       "(gpt2, gemma4, llama, bert)", f->path, model);
     }
     free(model);
     return rc;
@@ -670,12 +702,13 @@ static int load_pre(pk_tokenizer *t, const gguf_file *f, const char *pre, pk_err
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tokenizer.ggml.pre '%s' is not supported",
                          f->path, pre);
     t->ignore_merges = (def->flags & PRE_IGNORE_MERGES) != 0;
+    t->spm_text = (def->flags & PRE_SPM_TEXT) != 0;
     if (def->flags & PRE_ADD_BOS) t->add_bos = 1;
     if (def->flags & PRE_NO_BOS) t->bos = -1;
     return pre_compile(t, def, f->path, err);
 }
 
-/* SentencePiece byte-fallback table: <0xXX>, else the 1-byte token. */
+/* Byte-fallback table: <0xXX>, else (SentencePiece) the 1-byte token. */
 static void build_byte_tokens(pk_tokenizer *t) {
     for (int b = 0; b < 256; b++) {
         char hex[7];
@@ -683,7 +716,7 @@ static void build_byte_tokens(pk_tokenizer *t) {
         memcpy(hex, "<0x", 3);
         hex[3] = digits[b >> 4]; hex[4] = digits[b & 15]; hex[5] = '>'; hex[6] = 0;
         int32_t id = token_find(t, hex, 6);
-        if (id < 0) {
+        if (id < 0 && t->type == VOCAB_SPM) {
             char c = (char)b;
             id = token_find(t, &c, 1);
         }
@@ -706,6 +739,7 @@ int pk_tokenizer_load(const gguf_file *f, pk_tokenizer **out, pk_error *err) {
     if (!rc) rc = load_flag(f, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err);
     if (!rc) rc = load_special_ids(t, f, err);
     if (!rc) rc = load_flag(f, "tokenizer.ggml.add_bos_token", &t->add_bos, err);
+    if (t->spm_text) t->add_bos = 1;
     if (!rc) rc = load_flag(f, "tokenizer.ggml.add_eos_token", &t->add_eos, err);
     if (!rc) rc = load_flag(f, "tokenizer.ggml.add_sep_token", &t->add_sep, err);
     if (!rc) rc = load_flag(f, "tokenizer.ggml.normalizer.lowercase", &t->lowercase, err);
@@ -714,8 +748,8 @@ int pk_tokenizer_load(const gguf_file *f, pk_tokenizer **out, pk_error *err) {
         rc = load_flag(f, "tokenizer.ggml.normalizer.strip_accents", &t->strip_accents, err);
     }
     if (!rc && t->add_bos && t->bos < 0)
-        rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tokenizer.ggml.add_bos_token is set but there is "
-                       "no valid tokenizer.ggml.bos_token_id", f->path);
+        rc = pk_errorf(err, PK_ERR_FORMAT, "%s: %s but there is no valid tokenizer.ggml.bos_token_id", f->path,
+                       t->spm_text ? "a gemma4 vocabulary always adds BOS" : "tokenizer.ggml.add_bos_token is set");
     if (!rc && t->add_eos && t->eos < 0)
         rc = pk_errorf(err, PK_ERR_FORMAT, "%s: tokenizer.ggml.add_eos_token is set but there is "
                        "no valid tokenizer.ggml.eos_token_id", f->path);
@@ -728,7 +762,7 @@ int pk_tokenizer_load(const gguf_file *f, pk_tokenizer **out, pk_error *err) {
     apply_model_quirks(t, f);
     build_byte_tokens(t);
     byte_map_init(t);
-    if (t->type == VOCAB_BPE && (rc = bpe_replacement_tokens(t, f->path, err))) {
+    if (t->type == VOCAB_BPE && !t->spm_text && (rc = bpe_replacement_tokens(t, f->path, err))) {
         pk_tokenizer_free(t);
         return rc;
     }
@@ -759,6 +793,7 @@ typedef struct frag { int32_t id; size_t off, len; } frag;   /* id < 0: raw text
 typedef struct scratch {
     span *wa, *wb; size_t wacap, wbcap;   /* word spans (ping-pong) */
     char *buf; size_t bufcap;             /* encoded / escaped text */
+    char *nbuf; size_t nbufcap;           /* a normalised fragment (spm_text BPE) */
     sym *sy; size_t sycap;
     bigram *heap; size_t hn, hcap;
     pcre2_match_data *md;
@@ -766,7 +801,7 @@ typedef struct scratch {
 } scratch;
 
 static void scratch_free(scratch *s) {
-    free(s->wa); free(s->wb); free(s->buf); free(s->sy); free(s->heap);
+    free(s->wa); free(s->wb); free(s->buf); free(s->nbuf); free(s->sy); free(s->heap);
     if (s->md) pcre2_match_data_free(s->md);
 }
 
@@ -932,10 +967,11 @@ static void bpe_add_bigram(const pk_tokenizer *t, scratch *s, int l, int r) {
 }
 
 /* The token for an encoded piece, if it decodes to the piece's bytes: a
- * control or user-defined token with the same text would not. */
+ * control or user-defined token with the same text would not. Over
+ * SentencePiece text, any token of that text (llama.cpp's lookup there). */
 static int32_t bpe_token(const pk_tokenizer *t, const char *p, size_t n) {
     int32_t id = token_find(t, p, n);
-    return id >= 0 && (t->attr[id] & ATTR_NORMAL) ? id : -1;
+    return id >= 0 && (t->spm_text || (t->attr[id] & ATTR_NORMAL)) ? id : -1;
 }
 
 /* Emit the token of an encoded piece; unknown pieces fall back to their
@@ -945,6 +981,11 @@ static int32_t bpe_token(const pk_tokenizer *t, const char *p, size_t n) {
 static void bpe_emit(const pk_tokenizer *t, const char *p, size_t n, ivec *out) {
     int32_t id = bpe_token(t, p, n);
     if (id >= 0) { ivec_push(out, id); return; }
+    if (t->spm_text) {                 /* <0xXX> per byte; bytes without one are dropped */
+        for (size_t i = 0; i < n; i++)
+            if (t->byte_tok[(uint8_t)p[i]] >= 0) ivec_push(out, t->byte_tok[(uint8_t)p[i]]);
+        return;
+    }
     for (size_t i = 0; i < n;) {
         size_t cl = (size_t)pk_utf8_len((uint8_t)p[i]);
         if (cl > n - i) cl = n - i;
@@ -956,23 +997,44 @@ static void bpe_emit(const pk_tokenizer *t, const char *p, size_t n, ivec *out) 
     }
 }
 
-/* Tokenize one pre-tokenized word (raw bytes w[0..n)). */
+/* Only newlines in w[0..n)? */
+static int all_newlines(const char *w, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != '\n') return 0;
+    return n > 0;
+}
+
+/* Tokenize one pre-tokenized word w[0..n): raw bytes, each mapped to its
+ * GPT-2 code point, or (spm_text) normalised UTF-8 whose characters are the
+ * starting symbols. */
 static void bpe_word(const pk_tokenizer *t, scratch *s, const char *w, size_t n, ivec *out) {
     if (!grow((void **)&s->buf, &s->bufcap, 2 * n, 1) ||
         !grow((void **)&s->sy, &s->sycap, n, sizeof *s->sy)) { s->oom = 1; return; }
     size_t el = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t b = (uint8_t)w[i];
-        memcpy(s->buf + el, t->bchar[b].s, t->bchar[b].n);
-        s->sy[i] = (sym){ el, t->bchar[b].n, (int)i - 1, i + 1 < n ? (int)i + 1 : -1 };
-        el += t->bchar[b].n;
+    int ns = 0;
+    if (t->spm_text) {
+        memcpy(s->buf, w, n);
+        el = n;
+        for (size_t off = 0; off < n; ns++) {
+            size_t cl = (size_t)pk_utf8_len((uint8_t)w[off]);
+            if (cl > n - off) cl = n - off;
+            s->sy[ns] = (sym){ off, (uint32_t)cl, ns - 1, off + cl < n ? ns + 1 : -1 };
+            off += cl;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++, ns++) {
+            uint8_t b = (uint8_t)w[i];
+            memcpy(s->buf + el, t->bchar[b].s, t->bchar[b].n);
+            s->sy[i] = (sym){ el, t->bchar[b].n, (int)i - 1, i + 1 < n ? (int)i + 1 : -1 };
+            el += t->bchar[b].n;
+        }
     }
-    if (t->ignore_merges) {
+    if (t->ignore_merges || (t->spm_text && all_newlines(w, n))) {   /* the whole word, if a token */
         int32_t id = bpe_token(t, s->buf, el);
         if (id >= 0) { ivec_push(out, id); return; }
     }
     s->hn = 0;
-    for (size_t i = 1; i < n; i++) bpe_add_bigram(t, s, (int)i - 1, (int)i);
+    for (int i = 1; i < ns; i++) bpe_add_bigram(t, s, i - 1, i);
     while (s->hn > 0 && !s->oom) {
         bigram g = heap_pop(s);
         sym *l = &s->sy[g.left], *r = &s->sy[g.right];
@@ -985,8 +1047,59 @@ static void bpe_word(const pk_tokenizer *t, scratch *s, const char *w, size_t n,
         bpe_emit(t, s->buf + s->sy[i].off, s->sy[i].n, out);
 }
 
+/* One code point from s[0..n) as llama.cpp's decoder reads it (before its
+ * tokenizers): the lead byte says the length, continuation bytes are
+ * checked, overlong forms and surrogates are accepted; anything else is
+ * U+FFFD for one byte (as is a value past U+10FFFF, where llama.cpp throws).
+ * Returns the bytes consumed. */
+static size_t utf8_decode_lenient(const uint8_t *s, size_t n, uint32_t *cp) {
+    static const uint8_t lead_mask[5] = { 0, 0x7F, 0x1F, 0x0F, 0x07 };
+    size_t len = s[0] < 0x80 ? 1 : s[0] < 0xC0 ? 0 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : s[0] < 0xF8 ? 4 : 0;
+    uint32_t v = len ? s[0] & lead_mask[len] : 0;
+    for (size_t k = 1; k < len; k++) {
+        if (k >= n || (s[k] & 0xC0) != 0x80) { len = 0; break; }
+        v = v << 6 | (s[k] & 0x3F);
+    }
+    if (!len || v > 0x10FFFF) { *cp = 0xFFFD; return 1; }
+    *cp = v;
+    return len;
+}
+
+/* cp (<= U+10FFFF, surrogates included) as UTF-8; returns its length. */
+static size_t utf8_put(uint32_t cp, char *o) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | (cp >> 6 & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* SentencePiece-style text for spm_text BPE, into s->nbuf: the code points
+ * as llama.cpp decodes them, written back as UTF-8 (an invalid byte becomes
+ * U+FFFD, an overlong form its shortest one), each space as U+2581. Returns
+ * the length (at most 3 bytes per input byte). */
+static size_t spm_normalise(scratch *s, const char *text, size_t len) {
+    if (len > SIZE_MAX / 3 || !grow((void **)&s->nbuf, &s->nbufcap, 3 * len + 1, 1)) { s->oom = 1; return 0; }
+    size_t el = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        i += utf8_decode_lenient((const uint8_t *)text + i, len - i, &cp);
+        el += utf8_put(cp == ' ' ? 0x2581 : cp, s->nbuf + el);
+    }
+    return el;
+}
+
 static void bpe_fragment(const pk_tokenizer *t, scratch *s, const char *text, size_t len, ivec *out) {
     size_t nw = 0;
+    if (t->spm_text) {
+        len = spm_normalise(s, text, len);
+        if (s->oom) return;
+        text = s->nbuf;
+    }
     pre_split(t, s, text, len, &nw);
     for (size_t i = 0; i < nw && !s->oom; i++) {
         span w = s->wa[i];       /* bpe_word does not touch the span arrays */
@@ -1219,7 +1332,7 @@ int pk_token_to_piece(const pk_tokenizer *t, int32_t id, char *buf, int buflen,
     const char *s = tok_text(t, id);
     size_t n = t->tok_len[id];
     if (a & (ATTR_CONTROL | ATTR_UNKNOWN))
-        return render_special ? put(buf, buflen, 0, s, n) : 0;
+        return render_special || (a & ATTR_SHOWN) ? put(buf, buflen, 0, s, n) : 0;
     if (a & ATTR_USER) return put(buf, buflen, 0, s, n);
     if (a & ATTR_BYTE) {
         int b = hex_byte(s, n);
@@ -1228,7 +1341,7 @@ int pk_token_to_piece(const pk_tokenizer *t, int32_t id, char *buf, int buflen,
     }
     if (!(a & ATTR_NORMAL)) return 0;            /* unused / undefined */
     int at = 0;
-    if (t->type == VOCAB_BPE) {                   /* GPT-2 code points -> bytes */
+    if (t->type == VOCAB_BPE && !t->spm_text) {   /* GPT-2 code points -> bytes */
         for (size_t i = 0; i < n;) {
             uint32_t cp;
             int cl = pk_utf8_decode((const uint8_t *)s + i, n - i, &cp);
@@ -1239,7 +1352,7 @@ int pk_token_to_piece(const pk_tokenizer *t, int32_t id, char *buf, int buflen,
         }
         return at;
     }
-    for (size_t i = 0; i < n;) {                  /* SPM / WPM: U+2581 -> space */
+    for (size_t i = 0; i < n;) {                  /* SPM / WPM / gemma4: U+2581 -> space */
         if (n - i >= 3 && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
             at = put(buf, buflen, at, " ", 1);
             i += 3;

@@ -4,7 +4,8 @@
  * Supports byte-level BPE (tokenizer.ggml.model = "gpt2") with the
  * pre-tokenizers named by tokenizer.ggml.pre (qwen2/qwen3/qwen35, llama3/
  * llama-bpe, gpt-2, deepseek-llm, deepseek-coder, falcon, mpt, starcoder,
- * refact, ...), SentencePiece-style BPE ("llama") and WordPiece ("bert").
+ * refact, ...), Gemma-4's BPE over SentencePiece-style text ("gemma4"),
+ * SentencePiece-style BPE ("llama") and WordPiece ("bert").
  * Special/control tokens are matched in text when parse_special is set.
  */
 #ifndef PK_TOKENIZER_H
@@ -32,7 +33,9 @@ int pk_tokenize(const pk_tokenizer *t, const char *text, size_t len,
 
 /* The bytes a token stands for when detokenized (byte-level decoding applied,
  * SentencePiece's U+2581 turned into a space). Control tokens give "" unless
- * render_special. Writes at most buflen bytes (no NUL); returns the full
+ * render_special, except the markers an answer's channels are told apart by
+ * (gemma4's <|channel>, <channel|>, <|tool_call>, <tool_call|>; harmony's are
+ * user-defined tokens): their text. Writes at most buflen bytes (no NUL); returns the full
  * length, or -PK_ERR_ARG for an id out of range. */
 int pk_token_to_piece(const pk_tokenizer *t, int32_t id, char *buf, int buflen,
                       int render_special);

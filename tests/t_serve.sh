@@ -11,11 +11,15 @@
 #   3. tests/serve/webui.mjs     headless Chromium (playwright-core) drives the
 #      chat page at /: send, streamed answer, Stop; screenshot in
 #      $BUILD/tmp/serve/chat.png
+# then a second server (--timeout, its model file truncated under it) and
+# three more on tests/mk_chain_model.py's model (tests/serve/reasoning.mjs:
+# the answer / reasoning split for harmony, <think> and gemma4).
 # The server must still be alive at the end. Needs node + npm (the packages
 # go to $BUILD/tmp/node) and Debian's chromium (installed here when root);
 # when they cannot be had, the test says why and fails.
 set -u
 BUILD=${BUILD:-build}
+PYTHON=${PYTHON:-/usr/bin/python3}
 P="$BUILD/pocket"
 tmp="$BUILD/tmp/serve"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
@@ -117,5 +121,36 @@ s.on('close', () => { console.log(Date.now() - t0); process.exit(0); }); setTime
         echo "ok   server stopped by itself: $(grep '^pocket: error' "$tmp/server2.log")"
     else echo "FAIL server after truncation: exit $rc2"; tail -n 5 "$tmp/server2.log"; fails=$((fails + 1)); fi
 fi
+# ---- the answer / reasoning split: a model whose greedy answer is known ------------------
+# tests/mk_chain_model.py: with the harmony, chatml (<think>) and gemma4
+# templates it answers with reasoning and markers cut across tokens;
+# tests/serve/reasoning.mjs checks message.content / reasoning_content,
+# streamed and not, and the reasoning_format option.
+"$PYTHON" tests/mk_chain_model.py "$tmp/chain.gguf" || fail "mk_chain_model.py failed"
+for case in harmony chatml gemma4; do
+    case $case in
+    harmony) expect='{"raw": "<|channel|>analysis<|message|>Weigh it: 1 + 1.<|end|><|start|>assistant<|channel|>final<|message|>Two.",
+                      "content": "Two.", "reasoning": "Weigh it: 1 + 1.",
+                      "markers": ["<|channel|>", "<|message|>", "<|end|>", "<|start|>"]}';;
+    chatml) expect='{"raw": "<think>\nPondering the sum.\n</think>\n\nIt is two.", "content": "It is two.",
+                     "reasoning": "Pondering the sum.", "markers": ["<think>", "</think>"]}';;
+    gemma4) expect='{"raw": "Sure<|channel>thought\nhmm<channel|> done", "content": "Sure done", "reasoning": "hmm",
+                     "markers": ["<|channel>", "<channel|>"]}';;
+    esac
+    "$P" serve -m "$tmp/chain.gguf" --host 127.0.0.1 --port 0 -c 256 -t 1 --chat-template $case \
+        --api-key "$KEY" >"$tmp/server-$case.log" 2>&1 &
+    S3=$!
+    PORT3=""; i=0
+    while [ $i -lt 300 ] && [ -z "$PORT3" ] && kill -0 $S3 2>/dev/null; do
+        PORT3=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/server-$case.log" 2>/dev/null)
+        sleep 0.1; i=$((i + 1))
+    done
+    if [ -z "$PORT3" ]; then echo "FAIL $case server did not start"; cat "$tmp/server-$case.log"; fails=$((fails + 1))
+    elif POCKET_URL="http://127.0.0.1:$PORT3" POCKET_EXPECT="$expect" node tests/serve/reasoning.mjs; then
+        echo "ok   reasoning.mjs ($case)"
+    else echo "FAIL reasoning.mjs ($case)"; tail -n 20 "$tmp/server-$case.log"; fails=$((fails + 1)); fi
+    kill -TERM $S3 2>/dev/null; wait $S3; rc3=$?
+    [ $rc3 -eq 0 ] || { echo "FAIL $case server exit status $rc3 after SIGTERM"; fails=$((fails + 1)); }
+done
 [ $fails -eq 0 ] || exit 1
 echo "t_serve: all passed"

@@ -2,7 +2,9 @@
  * writes for a system + user + assistant + user conversation, with and
  * without the generation prompt; detection from template strings as they
  * appear in GGUF files; override by name; the errors for unknown names,
- * unknown templates and models without a template (the bundled KJV model). */
+ * unknown templates and models without a template (the bundled KJV model);
+ * the reasoning / answer splitter on every cut of its input into pieces. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +58,15 @@ static const char *const tmpl_gemma =
     "{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}"
     "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}";
+
+/* Gemma-4 (google-gemma-4-31B-it, abridged) */
+static const char *const tmpl_gemma4 =
+    "{{- bos_token -}}{%- if (enable_thinking is defined and enable_thinking) or tools or "
+    "messages[0]['role'] in ['system', 'developer'] -%}{{- '<|turn>system\n' -}}"
+    "{{- '<turn|>\n' -}}{%- endif %}{%- set role = 'model' if message['role'] == 'assistant' "
+    "else message['role'] -%}{{- '<|turn>' + role + '\n' }}{{- '<|tool_call>call:' + function['name'] "
+    "+ '{' -}}{%- if add_generation_prompt -%}{{- '<|turn>model\n' -}}{%- if not enable_thinking | "
+    "default(false) -%}{{- '<|channel>thought\n<channel|>' -}}{%- endif -%}{%- endif -%}";
 
 /* DeepSeek-V2-Lite-Chat, DeepSeek-V3 (abridged), gpt-oss (harmony, abridged) */
 static const char *const tmpl_deepseek2 =
@@ -117,6 +128,17 @@ static void test_formats(void) {
                  "<start_of_turn>model\nSeth.<end_of_turn>\n"
                  "<start_of_turn>user\nAnd then?<end_of_turn>\n"
                  "<start_of_turn>model\n");
+    check_format("gemma4", 0,
+                 "<|turn>system\nYou are terse.<turn|>\n"
+                 "<|turn>user\nWho begat Enos?<turn|>\n"
+                 "<|turn>model\nSeth.<turn|>\n"
+                 "<|turn>user\nAnd then?<turn|>\n");
+    check_format("gemma4", 1,
+                 "<|turn>system\nYou are terse.<turn|>\n"
+                 "<|turn>user\nWho begat Enos?<turn|>\n"
+                 "<|turn>model\nSeth.<turn|>\n"
+                 "<|turn>user\nAnd then?<turn|>\n"
+                 "<|turn>model\n<|channel>thought\n<channel|>");
 
     check_format("deepseek2", 0,
                  "You are terse.\n\nUser: Who begat Enos?\n\n"
@@ -159,6 +181,18 @@ static void test_formats(void) {
               pk_chat_apply("gemma", &sys, 1, 0, &out, &err) == PK_OK && out &&
               !strcmp(out, "<start_of_turn>user\nBe brief.<end_of_turn>\n"));
     free(out);
+    /* gemma4: earlier thinking is dropped from model turns, tool messages are
+       left out, and a model message after a model message continues its turn */
+    static const pk_chat_message g4[] = {
+        {"user", " Hi "}, {"assistant", "<|channel>thought\nhmm<channel|>Hello. "},
+        {"tool", "ignored"}, {"assistant", "More <|channel>x<channel|>here"}, {"user", "Bye"},
+    };
+    out = NULL;
+    TEST_COND("gemma4 strip thinking, tool, continuation",
+              pk_chat_apply("gemma4", g4, 5, 0, &out, &err) == PK_OK && out &&
+              !strcmp(out, "<|turn>user\nHi<turn|>\n<|turn>model\nHello.<turn|>\nMore here<turn|>\n"
+                           "<|turn>user\nBye<turn|>\n"));
+    free(out);
     /* bad messages */
     pk_chat_message bad = {"user", NULL};
     out = (char *)1;
@@ -168,7 +202,7 @@ static void test_formats(void) {
 
 static void test_detect(void) {
     const struct { const char *tmpl, *want; } cases[] = {
-        {tmpl_qwen, "chatml"}, {tmpl_llama3, "llama3"}, {tmpl_gemma, "gemma"},
+        {tmpl_qwen, "chatml"}, {tmpl_llama3, "llama3"}, {tmpl_gemma, "gemma"}, {tmpl_gemma4, "gemma4"},
         {tmpl_deepseek2, "deepseek2"}, {tmpl_deepseek3, "deepseek3"}, {tmpl_harmony, "harmony"},
         {tmpl_mistral, NULL}, {tmpl_phi4, NULL}, {"", NULL},
     };
@@ -232,8 +266,93 @@ static void test_model(void) {
     pk_model_free(m);
 }
 
+/* ---- reasoning / answer splitting ---------------------------------------- */
+
+/* Split text for template name, fed in pieces cut at `cuts` (sorted
+ * offsets; NULL with k = 0: one piece, or with k < 0: byte by byte), and
+ * compare content and reasoning. */
+static int split_once(const char *name, const char *text, const size_t *cuts, int k, const char *want_c,
+                      const char *want_r) {
+    pk_chat_reasoning *r = NULL;
+    pk_error err = {0};
+    if (pk_chat_reasoning_new(name, &r, &err)) return 0;
+    size_t n = strlen(text), at = 0;
+    int ok = 1;
+    size_t seen_c = 0, seen_r = 0;
+    for (int i = 0; ok && (k < 0 ? at < n : i <= k); i++) {
+        size_t end = k < 0 ? at + 1 : i < k ? cuts[i] : n;
+        ok = pk_chat_reasoning_feed(r, text + at, end - at, end == n) == PK_OK;
+        at = end;
+        /* what is out never shrinks and is always a prefix of the final answer */
+        size_t lc, lr;
+        const char *c = pk_chat_reasoning_content(r, &lc), *t = pk_chat_reasoning_text(r, &lr);
+        ok = ok && lc >= seen_c && lr >= seen_r && lc <= strlen(want_c) && lr <= strlen(want_r) &&
+             !memcmp(c, want_c, lc) && !memcmp(t, want_r, lr);
+        seen_c = lc;
+        seen_r = lr;
+    }
+    size_t lc, lr;
+    const char *c = pk_chat_reasoning_content(r, &lc), *t = pk_chat_reasoning_text(r, &lr);
+    ok = ok && lc == strlen(want_c) && !strcmp(c, want_c) && lr == strlen(want_r) && !strcmp(t, want_r);
+    if (!ok) fprintf(stderr, "  split %s [%s]: content [%s] reasoning [%s]\n", name, text, c, t);
+    pk_chat_reasoning_free(r);
+    return ok;
+}
+
+static void check_split(const char *name, const char *text, const char *want_c, const char *want_r) {
+    TEST_CHECK(split_once(name, text, NULL, 0, want_c, want_r), "%s: one piece: [%s]", name, text);
+    TEST_CHECK(split_once(name, text, NULL, -1, want_c, want_r), "%s: byte by byte: [%s]", name, text);
+    size_t n = strlen(text);
+    int bad = 0;
+    for (size_t a = 0; a <= n; a++)
+        for (size_t b = a; b <= n; b += 3) {
+            size_t cuts[2] = {a, b};
+            bad += !split_once(name, text, cuts, 2, want_c, want_r);
+        }
+    TEST_CHECK(bad == 0, "%s: %d cuts into three pieces differ: [%s]", name, bad, text);
+}
+
+static void test_reasoning(void) {
+    /* gpt-oss: analysis is reasoning, final (and a commentary preamble) the answer */
+    check_split("harmony", "<|channel|>analysis<|message|>Think  it over.<|end|><|start|>assistant"
+                "<|channel|>final<|message|>Seth begat Enos.", "Seth begat Enos.", "Think  it over.");
+    check_split("harmony", "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis"
+                "<|message|>b<|end|><|start|>assistant<|channel|>commentary<|message|>Looking.<|end|>"
+                "<|start|>assistant<|channel|>final<|message|> x <|", "Looking. x <|", "ab");
+    check_split("harmony", "<|channel|>final<|message|>Only the answer", "Only the answer", "");
+    check_split("harmony", "Plain text, no channels.", "Plain text, no channels.", "");
+    check_split("harmony", "<|channel|>analysis<|message|>cut sh", "", "cut sh");
+    check_split("harmony", "<|channel|>analysis<|message|>done<|end|><|start|>assistant<|channel|>fin",
+                "", "done");
+    /* a "header" longer than any is text, whether the text ends there or not */
+    static char longh[600];
+    memcpy(longh, "<|channel|>", 11);
+    memset(longh + 11, 'x', 530);
+    check_split("harmony", longh, longh, "");
+    memcpy(longh + 541, "<|message|>y", 13);
+    check_split("harmony", longh, longh, "");
+    /* Qwen3 / DeepSeek-R1 */
+    check_split("chatml", "<think>\nLet me see.\n</think>\n\nIt is Enos.", "It is Enos.", "Let me see.");
+    check_split("chatml", "  <think></think>Hi", "Hi", "");
+    check_split("deepseek3", "<think>a < b </thin", "", "a < b </thin");
+    check_split("chatml", "No thinking <think>here</think>", "No thinking <think>here</think>", "");
+    check_split("llama3", "<thinker>", "<thinker>", "");
+    check_split("chatml", "<thi", "<thi", "");
+    check_split("chatml", "", "", "");
+    /* Gemma-4 */
+    check_split("gemma4", "<|channel>thought\nPonder.<channel|>The answer.", "The answer.", "Ponder.");
+    check_split("gemma4", "Answer<channel|> and<|channel>thought\nmore<channel|> end", "Answer and end", "more");
+    check_split("gemma4", "Just <|chan", "Just <|chan", "");
+
+    pk_chat_reasoning *r = (pk_chat_reasoning *)1;
+    pk_error err = {0};
+    TEST_COND("reasoning: unknown family", pk_chat_reasoning_new("vicuna", &r, &err) == PK_ERR_ARG && !r &&
+              strstr(err.msg, "'vicuna'"));
+}
+
 int main(void) {
     test_formats();
+    test_reasoning();
     test_detect();
     test_names();
     test_model();

@@ -1,5 +1,7 @@
 /* test_tokenizer.c - the tokenizer against llama.cpp's test vectors
- * (../shared/tokenizer/ggml-vocab-*.gguf with .inp/.out), byte round trips,
+ * (../shared/tokenizer/ggml-vocab-*.gguf with .inp/.out, and the toy gemma4
+ * vocabulary tests/vocab/ggml-vocab-gemma4-toy.gguf whose .out/.out-special
+ * are llama.cpp's answers, see tests/mk_gemma4_vocab.py), byte round trips,
  * the bundled KJV model, concurrent use, and error paths on small GGUF images
  * built in memory. */
 #include <dirent.h>
@@ -11,9 +13,11 @@
 #include "testhelp.h"
 #include "gguf.h"
 #include "tokenizer.h"
+#include "unicode.h"
 
 #define VOCAB_DIR "../shared/tokenizer"
 #define KJV_MODEL "../shared/models/kjv-moe-f16.gguf"
+#define GEMMA4_TOY "tests/vocab/ggml-vocab-gemma4-toy.gguf"
 
 /* ===================================================================== */
 /* Helpers                                                                */
@@ -87,13 +91,13 @@ typedef struct vecs {
 
 /* Strings separated by "\n__ggml_vocab_test__\n", one .out line per string
  * (the convention of llama.cpp's tests/test-tokenizer-0.cpp). */
-static int read_vectors(const char *gguf, vecs *v) {
+static int read_vectors(const char *gguf, const char *out_ext, vecs *v) {
     char p[512];
     size_t ilen, olen;
     memset(v, 0, sizeof *v);
     snprintf(p, sizeof p, "%s.inp", gguf);
     if (!(v->inp = read_file(p, &ilen))) return 0;
-    snprintf(p, sizeof p, "%s.out", gguf);
+    snprintf(p, sizeof p, "%s%s", gguf, out_ext);
     char *outs = read_file(p, &olen);
     if (!outs) { free(v->inp); return 0; }
     static const char sep[] = "\n__ggml_vocab_test__\n";
@@ -160,22 +164,41 @@ static int is_model(const char *path, const char *model) {
     return yes;
 }
 
-/* Every test string of one vocab; returns 1 if all pass. */
-static int run_vocab(const char *path, int *n_pass, int *n_total) {
+/* What valid UTF-8 gemma4 text detokenizes to: s[0..n) with each U+2581 as
+ * a space (malloc'ed); NULL if s is not valid UTF-8 (its ids are checked
+ * against llama.cpp's, its bytes do not come back). */
+static char *gemma4_roundtrip(const char *s, size_t n, size_t *len) {
+    char *o = malloc(3 * n + 1);
+    size_t k = 0;
+    for (size_t i = 0; o && i < n;) {
+        uint32_t cp;
+        int cl = pk_utf8_decode((const uint8_t *)s + i, n - i, &cp);
+        if (cp == 0xFFFD && !(cl == 3 && !memcmp(s + i, "\xef\xbf\xbd", 3))) { free(o); return NULL; }
+        if (cp == 0x2581) o[k++] = ' ';
+        else { memcpy(o + k, s + i, (size_t)cl); k += (size_t)cl; }
+        i += (size_t)cl;
+    }
+    *len = k;
+    return o;
+}
+
+/* Every test string of one vocab against the ids in path + out_ext (taken
+ * with add_special = parse_special = special); returns 1 if all pass. */
+static int run_vocab_ext(const char *path, const char *out_ext, int special, int *n_pass, int *n_total) {
     vecs v;
     *n_pass = *n_total = 0;
-    if (!read_vectors(path, &v)) {
-        TEST_CHECK(0, "%s: cannot read .inp/.out (or counts differ)", path);
+    if (!read_vectors(path, out_ext, &v)) {
+        TEST_CHECK(0, "%s: cannot read .inp/%s (or counts differ)", path, out_ext);
         return 0;
     }
     pk_tokenizer *t = load_vocab(path);
     if (!t) { free_vectors(&v); return 0; }
-    int bpe = is_model(path, "gpt2"), spm = is_model(path, "llama");
+    int bpe = is_model(path, "gpt2"), spm = is_model(path, "llama"), gemma4 = is_model(path, "gemma4");
     for (size_t i = 0; i < v.n; i++) {
         int32_t want[512];
         int nw = parse_ids(v.out[i], want, 512);
         int n;
-        int32_t *got = tokenize(t, v.str[i], v.len[i], 0, 0, &n);
+        int32_t *got = tokenize(t, v.str[i], v.len[i], special, special, &n);
         int ok = n == nw && got && memcmp(got, want, (size_t)n * sizeof *got) == 0;
         (*n_total)++;
         *n_pass += ok;
@@ -186,7 +209,19 @@ static int run_vocab(const char *path, int *n_pass, int *n_total) {
             for (int k = 0; k < n; k++) fprintf(stderr, " %d", got[k]);
             fprintf(stderr, "\n");
         }
-        TEST_CHECK(ok, "%s: test string %zu tokenizes differently from llama.cpp", path, i);
+        TEST_CHECK(ok, "%s: test string %zu tokenizes differently from llama.cpp (%s)", path, i, out_ext);
+
+        /* gemma4: valid UTF-8 text comes back (U+2581 as a space) */
+        size_t fl;
+        char *fx = gemma4 && !special && got && n >= 0 ? gemma4_roundtrip(v.str[i], v.len[i], &fl) : NULL;
+        if (fx) {
+            size_t dl;
+            char *d = detokenize(t, got, n, &dl);
+            TEST_CHECK(d && dl == fl && memcmp(d, fx, dl) == 0,
+                       "%s: string %zu does not round-trip ('%s' -> '%s')", path, i, v.str[i], d ? d : "(null)");
+            free(d);
+            free(fx);
+        }
 
         /* detokenizing gives the text back (SPM adds its leading space) */
         if ((bpe || spm) && got && n >= 0) {
@@ -205,6 +240,45 @@ static int run_vocab(const char *path, int *n_pass, int *n_total) {
     pk_tokenizer_free(t);
     free_vectors(&v);
     return *n_pass == *n_total;
+}
+
+static int run_vocab(const char *path, int *n_pass, int *n_total) {
+    return run_vocab_ext(path, ".out", 0, n_pass, n_total);
+}
+
+/* The toy gemma4 vocabulary: llama.cpp's ids without and with specials (BOS
+ * forced on although add_bos_token is false), the special ids and ends of
+ * generation, pieces of byte and U+2581 tokens. */
+static void test_gemma4_toy(void) {
+    int pass, total;
+    run_vocab_ext(GEMMA4_TOY, ".out", 0, &pass, &total);
+    fprintf(stderr, "%-32s %d/%d strings match llama.cpp\n", "gemma4-toy (no specials)", pass, total);
+    TEST_CHECK(total >= 30, "gemma4 toy: only %d strings", total);
+    run_vocab_ext(GEMMA4_TOY, ".out-special", 1, &pass, &total);
+    fprintf(stderr, "%-32s %d/%d strings match llama.cpp\n", "gemma4-toy (specials)", pass, total);
+    TEST_CHECK(total >= 30, "gemma4 toy: only %d strings", total);
+    pk_tokenizer *t = load_vocab(GEMMA4_TOY);
+    if (!t) return;
+    TEST_CHECK(pk_tokenizer_bos(t) == 2 && pk_tokenizer_eos(t) == 1, "gemma4 bos %d eos %d",
+               pk_tokenizer_bos(t), pk_tokenizer_eos(t));
+    TEST_CHECK(pk_tokenizer_is_eog(t, 1) && pk_tokenizer_is_eog(t, 5) && pk_tokenizer_is_eog(t, 8),
+               "<eos>, <turn|> and <|tool_response> end generation");
+    TEST_CHECK(!pk_tokenizer_is_eog(t, 4) && !pk_tokenizer_is_eog(t, 2), "<|turn> and <bos> do not");
+    char buf[16];
+    int k = pk_token_to_piece(t, 12 + 0x41, buf, sizeof buf, 0);
+    TEST_CHECK(k == 1 && buf[0] == 'A', "<0x41> decodes to 'A' (%d)", k);
+    int m;
+    int32_t *ids = tokenize(t, " hello", 6, 0, 0, &m);
+    k = m == 1 ? pk_token_to_piece(t, ids[0], buf, sizeof buf, 0) : -1;
+    TEST_CHECK(k == 6 && !memcmp(buf, " hello", 6), "U+2581hello decodes with a space (%d, n=%d)", k, m);
+    free(ids);
+    k = pk_token_to_piece(t, 4, buf, sizeof buf, 0);
+    TEST_CHECK(k == 0, "<|turn> is not shown without render_special (%d)", k);
+    k = pk_token_to_piece(t, 6, buf, sizeof buf, 0);
+    TEST_CHECK(k == 10 && !memcmp(buf, "<|channel>", 10), "<|channel> is written out (%d)", k);
+    k = pk_token_to_piece(t, 7, buf, sizeof buf, 0);
+    TEST_CHECK(k == 10 && !memcmp(buf, "<channel|>", 10), "<channel|> is written out (%d)", k);
+    pk_tokenizer_free(t);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -369,7 +443,7 @@ static void *worker(void *arg) {
 static void test_threads(void) {
     const char *path = VOCAB_DIR "/ggml-vocab-qwen3.gguf";
     vecs v;
-    if (!read_vectors(path, &v)) return;
+    if (!read_vectors(path, ".out", &v)) return;
     pk_tokenizer *t = load_vocab(path);
     if (!t) { free_vectors(&v); return; }
     int32_t **expect = calloc(v.n, sizeof *expect);
@@ -518,6 +592,22 @@ static void test_errors(void) {
     free(b.p);
 }
 
+/* A gemma4 vocabulary without a BOS id is refused (BOS is always added). */
+static void test_gemma4_no_bos(void) {
+    static const char *const toks[] = { "<pad>", "a", "b", "\xe2\x96\x81" };
+    pk_error err = { 0 };
+    pk_tokenizer *t = NULL;
+    wbuf b = { 0 };
+    kv_str(&b, "tokenizer.ggml.model", "gemma4");
+    kv_strs(&b, "tokenizer.ggml.tokens", toks, 4);
+    kv_strs(&b, "tokenizer.ggml.merges", toks, 0);
+    int rc = load_image(&b, 3, &t, &err);
+    free(b.p);
+    TEST_CHECK(rc == PK_ERR_FORMAT && strstr(err.msg, "gemma4") && strstr(err.msg, "bos_token_id"),
+               "gemma4 without BOS: rc %d, %s", rc, err.msg);
+    pk_tokenizer_free(t);
+}
+
 /* gpt-oss's harmony specials (as llama.cpp): with <|return|> and <|call|>
  * ending generation, <|end|> does not (an answer has several messages), and
  * <|end|>, <|start|>, <|channel|>, <|message|> are written out in text;
@@ -564,6 +654,8 @@ static void test_harmony_specials(void) {
 
 int main(void) {
     test_all_vocabs();
+    test_gemma4_toy();
+    test_gemma4_no_bos();
     test_harmony_specials();
     test_byte_roundtrip(VOCAB_DIR "/ggml-vocab-gpt-2.gguf");
     test_byte_roundtrip(VOCAB_DIR "/ggml-vocab-qwen3.gguf");

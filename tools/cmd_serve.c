@@ -24,6 +24,13 @@
  * libmicrohttpd answers 414 / 431 itself); a connection idle or trickling
  * for --timeout seconds is closed. Memory per request is bounded by the body
  * limit and the context size; connections are capped.
+ *
+ * Reasoning. A chat answer is split as llama.cpp's server does by default
+ * (pk_chat_reasoning): gpt-oss's analysis channel, a leading <think> ...
+ * </think> and Gemma-4's thought channel go to message.reasoning_content
+ * (streamed as delta.reasoning_content), the rest to content, the channel
+ * markers to neither. "reasoning_format": "none" returns the text as
+ * generated; "auto" and "deepseek" are the default.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -75,6 +82,7 @@ typedef struct job {
     int n_stop;
     size_t stop_maxlen;
     int chat, stream, include_usage;
+    int split;                  /* chat: answer and reasoning apart (pk_chat_reasoning) */
     char id[48];
     long created;
     /* Shared; guarded by server.mu. */
@@ -518,6 +526,7 @@ static char *format_chat(const pk_chat_message *msgs, int n, pk_error *err) {
 static const char *chat_end_marker(void) {
     if (!strcmp(S.chat_template, "llama3")) return "<|eot_id|>";
     if (!strcmp(S.chat_template, "gemma")) return "<end_of_turn>";
+    if (!strcmp(S.chat_template, "gemma4")) return "<turn|>";
     if (!strncmp(S.chat_template, "deepseek", 8)) return "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
     if (!strcmp(S.chat_template, "harmony")) return "<|return|>";
     return "<|im_end|>";
@@ -621,6 +630,21 @@ static job *parse_request(const char *body, size_t len, int chat, int *status, j
     v = json_object_get(root, "n");
     if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) != 1))
         FAIL_BAD("n", "only n = 1 is supported");
+    /* llama.cpp's names: "none" = the raw text; "auto" and "deepseek" (the
+       default) = reasoning apart. "deepseek-legacy" (reasoning in both) is not done. */
+    j->split = chat;
+    v = json_object_get(root, "reasoning_format");
+    if (v && !json_is_null(v)) {
+        const char *rf = json_is_string(v) ? json_string_value(v) : NULL;
+        if (!rf || (strcmp(rf, "none") && strcmp(rf, "auto") && strcmp(rf, "deepseek")))
+            FAIL_BAD("reasoning_format", "'reasoning_format' must be \"auto\", \"deepseek\" (the reasoning in "
+                     "reasoning_content) or \"none\" (the text as generated)%s%.40s%s", rf ? "; got \"" : "",
+                     rf ? rf : "", rf ? "\"" : "");
+        if (!chat && strcmp(rf, "none"))
+            FAIL_BAD("reasoning_format", "'reasoning_format' applies to chat completions; a text completion "
+                     "is the text as generated (\"none\")");
+        j->split = chat && strcmp(rf, "none") != 0;
+    }
 
     pk_sampler_params sp = S.sp;
     struct { const char *name; float *dst; double lo, hi; } nums[] = {
@@ -781,13 +805,15 @@ static json_t *usage_json(const job *j) {
                      "total_tokens", j->n_prompt + j->n_gen);
 }
 
-/* One streamed chunk; text may be NULL (no content), finish NULL (null). */
-static json_t *chunk_json(const job *j, const char *text, size_t len, int role, const char *finish) {
+/* One streamed chunk; text may be NULL (no content), finish NULL (null).
+ * key: the delta's field for text ("content", "reasoning_content"; chat). */
+static json_t *chunk_json(const job *j, const char *key, const char *text, size_t len, int role,
+                          const char *finish) {
     json_t *choice;
     if (j->chat) {
         json_t *delta = json_object();
         if (role) json_object_set_new(delta, "role", json_string("assistant"));
-        if (text) json_object_set_new(delta, "content", json_stringn(text, len));
+        if (text) json_object_set_new(delta, key, json_stringn(text, len));
         choice = json_pack("{s:i, s:o, s:n, s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", finish);
     } else {
         choice = json_pack("{s:i, s:s%, s:n, s:s?}", "index", 0, "text", text ? text : "", text ? len : 0,
@@ -798,11 +824,29 @@ static json_t *chunk_json(const job *j, const char *text, size_t len, int role, 
                      "model", S.model_id, "system_fingerprint", "pocket", "choices", choice);
 }
 
+/* The assistant's message for the whole text: content, and reasoning_content
+ * when the job splits and there is reasoning. NULL when out of memory. */
+static json_t *message_json(const job *j, const char *text, size_t len) {
+    if (!j->split) return json_pack("{s:s, s:s%}", "role", "assistant", "content", text, len);
+    pk_chat_reasoning *r = NULL;
+    pk_error err = {0};
+    if (pk_chat_reasoning_new(S.chat_template, &r, &err) || pk_chat_reasoning_feed(r, text, len, 1)) {
+        pk_chat_reasoning_free(r);
+        return NULL;
+    }
+    size_t cl, rl;
+    const char *c = pk_chat_reasoning_content(r, &cl), *t = pk_chat_reasoning_text(r, &rl);
+    json_t *m = json_pack("{s:s, s:s%}", "role", "assistant", "content", c, cl);
+    if (m && rl) json_object_set_new(m, "reasoning_content", json_stringn(t, rl));
+    pk_chat_reasoning_free(r);
+    return m;
+}
+
 static json_t *final_json(const job *j, const char *text, size_t len) {
     json_t *choice;
     if (j->chat)
-        choice = json_pack("{s:i, s:{s:s, s:s%}, s:n, s:s}", "index", 0, "message", "role", "assistant", "content",
-                           text, len, "logprobs", "finish_reason", j->finish);
+        choice = json_pack("{s:i, s:o, s:n, s:s}", "index", 0, "message", message_json(j, text, len),
+                           "logprobs", "finish_reason", j->finish);
     else
         choice = json_pack("{s:i, s:s%, s:n, s:s}", "index", 0, "text", text, len, "logprobs", "finish_reason", j->finish);
     return json_pack("{s:s, s:s, s:I, s:s, s:s, s:[o], s:o}", "id", j->id, "object",
@@ -819,6 +863,8 @@ typedef struct stream {
     size_t out_len, out_pos, out_cap;
     size_t sent;                /* job text bytes already formatted */
     int started, finished;
+    pk_chat_reasoning *split;   /* the job splits: what it has decided so far */
+    size_t sent_c, sent_r;      /* its content / reasoning bytes already formatted */
 } stream;
 
 static int out_add(stream *st, const char *s, size_t n) {
@@ -845,6 +891,30 @@ static int out_event(stream *st, json_t *v) {
     return r;
 }
 
+/* A chunk of text[0..n) (made valid UTF-8) in the delta's field key. */
+static int out_text(stream *st, const char *key, const char *text, size_t n) {
+    size_t k;
+    char *t = utf8_sanitize(text, n, &k);
+    int bad = !t || out_event(st, chunk_json(st->j, key, t, k, 0, NULL));
+    free(t);
+    return bad ? -1 : 0;
+}
+
+/* New job text t[0..n) (final: the last of it): as it is, or through the
+ * splitter as a reasoning chunk and a content chunk, each only if non-empty.
+ * Nothing is sent of a marker cut between pieces before it is complete. */
+static int out_generated(stream *st, const char *t, size_t n, int final) {
+    if (!st->split) return n ? out_text(st, "content", t, n) : 0;
+    if (pk_chat_reasoning_feed(st->split, t, n, final)) return -1;
+    size_t rl, cl;
+    const char *r = pk_chat_reasoning_text(st->split, &rl), *c = pk_chat_reasoning_content(st->split, &cl);
+    if (rl > st->sent_r && out_text(st, "reasoning_content", r + st->sent_r, rl - st->sent_r)) return -1;
+    st->sent_r = rl;
+    if (cl > st->sent_c && out_text(st, "content", c + st->sent_c, cl - st->sent_c)) return -1;
+    st->sent_c = cl;
+    return 0;
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     stream *st = cls;
     job *j = st->j;
@@ -853,27 +923,31 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
         if (!st->started) {
             st->started = 1;
-            if (out_event(st, chunk_json(j, j->chat ? "" : NULL, 0, j->chat, NULL))) return MHD_CONTENT_READER_END_WITH_ERROR;
+            if (out_event(st, chunk_json(j, "content", j->chat ? "" : NULL, 0, j->chat, NULL)))
+                return MHD_CONTENT_READER_END_WITH_ERROR;
             continue;
         }
         pthread_mutex_lock(&S.mu);
         for (;;) {
             if (j->released > st->sent) {
-                size_t n;
-                char *t = utf8_sanitize(j->text + st->sent, j->released - st->sent, &n);
+                /* the bytes are the job's until it is done: copy them out of the lock */
+                size_t n = j->released - st->sent;
+                char *t = malloc(n);
+                if (t) memcpy(t, j->text + st->sent, n);
                 st->sent = j->released;
                 pthread_mutex_unlock(&S.mu);
-                int bad = !t || out_event(st, chunk_json(j, t, n, 0, NULL));
+                int bad = !t || out_generated(st, t, n, 0);
                 free(t);
                 if (bad) return MHD_CONTENT_READER_END_WITH_ERROR;
+                if (st->out_len == 0) { pthread_mutex_lock(&S.mu); continue; }   /* all held back */
                 break;
             }
             if (j->state == JOB_DONE) {
                 int bad = 0;
                 if (j->finish) {
-                    bad = out_event(st, chunk_json(j, NULL, 0, 0, j->finish));
+                    bad = out_generated(st, "", 0, 1) || out_event(st, chunk_json(j, "content", NULL, 0, 0, j->finish));
                     if (!bad && j->include_usage) {
-                        json_t *u = chunk_json(j, NULL, 0, 0, NULL);
+                        json_t *u = chunk_json(j, "content", NULL, 0, 0, NULL);
                         json_object_set_new(u, "choices", json_array());
                         json_object_set_new(u, "usage", usage_json(j));
                         bad = out_event(st, u);
@@ -912,6 +986,7 @@ static void stream_free(void *cls) {
     job_cancel_locked(st->j);
     job_unref_locked(st->j);
     pthread_mutex_unlock(&S.mu);
+    pk_chat_reasoning_free(st->split);
     free(st->out);
     free(st);
 }
@@ -931,8 +1006,11 @@ static mhd_result handle_completion(struct MHD_Connection *c, request *rq, int c
     }
     if (j->stream) {
         stream *st = calloc(1, sizeof *st);
+        pk_error serr = {0};
+        if (st && j->split && pk_chat_reasoning_new(S.chat_template, &st->split, &serr)) { free(st); st = NULL; }
         struct MHD_Response *r = st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free) : NULL;
         if (!r) {
+            if (st) pk_chat_reasoning_free(st->split);
             pthread_mutex_lock(&S.mu);
             job_cancel_locked(j);
             job_unref_locked(j);
@@ -1187,8 +1265,8 @@ static const char *const serve_help =
     "                         more than 4096 only if its KV cache fits 1/4 of free memory)\n"
     CACHE_TYPE_HELP
     "  -t, --threads N        threads per sequence (default: cores / parallel)\n"
-    "      --chat-template T  chat template: chatml, llama3, gemma, deepseek2, deepseek3 or\n"
-    "                         harmony (default: detected from the model's\n"
+    "      --chat-template T  chat template: chatml, llama3, gemma, gemma4, deepseek2, deepseek3\n"
+    "                         or harmony (default: detected from the model's\n"
     "                         tokenizer.chat_template, else chatml)\n"
     "      --max-body BYTES   largest request body (default 1048576); larger: 413\n"
     "      --timeout SECONDS  close a connection idle (or trickling a request) for this long (default 120)\n"

@@ -301,26 +301,26 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
 /* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 16 rows at a time ---------------------------------
  * Rows in groups of 16 (two row-interleaved groups of 8 of
  * kernels_x86_ri8.h in the halves of each register), decoded once per
- * (k-block, tile of up to MX_TS tokens); per block and token 8 vpdpbusd with
+ * (k-block, tile of up to RI_TS tokens); per block and token 8 vpdpbusd with
  * the broadcast activations, seeded with -off * their sum (exact int32), one
  * convert and one multiply-add into the 16 rows' float accumulators. */
 enum {
-    MX_TS = 32,   /* tokens per prepared tile */
-    MX_KB = 32,   /* blocks per k-block at most (1024 elements) */
+    RI_TS = 32,   /* tokens per prepared tile */
+    RI_KB = 32,   /* blocks per k-block at most (1024 elements) */
 };
-typedef struct { __m512i q[8]; __m512 d; } mx16;
+typedef struct { __m512i q[8]; __m512 d; } ri16;
 
-GI void tile_mx16(const int NT, const mx16 *W, int nbk, const pk_block_q8_0 *const *xs, const float *dx,
+GI void tile_ri16(const int NT, const ri16 *W, int nbk, const pk_block_q8_0 *const *xs, const float *dx,
                   const int32_t *cx, float *y, int64_t ys, int nr, int first) {
     __m512 acc[TT];
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < nbk; b++) {
-        const mx16 *wb = &W[b];
+        const ri16 *wb = &W[b];
         for (int t = 0; t < NT; t++) {
             const int8_t *q = xs[t][b].qs;
-            __m512i s = _mm512_set1_epi32(-cx[t * MX_KB + b]);
+            __m512i s = _mm512_set1_epi32(-cx[t * RI_KB + b]);
             for (int j = 0; j < 8; j++) s = _mm512_dpbusd_epi32(s, wb->q[j], _mm512_set1_epi32(ri_x4(q + 4 * j)));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wb->d, _mm512_set1_ps(dx[t * MX_KB + b])),
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wb->d, _mm512_set1_ps(dx[t * RI_KB + b])),
                                      acc[t]);
         }
     }
@@ -333,17 +333,17 @@ GI void tile_mx16(const int NT, const mx16 *W, int nbk, const pk_block_q8_0 *con
 
 GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                   size_t rb, const void *const *x) {
-    mx16 W[MX_KB];
-    float dx[MX_TS * MX_KB];
-    int32_t cx[MX_TS * MX_KB];
-    int64_t nb = n / 32, nkb = (nb + MX_KB - 1) / MX_KB, kbs = (nb + nkb - 1) / nkb;
+    ri16 W[RI_KB];
+    float dx[RI_TS * RI_KB];
+    int32_t cx[RI_TS * RI_KB];
+    int64_t nb = n / 32, nkb = (nb + RI_KB - 1) / RI_KB, kbs = (nb + nkb - 1) / nkb;
     for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
         int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
-        for (int64_t t0 = 0; t0 < ntok; t0 += MX_TS) {
-            int nts = ntok - t0 < MX_TS ? (int)(ntok - t0) : MX_TS;
-            const pk_block_q8_0 *xs[MX_TS];
+        for (int64_t t0 = 0; t0 < ntok; t0 += RI_TS) {
+            int nts = ntok - t0 < RI_TS ? (int)(ntok - t0) : RI_TS;
+            const pk_block_q8_0 *xs[RI_TS];
             for (int t = 0; t < nts; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
-            ri_prep(ri_off(T), nts, xs, nbk, MX_KB, dx, cx);
+            ri_prep(ri_off(T), nts, xs, nbk, RI_KB, dx, cx);
             for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
                 int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
                 const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
@@ -358,7 +358,7 @@ GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y,
                 float *yr = y + t0 * ys + r0;
                 for (int t = 0; t < nts; t += TT) {
                     int nt = nts - t < TT ? nts - t : TT;
-#define C(NT) tile_mx16(NT, W, nbk, xs + t, dx + t * MX_KB, cx + t * MX_KB, yr + t * ys, ys, nr, k0 == 0)
+#define C(NT) tile_ri16(NT, W, nbk, xs + t, dx + t * RI_KB, cx + t * RI_KB, yr + t * ys, ys, nr, k0 == 0)
                     NT_SWITCH(nt, C)
 #undef C
                 }

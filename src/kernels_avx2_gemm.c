@@ -33,10 +33,16 @@
  *     multiplies per row super-block;
  *   - IQ4_XS (signed levels): int16 on both sides, levels times the
  *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
- *   - Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: weights widened to
- *     int16 at decode, activations widened once per token tile, products by
- *     vpmaddwd (no sign fix-up per token); four blocks' sums are reduced
- *     with horizontal adds and scaled with one float multiply-add.
+ *   - Q8_0, Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
+ *     activations widened once per token tile, products by vpmaddwd (no
+ *     sign fix-up per token); four blocks' sums are reduced with horizontal
+ *     adds and scaled with one float multiply-add;
+ *   - MXFP4, Q5_0, Q4_0 (levels that fit 0..31 once offset): 8 rows at a
+ *     time, decoded row-interleaved (kernels_x86_ri8.h) once per (k-block,
+ *     tile of up to 32 tokens); vpmaddubsw of the unsigned levels with one
+ *     token's 4 activations broadcast gives the 8 rows side by side, so the
+ *     accumulator lanes are rows (no horizontal adds); the offset times the
+ *     block's activation sum is subtracted in int32.
  * The activations must be in [-127, 127] (every Q8_0 / Q8_K / Q8_1
  * quantizer's output): the int16 sums above rely on it.
  *
@@ -64,6 +70,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+#include "kernels_x86_ri8.h"
 
 #define GI static inline __attribute__((always_inline))
 
@@ -554,15 +561,6 @@ GI void dec_q8_0(const pk_block_q8_0 *b, __m256i *W, __m256 *dw, __m256 *mw) {
     *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
     (void)mw;
 }
-GI void dec_q4_0(const pk_block_q4_0 *b, __m256i *W, __m256 *dw, __m256 *mw) {
-    const __m128i m4 = _mm_set1_epi8(0x0F), e8 = _mm_set1_epi8(8);
-    for (int j = 0; j < 4; j++) {
-        __m128i q = _mm_loadu_si128((const __m128i *)b[j].qs);
-        widen2(_mm_sub_epi8(_mm_and_si128(q, m4), e8), _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m4), e8), W + 2 * j);
-    }
-    *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
-    (void)mw;
-}
 GI void dec_q4_1(const pk_block_q4_1 *b, __m256i *W, __m256 *dw, __m256 *mw) {
     const __m128i m4 = _mm_set1_epi8(0x0F);
     for (int j = 0; j < 4; j++) {
@@ -571,17 +569,6 @@ GI void dec_q4_1(const pk_block_q4_1 *b, __m256i *W, __m256 *dw, __m256 *mw) {
     }
     *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
     *mw = f16x4(b[0].m, b[1].m, b[2].m, b[3].m);
-}
-GI void dec_q5_0(const pk_block_q5_0 *b, __m256i *W, __m256 *dw, __m256 *mw) {
-    const __m128i m4 = _mm_set1_epi8(0x0F), e16 = _mm_set1_epi8(16);
-    for (int j = 0; j < 4; j++) {
-        __m128i q = _mm_loadu_si128((const __m128i *)b[j].qs), hl, hh;
-        q5_high(b[j].qh, &hl, &hh);
-        widen2(_mm_sub_epi8(_mm_or_si128(_mm_and_si128(q, m4), hl), e16),
-               _mm_sub_epi8(_mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), m4), hh), e16), W + 2 * j);
-    }
-    *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
-    (void)mw;
 }
 GI void dec_q5_1(const pk_block_q5_1 *b, __m256i *W, __m256 *dw, __m256 *mw) {
     const __m128i m4 = _mm_set1_epi8(0x0F);
@@ -605,20 +592,6 @@ GI void dec_iq4_nl(const pk_block_iq4_nl *b, __m256i *W, __m256 *dw, __m256 *mw)
     *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
     (void)mw;
 }
-/* [v0 v1 v2 v3 | v0 v1 v2 v3] from 4 E8M0 exponents: 2^(e - 128), loaded
- * from the table of their float bits */
-GI __m256 e8m0x4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
-    const __m128 f = _mm_castsi128_ps(_mm_setr_epi32((int)pk_e8m0_half_bits[a], (int)pk_e8m0_half_bits[b],
-                                                     (int)pk_e8m0_half_bits[c], (int)pk_e8m0_half_bits[d]));
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(f), f, 1);
-}
-GI void dec_mxfp4(const pk_block_mxfp4 *b, __m256i *W, __m256 *dw, __m256 *mw) {
-    const __m128i lut = _mm_loadu_si128((const __m128i *)pk_mxfp4_values);
-    for (int j = 0; j < 4; j++) tab_levels(b[j].qs, lut, W + 2 * j);
-    *dw = e8m0x4(b[0].e, b[1].e, b[2].e, b[3].e);
-    (void)mw;
-}
-
 /* 4 blocks x one token: the blocks' int32 sums as [b0 b1 b2 b3 | b0 b1 b2 b3]
  * halves (each lane an exact partial sum) */
 GI __m256i dot4(const __m256i *W, const int16_t *q) {
@@ -667,12 +640,103 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
     }                                                                               \
 }
 Q32_GEMM(q8_0, pk_block_q8_0, 0)
-Q32_GEMM(q4_0, pk_block_q4_0, 0)
 Q32_GEMM(q4_1, pk_block_q4_1, 1)
-Q32_GEMM(q5_0, pk_block_q5_0, 0)
 Q32_GEMM(q5_1, pk_block_q5_1, 1)
 Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
-Q32_GEMM(mxfp4, pk_block_mxfp4, 0)
+
+/* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 8 rows at a time ------------------------------
+ * Rows in groups of 8, decoded row-interleaved (kernels_x86_ri8.h) once per
+ * (k-block, tile of up to RITS tokens) into a stack buffer; per block and
+ * token then 8 vpmaddubsw with the broadcast activations, two int16 sums of
+ * four (|.| <= 4 * 2 * 31 * 128 < 2^15), 2 vpmaddwd, the level offset
+ * removed in int32, one convert and one multiply-add into the 8 rows' float
+ * accumulators. */
+enum {
+    RIT = 4,      /* tokens per inner tile */
+    RITS = 32,    /* tokens per prepared tile */
+    RIKB = 64,    /* blocks per k-block at most (2048 elements) */
+};
+typedef struct { __m256i q[8]; __m256 d; } ri8;
+
+/* NT tokens x the 8 rows of W over nbk blocks; token t's blocks at xs[t],
+ * its prepared scales and offsets at dx / cx + t * RIKB. */
+GI void ri_tile(const int NT, const ri8 *W, int nbk, const pk_block_q8_0 *const *xs, const float *dx,
+                const int32_t *cx, float *y, int64_t ys, int nr, int first) {
+    const __m256i one = _mm256_set1_epi16(1);
+    __m256 acc[RIT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int b = 0; b < nbk; b++) {
+        const ri8 *wb = &W[b];
+        __m256i s[RIT];
+        for (int h = 0; h < 2; h++) {   /* elements 16h .. 16h + 15: four registers, sums of four in int16 */
+            const __m256i w0 = wb->q[4 * h], w1 = wb->q[4 * h + 1], w2 = wb->q[4 * h + 2], w3 = wb->q[4 * h + 3];
+            for (int t = 0; t < NT; t++) {
+                const int8_t *q = xs[t][b].qs + 16 * h;
+#define RIM(w, j) _mm256_maddubs_epi16(w, _mm256_set1_epi32(ri_x4(q + 4 * (j))))
+                __m256i p = _mm256_add_epi16(_mm256_add_epi16(RIM(w0, 0), RIM(w1, 1)), _mm256_add_epi16(RIM(w2, 2), RIM(w3, 3)));
+#undef RIM
+                p = _mm256_madd_epi16(p, one);
+                s[t] = h ? _mm256_add_epi32(s[t], p) : p;
+            }
+        }
+        for (int t = 0; t < NT; t++) {
+            __m256i v = _mm256_sub_epi32(s[t], _mm256_set1_epi32(cx[t * RIKB + b]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(wb->d, _mm256_set1_ps(dx[t * RIKB + b])),
+                                     acc[t]);
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        float *yt = y + t * ys;
+        if (nr == 8) {
+            _mm256_storeu_ps(yt, first ? acc[t] : _mm256_add_ps(acc[t], _mm256_loadu_ps(yt)));
+        } else {
+            float v[8];
+            _mm256_storeu_ps(v, acc[t]);
+            for (int r = 0; r < nr; r++) yt[r] = first ? v[r] : yt[r] + v[r];
+        }
+    }
+}
+
+GI void gemm_ri(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    ri8 W[RIKB];
+    float dx[RITS * RIKB];
+    int32_t cx[RITS * RIKB];
+    int64_t nb = n / 32, nkb = (nb + RIKB - 1) / RIKB, kbs = (nb + nkb - 1) / nkb;
+    for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
+        int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
+        for (int64_t t0 = 0; t0 < ntok; t0 += RITS) {
+            int nts = ntok - t0 < RITS ? (int)(ntok - t0) : RITS;
+            const pk_block_q8_0 *xs[RITS];
+            for (int t = 0; t < nts; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
+            ri_prep(ri_off(T), nts, xs, nbk, RIKB, dx, cx);
+            for (int64_t r0 = 0; r0 < nrows; r0 += 8) {
+                int nr = nrows - r0 < 8 ? (int)(nrows - r0) : 8;
+                const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
+                for (int b = 0; b < nbk; b++) ri8_decode(T, wr, rb, nr, b, W[b].q, &W[b].d);
+                float *yr = y + t0 * ys + r0;
+                int t = 0;
+#define RIC(NT) ri_tile(NT, W, nbk, xs + t, dx + t * RIKB, cx + t * RIKB, yr + t * ys, ys, nr, k0 == 0)
+                for (; t + RIT <= nts; t += RIT) RIC(RIT);
+                switch (nts - t) {
+                case 1: RIC(1); break;
+                case 2: RIC(2); break;
+                case 3: RIC(3); break;
+                default: break;
+                }
+#undef RIC
+            }
+        }
+    }
+}
+#define RI_GEMM(T, ID)                                                                \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                     const void *w, size_t rb, const void *const *x) {              \
+    gemm_ri(ID, n, nrows, ntok, y, ys, w, rb, x);                                   \
+}
+RI_GEMM(mxfp4, RI_MXFP4)
+RI_GEMM(q5_0, RI_Q5_0)
+RI_GEMM(q4_0, RI_Q4_0)
 
 const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT] = {
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,

@@ -14,14 +14,20 @@
  *   - each weight row of the chunk is then decoded once per (k-block, token
  *     tile) and applied to the tile's tokens: 1 row x NT tokens of 512-bit
  *     accumulators. Partial sums of later k-blocks are added to y.
+ *   - MXFP4, Q5_0, Q4_0: 16 rows at a time, decoded row-interleaved
+ *     (kernels_x86_ri8.h) once per (k-block, tile of up to 32 tokens), so
+ *     each 512-bit product covers 16 rows x 4 elements of one token and the
+ *     accumulator lanes are rows: no reduction per row.
  * Tails: NT (1..8) is a compile-time constant of each tile instance (the
  * switch in each driver); odd Q8_0 block counts and F16/F32 lengths use
  * zero padding / masked loads.
  *
  * Numerics: within a (super-)block all products and sums are exact int32.
- *   Q8_0, MXFP4: vpdpbusd on level + 128 (unsigned: w ^ 0x80, MXFP4's
- *     table) x activations, seeded with -128 * (sums of 4 activations) -
- *     exact for the full int8 range (kernels_avx512_q32.h).
+ *   Q8_0: vpdpbusd on level + 128 (unsigned: w ^ 0x80) x activations,
+ *     seeded with -128 * (sums of 4 activations) - exact for the full int8
+ *     range (kernels_avx512_q32.h). MXFP4, Q5_0, Q4_0: vpdpbusd on level +
+ *     12 / 16 / 8 (unsigned, at most 31), seeded with -offset * the block's
+ *     activation sum.
  *   Q2_K, Q4_K, Q6_K: unsigned levels x int8 activations by vpmaddubsw
  *     (pair sums <= 2 * 63 * 128 < 2^15), then vpdpwssd with the sub-block
  *     scales. Q6_K's -32 offset is subtracted in the same int32 sum
@@ -37,6 +43,7 @@
 #include <immintrin.h>
 #include "kernels_avx512_levels.h"
 #include "kernels_avx512_q32.h"
+#include "kernels_x86_ri8.h"
 
 #define GI static inline __attribute__((always_inline))
 
@@ -215,7 +222,7 @@ KQUANT_GEMM(q4_K, pk_block_q4_K, 1)
 KQUANT_GEMM(q2_K, pk_block_q2_K, 1)
 KQUANT_GEMM(q6_K, pk_block_q6_K, 0)
 
-/* ---- Q8_0 and MXFP4 x Q8_0 -------------------------------------------------------- */
+/* ---- Q8_0 x Q8_0 ------------------------------------------------------------- */
 
 /* Per token and pair of blocks: the 64 activations, -128 * their sums of 4
  * (the seed cancelling the +128 on the weights) and the two scales. */
@@ -239,34 +246,24 @@ static void prep_q8_0(int nt, const pk_block_q8_0 *const *xs, int64_t nbk, int n
         }
 }
 
-/* Block pair p of a row (w: Q8_0 or, MX, MXFP4 blocks): its 64 levels + 128
- * (an odd last block: the upper half zero, as its activations) and scales
- * [d0 x 8 | d1 x 8]. */
-GI void wpair(const int MX, const void *w, int p, int two, __m512i *q, __m512 *dw) {
-    float d0, d1;
-    if (MX) {
-        const pk_block_mxfp4 *b0 = (const pk_block_mxfp4 *)w + 2 * p;
-        *q = two ? wu2_mxfp4(b0) : _mm512_castsi256_si512(wu_mxfp4(b0));
-        d0 = ws_mxfp4(b0);
-        d1 = two ? ws_mxfp4(b0 + 1) : 0.0f;
-    } else {
-        const pk_block_q8_0 *b0 = (const pk_block_q8_0 *)w + 2 * p;
-        *q = two ? wu2_q8_0(b0) : _mm512_castsi256_si512(wu_q8_0(b0));
-        d0 = ws_q8_0(b0);
-        d1 = two ? ws_q8_0(b0 + 1) : 0.0f;
-    }
+/* Block pair p of a Q8_0 row: its 64 levels + 128 (an odd last block: the
+ * upper half zero, as its activations) and scales [d0 x 8 | d1 x 8]. */
+GI void wpair(const void *w, int p, int two, __m512i *q, __m512 *dw) {
+    const pk_block_q8_0 *b0 = (const pk_block_q8_0 *)w + 2 * p;
+    *q = two ? wu2_q8_0(b0) : _mm512_castsi256_si512(wu_q8_0(b0));
+    float d0 = ws_q8_0(b0), d1 = two ? ws_q8_0(b0 + 1) : 0.0f;
     if (!two) *q = _mm512_inserti64x4(*q, _mm256_setzero_si256(), 1);
     *dw = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
 }
 
-GI void tile_q32(const int NT, const int MX, const void *w, const q8_pair *X, int64_t nbk, int npair,
+GI void tile_q32(const int NT, const void *w, const q8_pair *X, int64_t nbk, int npair,
                  float *y, int64_t ys, int first) {
     __m512 acc[TT];
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int p = 0; p < npair; p++) {
         __m512i q;
         __m512 dw;
-        wpair(MX, w, p, 2 * p + 1 < nbk, &q, &dw);
+        wpair(w, p, 2 * p + 1 < nbk, &q, &dw);
         for (int t = 0; t < NT; t++) {
             const q8_pair *xp = &X[t * npair + p];
             __m512i s = _mm512_dpbusd_epi32(xp->seed, q, ld64(xp->qs));
@@ -276,10 +273,10 @@ GI void tile_q32(const int NT, const int MX, const void *w, const q8_pair *X, in
     store_sums(NT, acc, y, ys, first);
 }
 
-GI void gemm_q32(const int MX, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
-                 const void *w, size_t rb, const void *const *x) {
+static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                      const void *w, size_t rb, const void *const *x) {
     q8_pair X[TT * KB_Q8];
-    const size_t bs = MX ? sizeof(pk_block_mxfp4) : sizeof(pk_block_q8_0);
+    const size_t bs = sizeof(pk_block_q8_0);
     int64_t nb = n / 32;
     for (int64_t k0 = 0; k0 < nb; k0 += 2 * KB_Q8) {
         int64_t nbk = nb - k0 < 2 * KB_Q8 ? nb - k0 : 2 * KB_Q8;
@@ -292,7 +289,7 @@ GI void gemm_q32(const int MX, int64_t n, int64_t nrows, int64_t ntok, float *y,
             float *yt = y + t0 * ys;
             for (int64_t r = 0; r < nrows; r++) {
                 const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * bs;
-#define C(NT) tile_q32(NT, MX, wr, X, nbk, npair, yt + r, ys, k0 == 0)
+#define C(NT) tile_q32(NT, wr, X, nbk, npair, yt + r, ys, k0 == 0)
                 NT_SWITCH(nt, C)
 #undef C
             }
@@ -300,14 +297,83 @@ GI void gemm_q32(const int MX, int64_t n, int64_t nrows, int64_t ntok, float *y,
     }
 }
 
-static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
-                      const void *w, size_t rb, const void *const *x) {
-    gemm_q32(0, n, nrows, ntok, y, ys, w, rb, x);
+
+/* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 16 rows at a time ---------------------------------
+ * Rows in groups of 16 (two row-interleaved groups of 8 of
+ * kernels_x86_ri8.h in the halves of each register), decoded once per
+ * (k-block, tile of up to RI_TS tokens); per block and token 8 vpdpbusd with
+ * the broadcast activations, seeded with -off * their sum (exact int32), one
+ * convert and one multiply-add into the 16 rows' float accumulators. */
+enum {
+    RI_TS = 32,   /* tokens per prepared tile */
+    RI_KB = 32,   /* blocks per k-block at most (1024 elements) */
+};
+typedef struct { __m512i q[8]; __m512 d; } ri16;
+
+GI void tile_ri16(const int NT, const ri16 *W, int nbk, const pk_block_q8_0 *const *xs, const float *dx,
+                  const int32_t *cx, float *y, int64_t ys, int nr, int first) {
+    __m512 acc[TT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < nbk; b++) {
+        const ri16 *wb = &W[b];
+        for (int t = 0; t < NT; t++) {
+            const int8_t *q = xs[t][b].qs;
+            __m512i s = _mm512_set1_epi32(-cx[t * RI_KB + b]);
+            for (int j = 0; j < 8; j++) s = _mm512_dpbusd_epi32(s, wb->q[j], _mm512_set1_epi32(ri_x4(q + 4 * j)));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wb->d, _mm512_set1_ps(dx[t * RI_KB + b])),
+                                     acc[t]);
+        }
+    }
+    const __mmask16 m = (__mmask16)((1u << nr) - 1);
+    for (int t = 0; t < NT; t++) {
+        float *yt = y + t * ys;
+        _mm512_mask_storeu_ps(yt, m, first ? acc[t] : _mm512_add_ps(acc[t], _mm512_maskz_loadu_ps(m, yt)));
+    }
 }
-static void gemm_mxfp4(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
-                       const void *w, size_t rb, const void *const *x) {
-    gemm_q32(1, n, nrows, ntok, y, ys, w, rb, x);
+
+GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                  size_t rb, const void *const *x) {
+    ri16 W[RI_KB];
+    float dx[RI_TS * RI_KB];
+    int32_t cx[RI_TS * RI_KB];
+    int64_t nb = n / 32, nkb = (nb + RI_KB - 1) / RI_KB, kbs = (nb + nkb - 1) / nkb;
+    for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
+        int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
+        for (int64_t t0 = 0; t0 < ntok; t0 += RI_TS) {
+            int nts = ntok - t0 < RI_TS ? (int)(ntok - t0) : RI_TS;
+            const pk_block_q8_0 *xs[RI_TS];
+            for (int t = 0; t < nts; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
+            ri_prep(ri_off(T), nts, xs, nbk, RI_KB, dx, cx);
+            for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
+                int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
+                const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
+                for (int b = 0; b < nbk; b++) {
+                    __m256i lo[8], hi[8];
+                    __m256 dlo, dhi;
+                    ri8_decode(T, wr, rb, nr < 8 ? nr : 8, b, lo, &dlo);
+                    ri8_decode(T, nr > 8 ? wr + 8 * rb : wr, rb, nr - 8, b, hi, &dhi);
+                    for (int j = 0; j < 8; j++) W[b].q[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[j]), hi[j], 1);
+                    W[b].d = _mm512_insertf32x8(_mm512_castps256_ps512(dlo), dhi, 1);
+                }
+                float *yr = y + t0 * ys + r0;
+                for (int t = 0; t < nts; t += TT) {
+                    int nt = nts - t < TT ? nts - t : TT;
+#define C(NT) tile_ri16(NT, W, nbk, xs + t, dx + t * RI_KB, cx + t * RI_KB, yr + t * ys, ys, nr, k0 == 0)
+                    NT_SWITCH(nt, C)
+#undef C
+                }
+            }
+        }
+    }
 }
+#define RI_GEMM16(T, ID)                                                              \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                     const void *w, size_t rb, const void *const *x) {              \
+    gemm_ri16(ID, n, nrows, ntok, y, ys, w, rb, x);                                 \
+}
+RI_GEMM16(mxfp4, RI_MXFP4)
+RI_GEMM16(q5_0, RI_Q5_0)
+RI_GEMM16(q4_0, RI_Q4_0)
 
 /* ---- F32, F16 -------------------------------------------------------------------
  * They are not registered by default: tests/t_batch.sh requires batched
@@ -388,7 +454,7 @@ const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {
 #if PK_GEMM_FLOAT
     [PK_TYPE_F32] = gemm_f32, [PK_TYPE_F16] = gemm_f16,
 #endif
-    [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_MXFP4] = gemm_mxfp4,
+    [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q4_0] = gemm_q4_0,
     [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q4_K] = gemm_q4_K, [PK_TYPE_Q6_K] = gemm_q6_K,
 };
 

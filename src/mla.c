@@ -167,11 +167,18 @@ static int mla_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
             memcpy(w.qa + ((size_t)b * H + h) * Lw + r, w.q + ((size_t)b * H + h) * qk + a->nope,
                    (size_t)a->n_rot * sizeof(float));
 
-    /* chunks of up to 16 tokens by up to 4 heads, fewer tokens if their
-       scores would pass 4 MiB */
-    mla_task t = {c, a, &w, il, pos0, B, 16, 0, H < 4 ? H : 4, 0};
-    while (t.tb > 1 && (int64_t)t.tb * t.hg * (pos0 + B) > (1 << 20)) t.tb /= 2;
-    t.n_tb = (B + t.tb - 1) / t.tb;
+    /* chunks of up to 16 tokens by all heads (each chunk converts the
+       cached rows it reads once), by up to 4 heads when that leaves fewer
+       than two chunks per thread; fewer tokens if their scores would pass
+       4 MiB */
+    mla_task t = {c, a, &w, il, pos0, B, 16, 0, H, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        t.tb = 16;
+        while (t.tb > 1 && (int64_t)t.tb * t.hg * (pos0 + B) > (1 << 20)) t.tb /= 2;
+        t.n_tb = (B + t.tb - 1) / t.tb;
+        if (t.n_tb >= 2 * pk_pool_size(c->pool) || t.hg <= 4) break;
+        t.hg = 4;
+    }
     t.n_hg = (H + t.hg - 1) / t.hg;
     /* state ledger: each chunk reads the rows of the positions it sees (at
        most pos0 + B); the batch writes its own rows */

@@ -60,33 +60,7 @@ if [ ! -x "$TOOL" ] || [ ! -x "$BUILD/pocket" ]; then
 fi
 
 # compare STEP LABEL REF.npy POCKET.f32 TOL -> 0 if max |pocket - ref| < TOL
-compare() {
-    "$PYTHON" - "$@" <<'EOF'
-import sys
-import numpy as np
-step, label, ref_path, got_path, tol = sys.argv[1:6]
-tol = float(tol)
-ref = np.load(ref_path)
-raw = np.fromfile(got_path, dtype="<f4")
-if raw.size != ref.size:
-    print("FAIL [%s] %-30s %s has %d floats, expected %d"
-          % (step, label, got_path, raw.size, ref.size))
-    sys.exit(1)
-got = raw.astype(np.float64).reshape(ref.shape)
-if not np.all(np.isfinite(got)):
-    print("FAIL [%s] %-30s non-finite logits from pocket" % (step, label))
-    sys.exit(1)
-d = np.abs(got - ref)
-worst = np.unravel_index(np.argmax(d), d.shape)
-am_ok = np.mean(np.argmax(got, axis=1) == np.argmax(ref, axis=1))
-ok = d.max() < tol
-print("%s %-30s max|pocket-ref| = %.3e (tol %.0e) at token %d id %d; "
-      "argmax agree %.0f%%"
-      % ("ok  " if ok else "FAIL [%s]" % step, label, d.max(), tol, worst[0],
-         worst[1], 100 * am_ok))
-sys.exit(0 if ok else 1)
-EOF
-}
+compare() { "$PYTHON" tests/cmp_logits.py "$@"; }
 
 # check NAME TOL THREADS IDS CHUNK -- generator options
 #   IDS: "short" (12 ids incl. V-1, V-2, V-3) or "long" (70 ids, > 1 chunk of 64)
@@ -200,16 +174,7 @@ for name, kw, expect in cases:
     print("%s.gguf\t%s" % (name, expect))
 EOF
 then
-    while IFS="$(printf '\t')" read -r file expect; do
-        $RUN "$BUILD/pocket" info "$TMP/bad/$file" >"$TMP/bad.out" 2>&1
-        rc=$?
-        lines=$(wc -l <"$TMP/bad.out")
-        if [ $rc -ne 1 ] || [ "$lines" -ne 1 ] || ! grep -q "^pocket: error: .*$expect" "$TMP/bad.out"; then
-            note_fail "$step" "$file: exit $rc, $lines line(s), expected one error naming '$expect': $(head -c 300 "$TMP/bad.out")"
-        else
-            echo "ok   $file: $(cat "$TMP/bad.out")"
-        fi
-    done <"$TMP/bad.cases"
+    sh tests/check_bad_files.sh "$TMP/bad.cases" "$TMP/bad" || note_fail "$step" "a bad file was not refused as expected"
 else
     note_fail "$step" "could not write the bad files"
 fi

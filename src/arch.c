@@ -3,17 +3,28 @@
 #include "arch.h"
 
 static const pk_arch archs[] = {
-    /* name       rope          qk_norm ffn            gating           norm_topk shexp hybrid attn_gate ffn_norm                     post  ssm_ba grouped */
-    {"qwen3moe",  PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
-    {"qwen3",     PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
-    {"llama",     PK_ROPE_NORM, 0,      PK_FFN_EITHER, PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0},
+    /* name       rope          qk_norm ffn            gating           norm_topk shexp hybrid attn_gate ffn_norm                     post  ssm_ba grouped bias shexp_gate scales */
+    {"qwen3moe",  PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,       0,   0,          0},
+    {"qwen3",     PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,       0,   0,          0},
+    {"llama",     PK_ROPE_NORM, 0,      PK_FFN_EITHER, PK_GATE_SOFTMAX, 1,        0,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,       0,   0,          0},
     /* Qwen3.5 (POCKET-35B): Gated DeltaNet + gated attention; llama.cpp
        applies IMROPE, which for text positions is NEOX on the first n_rot dims */
-    {"qwen35moe", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 0,     0},
-    {"qwen35",    PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    1,     1,        "post_attention_norm.weight", {0}, 0,     0},
+    {"qwen35moe", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 0,     0,       0,   0,          0},
+    {"qwen35",    PK_ROPE_NEOX, 1,      PK_FFN_DENSE,  PK_GATE_SOFTMAX, 0,        0,    1,     1,        "post_attention_norm.weight", {0}, 0,     0,       0,   0,          0},
     /* Qwen3-Next: the same mixers with HF's head order kept (v heads grouped
        by k head, beta/alpha in one tensor) and plain NEOX partial rope */
-    {"qwen3next", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 1,     1},
+    {"qwen3next", PK_ROPE_NEOX, 1,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 1,        1,    1,     1,        "post_attention_norm.weight", {0}, 1,     1,       0,   0,          0},
+    /* Qwen1.5-MoE / Qwen2-57B-A14B: q/k/v biases, the top-k weights as the
+       softmax gave them, a shared expert scaled by sigmoid(ffn_gate_inp_shexp . x) */
+    {.name = "qwen2moe", .rope_style = PK_ROPE_NEOX, .ffn = PK_FFN_MOE, .gating = PK_GATE_SOFTMAX,
+     .shared_expert = 1, .ffn_norm = "ffn_norm.weight", .attn_bias = 1, .shexp_gate = PK_SHEXP_GATE_REQUIRED},
+    /* OLMoE: q and k RMS-normed over their whole width, no renormalisation */
+    {.name = "olmoe", .rope_style = PK_ROPE_NEOX, .qk_norm = PK_QK_NORM_FULL, .ffn = PK_FFN_MOE,
+     .gating = PK_GATE_SOFTMAX, .ffn_norm = "ffn_norm.weight", .shexp_gate = PK_SHEXP_GATE_NONE},
+    /* Granite MoE: llama's blocks with Granite's multipliers; a shared expert
+       (ungated) iff expert_shared_feed_forward_length > 0 */
+    {.name = "granitemoe", .rope_style = PK_ROPE_NORM, .ffn = PK_FFN_MOE, .gating = PK_GATE_SOFTMAX,
+     .norm_topk = 1, .ffn_norm = "ffn_norm.weight", .shexp_gate = PK_SHEXP_GATE_NONE, .scales = 1},
 };
 
 const pk_arch *pk_arch_find(const char *name) {
@@ -22,4 +33,7 @@ const pk_arch *pk_arch_find(const char *name) {
     return NULL;
 }
 
-const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next"; }
+const char *pk_arch_names(void) {
+    return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, qwen2moe, olmoe, "
+           "granitemoe";
+}

@@ -22,6 +22,21 @@ enum pk_ffn_kind {
     PK_FFN_EITHER = 2,  /* MoE iff <arch>.expert_count > 0 (llama / mixtral) */
 };
 
+/* q/k RMSNorm (attn_q_norm / attn_k_norm) */
+enum pk_qk_norm {
+    PK_QK_NORM_NONE = 0,
+    PK_QK_NORM_HEAD = 1, /* per head: weights of head_dim - qwen3 */
+    PK_QK_NORM_FULL = 2, /* over all heads of q (of k) at once: weights of
+                            n_head * head_dim (n_head_kv * head_dim) - olmoe */
+};
+
+/* the shared expert's sigmoid gate ffn_gate_inp_shexp */
+enum pk_shexp_gate {
+    PK_SHEXP_GATE_OPTIONAL = 0, /* used where the file has it */
+    PK_SHEXP_GATE_REQUIRED = 1, /* qwen2moe */
+    PK_SHEXP_GATE_NONE = 2,     /* never read: an ungated shared expert (granitemoe) */
+};
+
 enum pk_gating {
     PK_GATE_SOFTMAX = 0, /* p = softmax(router logits) */
     PK_GATE_SIGMOID = 1, /* p = sigmoid(router logits) */
@@ -30,7 +45,8 @@ enum pk_gating {
 typedef struct pk_arch {
     const char *name;        /* general.architecture */
     int rope_style;          /* enum pk_rope_style */
-    int qk_norm;             /* per-head RMSNorm of q and k (attn_q_norm/attn_k_norm required) */
+    int qk_norm;             /* enum pk_qk_norm: RMSNorm of q and k (attn_q_norm /
+                                attn_k_norm required), per head or full width */
     int ffn;                 /* enum pk_ffn_kind */
     int gating;              /* enum pk_gating (MoE only) */
     int norm_topk;           /* renormalise the top-k weights to sum 1 (default; GGUF
@@ -49,6 +65,11 @@ typedef struct pk_arch {
                                 else ssm_beta and ssm_alpha, one row per v head */
     int ssm_grouped;         /* v head j uses q/k head j / r (grouped order);
                                 else j mod k_heads (tiled) */
+    int attn_bias;           /* attn_q/k/v.bias required (else added where present) */
+    int shexp_gate;          /* enum pk_shexp_gate */
+    int scales;              /* Granite's multipliers from the keys <arch>.embedding_scale,
+                                residual_scale, attention.scale, logit_scale (required),
+                                and rope.scaling.finetuned (false: no rope; refused) */
 } pk_arch;
 
 /* The descriptor for a GGUF architecture name, NULL if unsupported. */

@@ -5,7 +5,8 @@
  * For the layer input h of each token, with the layer's shape (blocks.h):
  *   q = attn_q . h (+ bias),  k = attn_k . h (+ bias),  v = attn_v . h (+ bias)
  *   [out_gate: attn_q's rows are [q_h | gate_h] per head]
- *   [qk_norm: q, k RMS-normed per head with attn_q_norm / attn_k_norm]
+ *   [qk_norm: q, k RMS-normed per head with attn_q_norm / attn_k_norm, or
+ *    each over its full width (all heads at once)]
  *   q, k rotated (rope: the first n_rot dims of each head)
  *   k, v appended to the cache; per query head, over its kv head's keys
  *   o = softmax(scale q K^T) V     [out_gate: o *= sigmoid(gate)]
@@ -179,7 +180,10 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
                        (size_t)hd * sizeof(float));
             }
         }
-        if (L->q_norm.data) {
+        if (L->q_norm.data && a->qk_norm == PK_QK_NORM_FULL) {   /* over all heads at once */
+            pk_rmsnorm_rows(c, q, q, &L->q_norm, qd, 1, qd);
+            pk_rmsnorm_rows(c, k, k, &L->k_norm, kd, 1, kd);
+        } else if (L->q_norm.data) {
             pk_rmsnorm_rows(c, q, q, &L->q_norm, hd, a->n_head, hd);
             pk_rmsnorm_rows(c, k, k, &L->k_norm, hd, a->n_head_kv, hd);
         }
@@ -239,6 +243,7 @@ static int att_bind(pk_model *m, int il, pk_error *err) {
     const int64_t D = m->hp.n_embd, hd = a->head_dim, hdv = a->head_dim_v;
     const int64_t q_out = (int64_t)a->n_head * hd, k_out = (int64_t)a->n_head_kv * hd;
     const int64_t v_out = (int64_t)a->n_head_kv * hdv;
+    const int full = a->qk_norm == PK_QK_NORM_FULL;
     const pk_tensor_spec spec[] = {
         {&L->wq, "attn_q.weight", 1, 2, {D, a->out_gate ? 2 * q_out : q_out}, 0},
         {&L->wk, "attn_k.weight", 1, 2, {D, k_out}, 0},
@@ -247,8 +252,8 @@ static int att_bind(pk_model *m, int il, pk_error *err) {
         {&L->bq, "attn_q.bias", a->bias, 1, {q_out}, 0},
         {&L->bk, "attn_k.bias", a->bias, 1, {k_out}, 0},
         {&L->bv, "attn_v.bias", a->bias, 1, {v_out}, 0},
-        {&L->q_norm, "attn_q_norm.weight", a->qk_norm, 1, {hd}, 0},
-        {&L->k_norm, "attn_k_norm.weight", a->qk_norm, 1, {hd}, 0},
+        {&L->q_norm, "attn_q_norm.weight", a->qk_norm, 1, {full ? q_out : hd}, 0},
+        {&L->k_norm, "attn_k_norm.weight", a->qk_norm, 1, {full ? k_out : hd}, 0},
     };
     return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }
@@ -270,14 +275,18 @@ static void att_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
 
 static int att_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
     const pk_attn_shape *a = &b->attn;
-    char hd[32], win[32];
+    char hd[32], win[32], sc[32];
     if (a->head_dim_v == a->head_dim) snprintf(hd, sizeof hd, "%d", a->head_dim);
     else snprintf(hd, sizeof hd, "%d/%d", a->head_dim, a->head_dim_v);
     snprintf(win, sizeof win, ", window %d", a->window);
-    return snprintf(buf, cap, "attention(%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s)",
+    /* a scale other than 1/sqrt(head_dim) (the file's attention.scale) */
+    snprintf(sc, sizeof sc, ", scale %g", a->scale);
+    const int own_scale = a->scale != 1.0f / sqrtf((float)a->head_dim);
+    return snprintf(buf, cap, "attention(%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s)",
                     a->out_gate ? "gated, " : "", a->n_head, a->n_head_kv, hd, a->n_rot,
-                    a->qk_norm ? ", q/k norm" : "", a->window ? win : "", a->sinks ? ", sinks" : "",
-                    a->bias ? ", biases" : "");
+                    a->qk_norm == PK_QK_NORM_FULL ? ", full-width q/k norm" : a->qk_norm ? ", q/k norm" : "",
+                    a->window ? win : "", a->sinks ? ", sinks" : "", a->bias ? ", biases" : "",
+                    own_scale ? sc : "");
 }
 
 const pk_block_kind pk_mixer_attention = {"attention", att_bind, att_memory, att_scratch, att_forward, att_describe};

@@ -37,6 +37,12 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
                 .scale = 1.0f / sqrtf((float)hp->head_dim),
                 .qk_norm = a->qk_norm, .out_gate = a->attn_gate,
             };
+            if (hp->attn_scale > 0) b->attn.scale = hp->attn_scale;
+            b->attn.bias = a->attn_bias;
+            /* an output bias is not computed yet: refuse it rather than ignore it */
+            if (pk_has_tensor(m, il, "attn_output.bias"))
+                return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor 'blk.%d.attn_output.bias': an attention "
+                                 "output bias is not supported yet", m->path, il);
             if (b->attn.rope < 0)
                 return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: layer %d: more than %d rope tables", m->path, il,
                                  PK_MAX_ROPE);
@@ -56,6 +62,7 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
             b->ff = (pk_ffn_shape){
                 .n_ff = hp->n_ff_exp, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
                 .n_ff_shexp = shared ? hp->n_ff_shexp : 0, .gating = hp->gating, .norm_topk = hp->norm_topk,
+                .shexp_gate = a->shexp_gate,
             };
         } else {
             b->ffn = &pk_ffn_dense;

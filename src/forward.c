@@ -2,14 +2,17 @@
  * consecutive positions (B = 1 when decoding).
  *
  * Reads top to bottom like the maths, each step applied to every row:
- *   x = token_embd[token]
+ *   x = token_embd[token] * embd_scale
  *   per layer, as its block plan says (blocks.h):
- *     x += mixer(rmsnorm(x))    attention (attention.c) or a Gated
+ *     x += mixer(rmsnorm(x)) * residual_scale
+ *                               attention (attention.c) or a Gated
  *                               DeltaNet (deltanet.c)
- *     x += ffn(rmsnorm(x))      dense SwiGLU (ffn.c) or routed experts
+ *     x += ffn(rmsnorm(x)) * residual_scale
+ *                               dense SwiGLU (ffn.c) or routed experts
  *                               (moe.c), each output normed first where
  *                               the plan names a post norm
- *   logits = output . rmsnorm(x)
+ *   logits = output . rmsnorm(x) / logit_scale
+ * (the three multipliers are Granite's keys, 1 for other architectures)
  * The mixer and the FFN are the layer's kinds, called through their method
  * tables: nothing here depends on the architecture. Batching changes how
  * often weights are read, never the result of a row: a prompt processed in
@@ -40,6 +43,14 @@ void pk_rmsnorm_rows(pk_context *c, float *out, const float *x, const pk_tensor 
     c->weight_bytes += w->row_bytes;
 }
 
+/* x += s * y over n elements (s = 1: the plain sum, bitwise) */
+static void residual_add(float *x, const float *y, int n, float s) {
+    if (s == 1.0f)
+        for (int i = 0; i < n; i++) x[i] += y[i];
+    else
+        for (int i = 0; i < n; i++) x[i] += s * y[i];
+}
+
 /* ---- a batch ---------------------------------------------------------------------------- */
 
 int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits, int all_rows) {
@@ -56,6 +67,8 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         PK_ASSERT(tokens[b] >= 0 && tokens[b] < hp->n_vocab);
         pk_get_row(c, &m->tok_embd, tokens[b], c->x + (size_t)b * D);
     }
+    if (hp->embd_scale != 1.0f)
+        for (int i = 0; i < n * D; i++) c->x[i] *= hp->embd_scale;
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_block *bk = &m->blocks[il];
         const pk_layer *L = &m->layers[il];
@@ -63,11 +76,11 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         pk_rmsnorm_rows(c, c->xb, c->x, &L->attn_norm, D, n, D);
         if ((rc = bk->mixer->forward(c, bk, L, il))) return rc;
         if (L->post_mixer_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_mixer_norm, D, n, D);
-        for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
+        residual_add(c->x, c->xb2, n * D, hp->residual_scale);
         pk_rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, n, D);
         if ((rc = bk->ffn->forward(c, bk, L, il))) return rc;
         if (L->post_ffn_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_ffn_norm, D, n, D);
-        for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
+        residual_add(c->x, c->xb2, n * D, hp->residual_scale);
     }
     c->pos += n;
     c->n_tokens += (uint64_t)n;
@@ -78,6 +91,10 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     pk_act_set(c, PK_SLOT_X, c->xb, rows, D, 0);
     pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, rows, NULL, logits, hp->n_vocab};
     pk_matvec(c, &o, 1);
+    if (hp->logit_scale != 1.0f) {
+        const float inv = 1.0f / hp->logit_scale;
+        for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] *= inv;
+    }
     /* the weight-byte ledger: every weight read is counted (pk_matvec,
        pk_get_row, pk_rmsnorm_rows, deltanet.c's small tensors), so one token
        reads exactly what model.c's count_params says a token reads */

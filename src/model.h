@@ -44,6 +44,11 @@ typedef struct pk_hparams {
     int moe;             /* layers use routed experts */
     int norm_topk;       /* renormalise the top-k router weights */
     int gating;          /* enum pk_gating */
+    /* multipliers (arch scales: Granite's keys; 1 otherwise) */
+    float embd_scale;    /* token embeddings *= (<arch>.embedding_scale) */
+    float residual_scale;/* each block's output *= (<arch>.residual_scale) before the residual add */
+    float attn_scale;    /* attention score scale (<arch>.attention.scale); 0: 1/sqrt(head_dim) */
+    float logit_scale;   /* logits /= (<arch>.logit_scale) */
     /* hybrid (Gated DeltaNet) architectures */
     int full_attn_interval; /* layer il is full attention iff (il + 1) % interval == 0
                                (unless <arch>.attention.recurrent_layers says) */

@@ -19,8 +19,9 @@
  * the order of the sums are the same either way, so the output is bitwise
  * the output without a budget.
  * Two FFN kinds (blocks.h): "moe" (routed experts) and "moe(shared)"
- * (routed experts plus a shared expert, optionally gated by a sigmoid of
- * ffn_gate_inp_shexp . x); they differ in what they bind.
+ * (routed experts plus a shared expert, gated by a sigmoid of
+ * ffn_gate_inp_shexp . x where the plan's shexp_gate asks for it or allows
+ * it and the file has it); they differ in what they bind.
  */
 #include <math.h>
 #include <stdio.h>
@@ -334,7 +335,8 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
         {&L->gate_shexp, shared ? "ffn_gate_shexp.weight" : NULL, 1, 2, {D, S}, 0},
         {&L->up_shexp, shared ? "ffn_up_shexp.weight" : NULL, 1, 2, {D, S}, 0},
         {&L->down_shexp, shared ? "ffn_down_shexp.weight" : NULL, 1, 2, {S, D}, 0},
-        {&L->gate_inp_shexp, shared ? "ffn_gate_inp_shexp.weight" : NULL, 0, 1, {D}, 0},
+        {&L->gate_inp_shexp, shared && f->shexp_gate != PK_SHEXP_GATE_NONE ? "ffn_gate_inp_shexp.weight" : NULL,
+         f->shexp_gate == PK_SHEXP_GATE_REQUIRED, 1, {D}, 0},
     };
     int rc = pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
     if (!rc && merged) L->up_exps = L->gate_exps;

@@ -12,7 +12,7 @@ Reads everything from the GGUF file (keys and tensors, nothing from the
 generator) and writes an (n_tokens, n_vocab) float64 array: row i holds the
 logits after token i at position i, attending causally to positions 0..i.
 Supported architectures: llama (dense, or MoE "mixtral" with expert tensors),
-qwen3, qwen3moe, and the hybrids qwen35moe / qwen35 and qwen3next (see
+qwen3, qwen3moe, qwen2moe, olmoe, granitemoe, and the hybrids qwen35moe / qwen35 and qwen3next (see
 below). Semantics
 follow llama.cpp:
   rms(x, w) = x / sqrt(mean(x^2) + eps) * w
@@ -51,6 +51,21 @@ qwen3next (Qwen3-Next, llama.cpp's models/qwen3next.cpp): the qwen35moe
   head g [beta of v heads g r .. g r + r - 1 | alpha of the same], r = H_v /
   H_k; and v head j uses q/k head j // r (grouped order, where qwen35* files
   are tiled: j % H_k).
+qwen2moe (llama.cpp's models/qwen2moe.cpp): attn_q/k/v.bias added to the
+  projections (required); NEOX RoPE; routed experts with the softmax
+  probabilities of the top k as weights (no renormalisation), plus the
+  shared expert down(silu(gate_shexp h) * up_shexp h) scaled per token by
+  sigmoid(ffn_gate_inp_shexp . h) (required).
+olmoe (models/olmoe.cpp): q and k RMS-normed over their whole width (all
+  heads at once: attn_q_norm (Hq hd), attn_k_norm (Hkv hd)) before the
+  heads are split and rotated (NEOX); experts not renormalised.
+granitemoe (models/granite.cpp, the graph granite-moe uses): llama's NORM
+  RoPE and renormalised experts with Granite's multipliers: x =
+  token_embd[ids] * embedding_scale (0 or absent: 1); each block's output
+  (attention, FFN) * residual_scale (0 or absent: 1) before the residual
+  add; attention scores * attention.scale (0 or absent: 1/sqrt(head_dim));
+  logits / logit_scale (required). With expert_shared_feed_forward_length
+  > 0 an ungated shared expert is added to the routed output.
 Any MoE layer may hold a merged ffn_gate_up_exps (E, 2 F, D) instead of
   ffn_gate_exps and ffn_up_exps: per expert the gate rows, then the up rows.
   --stats prints the smallest router top-k margin (p_k - p_k+1) to stdout.
@@ -64,8 +79,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_py as G  # noqa: E402
 
-NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe")
-NORM_ARCHS = ("llama",)
+NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe", "olmoe")
+NORM_ARCHS = ("llama", "granitemoe")
+# MoE weights used as the softmax gives them (llama.cpp's build_moe_ffn with
+# norm_w false); every other MoE renormalises the top k to sum 1
+NO_RENORM_ARCHS = ("qwen2moe", "olmoe")
 HYBRID_ARCHS = ("qwen35moe", "qwen35", "qwen3next")
 
 
@@ -109,9 +127,26 @@ class Model:
         self.n_expert_used = int(key("expert_used_count", 0))
         self.hybrid = arch in HYBRID_ARCHS
         self.sections = None
+        self.renorm = arch not in NO_RENORM_ARCHS
         if self.hybrid:
             self._load_hybrid(key)
             return
+
+        self.full_qk_norm = arch == "olmoe"
+        self.bias_required = arch == "qwen2moe"
+        self.shexp = arch in ("qwen2moe", "granitemoe")
+        self.shexp_gated = arch == "qwen2moe"
+        self.embd_scale, self.residual_scale, self.logit_scale = 1.0, 1.0, 1.0
+        self.attn_scale = 1.0 / np.sqrt(self.head_dim)
+        if arch == "granitemoe":
+            self.logit_scale = float(key("logit_scale", required=True))
+            self.embd_scale = float(key("embedding_scale", 0.0)) or 1.0
+            self.residual_scale = float(key("residual_scale", 0.0)) or 1.0
+            self.attn_scale = float(key("attention.scale", 0.0)) or \
+                self.attn_scale
+            if not key("rope.scaling.finetuned", True):
+                raise SystemExit("ref_forward: granitemoe without rope is "
+                                 "not supported")
 
         self.tok_embd = self.t("token_embd.weight")          # (V, D)
         self.n_vocab = self.tok_embd.shape[0]
@@ -122,7 +157,11 @@ class Model:
         self.layers = []
         for i in range(self.n_layer):
             b = "blk.%d." % i
+            req = self.bias_required
             ly = dict(
+                bq=self.t(b + "attn_q.bias", required=req),
+                bk=self.t(b + "attn_k.bias", required=req),
+                bv=self.t(b + "attn_v.bias", required=req),
                 attn_norm=self.t(b + "attn_norm.weight"),
                 wq=self.t(b + "attn_q.weight"),
                 wk=self.t(b + "attn_k.weight"),
@@ -143,6 +182,15 @@ class Model:
                     raise SystemExit("ref_forward: router has %d experts, "
                                      "expert_count %d"
                                      % (ly["router"].shape[0], self.n_expert))
+                sh = int(key("expert_shared_feed_forward_length", 0))
+                if self.shexp and (sh > 0 or self.shexp_gated):
+                    ly.update(
+                        gate_shexp=self.t(b + "ffn_gate_shexp.weight"),
+                        up_shexp=self.t(b + "ffn_up_shexp.weight"),
+                        down_shexp=self.t(b + "ffn_down_shexp.weight"))
+                    if self.shexp_gated:
+                        ly["shexp_gate_inp"] = self.t(
+                            b + "ffn_gate_inp_shexp.weight").reshape(-1)
             else:
                 ly["gate"] = self.t(b + "ffn_gate.weight")
                 ly["up"] = self.t(b + "ffn_up.weight")
@@ -519,18 +567,26 @@ class Model:
         T = h.shape[0]
         Hq, Hkv, hd, hdv = self.n_head, self.n_head_kv, self.head_dim, \
             self.head_dim_v
-        q = (h @ ly["wq"].T).reshape(T, Hq, hd)
-        k = (h @ ly["wk"].T).reshape(T, Hkv, hd)
-        v = (h @ ly["wv"].T).reshape(T, Hkv, hdv)
-        if ly["q_norm"] is not None:
+        q, k, v = h @ ly["wq"].T, h @ ly["wk"].T, h @ ly["wv"].T
+        for name, y in (("bq", q), ("bk", k), ("bv", v)):
+            if ly[name] is not None:
+                y += ly[name]
+        if self.full_qk_norm:        # olmoe: over all heads at once
             q = self.rms(q, ly["q_norm"])
-        if ly["k_norm"] is not None:
             k = self.rms(k, ly["k_norm"])
+        q = q.reshape(T, Hq, hd)
+        k = k.reshape(T, Hkv, hd)
+        v = v.reshape(T, Hkv, hdv)
+        if not self.full_qk_norm:
+            if ly["q_norm"] is not None:
+                q = self.rms(q, ly["q_norm"])
+            if ly["k_norm"] is not None:
+                k = self.rms(k, ly["k_norm"])
         q = self.rope(q, pos)
         k = self.cache(self.rope(k, pos))
         v = self.cache(v)
         group = Hq // Hkv
-        scale = 1.0 / np.sqrt(hd)
+        scale = self.attn_scale
         mask = np.tril(np.ones((T, T), dtype=bool))     # query i sees j <= i
         out = np.zeros((T, Hq, hdv))
         for hh in range(Hq):
@@ -560,11 +616,17 @@ class Model:
                     self.min_router_margin,
                     p[t, order[k - 1]] - p[t, order[k]])
             sel = order[:k]
-            wts = p[t, sel] / p[t, sel].sum()
+            wts = p[t, sel] / p[t, sel].sum() if self.renorm else p[t, sel]
             for e, we in zip(sel, wts):
                 g = ly["gate_exps"][e] @ h[t]
                 u = ly["up_exps"][e] @ h[t]
                 out[t] += we * (ly["down_exps"][e] @ (self.silu(g) * u))
+        if not self.hybrid and "gate_shexp" in ly:   # qwen2moe, granitemoe
+            sh = (self.silu(h @ ly["gate_shexp"].T) * (h @ ly["up_shexp"].T)) \
+                @ ly["down_shexp"].T
+            if "shexp_gate_inp" in ly:
+                sh = sh * self.sigmoid(h @ ly["shexp_gate_inp"])[:, None]
+            out = out + sh
         return out
 
     def forward(self, ids):
@@ -585,10 +647,12 @@ class Model:
                     x = x + self.gated_attention(ly, h, pos)
                 x = x + self.hybrid_ffn(ly, self.rms(x, ly["ffn_norm"]))
             return self.rms(x, self.out_norm) @ self.output.T
+        x = x * self.embd_scale
+        rs = self.residual_scale
         for ly in self.layers:
-            x = x + self.attention(ly, self.rms(x, ly["attn_norm"]), pos)
-            x = x + self.ffn(ly, self.rms(x, ly["ffn_norm"]))
-        return self.rms(x, self.out_norm) @ self.output.T   # (T, V)
+            x = x + rs * self.attention(ly, self.rms(x, ly["attn_norm"]), pos)
+            x = x + rs * self.ffn(ly, self.rms(x, ly["ffn_norm"]))
+        return (self.rms(x, self.out_norm) @ self.output.T) / self.logit_scale
 
 
 def parse_deltanet(spec):

@@ -20,6 +20,9 @@ RUN=${POCKET_RUN:-}
 tmp="$BUILD/tmp/batch"; rm -rf "$tmp"; mkdir -p "$tmp"
 "$PYTHON" tests/gen_model.py mixtral "$tmp/mixtral.gguf" --seed 1 >/dev/null
 "$PYTHON" tests/gen_model.py qwen3 "$tmp/qwen3.gguf" --seed 2 >/dev/null
+"$PYTHON" tests/gen_model.py qwen2moe "$tmp/qwen2moe.gguf" --seed 1 >/dev/null
+"$PYTHON" tests/gen_model.py olmoe "$tmp/olmoe.gguf" --seed 1 >/dev/null
+"$PYTHON" tests/gen_model.py granitemoe "$tmp/granitemoe.gguf" --seed 1 --shared-ff 24 >/dev/null
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
     { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/mxfp4.gguf" Q8_0 --tensor-type "_exps=MXFP4" \
@@ -36,7 +39,8 @@ run_variant() {
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
 for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \
            ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:f16 ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:q8_0 \
-           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0"; do
+           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0" \
+           "$tmp/qwen2moe.gguf:f16" "$tmp/olmoe.gguf:f16" "$tmp/olmoe.gguf:q8_0" "$tmp/granitemoe.gguf:f16"; do
     m=${mkv%:*}; kv=${mkv##*:}
     $RUN "$T" -t 1 -b 1 -ctk $kv -ctv $kv "$m" "$tmp/one.f32" "$ids"
     for cfg in "-t 1 -b 16" "-t 2 -b 64" "-t 2 -b 7"; do

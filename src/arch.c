@@ -17,10 +17,13 @@ static const pk_arch archs[] = {
     /* Qwen1.5-MoE / Qwen2-57B-A14B: q/k/v biases, the top-k weights as the
        softmax gave them, a shared expert scaled by sigmoid(ffn_gate_inp_shexp . x) */
     {.name = "qwen2moe", .rope_style = PK_ROPE_NEOX, .ffn = PK_FFN_MOE, .gating = PK_GATE_SOFTMAX,
-     .shared_expert = 1, .ffn_norm = "ffn_norm.weight", .attn_bias = 1, .shexp_gate = PK_SHEXP_GATE_REQUIRED},
-    /* OLMoE: q and k RMS-normed over their whole width, no renormalisation */
+     .shared_expert = 1, .ffn_norm = "ffn_norm.weight", .attn_bias = PK_BIAS_REQUIRED,
+     .shexp_gate = PK_SHEXP_GATE_REQUIRED},
+    /* OLMoE: q and k RMS-normed over their whole width, no renormalisation,
+       no q/k/v biases */
     {.name = "olmoe", .rope_style = PK_ROPE_NEOX, .qk_norm = PK_QK_NORM_FULL, .ffn = PK_FFN_MOE,
-     .gating = PK_GATE_SOFTMAX, .ffn_norm = "ffn_norm.weight", .shexp_gate = PK_SHEXP_GATE_NONE},
+     .gating = PK_GATE_SOFTMAX, .ffn_norm = "ffn_norm.weight", .attn_bias = PK_BIAS_REFUSED,
+     .shexp_gate = PK_SHEXP_GATE_NONE},
     /* Granite MoE: llama's blocks with Granite's multipliers; a shared expert
        (ungated) iff expert_shared_feed_forward_length > 0 */
     {.name = "granitemoe", .rope_style = PK_ROPE_NORM, .ffn = PK_FFN_MOE, .gating = PK_GATE_SOFTMAX,

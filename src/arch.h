@@ -37,6 +37,14 @@ enum pk_shexp_gate {
     PK_SHEXP_GATE_NONE = 2,     /* never read: an ungated shared expert (granitemoe) */
 };
 
+/* attn_q/k/v.bias */
+enum pk_attn_bias {
+    PK_BIAS_OPTIONAL = 0, /* added where the file has them */
+    PK_BIAS_REQUIRED = 1, /* qwen2moe */
+    PK_BIAS_REFUSED = 2,  /* llama.cpp's graph never adds them (olmoe): a file
+                             with them is refused rather than run otherwise */
+};
+
 enum pk_gating {
     PK_GATE_SOFTMAX = 0, /* p = softmax(router logits) */
     PK_GATE_SIGMOID = 1, /* p = sigmoid(router logits) */
@@ -65,7 +73,7 @@ typedef struct pk_arch {
                                 else ssm_beta and ssm_alpha, one row per v head */
     int ssm_grouped;         /* v head j uses q/k head j / r (grouped order);
                                 else j mod k_heads (tiled) */
-    int attn_bias;           /* attn_q/k/v.bias required (else added where present) */
+    int attn_bias;           /* enum pk_attn_bias */
     int shexp_gate;          /* enum pk_shexp_gate */
     int scales;              /* Granite's multipliers from the keys <arch>.embedding_scale,
                                 residual_scale, attention.scale, logit_scale (required),

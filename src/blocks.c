@@ -38,8 +38,14 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
                 .qk_norm = a->qk_norm, .out_gate = a->attn_gate,
             };
             if (hp->attn_scale > 0) b->attn.scale = hp->attn_scale;
-            b->attn.bias = a->attn_bias;
-            /* an output bias is not computed yet: refuse it rather than ignore it */
+            b->attn.bias = a->attn_bias == PK_BIAS_REQUIRED;
+            /* biases the architecture does not add, and an output bias (not
+               computed yet): refused rather than ignored */
+            static const char *const qkv_bias[3] = {"attn_q.bias", "attn_k.bias", "attn_v.bias"};
+            for (int i = 0; i < 3 && a->attn_bias == PK_BIAS_REFUSED; i++)
+                if (pk_has_tensor(m, il, qkv_bias[i]))
+                    return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor 'blk.%d.%s': %s does not use q/k/v biases",
+                                     m->path, il, qkv_bias[i], a->name);
             if (pk_has_tensor(m, il, "attn_output.bias"))
                 return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor 'blk.%d.attn_output.bias': an attention "
                                  "output bias is not supported yet", m->path, il);

@@ -58,7 +58,9 @@ qwen2moe (llama.cpp's models/qwen2moe.cpp): attn_q/k/v.bias added to the
   sigmoid(ffn_gate_inp_shexp . h) (required).
 olmoe (models/olmoe.cpp): q and k RMS-normed over their whole width (all
   heads at once: attn_q_norm (Hq hd), attn_k_norm (Hkv hd)) before the
-  heads are split and rotated (NEOX); experts not renormalised.
+  heads are split and rotated (NEOX); experts not renormalised. llama.cpp
+  loads q/k/v biases but its olmoe graph never adds them: a file with them
+  is refused (as pocket refuses it).
 granitemoe (models/granite.cpp, the graph granite-moe uses): llama's NORM
   RoPE and renormalised experts with Granite's multipliers: x =
   token_embd[ids] * embedding_scale (0 or absent: 1); each block's output
@@ -134,6 +136,7 @@ class Model:
 
         self.full_qk_norm = arch == "olmoe"
         self.bias_required = arch == "qwen2moe"
+        self.bias_refused = arch == "olmoe"    # its graph never adds them
         self.shexp = arch in ("qwen2moe", "granitemoe")
         self.shexp_gated = arch == "qwen2moe"
         self.embd_scale, self.residual_scale, self.logit_scale = 1.0, 1.0, 1.0
@@ -158,6 +161,9 @@ class Model:
         for i in range(self.n_layer):
             b = "blk.%d." % i
             req = self.bias_required
+            if self.bias_refused and any(self.g.tensor(b + n, np.float64) is not None
+                                         for n in ("attn_q.bias", "attn_k.bias", "attn_v.bias")):
+                raise SystemExit("ref_forward: %s with q/k/v biases" % arch)
             ly = dict(
                 bq=self.t(b + "attn_q.bias", required=req),
                 bk=self.t(b + "attn_k.bias", required=req),

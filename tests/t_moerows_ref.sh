@@ -188,6 +188,7 @@ cases = {
     "olmoe": [
         ("ol_no_k_norm", dict(drop_tensors=("blk.1.attn_k_norm.weight",)), "blk.1.attn_k_norm.weight"),
         ("ol_head_q_norm", dict(reshape={"blk.0.attn_q_norm.weight": lambda a: a[:32]}), "blk.0.attn_q_norm.weight"),
+        ("ol_k_bias", dict(extra={"blk.1.attn_k.bias": np.zeros(64)}), "blk.1.attn_k.bias"),
         ("ol_short_router", dict(reshape={"blk.0.ffn_gate_inp.weight": lambda a: a[:-1]}), "blk.0.ffn_gate_inp.weight"),
     ],
     "granitemoe": [
@@ -226,7 +227,7 @@ for src, lst in cases.items():
 EOF
 then
     sh tests/check_bad_files.sh "$TMP/bad.cases" "$TMP/bad" || note_fail "$step" "a bad file was not refused as expected"
-    [ "$(wc -l <"$TMP/bad.cases")" -eq 18 ] || note_fail "$step" "expected 18 bad files, got $(wc -l <"$TMP/bad.cases")"
+    [ "$(wc -l <"$TMP/bad.cases")" -eq 19 ] || note_fail "$step" "expected 19 bad files, got $(wc -l <"$TMP/bad.cases")"
 else
     note_fail "$step" "could not write the bad files"
 fi

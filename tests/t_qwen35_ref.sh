@@ -61,33 +61,7 @@ if [ "$REF_ONLY" != 1 ] && [ ! -x "$TOOL" ]; then
 fi
 
 # compare STEP LABEL REF.npy POCKET.f32 TOL -> 0 if max |pocket - ref| < TOL
-compare() {
-    "$PYTHON" - "$@" <<'EOF'
-import sys
-import numpy as np
-step, label, ref_path, got_path, tol = sys.argv[1:6]
-tol = float(tol)
-ref = np.load(ref_path)
-raw = np.fromfile(got_path, dtype="<f4")
-if raw.size != ref.size:
-    print("FAIL [%s] %-28s %s has %d floats, expected %d x %d = %d"
-          % (step, label, got_path, raw.size, ref.shape[0], ref.shape[1], ref.size))
-    sys.exit(1)
-got = raw.astype(np.float64).reshape(ref.shape)
-if not np.all(np.isfinite(got)):
-    print("FAIL [%s] %-28s non-finite logits from pocket" % (step, label))
-    sys.exit(1)
-d = np.abs(got - ref)
-worst = np.unravel_index(np.argmax(d), d.shape)
-am_ok = np.mean(np.argmax(got, axis=1) == np.argmax(ref, axis=1))
-ok = d.max() < tol
-print("%s %-28s max|pocket-ref| = %.3e (tol %.0e) at token %d id %d; "
-      "argmax agree %.0f%%"
-      % ("ok  " if ok else "FAIL [%s]" % step, label, d.max(), tol, worst[0],
-         worst[1], 100 * am_ok))
-sys.exit(0 if ok else 1)
-EOF
-}
+compare() { "$PYTHON" tests/compare_logits.py "$@"; }
 
 # same_ref STEP LABEL A.npy B.npy -> the two references agree to 1e-9
 same_ref() {

@@ -26,70 +26,35 @@
 # binary (tests/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (smallest top-k probability margin >= 1e-3, printed).
-TOL_F32=1e-3
-TOL_F16=5e-2
-TOL_KV_F16=5e-3
-
 REF_NAME=moerows_ref
 . tests/ref_lib.sh
-need_tools
+TOL_F32=1e-3 TOL_F16=5e-2 TOL_KV_F16=5e-3
+
+start
 kernel_variants
-
-short_ids() { echo "1,17,299,255,256,42,298,100,7,200,297,5"; }
-long_ids() { "$PYTHON" -c 'print(",".join(str((i * 37 + 11) % 300) for i in range(40)))'; }
-
-# check NAME ARCH TOL KV IDS -- generator options (KV: the cache type, the
-# reference holding the same; IDS: short (12 ids incl. V-1, V-2, V-3) or long)
-check() {
-    name=$1; arch=$2; tol=$3; kv=$4; idkind=$5; shift 5
-    step="A:$name"
-    model="$TMP/$name.gguf"
-    if ! "$PYTHON" tests/gen_model.py "$arch" "$model" "$@"; then
-        note_fail "$step" "gen_model.py failed"; return
-    fi
-    ids=$(${idkind}_ids)
-    echo "== step $step ($arch $*; kv cache $kv; $idkind ids)"
-    if ! "$PYTHON" tests/ref_forward.py --stats --kv-cache "$kv" "$model" "$ids" "$TMP/$name.ref.npy" \
-        >"$TMP/stats"; then
-        note_fail "$step" "ref_forward.py failed"; return
-    fi
-    cat "$TMP/stats"
-    # a near-tie in the router would make a flipped expert a legitimate difference
-    "$PYTHON" -c 'import sys; sys.exit(float(sys.argv[1].split()[-1]) < 1e-3)' "$(cat "$TMP/stats")" ||
-        note_fail "$step" "router top-k margin below 1e-3: choose another seed"
-
-    for v in $variants; do
-        for tb in "1 1" "1 64" "2 1" "2 64"; do
-            t=${tb% *}; b=${tb#* }
-            out="$TMP/$name.$v.t$t.b$b.f32"
-            if ! POCKET_KERNELS=$v $RUN "$TOOL" -t "$t" -b "$b" -ctk "$kv" -ctv "$kv" "$model" "$out" "$ids"; then
-                note_fail "$step" "tool_logits ($v, -t $t -b $b) exited with an error"; continue
-            fi
-            compare "$step" "$name [$v] -t $t -b $b" "$TMP/$name.ref.npy" "$out" "$tol" \
-                || note_fail "$step" "pocket ($v, -t $t -b $b) differs from the numpy reference"
-        done
-    done
-}
-
+EACH_VARIANT=1
+MIN_MARGIN=1e-3
 for arch in qwen2moe olmoe granitemoe; do
-    check $arch          $arch $TOL_F32    f32 short --seed 1
-    check $arch-tied     $arch $TOL_F32    f32 short --seed 1 --tied
-    check $arch-f16      $arch $TOL_F16    f32 short --seed 1 --type f16
-    check $arch-kv-f16   $arch $TOL_KV_F16 f16 short --seed 1
+    ref_case $arch          $arch $TOL_F32 "1 2" short ref: --seed 1
+    ref_case $arch-tied     $arch $TOL_F32 "1 2" short ref: --seed 1 --tied
+    ref_case $arch-f16      $arch $TOL_F16 "1 2" short ref: --seed 1 --type f16
+    KV=f16
+    ref_case $arch-kv-f16   $arch $TOL_KV_F16 "1 2" short ref: --seed 1
+    KV=f32
 done
 # 40 tokens: more than one 16-token attention tile
-check qwen2moe-long      qwen2moe   $TOL_F32 f32 long  --seed 9
-check olmoe-long         olmoe      $TOL_F32 f32 long  --seed 7
-check granitemoe-long    granitemoe $TOL_F32 f32 long  --seed 11
-check granitemoe-shared  granitemoe $TOL_F32 f32 short --seed 1 --shared-ff 24
-check granitemoe-shared-long granitemoe $TOL_F32 f32 long --seed 18 --shared-ff 24
-check qwen2moe-heads     qwen2moe $TOL_F32 f32 short --seed 4 --embd 128 --heads 4 --heads-kv 2
-check granitemoe-scales  granitemoe $TOL_F32 f32 short --seed 5 --embd-scale 12 --residual-scale 0.5 \
+ref_case qwen2moe-long      qwen2moe   $TOL_F32 "1 2" long:40 ref: --seed 9
+ref_case olmoe-long         olmoe      $TOL_F32 "1 2" long:40 ref: --seed 7
+ref_case granitemoe-long    granitemoe $TOL_F32 "1 2" long:40 ref: --seed 11
+ref_case granitemoe-shared  granitemoe $TOL_F32 "1 2" short   ref: --seed 1 --shared-ff 24
+ref_case granitemoe-shared-long granitemoe $TOL_F32 "1 2" long:40 ref: --seed 18 --shared-ff 24
+ref_case qwen2moe-heads     qwen2moe   $TOL_F32 "1 2" short   ref: --seed 4 --embd 128 --heads 4 --heads-kv 2
+ref_case granitemoe-scales  granitemoe $TOL_F32 "1 2" short   ref: --seed 5 --embd-scale 12 --residual-scale 0.5 \
     --attn-scale 0.1 --logit-scale 8
 
 step="B:features"
 echo "== step $step (the reference without each feature is far from pocket)"
-"$PYTHON" - "$TMP" "$(short_ids)" $variants <<'EOF' || note_fail "$step" "a feature switched off in the reference still matched pocket"
+"$PYTHON" - "$TMP" "$(ids short)" $variants <<'EOF' || note_fail "$step" "a feature switched off in the reference still matched pocket"
 import sys
 sys.path.insert(0, "tests")
 import numpy as np
@@ -130,28 +95,14 @@ EOF
 
 step="C:info"
 echo "== step $step (pocket info names the block plan)"
-expect_info() {   # expect_info MODEL LINE
-    $RUN "$BUILD/pocket" info "$TMP/$1.gguf" >"$TMP/info.out" 2>&1 || { note_fail "$step" "pocket info $1 failed"; return; }
-    if grep -qxF "$2" "$TMP/info.out"; then echo "ok   $1: $2"
-    else note_fail "$step" "$1: expected the line '$2' in: $(grep -E '^(blocks|multipliers)' "$TMP/info.out")"; fi
-}
-expect_info qwen2moe "blocks          layers 0-1: attention(2 q / 1 kv heads, head 32, rope 32 dims, biases) + moe(top-3 of 8, ff 32, shared ff 48)"
-expect_info olmoe "blocks          layers 0-1: attention(2 q / 2 kv heads, head 32, rope 32 dims, full-width q/k norm) + moe(top-3 of 8, ff 32)"
-expect_info granitemoe "blocks          layers 0-1: attention(2 q / 1 kv heads, head 32, rope 32 dims, scale 0.05) + moe(top-3 of 8, ff 32)"
-expect_info granitemoe "multipliers     embeddings x 6, block outputs x 0.22, attention scores x 0.05, logits / 3.5"
-expect_info granitemoe-shared "blocks          layers 0-1: attention(2 q / 1 kv heads, head 32, rope 32 dims, scale 0.05) + moe(top-3 of 8, ff 32, shared ff 24)"
+expect_info "$step" "$TMP/qwen2moe.gguf" "blocks          layers 0-1: attention(2 q / 1 kv heads, head 32, rope 32 dims, biases) + moe(top-3 of 8, ff 32, shared ff 48)"
+expect_info "$step" "$TMP/olmoe.gguf" "blocks          layers 0-1: attention(2 q / 2 kv heads, head 32, rope 32 dims, full-width q/k norm) + moe(top-3 of 8, ff 32)"
+expect_info "$step" "$TMP/granitemoe.gguf" "blocks          layers 0-1: attention(2 q / 1 kv heads, head 32, rope 32 dims, scale 0.05) + moe(top-3 of 8, ff 32)"
+expect_info "$step" "$TMP/granitemoe.gguf" "multipliers     embeddings x 6, block outputs x 0.22, attention scores x 0.05, logits / 3.5"
+expect_info "$step" "$TMP/granitemoe-shared.gguf" "blocks          layers 0-1: attention(2 q / 1 kv heads, head 32, rope 32 dims, scale 0.05) + moe(top-3 of 8, ff 32, shared ff 24)"
 
-step="D:bad-input"
-echo "== step $step (missing / misshapen tensors and keys: one error line naming them)"
-if "$PYTHON" - "$TMP" "$TMP/bad" >"$TMP/bad.cases" <<'EOF'
-import os
-import sys
-sys.path.insert(0, "tests")
-import numpy as np
-import gguf_py as G
-import mkbad
-tmp, out = sys.argv[1], sys.argv[2]
-os.makedirs(out, exist_ok=True)
+# SOURCE: the directory of the models of step A
+bad_files D:bad-input 20 "$TMP" <<'EOF'
 cases = {
     "qwen2moe": [
         ("q2_no_q_bias", dict(drop_tensors=("blk.1.attn_q.bias",)), "blk.1.attn_q.bias"),
@@ -186,13 +137,7 @@ cases = {
     ],
 }
 for src, lst in cases.items():
-    mkbad.write_cases(os.path.join(tmp, src + ".gguf"), out, lst)
+    mkbad.write_cases(os.path.join(SRC, src + ".gguf"), OUT, lst)
 EOF
-then
-    sh tests/check_bad.sh "$TMP/bad.cases" "$TMP/bad" || note_fail "$step" "a bad file was not refused as expected"
-    [ "$(wc -l <"$TMP/bad.cases")" -eq 20 ] || note_fail "$step" "expected 20 bad files, got $(wc -l <"$TMP/bad.cases")"
-else
-    note_fail "$step" "could not write the bad files"
-fi
 
 finish "qwen2moe, olmoe and granitemoe match the numpy reference on every variant: $(echo $variants)"

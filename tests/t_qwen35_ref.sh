@@ -22,8 +22,9 @@
 #      it, and pocket info shows the layer.
 #   Step A runs with an F32 KV cache (-ctk f32 -ctv f32), then once per
 #   cache type (F16, Q8_0) against the reference holding the same cache
-#   (ref_forward.py --kv-cache). Step B uses the default F16 cache: llama.cpp
-#   made the fixtures with an F32 cache, and F16 stays within the tolerance.
+#   (ref_forward.py --kv-cache). Step B uses the F32 cache llama.cpp made
+#   the fixtures with, and the default F16 cache, which stays within the
+#   tolerance too.
 # Step 0 validates the Python side first (gguf_py selftest; the numpy
 # reference, recurrent and chunked 64/16, against llama.cpp on the fixture).
 # Every failure line names its step. Run from the project root; uses $BUILD
@@ -56,8 +57,9 @@ for KV in f16 q8_0; do
 done
 KV=f32
 
-# the default F16 cache: llama.cpp used an F32 one, F16 stays within the tolerance
-fixture_step "" ""
+# the F32 cache llama.cpp used, and the default F16 cache (within the tolerance too)
+fixture_step "-ctk f32 -ctv f32" "" f32
+fixture_step "" "" f16
 
 # an MTP (nextn) layer is loaded and shown, and does not change plain decoding
 step="C:mtp"

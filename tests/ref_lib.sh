@@ -178,18 +178,18 @@ fixture_step() {
                 fs_out="$TMP/fixture-$fs_f.$fs_k$fs_tag.b$fs_b.f32"
                 # shellcheck disable=SC2086 # the options are words
                 if ! POCKET_KERNELS=$fs_k $RUN "$TOOL" -t 1 -b $fs_b $fs_topt "$MODEL" "$fs_out" "$fs_ids"; then
-                    note_fail "$fs_step" "tool_logits ($fs_k $fs_tag, -b $fs_b) exited with an error"; continue
+                    note_fail "$fs_step" "tool_logits ($fs_k${fs_tag:+ $fs_tag}, -b $fs_b) exited with an error"; continue
                 fi
                 printf '[%s %s-b %s] ' "$fs_k" "${fs_tag:+$fs_tag }" "$fs_b"
                 # shellcheck disable=SC2086
                 "$PYTHON" tests/check_fixture.py $fs_copt logits "$fs_json" "$fs_out" 4096 \
-                    || note_fail "$fs_step" "pocket's logits ($fs_k $fs_tag, -b $fs_b) differ from llama.cpp's"
+                    || note_fail "$fs_step" "pocket's logits ($fs_k${fs_tag:+ $fs_tag}, -b $fs_b) differ from llama.cpp's"
             done
             [ "$fs_bitwise" = 1 ] || continue
             if cmp -s "$TMP/fixture-$fs_f.$fs_k$fs_tag.b1.f32" "$TMP/fixture-$fs_f.$fs_k$fs_tag.b256.f32"; then
-                echo "ok   $fs_f ($fs_k $fs_tag): one batch = one token at a time, bitwise"
+                echo "ok   $fs_f ($fs_k${fs_tag:+ $fs_tag}): one batch = one token at a time, bitwise"
             else
-                note_fail "C:batch" "$fs_f ($fs_k $fs_tag): one token at a time and one batch differ"
+                note_fail "C:batch" "$fs_f ($fs_k${fs_tag:+ $fs_tag}): one token at a time and one batch differ"
             fi
         done
     done

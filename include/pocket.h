@@ -127,7 +127,7 @@ typedef struct pk_model_info {
     int n_head, n_head_kv, head_dim, head_dim_v, n_rot;
     float rope_base, rms_eps;
     const char *rope_style;    /* "norm" or "neox" */
-    int qk_norm;
+    int qk_norm;               /* 0: none, 1: per head, 2: over the full q (k) width */
     int attn_gate;             /* sigmoid output gate on attention */
     int n_layer_recurrent;     /* Gated DeltaNet layers (hybrid archs), else 0 */
     int full_attn_interval;    /* every n-th layer is full attention (hybrid) */
@@ -141,6 +141,12 @@ typedef struct pk_model_info {
     int64_t n_params_active;   /* weights used per token */
     uint64_t file_bytes;
     uint64_t bytes_per_token;  /* weight bytes read per decoded token */
+    /* the multipliers: embeddings *= embd_scale (gemma4: sqrt(n_embd)), block
+       outputs *= residual_scale, attention scores *= attn_scale, logits /=
+       logit_scale; scales: they come from Granite's keys (else residual and
+       logit scale are 1) */
+    float embd_scale, residual_scale, attn_scale, logit_scale;
+    int scales;
 } pk_model_info;
 
 /* A model file is mapped, not copied. If another program truncates or

@@ -21,7 +21,7 @@ static const pk_arch archs[] = {
        biases, YaRN; biased router (softmax over the chosen logits) and
        biased experts with the clamped SwiGLU-OAI (limit 7, alpha 1.702) */
     {"gpt-oss",   PK_ROPE_NEOX, 0,      PK_FFN_MOE,    PK_GATE_SOFTMAX_WEIGHT, 0, 0,    0,     0,        "post_attention_norm.weight", {0}, 0,     0,
-     .swa_period = 2, .attn_sinks = 1, .attn_bias = 1, .expert_bias = 1, .swiglu_limit = 7.0f, .swiglu_alpha = 1.702f},
+     .swa_period = 2, .attn_sinks = 1, .attn_bias = PK_BIAS_REQUIRED, .expert_bias = 1, .swiglu_limit = 7.0f, .swiglu_alpha = 1.702f},
     /* Gemma-4 (26B-A4B layout): sliding and global layers, dense GeGLU MLP +
        routed experts, attention scale 1, V normed without weight */
     {"gemma4", PK_ROPE_NEOX, .qk_norm = 1, .ffn = PK_FFN_DENSE_MOE, .gating = PK_GATE_SOFTMAX, .norm_topk = 1,
@@ -33,6 +33,20 @@ static const pk_arch archs[] = {
        renormalisation from the keys (absent: softmax, no renormalisation) */
     {"deepseek2", PK_ROPE_NORM, 0,      PK_FFN_MOE,    PK_GATE_SOFTMAX, 0,        1,    0,     0,        "ffn_norm.weight",            {0}, 0,     0,
      .mla = 1},
+    /* Qwen1.5-MoE / Qwen2-57B-A14B: q/k/v biases, the top-k weights as the
+       softmax gave them, a shared expert scaled by sigmoid(ffn_gate_inp_shexp . x) */
+    {.name = "qwen2moe", .rope_style = PK_ROPE_NEOX, .ffn = PK_FFN_MOE, .gating = PK_GATE_SOFTMAX,
+     .shared_expert = 1, .ffn_norm = "ffn_norm.weight", .attn_bias = PK_BIAS_REQUIRED_QKV,
+     .shexp_gate = PK_SHEXP_GATE_REQUIRED},
+    /* OLMoE: q and k RMS-normed over their whole width, no renormalisation,
+       no q/k/v biases */
+    {.name = "olmoe", .rope_style = PK_ROPE_NEOX, .qk_norm = PK_QK_NORM_FULL, .ffn = PK_FFN_MOE,
+     .gating = PK_GATE_SOFTMAX, .ffn_norm = "ffn_norm.weight", .attn_bias = PK_BIAS_REFUSED,
+     .shexp_gate = PK_SHEXP_GATE_NONE},
+    /* Granite MoE: llama's blocks with Granite's multipliers; a shared expert
+       (ungated) iff expert_shared_feed_forward_length > 0 */
+    {.name = "granitemoe", .rope_style = PK_ROPE_NORM, .ffn = PK_FFN_MOE, .gating = PK_GATE_SOFTMAX,
+     .norm_topk = 1, .ffn_norm = "ffn_norm.weight", .shexp_gate = PK_SHEXP_GATE_NONE, .scales = 1},
 };
 
 const pk_arch *pk_arch_find(const char *name) {
@@ -41,4 +55,7 @@ const pk_arch *pk_arch_find(const char *name) {
     return NULL;
 }
 
-const char *pk_arch_names(void) { return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gpt-oss, gemma4, deepseek2"; }
+const char *pk_arch_names(void) {
+    return "qwen3moe, qwen3, llama (dense and mixtral-style MoE), qwen35moe, qwen35, qwen3next, gpt-oss, gemma4, "
+           "deepseek2, qwen2moe, olmoe, granitemoe";
+}

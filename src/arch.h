@@ -29,6 +29,31 @@ enum pk_act {
     PK_ACT_GELU = 1,    /* gelu(gate) * up, as ggml's FP16 table computes it (gelu.h) */
 };
 
+/* q/k RMSNorm (attn_q_norm / attn_k_norm) */
+enum pk_qk_norm {
+    PK_QK_NORM_NONE = 0,
+    PK_QK_NORM_HEAD = 1, /* per head: weights of head_dim - qwen3 */
+    PK_QK_NORM_FULL = 2, /* over all heads of q (of k) at once: weights of
+                            n_head * head_dim (n_head_kv * head_dim) - olmoe */
+};
+
+/* the shared expert's sigmoid gate ffn_gate_inp_shexp */
+enum pk_shexp_gate {
+    PK_SHEXP_GATE_OPTIONAL = 0, /* used where the file has it */
+    PK_SHEXP_GATE_REQUIRED = 1, /* qwen2moe */
+    PK_SHEXP_GATE_NONE = 2,     /* never read: an ungated shared expert (granitemoe) */
+};
+
+/* attn_q/k/v.bias and attn_output.bias */
+enum pk_attn_bias {
+    PK_BIAS_OPTIONAL = 0,     /* each added where the file has it */
+    PK_BIAS_REQUIRED = 1,     /* q/k/v and output biases required (gpt-oss) */
+    PK_BIAS_REFUSED = 2,      /* llama.cpp's graph never adds them (olmoe): a file
+                                 with any of the four is refused rather than run otherwise */
+    PK_BIAS_REQUIRED_QKV = 3, /* q/k/v biases required, the output bias added
+                                 where the file has it (qwen2moe) */
+};
+
 enum pk_gating {
     PK_GATE_SOFTMAX = 0, /* p = softmax(router logits) */
     PK_GATE_SIGMOID = 1, /* p = sigmoid(router logits) */
@@ -39,7 +64,8 @@ enum pk_gating {
 typedef struct pk_arch {
     const char *name;        /* general.architecture */
     int rope_style;          /* enum pk_rope_style */
-    int qk_norm;             /* per-head RMSNorm of q and k (attn_q_norm/attn_k_norm required) */
+    int qk_norm;             /* enum pk_qk_norm: RMSNorm of q and k (attn_q_norm /
+                                attn_k_norm required), per head or full width */
     int ffn;                 /* enum pk_ffn_kind */
     int gating;              /* enum pk_gating (MoE only) */
     int norm_topk;           /* renormalise the top-k weights to sum 1 (default; GGUF
@@ -64,7 +90,7 @@ typedef struct pk_arch {
                                 period - 1 (the default period;
                                 <arch>.attention.sliding_window_pattern overrides) */
     int attn_sinks;          /* attn_sinks: a learned logit per q head in every softmax */
-    int attn_bias;           /* attn_q/k/v/output.bias required */
+    int attn_bias;           /* enum pk_attn_bias */
     int expert_bias;         /* ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias required */
     float swiglu_limit;      /* experts' SwiGLU-OAI: gate clamped above, up to
                                 [-limit, limit] (0: plain SwiGLU) */
@@ -82,6 +108,10 @@ typedef struct pk_arch {
     const char *layer_scale; /* optional (1) tensor multiplying x after the layer, NULL: none */
     int mla;                 /* multi-head latent attention (mla.c): every
                                 attention layer caches a compressed latent */
+    int shexp_gate;          /* enum pk_shexp_gate */
+    int scales;              /* Granite's multipliers from the keys <arch>.embedding_scale,
+                                residual_scale, attention.scale, logit_scale (required),
+                                and rope.scaling.finetuned (false: no rope; refused) */
 } pk_arch;
 
 /* The descriptor for a GGUF architecture name, NULL if unsupported. */

@@ -7,7 +7,8 @@
  *   [v_from_k: no attn_v, v = k's projection;  v_norm: v RMS-normed per head
  *    without weight]
  *   [out_gate: attn_q's rows are [q_h | gate_h] per head]
- *   [qk_norm: q, k RMS-normed per head with attn_q_norm / attn_k_norm]
+ *   [qk_norm: q, k RMS-normed per head with attn_q_norm / attn_k_norm, or
+ *    each over its full width (all heads at once)]
  *   q, k rotated (rope: the first n_rot dims of each head)
  *   k, v appended to the cache; per query head, over its kv head's keys
  *   o = softmax(scale q K^T) V     [out_gate: o *= sigmoid(gate)]
@@ -200,7 +201,10 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
                        (size_t)hd * sizeof(float));
             }
         }
-        if (L->q_norm.data) {
+        if (L->q_norm.data && a->qk_norm == PK_QK_NORM_FULL) {   /* over all heads at once */
+            pk_rmsnorm_rows(c, q, q, &L->q_norm, qd, 1, qd);
+            pk_rmsnorm_rows(c, k, k, &L->k_norm, kd, 1, kd);
+        } else if (L->q_norm.data) {
             pk_rmsnorm_rows(c, q, q, &L->q_norm, hd, a->n_head, hd);
             pk_rmsnorm_rows(c, k, k, &L->k_norm, hd, a->n_head_kv, hd);
         }
@@ -264,6 +268,7 @@ static int att_bind(pk_model *m, int il, pk_error *err) {
         return pk_errorf(err, PK_ERR_FORMAT, "%s: layer %d has no attn_v.weight, but its value head dim %lld != key "
                          "head dim %lld", m->path, il, (long long)hdv, (long long)hd);
     const char *vs = a->v_from_k ? NULL : "attn_v.weight", *vb = a->v_from_k ? NULL : "attn_v.bias";
+    const int full = a->qk_norm == PK_QK_NORM_FULL;
     const pk_tensor_spec spec[] = {
         {&L->wq, "attn_q.weight", 1, 2, {D, a->out_gate ? 2 * q_out : q_out}, 0},
         {&L->wk, "attn_k.weight", 1, 2, {D, k_out}, 0},
@@ -272,10 +277,10 @@ static int att_bind(pk_model *m, int il, pk_error *err) {
         {&L->bq, "attn_q.bias", a->bias, 1, {q_out}, 0},
         {&L->bk, "attn_k.bias", a->bias, 1, {k_out}, 0},
         {&L->bv, vb, a->bias, 1, {v_out}, 0},
-        {&L->bo, "attn_output.bias", a->bias, 1, {D}, 0},
+        {&L->bo, "attn_output.bias", a->out_bias, 1, {D}, 0},
         {&L->attn_sinks, a->sinks ? "attn_sinks.weight" : NULL, 1, 1, {a->n_head}, 0},
-        {&L->q_norm, "attn_q_norm.weight", a->qk_norm, 1, {hd}, 0},
-        {&L->k_norm, "attn_k_norm.weight", a->qk_norm, 1, {hd}, 0},
+        {&L->q_norm, "attn_q_norm.weight", a->qk_norm, 1, {full ? q_out : hd}, 0},
+        {&L->k_norm, "attn_k_norm.weight", a->qk_norm, 1, {full ? k_out : hd}, 0},
     };
     return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }
@@ -297,17 +302,21 @@ static void att_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
 
 static int att_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
     const pk_attn_shape *a = &b->attn;
-    char hd[32], win[32], rs[48] = "";
+    char hd[32], win[32], rs[48] = "", sc_s[32];
     if (a->head_dim_v == a->head_dim) snprintf(hd, sizeof hd, "%d", a->head_dim);
     else snprintf(hd, sizeof hd, "%d/%d", a->head_dim, a->head_dim_v);
     snprintf(win, sizeof win, ", window %d", a->window);
     const pk_rope_scaling *sc = &m->rope[a->rope].scaling;
     if (sc->ext_factor != 0.0f || sc->freq_scale != 1.0f)
         snprintf(rs, sizeof rs, " %s x%g", sc->ext_factor != 0.0f ? "yarn" : "linear", 1.0 / sc->freq_scale);
-    return snprintf(buf, cap, "attention(%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s%s%s)",
+    /* a score scale from the file (Granite's attention.scale) */
+    snprintf(sc_s, sizeof sc_s, ", scale %g", a->scale);
+    return snprintf(buf, cap, "attention(%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s%s%s%s)",
                     a->out_gate ? "gated, " : "", a->n_head, a->n_head_kv, hd, a->n_rot, rs,
-                    a->qk_norm ? ", q/k norm" : "", a->v_from_k ? ", v = k" : "", a->v_norm ? ", v norm" : "",
-                    a->window ? win : "", a->sinks ? ", sinks" : "", a->bias ? ", biases" : "");
+                    a->qk_norm == PK_QK_NORM_FULL ? ", full-width q/k norm" : a->qk_norm ? ", q/k norm" : "",
+                    a->v_from_k ? ", v = k" : "", a->v_norm ? ", v norm" : "",
+                    a->window ? win : "", a->sinks ? ", sinks" : "", a->bias ? ", biases" : "",
+                    m->hp.attn_scale > 0 ? sc_s : "");
 }
 
 const pk_block_kind pk_mixer_attention = {"attention", att_bind, att_memory, att_scratch, att_forward, att_describe};

@@ -66,9 +66,17 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
                 .rope = rope_index(m, n_rot, base, own ? NULL : &m->rope_freqs, &hp->rope_scaling),
                 .scale = a->attn_scale > 0 ? a->attn_scale : 1.0f / sqrtf((float)hd),
                 .qk_norm = a->qk_norm, .out_gate = a->attn_gate,
-                .bias = a->attn_bias, .window = swa ? hp->n_swa : 0, .sinks = a->attn_sinks,
+                .bias = a->attn_bias == PK_BIAS_REQUIRED || a->attn_bias == PK_BIAS_REQUIRED_QKV,
+                .out_bias = a->attn_bias == PK_BIAS_REQUIRED, .window = swa ? hp->n_swa : 0, .sinks = a->attn_sinks,
                 .v_norm = a->v_norm, .v_from_k = a->v_from_k && !pk_has_tensor(m, il, "attn_v.weight"),
             };
+            if (hp->attn_scale > 0) b->attn.scale = hp->attn_scale;
+            /* biases the architecture does not add: refused rather than ignored */
+            static const char *const refused[4] = {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"};
+            for (int i = 0; i < 4 && a->attn_bias == PK_BIAS_REFUSED; i++)
+                if (pk_has_tensor(m, il, refused[i]))
+                    return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor 'blk.%d.%s': %s does not use attention "
+                                     "biases", m->path, il, refused[i], a->name);
             if (b->attn.rope < 0)
                 return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: layer %d: more than %d rope tables", m->path, il,
                                  PK_MAX_ROPE);
@@ -94,6 +102,7 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
                 .act = a->act, .n_ff_dense = dense_moe ? hp->n_ff : 0,
                 .bias = a->expert_bias, .swiglu_limit = a->swiglu_limit, .swiglu_alpha = a->swiglu_alpha,
                 .w_scale = hp->w_scale, .n_group = hp->n_group, .n_group_used = hp->n_group_used,
+                .shexp_gate = a->shexp_gate,
             };
         } else {
             b->ffn = &pk_ffn_dense;

@@ -109,10 +109,13 @@ typedef struct pk_attn_shape {
     int rope_style;           /* enum pk_rope_style (arch.h) */
     float rope_base;
     int rope;                 /* its table: m->rope[rope] */
-    float scale;              /* score scale: 1/sqrt(head_dim), or the arch's */
-    int qk_norm;              /* per-head RMSNorm of q and k (attn_q_norm, attn_k_norm) */
+    float scale;              /* score scale: 1/sqrt(head_dim), the arch's, or the file's
+                                 attention.scale */
+    int qk_norm;              /* RMSNorm of q and k (attn_q_norm, attn_k_norm): enum
+                                 pk_qk_norm (arch.h), per head or over the full width */
     int out_gate;             /* attn_q holds [q_h | gate_h] per head; output *= sigmoid(gate) */
-    int bias;                 /* attn_q/k/v/output.bias: 1 required, 0 added where the file has them */
+    int bias;                 /* attn_q/k/v.bias: 1 required, 0 added where the file has them */
+    int out_bias;             /* attn_output.bias: 1 required, 0 added where the file has it */
     int window;               /* sliding window: a query at i sees keys j > i - window;
                                  0: every earlier position */
     int sinks;                /* per-head learned sink logit (attn_sinks): one more
@@ -168,6 +171,7 @@ typedef struct pk_ffn_shape {
                                     groups; only the n_group_used groups of the
                                     largest top-2 selection scores are chosen from
                                     (0: none) */
+    int shexp_gate;              /* enum pk_shexp_gate (arch.h): the shared expert's gate */
 } pk_ffn_shape;
 
 enum { PK_NORM_PRE_MIXER, PK_NORM_POST_MIXER, PK_NORM_PRE_FFN, PK_NORM_POST_FFN, PK_NORMS };

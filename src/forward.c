@@ -2,16 +2,19 @@
  * consecutive positions (B = 1 when decoding).
  *
  * Reads top to bottom like the maths, each step applied to every row:
- *   x = token_embd[token]
+ *   x = token_embd[token] * embd_scale
  *   per layer, as its block plan says (blocks.h):
- *     x += mixer(rmsnorm(x))    attention (attention.c) or a Gated
+ *     x += mixer(rmsnorm(x)) * residual_scale
+ *                               attention (attention.c) or a Gated
  *                               DeltaNet (deltanet.c)
- *     x += ffn(rmsnorm(x))      dense SwiGLU (ffn.c) or routed experts
+ *     x += ffn(rmsnorm(x)) * residual_scale
+ *                               dense SwiGLU (ffn.c) or routed experts
  *                               (moe.c), each output normed first where
  *                               the plan names a post norm
  *     [x *= layer_output_scale where the layer has one]
- *   logits = output . rmsnorm(x)   [c tanh(logits / c): final soft-cap]
- * (x = token_embd[token] times embd_scale: sqrt(D) for gemma4)
+ *   logits = output . rmsnorm(x) / logit_scale   [c tanh(logits / c): final soft-cap]
+ * (embd_scale: sqrt(D) for gemma4, Granite's embedding_scale; residual_scale
+ * and logit_scale: Granite's keys; each 1 for other architectures)
  * The mixer and the FFN are the layer's kinds, called through their method
  * tables: nothing here depends on the architecture. Batching changes how
  * often weights are read, never the result of a row: a prompt processed in
@@ -42,6 +45,14 @@ void pk_rmsnorm_rows(pk_context *c, float *out, const float *x, const pk_tensor 
     c->weight_bytes += w->row_bytes;
 }
 
+/* x += s * y over n elements (s = 1: the plain sum, bitwise) */
+static void residual_add(float *x, const float *y, int n, float s) {
+    if (s == 1.0f)
+        for (int i = 0; i < n; i++) x[i] += y[i];
+    else
+        for (int i = 0; i < n; i++) x[i] += s * y[i];
+}
+
 /* ---- a batch ---------------------------------------------------------------------------- */
 
 int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits, int all_rows) {
@@ -67,11 +78,11 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         pk_rmsnorm_rows(c, c->xb, c->x, &L->attn_norm, D, n, D);
         if ((rc = bk->mixer->forward(c, bk, L, il))) return rc;
         if (L->post_mixer_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_mixer_norm, D, n, D);
-        for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
+        residual_add(c->x, c->xb2, n * D, hp->residual_scale);
         pk_rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, n, D);
         if ((rc = bk->ffn->forward(c, bk, L, il))) return rc;
         if (L->post_ffn_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_ffn_norm, D, n, D);
-        for (int i = 0; i < n * D; i++) c->x[i] += c->xb2[i];
+        residual_add(c->x, c->xb2, n * D, hp->residual_scale);
         if (L->out_scale.data) {   /* the whole residual stream, scaled */
             float s;
             pk_get_row(c, &L->out_scale, 0, &s);
@@ -87,6 +98,10 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     pk_act_set(c, PK_SLOT_X, c->xb, rows, D, 0);
     pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, rows, NULL, logits, hp->n_vocab};
     pk_matvec(c, &o, 1);
+    if (hp->logit_scale != 1.0f) {   /* Granite: logits / logit_scale */
+        const float inv = 1.0f / hp->logit_scale;
+        for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] *= inv;
+    }
     if (hp->softcap > 0) {   /* c tanh(logit / c), as ggml: scale by 1/c, tanh, scale by c */
         const float inv = 1.0f / hp->softcap;
         for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] = tanhf(logits[i] * inv) * hp->softcap;

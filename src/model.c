@@ -252,6 +252,33 @@ static int load_mla_hparams(pk_model *m, const char *an, pk_error *err) {
     return PK_OK;
 }
 
+/* Granite's multipliers: embedding_scale and residual_scale (0 or absent:
+ * none), attention.scale (0 or absent: 1/sqrt(head_dim)), logit_scale
+ * (required); rope.scaling.finetuned false means no rope, refused. */
+static int load_scales(pk_model *m, const char *an, pk_error *err) {
+    const gguf_file *f = m->gguf;
+    pk_hparams *hp = &m->hp;
+    char key[128];
+    int rc, rope = 1;
+    snprintf(key, sizeof key, "%s.logit_scale", an);
+    if (!gguf_find_kv(f, key))
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s'", f->path, key);
+    float emb = 0.0f, res = 0.0f;
+    if ((rc = get_hpf(f, an, "logit_scale", 1e-6f, 1e6f, &hp->logit_scale, err)) ||
+        (rc = get_hpf(f, an, "embedding_scale", 0.0f, 1e6f, &emb, err)) ||
+        (rc = get_hpf(f, an, "residual_scale", 0.0f, 1e6f, &res, err)) ||
+        (rc = get_hpf(f, an, "attention.scale", 0.0f, 1e6f, &hp->attn_scale, err)))
+        return rc;
+    if (emb > 0) hp->embd_scale = emb;
+    if (res > 0) hp->residual_scale = res;
+    snprintf(key, sizeof key, "%s.rope.scaling.finetuned", an);
+    if ((rc = gguf_get_bool(f, key, 0, &rope, err))) return rc;
+    if (!rope)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: key '%s' = false (attention without rope) is not supported",
+                         f->path, key);
+    return PK_OK;
+}
+
 /* The <arch>.* keys into m->hp; for hybrid architectures *linear receives
  * the layer pattern (else it stays NULL). */
 static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error *err) {
@@ -374,6 +401,12 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
     }
     if (a->swa_pattern && (rc = load_swa_hparams(m, an, err))) return rc;
     if (a->mla && (rc = load_mla_hparams(m, an, err))) return rc;
+    if (hp->moe && a->shared_expert && !a->mla && hp->n_ff_shexp < 1)   /* deepseek2: from expert_shared_count */
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.expert_shared_feed_forward_length'",
+                         f->path, an);
+    hp->residual_scale = hp->logit_scale = 1.0f;   /* embd_scale: set above */
+    hp->attn_scale = 0.0f;
+    if (a->scales && (rc = load_scales(m, an, err))) return rc;
     if (a->hybrid) return load_hybrid_hparams(m, an, linear, err);
     return PK_OK;
 }
@@ -651,7 +684,7 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->rope_base = hp->rope_base;
     o->rms_eps = hp->rms_eps;
     o->rope_style = m->arch->rope_style == PK_ROPE_NEOX ? "neox" : "norm";
-    o->qk_norm = m->arch->qk_norm;
+    o->qk_norm = m->arch->qk_norm;   /* enum pk_qk_norm */
     o->n_layer_recurrent = hp->n_layer_rec;
     o->full_attn_interval = hp->n_layer_rec ? hp->full_attn_interval : 0;
     o->attn_gate = m->arch->attn_gate;
@@ -673,6 +706,13 @@ void pk_model_get_info(const pk_model *m, pk_model_info *o) {
     o->n_params_active = m->n_params_active;
     o->file_bytes = m->gguf->size;
     o->bytes_per_token = m->bytes_per_token;
+    o->embd_scale = hp->embd_scale;
+    o->residual_scale = hp->residual_scale;
+    o->attn_scale = hp->attn_scale > 0        ? hp->attn_scale
+                    : m->arch->attn_scale > 0 ? m->arch->attn_scale
+                                              : 1.0f / sqrtf((float)hp->head_dim);
+    o->logit_scale = hp->logit_scale;
+    o->scales = m->arch->scales;
 }
 
 int pk_model_layer_desc(const pk_model *m, int il, char *buf, size_t cap) {

@@ -49,6 +49,11 @@ typedef struct pk_hparams {
     int n_swa;           /* window W in positions (attention.sliding_window) */
     int swa_period;      /* layer l slides iff l % period < period - 1 */
     float rope_base_swa; /* rope base of the sliding layers (rope.freq_base_swa) */
+    /* multipliers (arch scales: Granite's keys; 1 otherwise; embd_scale
+       below takes <arch>.embedding_scale) */
+    float residual_scale;/* each block's output *= (<arch>.residual_scale) before the residual add */
+    float attn_scale;    /* attention score scale (<arch>.attention.scale); 0: 1/sqrt(head_dim) */
+    float logit_scale;   /* logits /= (<arch>.logit_scale) */
     /* hybrid (Gated DeltaNet) architectures */
     int full_attn_interval; /* layer il is full attention iff (il + 1) % interval == 0
                                (unless <arch>.attention.recurrent_layers says) */

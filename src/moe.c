@@ -28,8 +28,9 @@
  * the order of the sums are the same either way, so the output is bitwise
  * the output without a budget.
  * Two FFN kinds (blocks.h): "moe" (routed experts) and "moe(shared)"
- * (routed experts plus a shared expert, optionally gated by a sigmoid of
- * ffn_gate_inp_shexp . x); they differ in what they bind.
+ * (routed experts plus a shared expert, gated by a sigmoid of
+ * ffn_gate_inp_shexp . x where the plan's shexp_gate asks for it or allows
+ * it and the file has it); they differ in what they bind.
  */
 #include <math.h>
 #include <stdio.h>
@@ -441,7 +442,8 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
         {&L->gate_shexp, shared ? "ffn_gate_shexp.weight" : NULL, 1, 2, {D, S}, 0},
         {&L->up_shexp, shared ? "ffn_up_shexp.weight" : NULL, 1, 2, {D, S}, 0},
         {&L->down_shexp, shared ? "ffn_down_shexp.weight" : NULL, 1, 2, {S, D}, 0},
-        {&L->gate_inp_shexp, shared ? "ffn_gate_inp_shexp.weight" : NULL, 0, 1, {D}, 0},
+        {&L->gate_inp_shexp, shared && f->shexp_gate != PK_SHEXP_GATE_NONE ? "ffn_gate_inp_shexp.weight" : NULL,
+         f->shexp_gate == PK_SHEXP_GATE_REQUIRED, 1, {D}, 0},
         {&L->gate_inp_b, f->bias ? "ffn_gate_inp.bias" : NULL, 1, 1, {E}, 0},
         {&L->gate_exps_b, f->bias ? "ffn_gate_exps.bias" : NULL, 1, 2, {F, E}, 0},
         {&L->up_exps_b, f->bias ? "ffn_up_exps.bias" : NULL, 1, 2, {F, E}, 0},

@@ -8,6 +8,8 @@ usage: gen_model.py ARCH OUT.gguf [--seed S] [--type f32|f16|bf16|q8_0]
                     [--ctx N] [--rope-base B] [--eps EPS] [--out-scale S]
                     [--rope-scaling none|linear|yarn] [--rope-factor S]
                     [--rope-orig-ctx N]
+                    [--shared-ff F] [--embd-scale S] [--residual-scale S]
+                    [--attn-scale S] [--logit-scale S]
 
 ARCH is one of
   qwen3moe  Qwen3-MoE: q/k RMS norm per head, NEOX RoPE, merged expert tensors
@@ -28,6 +30,15 @@ ARCH is one of
             --rope-base-global), dense GeGLU MLP (--ff) + experts (merged
             ffn_gate_up_exps; --split-gate-up: two tensors), router and
             expert scales, layer_output_scale, soft-cap --softcap
+  qwen2moe  Qwen1.5/2-MoE: q/k/v biases, NEOX RoPE, routed experts
+            (expert_feed_forward_length, weights not renormalised) + a
+            shared expert (--shared-ff) gated by sigmoid(ffn_gate_inp_shexp . x)
+  olmoe     OLMoE: q/k RMS norms over the whole q and k width, NEOX RoPE,
+            routed experts of size feed_forward_length, not renormalised
+  granitemoe Granite MoE: llama's NORM RoPE and renormalised experts (size
+            feed_forward_length) with Granite's multipliers (--embd-scale,
+            --residual-scale, --attn-scale, --logit-scale; defaults 6, 0.22,
+            0.05, 3.5); --shared-ff > 0 adds an ungated shared expert
   qwen3next Qwen3-Next: qwen35moe's blocks with llama.cpp's qwen3next layout
             (../shared/fixtures/qwen3next/README.md): no rope sections key,
             beta/alpha as one ssm_ba tensor interleaved per k head; the v
@@ -96,6 +107,16 @@ DEFAULTS = {
                      head_dim=None, ff=128, experts=0, used=0, expert_ff=0),
     "mixtral":  dict(vocab=310, embd=64, layers=2, heads=4, heads_kv=1,
                      head_dim=None, ff=48, experts=4, used=2, expert_ff=0),
+    # llama.cpp's qwen2moe and olmoe want n_head * head_dim = embd (and
+    # olmoe's full-width k norm n_head_kv * head_dim = embd: no GQA)
+    "qwen2moe": dict(vocab=300, embd=64, layers=2, heads=2, heads_kv=1,
+                     head_dim=None, ff=96, experts=8, used=3, expert_ff=32,
+                     shared_ff=48),
+    "olmoe":    dict(vocab=300, embd=64, layers=2, heads=2, heads_kv=2,
+                     head_dim=None, ff=32, experts=8, used=3, expert_ff=0),
+    "granitemoe": dict(vocab=300, embd=64, layers=2, heads=2, heads_kv=1,
+                       head_dim=None, ff=32, experts=8, used=3, expert_ff=0,
+                       shared_ff=0),
     "qwen35moe": dict(vocab=300, embd=64, layers=4, heads=4, heads_kv=2,
                       head_dim=32, ff=32, experts=8, used=2, expert_ff=32,
                       shared_ff=32, ssm_k_heads=2, ssm_v_heads=4,
@@ -191,6 +212,11 @@ def parse_args(argv):
                    default=None, help="gpt-oss: the expert tensors' type")
     p.add_argument("--eps", type=float, default=1e-6)
     p.add_argument("--out-scale", type=float, default=3.0)
+    # granitemoe's multipliers
+    p.add_argument("--embd-scale", type=float, default=6.0)
+    p.add_argument("--residual-scale", type=float, default=0.22)
+    p.add_argument("--attn-scale", type=float, default=0.05)
+    p.add_argument("--logit-scale", type=float, default=3.5)
     a = p.parse_args(argv)
     cfg = dict(DEFAULTS[a.arch])
     for k in list(cfg):
@@ -695,8 +721,13 @@ def build(a, cfg):
     V, D, L = cfg["vocab"], cfg["embd"], cfg["layers"]
     Hq, Hkv = cfg["heads"], cfg["heads_kv"]
     E, K = cfg["experts"], cfg["used"]
-    moe = arch in ("qwen3moe", "mixtral")
+    moe = arch in ("qwen3moe", "mixtral", "qwen2moe", "olmoe", "granitemoe")
     qk_norm = arch in ("qwen3moe", "qwen3")
+    full_qk_norm = arch == "olmoe"
+    bias = arch == "qwen2moe"
+    F_sh = cfg.get("shared_ff") or 0
+    if arch == "qwen2moe" and F_sh <= 0:
+        sys.exit("gen_model: qwen2moe needs --shared-ff > 0")
     gguf_arch = "llama" if arch == "mixtral" else arch
     if cfg["head_dim"] is None:
         if D % Hq:
@@ -711,7 +742,7 @@ def build(a, cfg):
         sys.exit("gen_model: vocab must be >= 258")
     if moe and not (0 < K <= E):
         sys.exit("gen_model: need 0 < used <= experts for %s" % arch)
-    if arch == "mixtral":
+    if arch in ("mixtral", "olmoe", "granitemoe"):
         F_exp = cfg["ff"]
     else:
         F_exp = cfg["expert_ff"]
@@ -734,11 +765,20 @@ def build(a, cfg):
     else:
         w.add_u32(pre + "attention.key_length", hd)
         w.add_u32(pre + "attention.value_length", hd)
+    if arch == "granitemoe":
+        w.add_u32(pre + "rope.dimension_count", hd)
     if moe:
         w.add_u32(pre + "expert_count", E)
         w.add_u32(pre + "expert_used_count", K)
-        if arch == "qwen3moe":
+        if arch in ("qwen3moe", "qwen2moe"):
             w.add_u32(pre + "expert_feed_forward_length", F_exp)
+        if F_sh > 0:
+            w.add_u32(pre + "expert_shared_feed_forward_length", F_sh)
+    if arch == "granitemoe":
+        w.add_f32(pre + "embedding_scale", a.embd_scale)
+        w.add_f32(pre + "residual_scale", a.residual_scale)
+        w.add_f32(pre + "attention.scale", a.attn_scale)
+        w.add_f32(pre + "logit_scale", a.logit_scale)
 
     add_tokenizer(w, V)
 
@@ -759,9 +799,16 @@ def build(a, cfg):
         put(b + "attn_k.weight", mat(Hkv * hd, D))
         put(b + "attn_v.weight", mat(Hkv * hd, D))
         put(b + "attn_output.weight", mat(D, Hq * hd))
+        if bias:
+            put(b + "attn_q.bias", 0.5 * rng.standard_normal(Hq * hd), False)
+            put(b + "attn_k.bias", 0.5 * rng.standard_normal(Hkv * hd), False)
+            put(b + "attn_v.bias", 0.5 * rng.standard_normal(Hkv * hd), False)
         if qk_norm:
             put(b + "attn_q_norm.weight", norm(hd), False)
             put(b + "attn_k_norm.weight", norm(hd), False)
+        if full_qk_norm:
+            put(b + "attn_q_norm.weight", norm(Hq * hd), False)
+            put(b + "attn_k_norm.weight", norm(Hkv * hd), False)
         put(b + "ffn_norm.weight", norm(D), False)
         if moe:
             # router scaled up a little so the expert choice is clear-cut
@@ -769,6 +816,12 @@ def build(a, cfg):
             put(b + "ffn_gate_exps.weight", mat(E, F_exp, D))
             put(b + "ffn_up_exps.weight", mat(E, F_exp, D))
             put(b + "ffn_down_exps.weight", mat(E, D, F_exp))
+            if F_sh > 0:
+                if arch == "qwen2moe":
+                    put(b + "ffn_gate_inp_shexp.weight", mat(D), False)
+                put(b + "ffn_gate_shexp.weight", mat(F_sh, D))
+                put(b + "ffn_up_shexp.weight", mat(F_sh, D))
+                put(b + "ffn_down_shexp.weight", mat(D, F_sh))
         else:
             put(b + "ffn_gate.weight", mat(F, D))
             put(b + "ffn_up.weight", mat(F, D))

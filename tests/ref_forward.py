@@ -23,9 +23,10 @@ Reads everything from the GGUF file (keys and tensors, nothing from the
 generator) and writes an (n_tokens, n_vocab) float64 array: row i holds the
 logits after token i at position i, attending causally to positions 0..i.
 Supported architectures: llama (dense, or MoE "mixtral" with expert tensors),
-qwen3, qwen3moe, gpt-oss, and the hybrids qwen35moe / qwen35 and qwen3next
-(see below). Rope scaling: linear, or YaRN (ggml's correction dims with
-beta_fast 32, beta_slow 1, cos/sin x (1 + 0.1 ln s)). Semantics
+qwen3, qwen3moe, gpt-oss, qwen2moe, olmoe, granitemoe, and the hybrids
+qwen35moe / qwen35 and qwen3next (see below). Rope scaling: linear, or YaRN
+(ggml's correction dims with beta_fast 32, beta_slow 1, cos/sin x (1 + 0.1
+ln s)). Semantics
 follow llama.cpp:
   rms(x, w) = x / sqrt(mean(x^2) + eps) * w
   attention: optional per-head q/k RMS norm, RoPE (NEOX for qwen3*, NORM for
@@ -93,6 +94,23 @@ deepseek2 (DeepSeek-V2/V3, llama.cpp's models/deepseek2.cpp; the fixture
   expert_weights_scale unless 0 or 1; with expert_group_count G > 1 only
   from the expert_group_used_count groups of E/G consecutive experts whose
   two best selection scores sum highest) plus the ungated shared experts.
+qwen2moe (llama.cpp's models/qwen2moe.cpp): attn_q/k/v.bias added to the
+  projections (required); NEOX RoPE; routed experts with the softmax
+  probabilities of the top k as weights (no renormalisation), plus the
+  shared expert down(silu(gate_shexp h) * up_shexp h) scaled per token by
+  sigmoid(ffn_gate_inp_shexp . h) (required).
+olmoe (models/olmoe.cpp): q and k RMS-normed over their whole width (all
+  heads at once: attn_q_norm (Hq hd), attn_k_norm (Hkv hd)) before the
+  heads are split and rotated (NEOX); experts not renormalised. llama.cpp
+  loads q/k/v biases but its olmoe graph never adds them: a file with them
+  is refused (as pocket refuses it).
+granitemoe (models/granite.cpp, the graph granite-moe uses): llama's NORM
+  RoPE and renormalised experts with Granite's multipliers: x =
+  token_embd[ids] * embedding_scale (0 or absent: 1); each block's output
+  (attention, FFN) * residual_scale (0 or absent: 1) before the residual
+  add; attention scores * attention.scale (0 or absent: 1/sqrt(head_dim));
+  logits / logit_scale (required). With expert_shared_feed_forward_length
+  > 0 an ungated shared expert is added to the routed output.
 Any MoE layer may hold a merged ffn_gate_up_exps (E, 2 F, D) instead of
   ffn_gate_exps and ffn_up_exps: per expert the gate rows, then the up rows.
   --stats prints the smallest router top-k margin (p_k - p_k+1) to stdout.
@@ -106,8 +124,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_py as G  # noqa: E402
 
-NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe", "gpt-oss")
-NORM_ARCHS = ("llama",)
+NEOX_ARCHS = ("qwen3", "qwen3moe", "qwen2", "qwen2moe", "gpt-oss", "olmoe")
+NORM_ARCHS = ("llama", "granitemoe")
+# MoE weights used as the softmax gives them (llama.cpp's build_moe_ffn with
+# norm_w false); every other MoE renormalises the top k to sum 1
+NO_RENORM_ARCHS = ("qwen2moe", "olmoe")
 HYBRID_ARCHS = ("qwen35moe", "qwen35", "qwen3next")
 MLA_ARCHS = ("deepseek2",)
 
@@ -168,6 +189,7 @@ class Model:
         self.oss = arch == "gpt-oss"
         self.sections = None
         self.mla = arch in MLA_ARCHS
+        self.renorm = arch not in NO_RENORM_ARCHS
         if self.hybrid:
             self._load_hybrid(key)
             return
@@ -181,6 +203,23 @@ class Model:
             self.swa_period = int(key("attention.sliding_window_pattern", 2))
             if self.n_expert_used <= 0:
                 raise SystemExit("ref_forward: gpt-oss needs experts")
+        self.full_qk_norm = arch == "olmoe"
+        self.bias_required = arch == "qwen2moe"
+        self.bias_refused = arch == "olmoe"    # its graph never adds them
+        self.shexp = arch in ("qwen2moe", "granitemoe")
+        self.shexp_gated = arch == "qwen2moe"
+        self.embd_scale, self.residual_scale, self.logit_scale = 1.0, 1.0, 1.0
+        self.attn_scale = 1.0 / np.sqrt(self.head_dim)
+        if arch == "granitemoe":
+            self.logit_scale = float(key("logit_scale", required=True))
+            self.embd_scale = float(key("embedding_scale", 0.0)) or 1.0
+            self.residual_scale = float(key("residual_scale", 0.0)) or 1.0
+            self.attn_scale = float(key("attention.scale", 0.0)) or \
+                self.attn_scale
+            if not key("rope.scaling.finetuned", True):
+                raise SystemExit("ref_forward: granitemoe without rope is "
+                                 "not supported")
+
         self.tok_embd = self.t("token_embd.weight")          # (V, D)
         self.n_vocab = self.tok_embd.shape[0]
         self.out_norm = self.t("output_norm.weight")
@@ -192,15 +231,20 @@ class Model:
         for i in range(self.n_layer):
             b = "blk.%d." % i
             sp = self.swa_period
+            req = self.bias_required or self.oss
+            if self.bias_refused and any(self.g.tensor(b + n, np.float64) is not None
+                                         for n in ("attn_q.bias", "attn_k.bias", "attn_v.bias",
+                                                   "attn_output.bias")):
+                raise SystemExit("ref_forward: %s with attention biases" % arch)
             ly = dict(
                 attn_norm=self.t(b + "attn_norm.weight"),
                 wq=self.t(b + "attn_q.weight"),
                 wk=self.t(b + "attn_k.weight"),
                 wv=self.t(b + "attn_v.weight"),
                 wo=self.t(b + "attn_output.weight"),
-                bq=self.t(b + "attn_q.bias", required=not opt),
-                bk=self.t(b + "attn_k.bias", required=not opt),
-                bv=self.t(b + "attn_v.bias", required=not opt),
+                bq=self.t(b + "attn_q.bias", required=req),
+                bk=self.t(b + "attn_k.bias", required=req),
+                bv=self.t(b + "attn_v.bias", required=req),
                 bo=self.t(b + "attn_output.bias", required=not opt),
                 sinks=self.t(b + "attn_sinks.weight", required=self.oss)
                 if self.oss else None,
@@ -228,6 +272,15 @@ class Model:
                     raise SystemExit("ref_forward: router has %d experts, "
                                      "expert_count %d"
                                      % (ly["router"].shape[0], self.n_expert))
+                sh = int(key("expert_shared_feed_forward_length", 0))
+                if self.shexp and (sh > 0 or self.shexp_gated):
+                    ly.update(
+                        gate_shexp=self.t(b + "ffn_gate_shexp.weight"),
+                        up_shexp=self.t(b + "ffn_up_shexp.weight"),
+                        down_shexp=self.t(b + "ffn_down_shexp.weight"))
+                    if self.shexp_gated:
+                        ly["shexp_gate_inp"] = self.t(
+                            b + "ffn_gate_inp_shexp.weight").reshape(-1)
             else:
                 ly["gate"] = self.t(b + "ffn_gate.weight")
                 ly["up"] = self.t(b + "ffn_up.weight")
@@ -866,18 +919,22 @@ class Model:
         for name, y in (("bq", q), ("bk", k), ("bv", v)):
             if ly[name] is not None:
                 y += ly[name]
+        if self.full_qk_norm:        # olmoe: over all heads at once
+            q = self.rms(q, ly["q_norm"])
+            k = self.rms(k, ly["k_norm"])
         q = q.reshape(T, Hq, hd)
         k = k.reshape(T, Hkv, hd)
         v = v.reshape(T, Hkv, hdv)
-        if ly["q_norm"] is not None:
-            q = self.rms(q, ly["q_norm"])
-        if ly["k_norm"] is not None:
-            k = self.rms(k, ly["k_norm"])
+        if not self.full_qk_norm:
+            if ly["q_norm"] is not None:
+                q = self.rms(q, ly["q_norm"])
+            if ly["k_norm"] is not None:
+                k = self.rms(k, ly["k_norm"])
         q = self.rope(q, pos)
         k = self.cache(self.rope(k, pos))
         v = self.cache(v)
         group = Hq // Hkv
-        scale = 1.0 / np.sqrt(hd)
+        scale = self.attn_scale
         mask = np.tril(np.ones((T, T), dtype=bool))     # query i sees j <= i
         if ly["window"]:                                # ... and i - j < W
             mask &= ~np.tril(np.ones((T, T), dtype=bool), -ly["window"])
@@ -917,7 +974,7 @@ class Model:
             sel = order[:k]
             # renormalised over the chosen = gpt-oss's softmax of the chosen
             # logits
-            wts = p[t, sel] / p[t, sel].sum()
+            wts = p[t, sel] / p[t, sel].sum() if self.renorm else p[t, sel]
             for e, we in zip(sel, wts):
                 g = ly["gate_exps"][e] @ hq[t]
                 u = ly["up_exps"][e] @ hq[t]
@@ -935,6 +992,12 @@ class Model:
                 if ly.get("down_b") is not None:
                     y = y + ly["down_b"][e]
                 out[t] += we * y
+        if not self.hybrid and "gate_shexp" in ly:   # qwen2moe, granitemoe
+            sh = (self.silu(h @ ly["gate_shexp"].T) * (h @ ly["up_shexp"].T)) \
+                @ ly["down_shexp"].T
+            if "shexp_gate_inp" in ly:
+                sh = sh * self.sigmoid(h @ ly["shexp_gate_inp"])[:, None]
+            out = out + sh
         return out
 
     def top_k(self, s):
@@ -984,10 +1047,12 @@ class Model:
                     x = x + self.gated_attention(ly, h, pos)
                 x = x + self.hybrid_ffn(ly, self.rms(x, ly["ffn_norm"]))
             return self.rms(x, self.out_norm) @ self.output.T
+        x = x * self.embd_scale
+        rs = self.residual_scale
         for ly in self.layers:
-            x = x + self.attention(ly, self.rms(x, ly["attn_norm"]), pos)
-            x = x + self.ffn(ly, self.rms(x, ly["ffn_norm"]))
-        return self.rms(x, self.out_norm) @ self.output.T   # (T, V)
+            x = x + rs * self.attention(ly, self.rms(x, ly["attn_norm"]), pos)
+            x = x + rs * self.ffn(ly, self.rms(x, ly["ffn_norm"]))
+        return (self.rms(x, self.out_norm) @ self.output.T) / self.logit_scale
 
 
 def parse_deltanet(spec):

@@ -26,7 +26,7 @@ QEMU=${QEMU:-qemu-aarch64}
 CPUS=${CPUS:-cortex-a53 neoverse-n1 max}
 KERNEL_TESTS="test_kernels test_kernels_quant test_gemm"
 OTHER_TESTS="test_platform test_tokenizer test_chat"
-SCRIPTS="t_forward_ref.sh t_qwen35_ref.sh t_qwen3next_ref.sh t_gptoss_ref.sh t_batch.sh t_reference_greedy.sh t_perplexity.sh"
+SCRIPTS="t_forward_ref.sh t_qwen35_ref.sh t_qwen3next_ref.sh t_gptoss_ref.sh t_moerows_ref.sh t_batch.sh t_reference_greedy.sh t_perplexity.sh"
 export BUILD PYTHON HOST_BUILD
 pass=0; fail=0; failed=""
 mkdir -p "$BUILD/logs" || exit 1

@@ -24,6 +24,9 @@ tmp="$BUILD/tmp/batch"; rm -rf "$tmp"; mkdir -p "$tmp"
 "$PYTHON" tests/gen_model.py gpt-oss "$tmp/gptoss-f32.gguf" --seed 7 >/dev/null
 cp ../shared/fixtures/gpt-oss/tiny-gpt-oss.gguf "$tmp/gptoss.gguf"
 "$PYTHON" tests/gen_model.py deepseek2 "$tmp/ds2-qlora.gguf" --seed 1 --q-lora 24 --vocab 300 >/dev/null
+"$PYTHON" tests/gen_model.py qwen2moe "$tmp/qwen2moe.gguf" --seed 1 >/dev/null
+"$PYTHON" tests/gen_model.py olmoe "$tmp/olmoe.gguf" --seed 1 >/dev/null
+"$PYTHON" tests/gen_model.py granitemoe "$tmp/granitemoe.gguf" --seed 1 --shared-ff 24 >/dev/null
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
     { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/mxfp4.gguf" Q8_0 --tensor-type "_exps=MXFP4" \
@@ -44,7 +47,8 @@ for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-mo
            ../shared/fixtures/gemma4/tiny-gemma4.gguf:f32 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0" \
            "$tmp/gptoss-f32.gguf:f16" "$tmp/gptoss-f32.gguf:f32" "$tmp/gptoss-f32.gguf:q8_0" \
            ../shared/fixtures/deepseek2/tiny-deepseek2.gguf:f16 ../shared/fixtures/deepseek2/tiny-deepseek2.gguf:f32 \
-           "$tmp/ds2-qlora.gguf:f16"; do
+           "$tmp/ds2-qlora.gguf:f16" \
+           "$tmp/qwen2moe.gguf:f16" "$tmp/olmoe.gguf:f16" "$tmp/olmoe.gguf:q8_0" "$tmp/granitemoe.gguf:f16"; do
     m=${mkv%:*}; kv=${mkv##*:}
     $RUN "$T" -t 1 -b 1 -ctk $kv -ctv $kv "$m" "$tmp/one.f32" "$ids"
     for cfg in "-t 1 -b 16" "-t 2 -b 64" "-t 2 -b 7"; do

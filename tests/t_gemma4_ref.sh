@@ -41,107 +41,44 @@
 # $POCKET_RUN, if set, prefixes every pocket binary (tests/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (ref_forward.py --stats: smallest top-k margin >= 1e-3).
-BUILD=${BUILD:-build}
-PYTHON=${PYTHON:-/usr/bin/python3}
-FIXTURES=${FIXTURES:-../shared/fixtures/gemma4}
-TOOL="$BUILD/tests/tool_logits"
-RUN=${POCKET_RUN:-}
-TOL_F32=1e-2
-TOL_F16=1e-1
-MODEL="$FIXTURES/tiny-gemma4.gguf"
+REF_NAME=gemma4_ref FIXTURE=gemma4
+. tests/ref_lib.sh
+TOL_F32=1e-2 TOL_F16=1e-1
 
-. tests/fixture_lib.sh
-mkdir -p "$BUILD/tmp" || exit 1
-TMP=$(mktemp -d "$BUILD/tmp/gemma4_ref.XXXXXX") || exit 1
+start
 
-echo "== step 0: the numpy reference vs llama.cpp on the fixture"
-if [ -f "$MODEL" ]; then
-    "$PYTHON" tests/check_fixture.py --arch gemma4 --fixture-dir "$FIXTURES" \
-        || note_fail step0 "check_fixture.py: the numpy reference disagrees with llama.cpp"
-else
-    note_fail step0 "fixture $MODEL not found"
-fi
-if [ ! -x "$TOOL" ] || [ ! -x "$BUILD/pocket" ]; then
-    note_fail setup "$TOOL or $BUILD/pocket not found (build them with make)"
-    echo "t_gemma4_ref: FAILED in step(s):$failed_steps"
-    exit 1
-fi
+BATCHES="1 5 64"
+#        NAME           ARCH   TOL      THREADS IDS   REFS  generator options
+ref_case gemma4          gemma4 $TOL_F32 "1 2"   short ref: --seed 5
+ref_case gemma4-global-v gemma4 $TOL_F32 1       short ref: --seed 5 --global-v
+ref_case gemma4-split    gemma4 $TOL_F32 1       short ref: --seed 5 --split-gate-up
+ref_case gemma4-tied     gemma4 $TOL_F32 1       short ref: --seed 5 --tied --softcap 0
+ref_case gemma4-window   gemma4 $TOL_F32 "1 2"   short ref: --seed 5 --window 5 --pattern 1,0,1,1
+ref_case gemma4-f16      gemma4 $TOL_F16 1       short ref: --seed 5 --type f16
 
-# check NAME TOL THREADS -- generator options (12 ids incl. V-1, V-2, V-3)
-check() {
-    name=$1; tol=$2; threads=$3; shift 3
-    step="A:$name"
-    model="$TMP/$name.gguf"
-    if ! "$PYTHON" tests/gen_model.py gemma4 "$model" "$@"; then
-        note_fail "$step" "gen_model.py failed"; return
-    fi
-    ids="1,17,299,255,256,42,298,100,7,200,297,5"
-    echo "== step $step (gemma4 $*)"
-    if ! "$PYTHON" tests/ref_forward.py --stats "$model" "$ids" "$TMP/$name.npy"; then
-        note_fail "$step" "ref_forward.py failed"; return
-    fi
-    for t in $threads; do
-        for b in 1 5 64; do
-            out="$TMP/$name.t$t.b$b.f32"
-            if ! $RUN "$TOOL" -t "$t" -b "$b" -ctk f32 -ctv f32 "$model" "$out" "$ids"; then
-                note_fail "$step" "tool_logits -t $t -b $b exited with an error"; continue
-            fi
-            "$PYTHON" tests/compare_logits.py "$step" "$name -t $t -b $b" "$TMP/$name.npy" "$out" "$tol" \
-                || note_fail "$step" "pocket -t $t -b $b differs from the numpy reference"
-        done
-    done
-}
-
-check gemma4          $TOL_F32 "1 2" --seed 5
-check gemma4-global-v $TOL_F32 "1"   --seed 5 --global-v
-check gemma4-split    $TOL_F32 "1"   --seed 5 --split-gate-up
-check gemma4-tied     $TOL_F32 "1"   --seed 5 --tied --softcap 0
-check gemma4-window   $TOL_F32 "1 2" --seed 5 --window 5 --pattern 1,0,1,1
-check gemma4-f16      $TOL_F16 "1"   --seed 5 --type f16
-
-variants=$(usable_variants)
-for f in greedy long150; do
-    echo "== step B:fixture-$f (pocket vs llama.cpp on tiny-gemma4.gguf, $f.json teacher-forced, F32 KV cache)"
-    fixture_logits "B:fixture-$f" "$FIXTURES/tiny-gemma4.$f.json" "$MODEL" "-ctk f32 -ctv f32" "--arch gemma4"
-done
+fixture_step "-ctk f32 -ctv f32" "--arch gemma4"
 
 step="C:batch"
 echo "== step $step (the fixture in one batch = one token at a time, bitwise, F32 and F16 caches)"
-json="$FIXTURES/tiny-gemma4.long150.json"
-ids=$("$PYTHON" tests/check_fixture.py ids "$json")
+ids=$("$PYTHON" tests/check_fixture.py ids "$FIXTURES/tiny-gemma4.long150.json")
 for kv in f32 f16; do
-    $RUN "$TOOL" -t 2 -b 1 -ctk $kv -ctv $kv "$MODEL" "$TMP/one.$kv.f32" "$ids" &&
-    $RUN "$TOOL" -t 2 -b 64 -ctk $kv -ctv $kv "$MODEL" "$TMP/batch.$kv.f32" "$ids" &&
-    cmp -s "$TMP/one.$kv.f32" "$TMP/batch.$kv.f32" && echo "ok   $kv cache: 165 tokens in batches of 64 = one at a time" \
-        || note_fail "$step" "logits in batches of 64 differ from one token at a time ($kv cache)"
+    same_logits "$step" "$kv cache: 165 tokens in batches of 64 = one at a time" "$ids" \
+        "-t 2 -b 1 -ctk $kv -ctv $kv $MODEL" "-t 2 -b 64 -ctk $kv -ctv $kv $MODEL"
 done
 
 step="F:expert-cache"
 echo "== step $step (under an expert cache of 1, 3, 7 of 8 slots: the mapped file's logits, bitwise)"
 ids=$("$PYTHON" tests/check_fixture.py ids "$FIXTURES/tiny-gemma4.greedy.json")
-$RUN "$TOOL" -t 1 -b 1 "$MODEL" "$TMP/mapped.f32" "$ids" || note_fail "$step" "tool_logits (mapped) exited with an error"
 for s in 1 3 7; do
     for b in 1 16; do
-        $RUN "$TOOL" -t 1 -b $b -s $s "$MODEL" "$TMP/xc.f32" "$ids" && cmp -s "$TMP/mapped.f32" "$TMP/xc.f32" \
-            && echo "ok   $s slots, -b $b = mapped" || note_fail "$step" "$s slots, -b $b: logits differ from the mapped file's"
+        same_logits "$step" "$s slots, -b $b = mapped" "$ids" "-t 1 -b 1 $MODEL" "-t 1 -b $b -s $s $MODEL"
     done
 done
 
-step="E:info"
-echo "== step $step (pocket info prints the block plan: sliding and global layers)"
-want="layers 0-1, 3-4: attention(4 q / 2 kv heads, head 32, rope 32 dims, q/k norm, v norm, window 16) + dense+moe(ff 48 + top-2 of 8, ff 32, gelu), post norms; layers 2, 5: attention(4 q / 1 kv heads, head 64, rope 64 dims, q/k norm, v = k, v norm) + dense+moe(ff 48 + top-2 of 8, ff 32, gelu), post norms"
-got=$($RUN "$BUILD/pocket" info "$MODEL" 2>&1 | sed -n 's/^blocks *//p')
-if [ "$got" = "$want" ]; then echo "ok   blocks $got"; else note_fail "$step" "pocket info blocks: '$got', expected '$want'"; fi
+echo "== step E:info (pocket info prints the block plan: sliding and global layers)"
+expect_info E:info "$MODEL" "blocks          layers 0-1, 3-4: attention(4 q / 2 kv heads, head 32, rope 32 dims, q/k norm, v norm, window 16) + dense+moe(ff 48 + top-2 of 8, ff 32, gelu), post norms; layers 2, 5: attention(4 q / 1 kv heads, head 64, rope 64 dims, q/k norm, v = k, v norm) + dense+moe(ff 48 + top-2 of 8, ff 32, gelu), post norms"
 
-step="D:bad-input"
-echo "== step $step (missing / misshapen tensors and keys, unsupported features: one error line naming them)"
-if "$PYTHON" - "$MODEL" "$TMP/bad" >"$TMP/bad.cases" <<'PY'
-import os
-import sys
-sys.path.insert(0, "tests")
-import numpy as np
-import gguf_py as G
-import mkbad
+bad_files D:bad-input 22 "$MODEL" <<'PY'
 P = "gemma4."
 cases = [
     ("no_router_scale", dict(drop_tensors=("blk.0.ffn_gate_inp.scale",)), "blk.0.ffn_gate_inp.scale"),
@@ -173,18 +110,7 @@ cases = [
     ("shared_kv", dict(set_keys={P + "attention.shared_kv_layers": (2, G.UINT32)}), "shared_kv_layers = 2"),
     ("no_ff_key", dict(drop_keys=(P + "feed_forward_length",)), P + "feed_forward_length"),
 ]
-mkbad.write_cases(sys.argv[1], sys.argv[2], cases)
+mkbad.write_cases(SRC, OUT, cases)
 PY
-then
-    expect_errors "$step" "$TMP/bad.cases" "$TMP/bad"
-else
-    note_fail "$step" "could not write the bad files"
-fi
 
-if [ $fail -ne 0 ]; then
-    echo "t_gemma4_ref: FAILED in step(s):$failed_steps (files kept in $TMP)"
-    exit 1
-fi
-rm -rf "$TMP"
-echo "t_gemma4_ref: pocket matches the numpy reference and llama.cpp"
-exit 0
+finish "pocket matches the numpy reference and llama.cpp"

@@ -31,88 +31,23 @@
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (smallest top-k probability margin >= 1e-4, against
 # differences of 1e-5).
-BUILD=${BUILD:-build}
-PYTHON=${PYTHON:-/usr/bin/python3}
-FIXTURES=${FIXTURES:-../shared/fixtures/gpt-oss}
-TOOL="$BUILD/tests/tool_logits"
-RUN=${POCKET_RUN:-}
-TOL_F32=1e-3
-TOL_F16=5e-2
-TOL_FIXTURE=0.2
-MODEL="$FIXTURES/tiny-gpt-oss.gguf"
+REF_NAME=gptoss_ref FIXTURE=gpt-oss
+. tests/ref_lib.sh
+TOL_F32=1e-3 TOL_F16=5e-2 TOL_FIXTURE=0.2
 
-. tests/fixture_lib.sh
-mkdir -p "$BUILD/tmp" || exit 1
-TMP=$(mktemp -d "$BUILD/tmp/gptoss_ref.XXXXXX") || exit 1
+start --abs-tol $TOL_FIXTURE
 
-echo "== step 0: the numpy reference vs llama.cpp on the fixture"
-if [ -f "$MODEL" ]; then
-    "$PYTHON" tests/check_fixture.py --arch gpt-oss --fixture-dir "$FIXTURES" --abs-tol $TOL_FIXTURE \
-        || note_fail step0 "check_fixture.py: the numpy reference disagrees with llama.cpp"
-else
-    note_fail step0 "fixture $MODEL not found"
-fi
-if [ ! -x "$TOOL" ] || [ ! -x "$BUILD/pocket" ]; then
-    note_fail setup "$TOOL or $BUILD/pocket not found (build them with make)"
-    echo "t_gptoss_ref: FAILED in step(s):$failed_steps"
-    exit 1
-fi
+BATCHES="1 5 64"
+#        NAME           ARCH    TOL      THREADS IDS   REFS generator options
+ref_case gptoss         gpt-oss $TOL_F32 "1 2"   short ref: --seed 7
+ref_case gptoss-mxfp4   gpt-oss $TOL_F32 "1 2"   short ref: --seed 6 --exps-type mxfp4
+ref_case gptoss-f16     gpt-oss $TOL_F16 1       short ref: --seed 7 --type f16
+ref_case gptoss-pattern gpt-oss $TOL_F32 1       short ref: --seed 4 --swa-window 6 --swa-pattern 3 --rope-scaling linear --rope-factor 2
+ref_case gptoss-long    gpt-oss $TOL_F32 2       long  ref: --seed 2 --exps-type mxfp4
 
-# compare STEP LABEL REF.npy POCKET.f32 TOL -> 0 if max |pocket - ref| < TOL
-compare() { "$PYTHON" tests/compare_logits.py "$@"; }
+fixture_step "-ctk f32 -ctv f32" "--abs-tol $TOL_FIXTURE"
 
-# check NAME TOL THREADS IDS -- generator options
-#   IDS: "short" (12 ids incl. V-1, V-2, V-3) or "long" (70 ids)
-check() {
-    name=$1; tol=$2; threads=$3; idkind=$4; shift 4
-    step="A:$name"
-    model="$TMP/$name.gguf"
-    if ! "$PYTHON" tests/gen_model.py gpt-oss "$model" "$@"; then
-        note_fail "$step" "gen_model.py failed"; return
-    fi
-    v=300
-    if [ "$idkind" = long ]; then
-        ids=$("$PYTHON" -c 'print(",".join(str((i * 37 + 11) % 300) for i in range(70)))')
-    else
-        ids="1,17,$((v - 1)),255,256,42,$((v - 2)),100,7,200,$((v - 3)),5"
-    fi
-    echo "== step $step (gpt-oss $*; $idkind ids)"
-    if ! "$PYTHON" tests/ref_forward.py --stats "$model" "$ids" "$TMP/$name.npy"; then
-        note_fail "$step" "ref_forward.py failed"; return
-    fi
-    for t in $threads; do
-        for b in 1 5 64; do
-            out="$TMP/$name.t$t.b$b.f32"
-            # the numpy reference keeps keys and values in float: an F32 cache
-            if ! $RUN "$TOOL" -t "$t" -b "$b" -ctk f32 -ctv f32 "$model" "$out" "$ids"; then
-                note_fail "$step" "tool_logits -t $t -b $b exited with an error"; continue
-            fi
-            compare "$step" "$name -t $t -b $b" "$TMP/$name.npy" "$out" "$tol" \
-                || note_fail "$step" "pocket -t $t -b $b differs from the numpy reference"
-        done
-    done
-}
-
-check gptoss         $TOL_F32 "1 2" short --seed 7
-check gptoss-mxfp4   $TOL_F32 "1 2" short --seed 6 --exps-type mxfp4
-check gptoss-f16     $TOL_F16 "1"   short --seed 7 --type f16
-check gptoss-pattern $TOL_F32 "1"   short --seed 4 --swa-window 6 --swa-pattern 3 --rope-scaling linear --rope-factor 2
-check gptoss-long    $TOL_F32 "2"   long  --seed 2 --exps-type mxfp4
-
-variants=$(usable_variants)
-for f in greedy long150; do
-    echo "== step B:fixture-$f (pocket vs llama.cpp on tiny-gpt-oss.gguf, $f.json teacher-forced)"
-    fixture_logits "B:fixture-$f" "$FIXTURES/tiny-gpt-oss.$f.json" "$MODEL" "-ctk f32 -ctv f32" "--abs-tol $TOL_FIXTURE"
-done
-
-step="D:bad-input"
-echo "== step $step (missing / misshapen tensors and keys: one error line naming them)"
-if "$PYTHON" - "$MODEL" "$TMP/bad" >"$TMP/bad.cases" <<'EOF'
-import sys
-sys.path.insert(0, "tests")
-import numpy as np
-import gguf_py as G
-import mkbad
+bad_files D:bad-input 13 "$MODEL" <<'EOF'
 cases = [
     ("no_sinks", dict(drop_tensors=("blk.1.attn_sinks.weight",)), "blk.1.attn_sinks.weight"),
     ("short_sinks", dict(reshape={"blk.0.attn_sinks.weight": lambda a: a[:-1]}), "blk.0.attn_sinks.weight"),
@@ -133,20 +68,7 @@ cases = [
                                        (np.array([1, 0, 1, 0], dtype=np.int32), G.ARRAY, G.INT32)}),
      "gpt-oss.attention.sliding_window_pattern"),
 ]
-mkbad.write_cases(sys.argv[1], sys.argv[2], cases)
+mkbad.write_cases(SRC, OUT, cases)
 EOF
-then
-    expect_errors "$step" "$TMP/bad.cases" "$TMP/bad"
-    n=$(wc -l <"$TMP/bad.cases")
-    [ "$n" -eq 13 ] || note_fail "$step" "expected 13 bad files, wrote $n"
-else
-    note_fail "$step" "could not write the bad files"
-fi
 
-if [ $fail -ne 0 ]; then
-    echo "t_gptoss_ref: FAILED in step(s):$failed_steps (files kept in $TMP)"
-    exit 1
-fi
-rm -rf "$TMP"
-echo "t_gptoss_ref: pocket matches the numpy reference and llama.cpp"
-exit 0
+finish "pocket matches the numpy reference and llama.cpp"

@@ -27,101 +27,33 @@
 # $POCKET_RUN, if set, prefixes every pocket binary (tests/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (smallest top-k probability margin >= 1e-3).
-BUILD=${BUILD:-build}
-PYTHON=${PYTHON:-/usr/bin/python3}
-FIXTURES=${FIXTURES:-../shared/fixtures/qwen3next}
-TOOL="$BUILD/tests/tool_logits"
-RUN=${POCKET_RUN:-}
-TOL_F32=1e-3
-TOL_F16=5e-2
-MODEL="$FIXTURES/tiny-qwen3next.gguf"
+REF_NAME=qwen3next_ref FIXTURE=qwen3next
+. tests/ref_lib.sh
+TOL_F32=1e-3 TOL_F16=5e-2
 
-. tests/fixture_lib.sh
-mkdir -p "$BUILD/tmp" || exit 1
-TMP=$(mktemp -d "$BUILD/tmp/qwen3next_ref.XXXXXX") || exit 1
+start
 
-echo "== step 0: the numpy reference vs llama.cpp on the fixture"
-if [ -f "$MODEL" ]; then
-    "$PYTHON" tests/check_fixture.py --arch qwen3next --fixture-dir "$FIXTURES" \
-        || note_fail step0 "check_fixture.py: the numpy reference disagrees with llama.cpp"
-else
-    note_fail step0 "fixture $MODEL not found"
-fi
-if [ ! -x "$TOOL" ] || [ ! -x "$BUILD/pocket" ]; then
-    note_fail setup "$TOOL or $BUILD/pocket not found (build them with make)"
-    echo "t_qwen3next_ref: FAILED in step(s):$failed_steps"
-    exit 1
-fi
+# the DeltaNet reference token by token (rec) and chunk-parallel (ch: chunks of C)
+refs() { echo "rec:--deltanet,recurrent ch:--deltanet,chunked:$1"; }
+#        NAME             ARCH      TOL      THREADS IDS   REFS         generator options
+ref_case qwen3next        qwen3next $TOL_F32 "1 2"   short "$(refs 5)"  --seed 4
+ref_case qwen3next-tied   qwen3next $TOL_F32 1       short "$(refs 5)"  --seed 4 --tied
+ref_case qwen3next-f16    qwen3next $TOL_F16 1       short "$(refs 5)"  --seed 4 --type f16
+ref_case qwen3next-rl     qwen3next $TOL_F32 1       short "$(refs 3)"  --seed 6 --recurrent-layers 1,0,1,1
+ref_case qwen3next-merged qwen3next $TOL_F32 1       short "$(refs 5)"  --seed 4 --merged-gate-up
+ref_case qwen3next-wide   qwen3next $TOL_F32 1       short "$(refs 5)"  --seed 4 --ssm-k-heads 2 --ssm-v-heads 8
+ref_case qwen3next-long   qwen3next $TOL_F32 2       long  "$(refs 16)" --seed 18
 
-# compare STEP LABEL REF.npy POCKET.f32 TOL -> 0 if max |pocket - ref| < TOL
-compare() { "$PYTHON" tests/compare_logits.py "$@"; }
-
-# check NAME TOL THREADS IDS CHUNK -- generator options
-#   IDS: "short" (12 ids incl. V-1, V-2, V-3) or "long" (70 ids, > 1 chunk of 64)
-check() {
-    name=$1; tol=$2; threads=$3; idkind=$4; chunk=$5; shift 5
-    step="A:$name"
-    model="$TMP/$name.gguf"
-    if ! "$PYTHON" tests/gen_model.py qwen3next "$model" "$@"; then
-        note_fail "$step" "gen_model.py failed"; return
-    fi
-    v=300
-    if [ "$idkind" = long ]; then
-        ids=$("$PYTHON" -c 'print(",".join(str((i * 37 + 11) % 300) for i in range(70)))')
-    else
-        ids="1,17,$((v - 1)),255,256,42,$((v - 2)),100,7,200,$((v - 3)),5"
-    fi
-    echo "== step $step (qwen3next $*; $idkind ids)"
-    if ! "$PYTHON" tests/ref_forward.py --stats --deltanet recurrent "$model" "$ids" "$TMP/$name.rec.npy" ||
-       ! "$PYTHON" tests/ref_forward.py --deltanet "chunked:$chunk" "$model" "$ids" "$TMP/$name.ch.npy"; then
-        note_fail "$step" "ref_forward.py failed"; return
-    fi
-    for t in $threads; do
-        for b in 1 64; do
-            out="$TMP/$name.t$t.b$b.f32"
-            # the numpy reference keeps keys and values in float: an F32 cache
-            if ! $RUN "$TOOL" -t "$t" -b "$b" -ctk f32 -ctv f32 "$model" "$out" "$ids"; then
-                note_fail "$step" "tool_logits -t $t -b $b exited with an error"; continue
-            fi
-            for r in rec ch; do
-                compare "$step" "$name -t $t -b $b vs $r" "$TMP/$name.$r.npy" "$out" "$tol" \
-                    || note_fail "$step" "pocket -t $t -b $b differs from the numpy reference ($r)"
-            done
-        done
-    done
-}
-
-check qwen3next        $TOL_F32 "1 2" short 5  --seed 4
-check qwen3next-tied   $TOL_F32 "1"   short 5  --seed 4 --tied
-check qwen3next-f16    $TOL_F16 "1"   short 5  --seed 4 --type f16
-check qwen3next-rl     $TOL_F32 "1"   short 3  --seed 6 --recurrent-layers 1,0,1,1
-check qwen3next-merged $TOL_F32 "1"   short 5  --seed 4 --merged-gate-up
-check qwen3next-wide   $TOL_F32 "1"   short 5  --seed 4 --ssm-k-heads 2 --ssm-v-heads 8
-check qwen3next-long   $TOL_F32 "2"   long  16 --seed 18
-
-variants=$(usable_variants)
-for f in greedy long150; do
-    echo "== step B:fixture-$f (pocket vs llama.cpp on tiny-qwen3next.gguf, $f.json teacher-forced)"
-    fixture_logits "B:fixture-$f" "$FIXTURES/tiny-qwen3next.$f.json" "$MODEL" "" ""
-done
+fixture_step "" ""
 
 step="C:merged"
 echo "== step $step (ffn_gate_up_exps gives the logits of ffn_gate_exps + ffn_up_exps, bitwise)"
-ids=1,17,299,42,5,256,100,7,200,11
 for b in 1 64; do
-    $RUN "$TOOL" -b $b "$TMP/qwen3next-merged.gguf" "$TMP/merged.f32" $ids &&
-    $RUN "$TOOL" -b $b "$TMP/qwen3next.gguf" "$TMP/split.f32" $ids &&
-    cmp -s "$TMP/merged.f32" "$TMP/split.f32" || note_fail "$step" "logits differ with the merged tensor (-b $b)"
+    same_logits "$step" "merged = split tensors (-b $b)" 1,17,299,42,5,256,100,7,200,11 \
+        "-b $b $TMP/qwen3next-merged.gguf" "-b $b $TMP/qwen3next.gguf"
 done
 
-step="D:bad-input"
-echo "== step $step (missing / misshapen tensors and keys: one error line naming them)"
-if "$PYTHON" - "$MODEL" "$TMP/bad" >"$TMP/bad.cases" <<'EOF'
-import sys
-sys.path.insert(0, "tests")
-import numpy as np
-import gguf_py as G
-import mkbad
+bad_files D:bad-input 9 "$MODEL" <<'EOF'
 cases = [
     ("no_ssm_ba", dict(drop_tensors=("blk.1.ssm_ba.weight",)), "blk.1.ssm_ba.weight"),
     ("short_ssm_ba", dict(reshape={"blk.0.ssm_ba.weight": lambda a: a[:-1]}), "blk.0.ssm_ba.weight"),
@@ -136,18 +68,7 @@ cases = [
     ("legacy_ssm_in", dict(drop_tensors=("blk.2.attn_qkv.weight", "blk.2.attn_gate.weight"),
                            extra={"blk.2.ssm_in.weight": np.zeros((256, 80))}), "blk.2.ssm_in.weight"),
 ]
-mkbad.write_cases(sys.argv[1], sys.argv[2], cases)
+mkbad.write_cases(SRC, OUT, cases)
 EOF
-then
-    expect_errors "$step" "$TMP/bad.cases" "$TMP/bad"
-else
-    note_fail "$step" "could not write the bad files"
-fi
 
-if [ $fail -ne 0 ]; then
-    echo "t_qwen3next_ref: FAILED in step(s):$failed_steps (files kept in $TMP)"
-    exit 1
-fi
-rm -rf "$TMP"
-echo "t_qwen3next_ref: pocket matches the numpy reference and llama.cpp"
-exit 0
+finish "pocket matches the numpy reference and llama.cpp"

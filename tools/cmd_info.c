@@ -112,8 +112,12 @@ int cmd_info(int argc, char **argv) {
         printf("deltanet        %d q/k heads, %d v heads, head dim %d, conv %d taps\n", mi.ssm_k_heads,
                mi.ssm_v_heads, mi.ssm_state, mi.ssm_conv);
     printf("attention       %d q heads, %d kv heads, head dim %d (v %d)%s%s\n", mi.n_head, mi.n_head_kv,
-           mi.head_dim, mi.head_dim_v, mi.qk_norm ? ", per-head q/k RMSNorm" : "",
+           mi.head_dim, mi.head_dim_v,
+           mi.qk_norm == 2 ? ", q/k RMSNorm over the full width" : mi.qk_norm ? ", per-head q/k RMSNorm" : "",
            mi.attn_gate ? ", sigmoid output gate" : "");
+    if (mi.scales)
+        printf("multipliers     embeddings x %g, block outputs x %g, attention scores x %g, logits / %g\n",
+               mi.embd_scale, mi.residual_scale, mi.attn_scale, mi.logit_scale);
     printf("rope            %s, %d of %d dims rotated, base %g\n", mi.rope_style, mi.n_rot, mi.head_dim,
            mi.rope_base);
     printf("rms eps         %g\n", mi.rms_eps);

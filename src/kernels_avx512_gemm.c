@@ -19,8 +19,9 @@
  * zero padding / masked loads.
  *
  * Numerics: within a (super-)block all products and sums are exact int32.
- *   Q8_0, MXFP4: vpdpbusd on level + 128 (unsigned: w ^ 0x80, MXFP4's
- *     table) x activations, seeded with -128 * (sums of 4 activations) -
+ *   Q8_0, MXFP4, Q5_0: vpdpbusd on level + 128 (unsigned: w ^ 0x80,
+ *     MXFP4's table, Q5_0's code + 112) x activations, seeded with -128 *
+ *     (sums of 4 activations) -
  *     exact for the full int8 range (kernels_avx512_q32.h).
  *   Q2_K, Q4_K, Q6_K: unsigned levels x int8 activations by vpmaddubsw
  *     (pair sums <= 2 * 63 * 128 < 2^15), then vpdpwssd with the sub-block
@@ -215,7 +216,7 @@ KQUANT_GEMM(q4_K, pk_block_q4_K, 1)
 KQUANT_GEMM(q2_K, pk_block_q2_K, 1)
 KQUANT_GEMM(q6_K, pk_block_q6_K, 0)
 
-/* ---- Q8_0 and MXFP4 x Q8_0 -------------------------------------------------------- */
+/* ---- Q8_0, MXFP4 and Q5_0 x Q8_0 -------------------------------------------------- */
 
 /* Per token and pair of blocks: the 64 activations, -128 * their sums of 4
  * (the seed cancelling the +128 on the weights) and the two scales. */
@@ -239,16 +240,24 @@ static void prep_q8_0(int nt, const pk_block_q8_0 *const *xs, int64_t nbk, int n
         }
 }
 
-/* Block pair p of a row (w: Q8_0 or, MX, MXFP4 blocks): its 64 levels + 128
- * (an odd last block: the upper half zero, as its activations) and scales
+/* The 32-element block types of gemm_q32 */
+enum { Q32_Q8_0, Q32_MXFP4, Q32_Q5_0 };
+
+/* Block pair p of a row (w: blocks of type T): its 64 levels + 128 (an odd
+ * last block: the upper half zero, as its activations) and scales
  * [d0 x 8 | d1 x 8]. */
-GI void wpair(const int MX, const void *w, int p, int two, __m512i *q, __m512 *dw) {
+GI void wpair(const int T, const void *w, int p, int two, __m512i *q, __m512 *dw) {
     float d0, d1;
-    if (MX) {
+    if (T == Q32_MXFP4) {
         const pk_block_mxfp4 *b0 = (const pk_block_mxfp4 *)w + 2 * p;
         *q = two ? wu2_mxfp4(b0) : _mm512_castsi256_si512(wu_mxfp4(b0));
         d0 = ws_mxfp4(b0);
         d1 = two ? ws_mxfp4(b0 + 1) : 0.0f;
+    } else if (T == Q32_Q5_0) {
+        const pk_block_q5_0 *b0 = (const pk_block_q5_0 *)w + 2 * p;
+        *q = two ? wu2_q5_0(b0) : _mm512_castsi256_si512(wu_q5_0(b0));
+        d0 = ws_q5_0(b0);
+        d1 = two ? ws_q5_0(b0 + 1) : 0.0f;
     } else {
         const pk_block_q8_0 *b0 = (const pk_block_q8_0 *)w + 2 * p;
         *q = two ? wu2_q8_0(b0) : _mm512_castsi256_si512(wu_q8_0(b0));
@@ -259,14 +268,14 @@ GI void wpair(const int MX, const void *w, int p, int two, __m512i *q, __m512 *d
     *dw = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
 }
 
-GI void tile_q32(const int NT, const int MX, const void *w, const q8_pair *X, int64_t nbk, int npair,
+GI void tile_q32(const int NT, const int T, const void *w, const q8_pair *X, int64_t nbk, int npair,
                  float *y, int64_t ys, int first) {
     __m512 acc[TT];
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int p = 0; p < npair; p++) {
         __m512i q;
         __m512 dw;
-        wpair(MX, w, p, 2 * p + 1 < nbk, &q, &dw);
+        wpair(T, w, p, 2 * p + 1 < nbk, &q, &dw);
         for (int t = 0; t < NT; t++) {
             const q8_pair *xp = &X[t * npair + p];
             __m512i s = _mm512_dpbusd_epi32(xp->seed, q, ld64(xp->qs));
@@ -276,10 +285,12 @@ GI void tile_q32(const int NT, const int MX, const void *w, const q8_pair *X, in
     store_sums(NT, acc, y, ys, first);
 }
 
-GI void gemm_q32(const int MX, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+GI void gemm_q32(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
                  const void *w, size_t rb, const void *const *x) {
     q8_pair X[TT * KB_Q8];
-    const size_t bs = MX ? sizeof(pk_block_mxfp4) : sizeof(pk_block_q8_0);
+    const size_t bs = T == Q32_MXFP4 ? sizeof(pk_block_mxfp4)
+                      : T == Q32_Q5_0 ? sizeof(pk_block_q5_0)
+                                      : sizeof(pk_block_q8_0);
     int64_t nb = n / 32;
     for (int64_t k0 = 0; k0 < nb; k0 += 2 * KB_Q8) {
         int64_t nbk = nb - k0 < 2 * KB_Q8 ? nb - k0 : 2 * KB_Q8;
@@ -292,7 +303,7 @@ GI void gemm_q32(const int MX, int64_t n, int64_t nrows, int64_t ntok, float *y,
             float *yt = y + t0 * ys;
             for (int64_t r = 0; r < nrows; r++) {
                 const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * bs;
-#define C(NT) tile_q32(NT, MX, wr, X, nbk, npair, yt + r, ys, k0 == 0)
+#define C(NT) tile_q32(NT, T, wr, X, nbk, npair, yt + r, ys, k0 == 0)
                 NT_SWITCH(nt, C)
 #undef C
             }
@@ -302,11 +313,15 @@ GI void gemm_q32(const int MX, int64_t n, int64_t nrows, int64_t ntok, float *y,
 
 static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
                       const void *w, size_t rb, const void *const *x) {
-    gemm_q32(0, n, nrows, ntok, y, ys, w, rb, x);
+    gemm_q32(Q32_Q8_0, n, nrows, ntok, y, ys, w, rb, x);
 }
 static void gemm_mxfp4(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
                        const void *w, size_t rb, const void *const *x) {
-    gemm_q32(1, n, nrows, ntok, y, ys, w, rb, x);
+    gemm_q32(Q32_MXFP4, n, nrows, ntok, y, ys, w, rb, x);
+}
+static void gemm_q5_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                      const void *w, size_t rb, const void *const *x) {
+    gemm_q32(Q32_Q5_0, n, nrows, ntok, y, ys, w, rb, x);
 }
 
 /* ---- F32, F16 -------------------------------------------------------------------
@@ -388,7 +403,7 @@ const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {
 #if PK_GEMM_FLOAT
     [PK_TYPE_F32] = gemm_f32, [PK_TYPE_F16] = gemm_f16,
 #endif
-    [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_MXFP4] = gemm_mxfp4,
+    [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q5_0] = gemm_q5_0,
     [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q4_K] = gemm_q4_K, [PK_TYPE_Q6_K] = gemm_q6_K,
 };
 

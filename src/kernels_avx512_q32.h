@@ -1,12 +1,13 @@
 /* kernels_avx512_q32.h - the vocabulary of the AVX-512 VNNI kernels for
- * the 32-element block types against Q8_0 activations (Q8_0 and MXFP4),
+ * the 32-element block types against Q8_0 activations (Q8_0 and MXFP4,
  * shared by the gemv (kernels_avx512.c) and the gemm
- * (kernels_avx512_gemm.c). Not a translation unit: included inside an
+ * (kernels_avx512_gemm.c); Q5_0, in the gemm only). Not a translation unit: included inside an
  * AVX-512 ISA guard, after <immintrin.h>.
  *
  * The products are vpdpbusd (u8 x s8 -> s32), so the weights are made
  * unsigned: level + 128 (Q8_0: w ^ 0x80; MXFP4: a vpshufb table of its
- * levels + 128). The extra 128 * sum(x) per block depends only on the
+ * levels + 128; Q5_0: its 5-bit code + 112, the fifth bits added by a
+ * byte mask). The extra 128 * sum(x) per block depends only on the
  * activations: -128 * (sums of 4 activations) is computed once per block
  * and seeds the accumulator of every row. Exact for the full int8 range of
  * both operands. Weight scales: the fp16 d, or MXFP4's 2^(e - 128) from
@@ -81,5 +82,28 @@ static inline __m256 ws8_mxfp4(const pk_block_mxfp4 *w0, const pk_block_mxfp4 *w
                                                  (int)t[w3[i].e], (int)t[w0[i + 1].e], (int)t[w1[i + 1].e],
                                                  (int)t[w2[i + 1].e], (int)t[w3[i + 1].e]));
 }
+
+/* Q5_0 levels + 128 (code - 16 + 128: low nibble + 16 * fifth bit + 112)
+ * in element order; two blocks' as [block 0 | block 1] */
+static inline __m256i wu_q5_0(const pk_block_q5_0 *b) {
+    __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b->qs));
+    q = _mm256_and_si256(_mm256_srlv_epi64(q, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
+    uint32_t qh;
+    memcpy(&qh, b->qh, 4);
+    q = _mm256_add_epi8(q, _mm256_set1_epi8(112));
+    return _mm256_mask_add_epi8(q, (__mmask32)qh, q, _mm256_set1_epi8(16));
+}
+static inline __m512i wu2_q5_0(const pk_block_q5_0 *b) {
+    __m512i q = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)b[0].qs)),
+                                            0xFF00, _mm_loadu_si128((const __m128i *)b[1].qs));
+    q = _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
+                         _mm512_set1_epi8(0x0F));
+    uint32_t h0, h1;
+    memcpy(&h0, b[0].qh, 4);
+    memcpy(&h1, b[1].qh, 4);
+    q = _mm512_add_epi8(q, _mm512_set1_epi8(112));
+    return _mm512_mask_add_epi8(q, (__mmask64)((uint64_t)h1 << 32 | h0), q, _mm512_set1_epi8(16));
+}
+static inline float ws_q5_0(const pk_block_q5_0 *b) { return _cvtsh_ss(b->d); }
 
 #endif

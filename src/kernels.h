@@ -77,6 +77,9 @@ typedef struct pk_kernels {
     /* x[i] = exp(x[i] - sub) (softmax); g[i] = silu(g[i]) * u[i] (SwiGLU) */
     void (*exp_sub)(float *x, int64_t n, float sub);
     void (*silu_mul)(float *g, const float *u, int64_t n);
+    /* g[i] = gelu(g[i]) * u[i] (GeGLU), ggml's FP16 table: bitwise
+       pk_gelu_mul (gelu.h) in every variant */
+    void (*gelu_mul)(float *g, const float *u, int64_t n);
     pk_delta_step_fn delta_step;              /* Gated DeltaNet decode step */
     /* attention over F16 / Q8_0 caches, by cache element type; NULL: unsupported */
     pk_att_kq_fn att_kq[PK_TYPE_COUNT];

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include "gelu.h"
 #include "kernels.h"
 
 static void vec_dot_f32(int64_t n, float *s, const void *w, const void *x) {
@@ -427,6 +428,7 @@ const pk_kernels pk_kernels_ref_table = {
     .sgemm = sgemm,
     .exp_sub = exp_sub,
     .silu_mul = silu_mul,
+    .gelu_mul = pk_gelu_mul,
     .delta_step = delta_step,
     .att_kq = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0},
     .att_pv = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0},

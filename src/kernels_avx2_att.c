@@ -133,13 +133,7 @@ AI void pv_f16_rows(const int MT, int nk, int n, const float *P, int64_t ldp, co
     const int nv = n / 8 * 8;
     for (int p0 = 0; p0 < nk; p0 += PV_BLOCK) {
         const int p1 = nk - p0 < PV_BLOCK ? nk : p0 + PV_BLOCK;
-        int cnt = 0;
-        for (int p = p0; p < p1; p++) {
-            int nz = 0;
-            for (int i = 0; i < MT; i++) nz |= P[i * ldp + p] != 0.0f;
-            idx[cnt] = p;
-            cnt += nz;
-        }
+        const int cnt = pk_att_live(MT, P, ldp, p0, p1, idx);
         int e0 = 0;
         for (; e0 + 16 <= nv; e0 += 16) pv_f16_tile(MT, 2, idx, cnt, p0 > 0, P, ldp, V, stride, e0, O, ldo);
         if (e0 < nv) pv_f16_tile(MT, 1, idx, cnt, p0 > 0, P, ldp, V, stride, e0, O, ldo);

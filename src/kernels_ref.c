@@ -392,6 +392,17 @@ static void att_kq_q8_0(int M, int nk, int n, const float *Q, int64_t ldq, const
     }
 }
 
+int pk_att_live(int M, const float *P, int64_t ldp, int p0, int p1, int *idx) {
+    int cnt = 0;
+    for (int p = p0; p < p1; p++) {
+        int nz = 0;
+        for (int i = 0; i < M; i++) nz |= P[i * ldp + p] != 0.0f;
+        idx[cnt] = p;
+        cnt += nz;
+    }
+    return cnt;
+}
+
 static void att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
                        float *O, int64_t ldo) {
     for (int m = 0; m < M; m++) {

@@ -53,6 +53,22 @@ static void residual_add(float *x, const float *y, int n, float s) {
         for (int i = 0; i < n; i++) x[i] += s * y[i];
 }
 
+/* ---- the final soft-cap ------------------------------------------------------- */
+
+typedef struct softcap_task {
+    float *x;
+    size_t n, per;   /* values, values per chunk */
+    float cap;
+} softcap_task;
+
+/* c tanh(x / c) over one chunk, as ggml: scale by 1/c, tanh, scale by c */
+static void softcap_run(void *arg, int chunk) {
+    const softcap_task *t = arg;
+    const size_t lo = (size_t)chunk * t->per, hi = lo + t->per < t->n ? lo + t->per : t->n;
+    const float inv = 1.0f / t->cap;
+    for (size_t i = lo; i < hi; i++) t->x[i] = tanhf(t->x[i] * inv) * t->cap;
+}
+
 /* ---- a batch ---------------------------------------------------------------------------- */
 
 int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits, int all_rows) {
@@ -102,9 +118,11 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         const float inv = 1.0f / hp->logit_scale;
         for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] *= inv;
     }
-    if (hp->softcap > 0) {   /* c tanh(logit / c), as ggml: scale by 1/c, tanh, scale by c */
-        const float inv = 1.0f / hp->softcap;
-        for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] = tanhf(logits[i] * inv) * hp->softcap;
+    if (hp->softcap > 0) {   /* c tanh(logit / c): a vocabulary of tanhf is worth the threads */
+        const size_t nv = (size_t)rows * hp->n_vocab;
+        const int chunks = nv < 65536 ? 1 : 8 * pk_pool_size(c->pool);
+        softcap_task st = {logits, nv, (nv + (size_t)chunks - 1) / (size_t)chunks, hp->softcap};
+        pk_pool_run(c->pool, softcap_run, &st, chunks);
     }
     /* the weight-byte ledger: every weight read is counted (pk_matvec,
        pk_get_row, pk_rmsnorm_rows, deltanet.c's small tensors), so one token

@@ -20,6 +20,11 @@ static void gelu_init(void) {
         gelu_table[h] = pk_fp16_to_fp32(pk_fp32_to_fp16(gelu_f32(pk_fp16_to_fp32((uint16_t)h))));
 }
 
+const float *pk_gelu_table(void) {
+    pthread_once(&gelu_once, gelu_init);
+    return gelu_table;
+}
+
 float pk_gelu_fp16(float x) {
     pthread_once(&gelu_once, gelu_init);
     if (x <= -10.0f) return 0.0f;

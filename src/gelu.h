@@ -16,5 +16,8 @@
 void pk_gelu_mul(float *g, const float *u, int64_t n);
 /* The table's value for one input: gelu(x) with ggml's semantics above. */
 float pk_gelu_fp16(float x);
+/* The table itself (made on first use): entry h = the result for the fp16
+ * input of bits h, for the SIMD kernels' lookups (kernels.h gelu_mul). */
+const float *pk_gelu_table(void);
 
 #endif

@@ -137,6 +137,7 @@ static void fill(pk_kernels *out, const pk_kernels *p) {
     if (!out->sgemm) out->sgemm = p->sgemm;
     if (!out->exp_sub) out->exp_sub = p->exp_sub;
     if (!out->silu_mul) out->silu_mul = p->silu_mul;
+    if (!out->gelu_mul) out->gelu_mul = p->gelu_mul;
     if (!out->delta_step) out->delta_step = p->delta_step;
 }
 

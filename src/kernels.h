@@ -77,6 +77,9 @@ typedef struct pk_kernels {
     /* x[i] = exp(x[i] - sub) (softmax); g[i] = silu(g[i]) * u[i] (SwiGLU) */
     void (*exp_sub)(float *x, int64_t n, float sub);
     void (*silu_mul)(float *g, const float *u, int64_t n);
+    /* g[i] = gelu(g[i]) * u[i] (GeGLU), ggml's FP16 table: bitwise
+       pk_gelu_mul (gelu.h) in every variant */
+    void (*gelu_mul)(float *g, const float *u, int64_t n);
     pk_delta_step_fn delta_step;              /* Gated DeltaNet decode step */
     /* attention over F16 / Q8_0 caches, by cache element type; NULL: unsupported */
     pk_att_kq_fn att_kq[PK_TYPE_COUNT];
@@ -110,6 +113,14 @@ extern const pk_delta_step_fn pk_delta_step_avx2;
  * DeltaNet step and inherited by avx512 and amx. */
 extern const pk_att_kq_fn pk_att_kq_avx2[PK_TYPE_COUNT];
 extern const pk_att_pv_fn pk_att_pv_avx2[PK_TYPE_COUNT];
+/* The positions p0 <= p < p1 where some of the M probability rows P, P +
+ * ldp, ... is nonzero (-0 counts as zero), in order into idx; returns their
+ * count (kernels_ref.c; the SIMD att_pv kernels skip the others). */
+int pk_att_live(int M, const float *P, int64_t ldp, int p0, int p1, int *idx);
+/* The AVX-512 F16 values kernel (kernels_avx512_att.c), in the avx512 table
+ * (the other attention entries are inherited from avx2). */
+void pk_avx512_att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
+                          float *O, int64_t ldo);
 /* The same for ARMv8.0 NEON (kernels_neon_att.c), merged into the neon
  * table and inherited by dotprod and i8mm. */
 extern const pk_att_kq_fn pk_att_kq_neon[PK_TYPE_COUNT];

@@ -20,6 +20,7 @@
  * (Q8_0, Q8_K and Q8_1 from kernels_x86_quant.h, shared with AVX-512).
  */
 #include <string.h>
+#include "gelu.h"
 #include "kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -153,6 +154,25 @@ static void quantize_bf16(const float *x, void *vy, int64_t n) {
     for (; i < n; i++) y[i] = pk_fp32_to_bf16(x[i]);
 }
 
+/* ---- GELU: ggml's FP16 table (gelu.h), 8 lanes ---------------------------
+ * The input rounded to fp16 by vcvtps2ph (to nearest even, NaN kept quiet
+ * with its upper payload: pk_fp32_to_fp16's rounding), the table entry
+ * gathered, the cut-offs blended in: bitwise pk_gelu_mul. */
+static void gelu_mul(float *g, const float *u, int64_t n) {
+    const float *tab = pk_gelu_table();
+    const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+        __m256 t = _mm256_i32gather_ps(tab, h, 4);
+        t = _mm256_blendv_ps(t, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));             /* x >= 10: x * u */
+        t = _mm256_mul_ps(t, _mm256_loadu_ps(u + i));
+        _mm256_storeu_ps(g + i, _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LE_OQ), t));   /* x <= -10: 0 */
+    }
+    if (i < n) pk_gelu_mul(g + i, u + i, n - i);
+}
+
 /* ---- block-quantized types ------------------------------------------------ */
 
 /* the Q8_0 / Q8_K / Q8_1 activation quantizers (shared with the AVX-512
@@ -168,6 +188,7 @@ const pk_kernels pk_kernels_avx2_table = {
     .sgemm = pk_avx2_sgemm,
     .exp_sub = pk_avx2_exp_sub,
     .silu_mul = pk_avx2_silu_mul,
+    .gelu_mul = gelu_mul,
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16,

@@ -21,8 +21,9 @@
  *   values: every element is still one sum in order of p; the products are
  *     fused (FMA) where the reference rounds them first, and Q8_0 folds the
  *     block scale into the probability (p * d, rounded, as the reference).
- *     Probability rows that are all zero in a tile are skipped; the others
- *     add exact zeros, so batched and one-token results agree bitwise.
+ *     Positions whose probabilities are all zero in a tile are skipped (F16:
+ *     listed once per block of positions, pv_f16_rows); the others add
+ *     exact zeros, so batched and one-token results agree bitwise.
  */
 #include "kernels.h"
 
@@ -97,21 +98,20 @@ AI void kq_q8_0_tile(const int MT, int nb, const float *Q, int64_t ldq, const pk
 
 /* ---- values ------------------------------------------------------------------ */
 
-/* O rows i < MT (1..4), elements [e0, e0 + 8 NV) (NV = 1 or 2), from F16 rows */
-AI void pv_f16_tile(const int MT, const int NV, int nk, const float *P, int64_t ldp, const uint8_t *V,
-                    size_t stride, int e0, float *O, int64_t ldo) {
+/* O rows i < MT (1..4), elements [e0, e0 + 8 NV) (NV = 1 or 2), from the
+ * F16 rows of the cnt positions idx[] (in order): the sums start from zero,
+ * or (more) from O's values, the sums of the positions before */
+AI void pv_f16_tile(const int MT, const int NV, const int *idx, int cnt, int more, const float *P, int64_t ldp,
+                    const uint8_t *V, size_t stride, int e0, float *O, int64_t ldo) {
     __m256 a[4][2];
-    for (int i = 0; i < MT; i++) a[i][0] = a[i][1] = _mm256_setzero_ps();
-    for (int p = 0; p < nk; p++) {
-        __m256 w[4];
-        int nz = 0;
-        for (int i = 0; i < MT; i++) {
-            const float x = P[i * ldp + p];
-            nz |= x != 0.0f;
-            w[i] = _mm256_set1_ps(x);
-        }
-        if (!nz) continue;
+    for (int i = 0; i < MT; i++)
+        for (int h = 0; h < NV; h++)
+            a[i][h] = more ? _mm256_loadu_ps(O + i * ldo + e0 + 8 * h) : _mm256_setzero_ps();
+    for (int j = 0; j < cnt; j++) {
+        const int p = idx[j];
         const uint16_t *v = (const uint16_t *)(V + (size_t)p * stride) + e0;
+        __m256 w[4];
+        for (int i = 0; i < MT; i++) w[i] = _mm256_broadcast_ss(P + i * ldp + p);
         for (int h = 0; h < NV; h++) {
             const __m256 vh = load_f16(v + 8 * h);
             for (int i = 0; i < MT; i++) a[i][h] = _mm256_fmadd_ps(w[i], vh, a[i][h]);
@@ -121,15 +121,27 @@ AI void pv_f16_tile(const int MT, const int NV, int nk, const float *P, int64_t 
         for (int h = 0; h < NV; h++) _mm256_storeu_ps(O + i * ldo + e0 + 8 * h, a[i][h]);
 }
 
+/* The positions are taken in blocks of PV_BLOCK: per block, the list of
+ * those where some row of the tile has a nonzero probability is made once
+ * and shared by every group of elements (positions where all are zero are
+ * skipped, the others add their exact zeros) */
+enum { PV_BLOCK = 512 };
+
 AI void pv_f16_rows(const int MT, int nk, int n, const float *P, int64_t ldp, const uint8_t *V, size_t stride,
                     float *O, int64_t ldo) {
-    int e0 = 0;
-    for (; e0 + 16 <= n; e0 += 16) pv_f16_tile(MT, 2, nk, P, ldp, V, stride, e0, O, ldo);
-    if (e0 + 8 <= n) {
-        pv_f16_tile(MT, 1, nk, P, ldp, V, stride, e0, O, ldo);
-        e0 += 8;
+    int idx[PV_BLOCK];
+    const int nv = n / 8 * 8;
+    for (int p0 = 0; p0 < nk; p0 += PV_BLOCK) {
+        const int p1 = nk - p0 < PV_BLOCK ? nk : p0 + PV_BLOCK;
+        const int cnt = pk_att_live(MT, P, ldp, p0, p1, idx);
+        int e0 = 0;
+        for (; e0 + 16 <= nv; e0 += 16) pv_f16_tile(MT, 2, idx, cnt, p0 > 0, P, ldp, V, stride, e0, O, ldo);
+        if (e0 < nv) pv_f16_tile(MT, 1, idx, cnt, p0 > 0, P, ldp, V, stride, e0, O, ldo);
     }
-    if (e0 < n) pv_f16_tail(MT, nk, P, ldp, V, stride, e0, n, O, ldo);
+    if (nk <= 0)   /* no positions: zero sums */
+        for (int i = 0; i < MT; i++)
+            for (int e = 0; e < nv; e++) O[i * ldo + e] = 0.0f;
+    if (nv < n) pv_f16_tail(MT, nk, P, ldp, V, stride, nv, n, O, ldo);
 }
 
 /* O rows i < MT (1..2), the 32 elements of block b, from Q8_0 rows */

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include "gelu.h"
 #include "kernels.h"
 
 static void vec_dot_f32(int64_t n, float *s, const void *w, const void *x) {
@@ -391,6 +392,17 @@ static void att_kq_q8_0(int M, int nk, int n, const float *Q, int64_t ldq, const
     }
 }
 
+int pk_att_live(int M, const float *P, int64_t ldp, int p0, int p1, int *idx) {
+    int cnt = 0;
+    for (int p = p0; p < p1; p++) {
+        int nz = 0;
+        for (int i = 0; i < M; i++) nz |= P[i * ldp + p] != 0.0f;
+        idx[cnt] = p;
+        cnt += nz;
+    }
+    return cnt;
+}
+
 static void att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
                        float *O, int64_t ldo) {
     for (int m = 0; m < M; m++) {
@@ -427,6 +439,7 @@ const pk_kernels pk_kernels_ref_table = {
     .sgemm = sgemm,
     .exp_sub = exp_sub,
     .silu_mul = silu_mul,
+    .gelu_mul = pk_gelu_mul,
     .delta_step = delta_step,
     .att_kq = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0},
     .att_pv = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0},

@@ -126,6 +126,10 @@ void pk_matvec_from(pk_context *c, const pk_mv *jobs, int n_jobs, const void *co
        multi-row kernels on full groups. */
     int64_t chunks = 8 * (int64_t)pk_pool_size(c->pool);
     if ((int64_t)(work >> 15) < chunks) chunks = (int64_t)(work >> 15);
+    /* Multi-token products: the gemm kernels read a chunk's weight rows once
+       per tile of tokens, so chunks of at most ~256 KiB of weights keep them
+       in L2 from one tile to the next (an expert's whole matrix may not fit) */
+    if (work > bytes && chunks < (int64_t)(bytes >> 18)) chunks = (int64_t)(bytes >> 18);
     if (chunks > t.total_rows / 8) chunks = t.total_rows / 8;
     if (chunks < 1) chunks = 1;
     int64_t cr = (t.total_rows + chunks - 1) / chunks;

@@ -4,11 +4,16 @@
  * (either neighbour where gelu(f) lies within float32 rounding of a
  * midpoint: the table is evaluated in float32); inputs are rounded to fp16
  * first (to nearest, ties to even); x <= -10 gives 0 and x >= 10 gives x;
- * pk_gelu_mul = pk_gelu_fp16(g) * u element by element. */
+ * pk_gelu_mul = pk_gelu_fp16(g) * u element by element, and every kernel
+ * variant's gelu_mul = pk_gelu_mul bitwise (every fp16 input, inputs
+ * between them and around the cut-offs, NaN, infinities, odd lengths). */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "gelu.h"
+#include "kernels.h"
 #include "quant.h"
 #include "testhelp.h"
 
@@ -93,5 +98,42 @@ int main(void) {
     int same = 1;
     for (int i = 0; i < N; i++) same &= g[i] == want[i];
     TEST_COND("pk_gelu_mul = pk_gelu_fp16(g) * u", same);
+
+    /* every variant's gelu_mul against pk_gelu_mul, bit for bit */
+    enum { NV = (1 << 16) + 4096 + 16 };
+    float *x = malloc(NV * sizeof *x), *uu = malloc(NV * sizeof *uu), *ref = malloc(NV * sizeof *ref),
+          *got = malloc(NV * sizeof *got);
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < NV; i++) {
+        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+        const float f = (float)((r >> 40) * 0x1p-24) * 2.0f - 1.0f;   /* [-1, 1) */
+        if (i < (1 << 16)) x[i] = pk_fp16_to_fp32((uint16_t)i);       /* every fp16 value, NaNs and infs too */
+        else if (i < (1 << 16) + 4096) x[i] = 12.0f * f;               /* between fp16 values */
+        else x[i] = (float[]){-10.0f, 10.0f, nextafterf(-10.0f, 0.0f), nextafterf(10.0f, 0.0f), -INFINITY,
+                              INFINITY, NAN, -0.0f, 0.0f, 1e-30f, -1e-30f, 65519.0f, 65520.0f, -7e4f, 3e38f,
+                              -3e38f}[i - (1 << 16) - 4096];
+        uu[i] = i % 97 == 0 ? -INFINITY : i % 89 == 0 ? NAN : i % 83 == 0 ? -0.0f : 4.0f * f;
+    }
+    const pk_kernels *list[8];
+    const int nk = pk_kernels_list(list, 8);
+    for (int v = 0; v < nk; v++) {
+        TEST_CHECK(list[v]->gelu_mul != NULL, "%s: no gelu_mul", list[v]->isa);
+        if (!list[v]->gelu_mul) continue;
+        const int lens[] = {NV, NV - 1, 13, 7, 1};
+        for (int l = 0; l < 5; l++) {
+            const int n = lens[l], off = NV - n;   /* the last n: the odd inputs included */
+            memcpy(ref, x + off, (size_t)n * sizeof *ref);
+            memcpy(got, x + off, (size_t)n * sizeof *got);
+            pk_gelu_mul(ref, uu + off, n);
+            list[v]->gelu_mul(got, uu + off, n);
+            int diff = 0;
+            for (int i = 0; i < n; i++)
+                if (memcmp(&ref[i], &got[i], sizeof(float)) && diff++ < 3)
+                    fprintf(stderr, "  %s gelu_mul(%.9g) * %.9g = %.9g, pk_gelu_mul %.9g\n", list[v]->isa,
+                            x[off + i], uu[off + i], got[i], ref[i]);
+            TEST_CHECK(diff == 0, "%s gelu_mul, n %d: %d results differ from pk_gelu_mul", list[v]->isa, n, diff);
+        }
+    }
+    free(x), free(uu), free(ref), free(got);
     return TEST_REPORT();
 }

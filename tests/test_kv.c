@@ -29,8 +29,8 @@ static float rndf(void) {               /* [-1, 1) */
     return (float)((rng >> 40) * 0x1p-24) * 2.0f - 1.0f;
 }
 
-#define MAXM 6
-#define MAXP 37
+#define MAXM 14
+#define MAXP 530
 #define MAXN 160
 #define HEADS 3                          /* rows hold 3 heads; the test uses the middle one */
 
@@ -224,7 +224,7 @@ int main(void) {
     /* head dims: SIMD-wide, with a 16/8 step left, with a scalar tail (F16) */
     const int dims_f16[] = {64, 128, 80, 72, 36, 20, 3, 160};
     const int dims_q8[] = {32, 64, 128, 96, 160};
-    const int nks[] = {1, 2, 7, 13, 37};
+    const int nks[] = {1, 2, 7, 13, 37, 530};   /* 530: past a 512-position block */
     for (int i = 0; i < nl; i++) {
         fprintf(stderr, "kernels: %s\n", list[i]->isa);
         for (int ti = 0; ti < 2; ti++) {
@@ -232,8 +232,8 @@ int main(void) {
             const int *dims = t == PK_TYPE_F16 ? dims_f16 : dims_q8;
             const int nd = t == PK_TYPE_F16 ? 8 : 5;
             for (int d = 0; d < nd; d++)
-                for (int a = 0; a < 5; a++)
-                    for (int M = 1; M <= MAXM; M += (M < 4 ? 1 : 2)) {
+                for (int a = 0; a < 6; a++)
+                    for (int M = 1; M <= MAXM; M += (M < 4 ? 1 : M < 8 ? 2 : 3)) {   /* 11 = 8+2+1, 14 = 8+4+2 */
                         test_kq(list[i], t, dims[d], nks[a], M);
                         test_pv(list[i], t, dims[d], nks[a], M);
                     }

@@ -154,5 +154,41 @@ check "llama3: no BOS text when the tokenizer adds it" grep -q '^<|start_header_
 c2=$(sed -n 's/^\[prompt: \([0-9]*\) tokens.*/\1/p' "$tmp/err")
 check "llama3: one BOS token either way ($c1 = $c2 tokens)" [ -n "$c1" ] && [ "$c1" = "$c2" ]
 
+# ---- reasoning models: the answer on stdout, the reasoning on stderr ------------------
+# the chain model (tests/mk_chain_model.py) answers each template's generation
+# prompt with a known text, reasoning and markers cut across tokens
+"$PYTHON" tests/mk_chain_model.py "$tmp/chain.gguf" >/dev/null || bad "mk_chain_model.py"
+chat2() {  # chat2 TEMPLATE [OPTIONS]: two turns, greedy
+    t=$1; shift
+    printf 'hi\nagain\n' | "$P" chat -m "$tmp/chain.gguf" --chat-template "$t" -n 64 --temp 0 --show-prompt "$@" \
+        >"$tmp/out" 2>"$tmp/err"
+}
+chat2 harmony
+check "harmony: exits 0" [ $? -eq 0 ]
+check "harmony: the answer on stdout" [ "$(grep -c '^Two\.$' "$tmp/out")" -eq 2 ]
+check "harmony: no marker on stdout" sh -c "! grep -q '<|' '$tmp/out'"
+check "harmony: the reasoning on stderr" grep -q '^Weigh it: 1 + 1\.$' "$tmp/err"
+check "harmony: reasoning framed" [ "$(grep -c '^\[reasoning\]$' "$tmp/err")" -eq 2 ] &&
+    [ "$(grep -c '^\[end of reasoning\]$' "$tmp/err")" -eq 2 ]
+check "harmony: the history keeps the answer, not the reasoning" \
+    grep -qF '<|start|>assistant<|message|>Two.<|return|><|start|>user<|message|>again' "$tmp/err"
+check "harmony: no channel markers in the history" sh -c "! grep -q 'analysis' '$tmp/err'"
+chat2 chatml
+check "<think>: the answer on stdout" [ "$(grep -c '^It is two\.$' "$tmp/out")" -eq 2 ]
+check "<think>: no marker on stdout" sh -c "! grep -q 'think>' '$tmp/out'"
+check "<think>: the reasoning on stderr" grep -q '^Pondering the sum\.$' "$tmp/err"
+chat2 gemma4
+check "gemma4: no channel marker on stdout" sh -c "! grep -q 'channel' '$tmp/out'"
+check "gemma4: the reasoning on stderr" grep -q '^hm$' "$tmp/err"
+chat2 harmony --hide-reasoning
+check "--hide-reasoning: the answer" [ "$(grep -c '^Two\.$' "$tmp/out")" -eq 2 ]
+check "--hide-reasoning: no reasoning" sh -c "! grep -q 'Weigh\|reasoning\]' '$tmp/err'"
+chat2 harmony --reasoning-format none
+check "--reasoning-format none: the raw text" grep -qF '<|channel|>analysis<|message|>Weigh it: 1 + 1.<|end|>' "$tmp/out"
+check "--reasoning-format none: nothing framed" sh -c "! grep -q '^\[reasoning\]' '$tmp/err'"
+expect_error "bad --reasoning-format" "'deepseek' is not auto or none" "$P" chat -m "$tmp/chain.gguf" --reasoning-format deepseek
+expect_error "--hide-reasoning with none" "--hide-reasoning needs" \
+    "$P" chat -m "$tmp/chain.gguf" --chat-template harmony --reasoning-format none --hide-reasoning
+
 echo "$((n - fails)) of $n chat checks passed"
 [ $fails -eq 0 ]

@@ -6,7 +6,12 @@
  * new ones, so only the new tokens are decoded. When they are not (the
  * template rewrote history, e.g. trimmed an answer, or a re-tokenization
  * differs) the context is reset and the conversation decoded again.
- * The answer streams to stdout; notes go to stderr.
+ * The answer streams to stdout; notes go to stderr. With a reasoning model
+ * (gpt-oss's analysis channel, gemma4's thought channel, a leading <think>)
+ * the splitter (pk_chat_reasoning) keeps the answer on stdout and the
+ * reasoning on stderr between "[reasoning]" and "[end of reasoning]", the
+ * markers on neither; the history keeps the answer only, as llama.cpp's
+ * server clients send it back. --reasoning-format none streams the raw text.
  */
 #include <errno.h>
 #include <limits.h>
@@ -45,7 +50,13 @@ static const char *const chat_help =
     "      --temp T             temperature (default 0.8; 0 = greedy)\n"
     "      --top-k N, --top-p P, --min-p P, --repeat-penalty R, --repeat-last-n N, --seed S\n"
     "                           sampling, as for pocket run\n"
-    "      --show-prompt        print each formatted prompt and its token counts to stderr\n";
+    "      --show-prompt        print each formatted prompt and its token counts to stderr\n"
+    "      --reasoning-format F auto (default): a reasoning model's reasoning (harmony's analysis\n"
+    "                           channel, gemma4's thought channel, <think> ... </think>) goes to\n"
+    "                           stderr between [reasoning] and [end of reasoning], the answer to\n"
+    "                           stdout, the markers to neither, and the history keeps the answer;\n"
+    "                           none: the generated text as it is, markers included\n"
+    "      --hide-reasoning     auto, without printing the reasoning\n";
 
 static volatile sig_atomic_t interrupted;
 
@@ -59,6 +70,33 @@ typedef struct chat {
     int n, cap;
     int n_keep;              /* leading messages /reset keeps (the system text) */
 } chat;
+
+/* Where the answer's text goes: through the splitter (answer to stdout,
+ * reasoning to stderr) or as it is. */
+typedef struct shown {
+    pk_chat_reasoning *split;   /* NULL: --reasoning-format none */
+    int hide;                   /* --hide-reasoning */
+    size_t out_c, out_r;        /* bytes of content / reasoning printed */
+    int in_r;                   /* "[reasoning]" open on stderr */
+} shown;
+
+static void show_text(shown *v, const char *t, size_t n, int final) {
+    if (!v->split) { fwrite(t, 1, n, stdout); fflush(stdout); return; }
+    if (pk_chat_reasoning_feed(v->split, t, n, final)) die("out of memory");
+    size_t rl, cl;
+    const char *r = pk_chat_reasoning_text(v->split, &rl), *c = pk_chat_reasoning_content(v->split, &cl);
+    if (rl > v->out_r && !v->hide) {
+        fflush(stdout);                 /* what went before stays before */
+        if (!v->in_r) { fputs("[reasoning]\n", stderr); v->in_r = 1; }
+        fwrite(r + v->out_r, 1, rl - v->out_r, stderr);
+        fflush(stderr);
+    }
+    v->out_r = rl;
+    if ((cl > v->out_c || final) && v->in_r) { fputs("\n[end of reasoning]\n", stderr); v->in_r = 0; }
+    if (cl > v->out_c) fwrite(c + v->out_c, 1, cl - v->out_c, stdout);
+    v->out_c = cl;
+    fflush(stdout);
+}
 
 static void chat_push(chat *h, const char *role, const char *content, size_t len) {
     if (h->n == h->cap) {
@@ -90,7 +128,7 @@ int cmd_chat(int argc, char **argv) {
     opts_init(&o);
     o.n_predict = 256;
     const char *tmpl_name = NULL, *system_text = NULL;
-    int show_prompt = 0;
+    int show_prompt = 0, split = 1, hide = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (is_help(a)) { fputs(chat_help, stdout); return 0; }
@@ -99,6 +137,13 @@ int cmd_chat(int argc, char **argv) {
             if (a[2] == 'c') tmpl_name = argv[++i]; else system_text = argv[++i];
         } else if (!strcmp(a, "--show-prompt")) {
             show_prompt = 1;
+        } else if (!strcmp(a, "--hide-reasoning")) {
+            hide = 1;
+        } else if (!strcmp(a, "--reasoning-format")) {
+            if (i + 1 >= argc) die("%s needs a value", a);
+            const char *f = argv[++i];
+            if (!strcmp(f, "none")) split = 0;
+            else if (strcmp(f, "auto")) die("--reasoning-format: '%s' is not auto or none", f);
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt") || !strcmp(a, "-f") ||
                    !strcmp(a, "--file") || !parse_common(&o, argc, argv, &i)) {
             die("chat: unknown option '%s' (see pocket chat --help)", a);
@@ -110,6 +155,7 @@ int cmd_chat(int argc, char **argv) {
     pk_error err = {0};
     const char *tmpl;
     if (pk_chat_resolve(m, tmpl_name, &tmpl, &err)) die("%s", err.msg);
+    if (hide && !split) die("--hide-reasoning needs --reasoning-format auto");
 
     pk_context_params cp = pk_context_default_params();
     cp.n_ctx = o.n_ctx;
@@ -210,6 +256,8 @@ int cmd_chat(int argc, char **argv) {
         free(toks);
 
         /* the answer */
+        shown v = {.hide = hide};
+        if (split && pk_chat_reasoning_new(tmpl, &v.split, &err)) die("%s", err.msg);
         char *ans = NULL;
         size_t ans_n = 0, ans_cap = 0;
         int n_gen = 0;
@@ -222,11 +270,13 @@ int cmd_chat(int argc, char **argv) {
                 if (pk_context_pos(c) < n_ctx && pk_decode(c, &id, 1, &err) == PK_OK) kv[n_kv++] = id;
                 break;
             }
-            char buf[256];
-            int len = pk_model_token_piece(m, id, buf, sizeof buf);
-            if (len > (int)sizeof buf) { print_piece(m, id, stdout); len = 0; }
+            char sbuf[256], *buf = sbuf;
+            int len = pk_model_token_piece(m, id, sbuf, sizeof sbuf);
+            if (len > (int)sizeof sbuf &&
+                (!(buf = malloc((size_t)len)) || pk_model_token_piece(m, id, buf, len) != len))
+                die("out of memory for token %d's text (%d bytes)", id, len);
             if (len > 0) {
-                fwrite(buf, 1, (size_t)len, stdout);
+                show_text(&v, buf, (size_t)len, 0);
                 if (ans_n + (size_t)len + 1 > ans_cap) {
                     ans_cap = 2 * (ans_n + (size_t)len + 64);
                     if (!(ans = realloc(ans, ans_cap))) die("out of memory");
@@ -234,7 +284,7 @@ int cmd_chat(int argc, char **argv) {
                 memcpy(ans + ans_n, buf, (size_t)len);
                 ans_n += (size_t)len;
             }
-            fflush(stdout);
+            if (buf != sbuf) free(buf);
             n_gen++;
             pk_sampler_accept(s, id);
             if (pk_context_pos(c) >= n_ctx) {
@@ -244,10 +294,18 @@ int cmd_chat(int argc, char **argv) {
             if (pk_decode(c, &id, 1, &err)) die("%s", err.msg);
             kv[n_kv++] = id;
         }
+        show_text(&v, "", 0, 1);
         fputc('\n', stdout);
         fflush(stdout);
         if (stop) fprintf(stderr, "%s\n", stop);
-        chat_push(&h, "assistant", ans ? ans : "", ans_n);
+        if (v.split) {
+            size_t cl;
+            const char *cont = pk_chat_reasoning_content(v.split, &cl);
+            chat_push(&h, "assistant", cont, cl);
+            pk_chat_reasoning_free(v.split);
+        } else {
+            chat_push(&h, "assistant", ans ? ans : "", ans_n);
+        }
         free(ans);
     }
 

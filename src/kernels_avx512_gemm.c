@@ -439,32 +439,40 @@ GI void tile_ri16(const int NT, const ri16 *W, int nbk, const ri16_act *A, int t
     }
 }
 
+/* Part i of n split into parts of sizes differing by at most one: its start. */
+GI int64_t ri16_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
+
 GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                   size_t rb, const void *const *x) {
     ri16 W[RI_KB];
     ri16_act A __attribute__((aligned(64)));
+    /* k-blocks and token tiles of balanced sizes: no short tail tile */
     int64_t nb = n / 32, nkb = (nb + RI_KB - 1) / RI_KB, kbs = (nb + nkb - 1) / nkb;
+    int64_t ntt = (ntok + RI_TS - 1) / RI_TS;
     for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
         int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
-        for (int64_t t0 = 0; t0 < ntok; t0 += RI_TS) {
-            int nts = ntok - t0 < RI_TS ? (int)(ntok - t0) : RI_TS;
+        for (int64_t tt = 0; tt < ntt; tt++) {
+            int64_t t0 = ri16_part(ntok, ntt, tt);
+            int nts = (int)(ri16_part(ntok, ntt, tt + 1) - t0);
             const pk_block_q8_0 *xs[RI_TS];
             for (int t = 0; t < nts; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
             ri16_prep(ri_off(T), nts, xs, nbk, &A);
+            const int nin = (nts + RI_NT - 1) / RI_NT;
             for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
                 int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
                 const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
                 ri16_decode(T, wr, rb, nr, nbk, W);
                 float *yr = y + t0 * ys + r0;
-                int t = 0;
+                for (int i = 0; i < nin; i++) {
+                    int t = (int)ri16_part(nts, nin, i), nt = (int)ri16_part(nts, nin, i + 1) - t;
 #define C(NT) tile_ri16(NT, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0)
-                for (; t + RI_NT <= nts; t += RI_NT) C(RI_NT);
-                switch (nts - t) {
-                case 1: C(1); break; case 2: C(2); break; case 3: C(3); break; case 4: C(4); break;
-                case 5: C(5); break; case 6: C(6); break; case 7: C(7); break; case 8: C(8); break;
-                case 9: C(9); break; case 10: C(10); break; case 11: C(11); break; default: break;
-                }
+                    switch (nt) {
+                    case 1: C(1); break; case 2: C(2); break; case 3: C(3); break; case 4: C(4); break;
+                    case 5: C(5); break; case 6: C(6); break; case 7: C(7); break; case 8: C(8); break;
+                    case 9: C(9); break; case 10: C(10); break; case 11: C(11); break; default: C(12); break;
+                    }
 #undef C
+                }
             }
         }
     }

@@ -301,22 +301,24 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
 
 /* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 16 rows at a time ---------------------------------
  * Rows in groups of 16, decoded row-interleaved (the layout of
- * kernels_x86_ri8.h, 16 dword lanes = 16 rows) with 512-bit loads and
+ * kernels_x86_ri8.h, 16 dword lanes = 16 rows, but signed levels: MXFP4
+ * ggml's kvalues_mxfp4, Q5_0 -16..15, Q4_0 -8..7) with 512-bit loads and
  * transposes once per (k-block, tile of up to RI_TS tokens) into a stack
- * buffer. The tile's activations are packed once per k-block (32 bytes per
- * block and token, token-minor) with their scales and seeds -off * sum.
- * Per block: for each of the 8 weight registers, one vpdpbusd per token of
- * the inner tile (RI_NT independent int32 chains, the broadcast activations
- * from memory), seeded with the token's -off * sum (exact int32); then per
- * token one convert and one multiply-add into the 16 rows' floats. */
+ * buffer, with each row's -128 * (sum of the block's levels). The tile's
+ * activations are packed once per k-block as unsigned bytes x + 128 (32 per
+ * block and token, token-minor) with their scales. Per block: for each of
+ * the 8 weight registers, one vpdpbusd (activations u8 x levels s8) per
+ * token of the inner tile (RI_NT independent int32 chains), seeded with the
+ * rows' -128 * sum: exact int32 sum of x * level; then per token one
+ * convert and one multiply-add into the 16 rows' floats. */
 enum {
     RI_NT = 12,   /* tokens per inner tile: independent vpdpbusd chains */
     RI_TS = 96,   /* tokens per prepared tile (a multiple of RI_NT) */
     RI_KB = 16,   /* blocks per k-block at most (512 elements) */
 };
-typedef struct { __m512i q[8]; __m512 d; } ri16;
-/* per k-block and tile: activations X[b][t] (32 bytes), scales and seeds */
-typedef struct { int8_t x[RI_KB][RI_TS][32]; float d[RI_KB][RI_TS]; int32_t c[RI_KB][RI_TS]; } ri16_act;
+typedef struct { __m512i q[8]; __m512i c; __m512 d; } ri16;
+/* per k-block and tile: activations X[b][t] + 128 (32 bytes) and scales */
+typedef struct { uint8_t x[RI_KB][RI_TS][32]; float d[RI_KB][RI_TS]; } ri16_act;
 
 /* 16 dwords at base + o (o: rows 0-7 and 8-15 as 64-bit offsets) */
 GI __m512i ri16_gather(const uint8_t *base, __m512i olo, __m512i ohi) {
@@ -327,8 +329,9 @@ GI __m512i ri16_gather(const uint8_t *base, __m512i olo, __m512i ohi) {
 /* Blocks 0 .. nbk - 1 of 16 rows at w (rows rb bytes apart; rows >= nr read
  * row 0 and get a zero scale) into W: each row's 16 bytes of quants, rows
  * r, r + 4, r + 8, r + 12 to a register, a 4 x 4 dword transpose within
- * 128-bit lanes (dword lane = row), then the nibbles split; the scales and
- * Q5_0's high bits gathered. */
+ * 128-bit lanes (dword lane = row), then the nibbles split and made signed
+ * levels; the scales and Q5_0's high bits gathered; the seeds from the
+ * levels' byte sums (8 registers of |level| <= 16: |sum| <= 128). */
 GI void ri16_decode(const int T, const uint8_t *w, size_t rb, int nr, int nbk, ri16 *W) {
     const size_t bs = ri_bsize(T), qo = T == RI_MXFP4 ? 1 : T == RI_Q5_0 ? 6 : 2;
     const uint8_t *p[16];
@@ -363,7 +366,7 @@ GI void ri16_decode(const int T, const uint8_t *w, size_t rb, int nr, int nbk, r
         }
         const __m512i g = ri16_gather(w + bo, olo, ohi);   /* each row's first 4 bytes */
         if (T == RI_MXFP4) {
-            const __m512i tab = _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+            const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)pk_mxfp4_values));
 #pragma GCC unroll 8
             for (int j = 0; j < 8; j++) q[j] = _mm512_shuffle_epi8(tab, q[j]);
             /* PK_E8M0_HALF_BITS of the E8M0 byte */
@@ -387,24 +390,27 @@ GI void ri16_decode(const int T, const uint8_t *w, size_t rb, int nr, int nbk, r
                 q[j] = _mm512_mask_add_epi8(q[j], k, q[j], k16);
             }
         }
+        if (T != RI_MXFP4) {
+            const __m512i off = _mm512_set1_epi8((char)ri_off(T));
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) q[j] = _mm512_sub_epi8(q[j], off);
+        }
+        __m512i sum = _mm512_add_epi8(_mm512_add_epi8(_mm512_add_epi8(q[0], q[1]), _mm512_add_epi8(q[2], q[3])),
+                                      _mm512_add_epi8(_mm512_add_epi8(q[4], q[5]), _mm512_add_epi8(q[6], q[7])));
+        ob->c = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), sum));
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) _mm512_store_si512(&ob->q[j], q[j]);
     }
 }
 
-/* The tile's nt tokens (at xs[t], nbk blocks) into A; tokens nt .. up to the
- * next multiple of RI_NT zero (their sums are not stored). */
-static void ri16_prep(int off, int nt, const pk_block_q8_0 *const *xs, int nbk, ri16_act *A) {
-    const __m256i ones = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+/* The tile's nt tokens (at xs[t], nbk blocks) into A. */
+static void ri16_prep(int nt, const pk_block_q8_0 *const *xs, int nbk, ri16_act *A) {
+    const __m256i k80 = _mm256_set1_epi8((char)0x80);
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < nbk; b++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)xs[t][b].qs);
-            _mm256_storeu_si256((__m256i *)A->x[b][t], q);
-            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), one16);
-            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
-            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
-            A->c[b][t] = -off * _mm_cvtsi128_si32(h);
+            _mm256_storeu_si256((__m256i *)A->x[b][t], _mm256_xor_si256(q, k80));
             A->d[b][t] = _cvtsh_ss(xs[t][b].d);
         }
 }
@@ -417,15 +423,15 @@ GI void tile_ri16(const int NT, const ri16 *W, int nbk, const ri16_act *A, int t
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < nbk; b++) {
         const ri16 *wb = &W[b];
-        const int8_t(*xb)[32] = A->x[b] + t0;
+        const uint8_t(*xb)[32] = A->x[b] + t0;
         __m512i s[RI_NT];
 #pragma GCC unroll 16
-        for (int t = 0; t < NT; t++) s[t] = _mm512_set1_epi32(A->c[b][t0 + t]);
+        for (int t = 0; t < NT; t++) s[t] = wb->c;
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             const __m512i q = _mm512_load_si512(&wb->q[j]);
 #pragma GCC unroll 16
-            for (int t = 0; t < NT; t++) s[t] = _mm512_dpbusd_epi32(s[t], q, _mm512_set1_epi32(ri_x4(xb[t] + 4 * j)));
+            for (int t = 0; t < NT; t++) s[t] = _mm512_dpbusd_epi32(s[t], _mm512_set1_epi32(ri_x4((const int8_t *)xb[t] + 4 * j)), q);
         }
 #pragma GCC unroll 16
         for (int t = 0; t < NT; t++)
@@ -456,7 +462,7 @@ GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y,
             int nts = (int)(ri16_part(ntok, ntt, tt + 1) - t0);
             const pk_block_q8_0 *xs[RI_TS];
             for (int t = 0; t < nts; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
-            ri16_prep(ri_off(T), nts, xs, nbk, &A);
+            ri16_prep(nts, xs, nbk, &A);
             const int nin = (nts + RI_NT - 1) / RI_NT;
             for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
                 int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;

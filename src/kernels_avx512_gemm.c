@@ -404,8 +404,10 @@ GI void ri16_decode(const int T, const uint8_t *w, size_t rb, int nr, int nbk, r
     }
 }
 
-/* The tile's nt tokens (at xs[t], nbk blocks) into A. */
-static void ri16_prep(int nt, const pk_block_q8_0 *const *xs, int nbk, ri16_act *A) {
+/* The tile's nt tokens (at xs[t], nbk blocks) into A. Inlined: as a
+ * separate static function GCC 12.2 at -O1 / -O2 dropped the call (its IPA
+ * mod-ref + pure-const summaries; either flag off, or noipa, kept it). */
+GI void ri16_prep(int nt, const pk_block_q8_0 *const *xs, int nbk, ri16_act *A) {
     const __m256i k80 = _mm256_set1_epi8((char)0x80);
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < nbk; b++) {

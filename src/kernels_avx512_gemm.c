@@ -313,7 +313,7 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
  * convert and one multiply-add into the 16 rows' floats. */
 enum {
     RI_NT = 12,   /* tokens per inner tile: independent vpdpbusd chains */
-    RI_TS = 96,   /* tokens per prepared tile (a multiple of RI_NT) */
+    RI_TS = 96,   /* tokens per prepared tile at most */
     RI_KB = 16,   /* blocks per k-block at most (512 elements) */
 };
 typedef struct { __m512i q[8]; __m512i c; __m512 d; } ri16;

@@ -15,9 +15,10 @@
  *     tile) and applied to the tile's tokens: 1 row x NT tokens of 512-bit
  *     accumulators. Partial sums of later k-blocks are added to y.
  *   - MXFP4, Q5_0, Q4_0: 16 rows at a time, decoded row-interleaved
- *     (kernels_x86_ri8.h) once per (k-block, tile of up to 32 tokens), so
- *     each 512-bit product covers 16 rows x 4 elements of one token and the
- *     accumulator lanes are rows: no reduction per row.
+ *     (the layout of kernels_x86_ri8.h) once per (k-block, tile of up to 96
+ *     tokens), so each 512-bit product covers 16 rows x 4 elements of one
+ *     token and the accumulator lanes are rows: no reduction per row; 12
+ *     tokens in flight (independent vpdpbusd chains).
  * Tails: NT (1..8) is a compile-time constant of each tile instance (the
  * switch in each driver); odd Q8_0 block counts and F16/F32 lengths use
  * zero padding / masked loads.
@@ -299,30 +300,145 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
 
 
 /* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 16 rows at a time ---------------------------------
- * Rows in groups of 16 (two row-interleaved groups of 8 of
- * kernels_x86_ri8.h in the halves of each register), decoded once per
- * (k-block, tile of up to RI_TS tokens); per block and token 8 vpdpbusd with
- * the broadcast activations, seeded with -off * their sum (exact int32), one
- * convert and one multiply-add into the 16 rows' float accumulators. */
+ * Rows in groups of 16, decoded row-interleaved (the layout of
+ * kernels_x86_ri8.h, 16 dword lanes = 16 rows, but signed levels: MXFP4
+ * ggml's kvalues_mxfp4, Q5_0 -16..15, Q4_0 -8..7) with 512-bit loads and
+ * transposes once per (k-block, tile of up to RI_TS tokens) into a stack
+ * buffer, with each row's -128 * (sum of the block's levels). The tile's
+ * activations are packed once per k-block as unsigned bytes x + 128 (32 per
+ * block and token, token-minor) with their scales. Per block: for each of
+ * the 8 weight registers, one vpdpbusd (activations u8 x levels s8) per
+ * token of the inner tile (RI_NT independent int32 chains), seeded with the
+ * rows' -128 * sum: exact int32 sum of x * level; then per token one
+ * convert and one multiply-add into the 16 rows' floats. */
 enum {
-    RI_TS = 32,   /* tokens per prepared tile */
-    RI_KB = 32,   /* blocks per k-block at most (1024 elements) */
+    RI_NT = 12,   /* tokens per inner tile: independent vpdpbusd chains */
+    RI_TS = 96,   /* tokens per prepared tile at most */
+    RI_KB = 16,   /* blocks per k-block at most (512 elements) */
 };
-typedef struct { __m512i q[8]; __m512 d; } ri16;
+typedef struct { __m512i q[8]; __m512i c; __m512 d; } ri16;
+/* per k-block and tile: activations X[b][t] + 128 (32 bytes) and scales */
+typedef struct { uint8_t x[RI_KB][RI_TS][32]; float d[RI_KB][RI_TS]; } ri16_act;
 
-GI void tile_ri16(const int NT, const ri16 *W, int nbk, const pk_block_q8_0 *const *xs, const float *dx,
-                  const int32_t *cx, float *y, int64_t ys, int nr, int first) {
-    __m512 acc[TT];
+/* 16 dwords at base + o (o: rows 0-7 and 8-15 as 64-bit offsets) */
+GI __m512i ri16_gather(const uint8_t *base, __m512i olo, __m512i ohi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_i64gather_epi32(olo, base, 1)),
+                              _mm512_i64gather_epi32(ohi, base, 1), 1);
+}
+
+/* Blocks 0 .. nbk - 1 of 16 rows at w (rows rb bytes apart; rows >= nr read
+ * row 0 and get a zero scale) into W: each row's 16 bytes of quants, rows
+ * r, r + 4, r + 8, r + 12 to a register, a 4 x 4 dword transpose within
+ * 128-bit lanes (dword lane = row), then the nibbles split and made signed
+ * levels; the scales and Q5_0's high bits gathered; the seeds from the
+ * levels' byte sums (8 registers of |level| <= 16: |sum| <= 128). */
+GI void ri16_decode(const int T, const uint8_t *w, size_t rb, int nr, int nbk, ri16 *W) {
+    const size_t bs = ri_bsize(T), qo = T == RI_MXFP4 ? 1 : T == RI_Q5_0 ? 6 : 2;
+    const uint8_t *p[16];
+    long long o[16];
+    for (int r = 0; r < 16; r++) {
+        o[r] = (long long)(r < nr ? r : 0) * (long long)rb;
+        p[r] = w + o[r] + qo;
+    }
+    const __m512i olo = _mm512_loadu_si512(o), ohi = _mm512_loadu_si512(o + 8);
+    const __mmask16 live = (__mmask16)((1u << nr) - 1);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int b = 0; b < nbk; b++) {
+        const size_t bo = (size_t)b * bs;
+        ri16 *ob = &W[b];
+        __m512i z[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p[k] + bo)));
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[k + 4] + bo)), 1);
+            v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[k + 8] + bo)), 2);
+            z[k] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(p[k + 12] + bo)), 3);
+        }
+        const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+        const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+        const __m512i Q[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                              _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+        __m512i q[8];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            q[j] = _mm512_and_si512(Q[j], m4);
+            q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(Q[j], 4), m4);
+        }
+        const __m512i g = ri16_gather(w + bo, olo, ohi);   /* each row's first 4 bytes */
+        if (T == RI_MXFP4) {
+            const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)pk_mxfp4_values));
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) q[j] = _mm512_shuffle_epi8(tab, q[j]);
+            /* PK_E8M0_HALF_BITS of the E8M0 byte */
+            const __m512i e = _mm512_and_si512(g, _mm512_set1_epi32(0xFF));
+            __m512i d = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+            d = _mm512_mask_sllv_epi32(d, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)),
+                                       _mm512_set1_epi32(0x00200000), e);
+            ob->d = _mm512_castsi512_ps(_mm512_maskz_mov_epi32(live, d));
+        } else {
+            ob->d = _mm512_maskz_mov_ps(live, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g)));
+        }
+        if (T == RI_Q5_0) {   /* element e's fifth bit: bit e % 8 of qh byte e / 8 */
+            const __m512i H = ri16_gather(w + bo + 2, olo, ohi), k16 = _mm512_set1_epi8(16);
+            const __m512i lane = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0);
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {   /* elements 4j .. 4j + 3 (j < 4), 16 + 4(j - 4) .. (j >= 4) */
+                const int e0 = j < 4 ? 4 * j : 16 + 4 * (j - 4);
+                const __m512i idx = _mm512_add_epi8(_mm512_set1_epi8((char)(e0 / 8)), lane);
+                const __m512i bm = _mm512_set1_epi32(e0 % 8 ? (int)0x80402010 : 0x08040201);
+                const __mmask64 k = _mm512_test_epi8_mask(_mm512_shuffle_epi8(H, idx), bm);
+                q[j] = _mm512_mask_add_epi8(q[j], k, q[j], k16);
+            }
+        }
+        if (T != RI_MXFP4) {
+            const __m512i off = _mm512_set1_epi8((char)ri_off(T));
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) q[j] = _mm512_sub_epi8(q[j], off);
+        }
+        __m512i sum = _mm512_add_epi8(_mm512_add_epi8(_mm512_add_epi8(q[0], q[1]), _mm512_add_epi8(q[2], q[3])),
+                                      _mm512_add_epi8(_mm512_add_epi8(q[4], q[5]), _mm512_add_epi8(q[6], q[7])));
+        ob->c = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), sum));
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) _mm512_store_si512(&ob->q[j], q[j]);
+    }
+}
+
+/* The tile's nt tokens (at xs[t], nbk blocks) into A. Inlined: as a
+ * separate static function GCC 12.2 at -O1 / -O2 dropped the call (its IPA
+ * mod-ref + pure-const summaries; either flag off, or noipa, kept it). */
+GI void ri16_prep(int nt, const pk_block_q8_0 *const *xs, int nbk, ri16_act *A) {
+    const __m256i k80 = _mm256_set1_epi8((char)0x80);
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < nbk; b++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)xs[t][b].qs);
+            _mm256_storeu_si256((__m256i *)A->x[b][t], _mm256_xor_si256(q, k80));
+            A->d[b][t] = _cvtsh_ss(xs[t][b].d);
+        }
+}
+
+/* NT tokens (from t0 of A) x the 16 rows of W over nbk blocks. */
+GI void tile_ri16(const int NT, const ri16 *W, int nbk, const ri16_act *A, int t0, float *y, int64_t ys, int nr,
+                  int first) {
+    __m512 acc[RI_NT];
+#pragma GCC unroll 16
     for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
     for (int b = 0; b < nbk; b++) {
         const ri16 *wb = &W[b];
-        for (int t = 0; t < NT; t++) {
-            const int8_t *q = xs[t][b].qs;
-            __m512i s = _mm512_set1_epi32(-cx[t * RI_KB + b]);
-            for (int j = 0; j < 8; j++) s = _mm512_dpbusd_epi32(s, wb->q[j], _mm512_set1_epi32(ri_x4(q + 4 * j)));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wb->d, _mm512_set1_ps(dx[t * RI_KB + b])),
-                                     acc[t]);
+        const uint8_t(*xb)[32] = A->x[b] + t0;
+        __m512i s[RI_NT];
+#pragma GCC unroll 16
+        for (int t = 0; t < NT; t++) s[t] = wb->c;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m512i q = _mm512_load_si512(&wb->q[j]);
+#pragma GCC unroll 16
+            for (int t = 0; t < NT; t++) s[t] = _mm512_dpbusd_epi32(s[t], _mm512_set1_epi32(ri_x4((const int8_t *)xb[t] + 4 * j)), q);
         }
+#pragma GCC unroll 16
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(wb->d, _mm512_set1_ps(A->d[b][t0 + t])),
+                                     acc[t]);
     }
     const __mmask16 m = (__mmask16)((1u << nr) - 1);
     for (int t = 0; t < NT; t++) {
@@ -331,35 +447,38 @@ GI void tile_ri16(const int NT, const ri16 *W, int nbk, const pk_block_q8_0 *con
     }
 }
 
+/* Part i of n split into parts of sizes differing by at most one: its start. */
+GI int64_t ri16_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
+
 GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                   size_t rb, const void *const *x) {
     ri16 W[RI_KB];
-    float dx[RI_TS * RI_KB];
-    int32_t cx[RI_TS * RI_KB];
+    ri16_act A __attribute__((aligned(64)));
+    /* k-blocks and token tiles of balanced sizes: no short tail tile */
     int64_t nb = n / 32, nkb = (nb + RI_KB - 1) / RI_KB, kbs = (nb + nkb - 1) / nkb;
+    int64_t ntt = (ntok + RI_TS - 1) / RI_TS;
     for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
         int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
-        for (int64_t t0 = 0; t0 < ntok; t0 += RI_TS) {
-            int nts = ntok - t0 < RI_TS ? (int)(ntok - t0) : RI_TS;
+        for (int64_t tt = 0; tt < ntt; tt++) {
+            int64_t t0 = ri16_part(ntok, ntt, tt);
+            int nts = (int)(ri16_part(ntok, ntt, tt + 1) - t0);
             const pk_block_q8_0 *xs[RI_TS];
             for (int t = 0; t < nts; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
-            ri_prep(ri_off(T), nts, xs, nbk, RI_KB, dx, cx);
+            ri16_prep(nts, xs, nbk, &A);
+            const int nin = (nts + RI_NT - 1) / RI_NT;
             for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
                 int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
                 const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
-                for (int b = 0; b < nbk; b++) {
-                    __m256i lo[8], hi[8];
-                    __m256 dlo, dhi;
-                    ri8_decode(T, wr, rb, nr < 8 ? nr : 8, b, lo, &dlo);
-                    ri8_decode(T, nr > 8 ? wr + 8 * rb : wr, rb, nr - 8, b, hi, &dhi);
-                    for (int j = 0; j < 8; j++) W[b].q[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[j]), hi[j], 1);
-                    W[b].d = _mm512_insertf32x8(_mm512_castps256_ps512(dlo), dhi, 1);
-                }
+                ri16_decode(T, wr, rb, nr, nbk, W);
                 float *yr = y + t0 * ys + r0;
-                for (int t = 0; t < nts; t += TT) {
-                    int nt = nts - t < TT ? nts - t : TT;
-#define C(NT) tile_ri16(NT, W, nbk, xs + t, dx + t * RI_KB, cx + t * RI_KB, yr + t * ys, ys, nr, k0 == 0)
-                    NT_SWITCH(nt, C)
+                for (int i = 0; i < nin; i++) {
+                    int t = (int)ri16_part(nts, nin, i), nt = (int)ri16_part(nts, nin, i + 1) - t;
+#define C(NT) tile_ri16(NT, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0)
+                    switch (nt) {
+                    case 1: C(1); break; case 2: C(2); break; case 3: C(3); break; case 4: C(4); break;
+                    case 5: C(5); break; case 6: C(6); break; case 7: C(7); break; case 8: C(8); break;
+                    case 9: C(9); break; case 10: C(10); break; case 11: C(11); break; default: C(12); break;
+                    }
 #undef C
                 }
             }

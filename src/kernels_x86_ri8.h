@@ -1,9 +1,11 @@
 /* kernels_x86_ri8.h - the pieces shared by the x86 prompt kernels for
  * MXFP4, Q5_0 and Q4_0 against Q8_0 activations ("ri8" gemms of
- * kernels_avx2_gemm.c: 8 rows per group, kernels_avx512_gemm.c: 16): a
- * block of 8 weight rows decoded row-interleaved, and the per-token data
- * the products need. Not a translation unit: included inside the ISA guards
- * (after <immintrin.h>), so each file gets a copy compiled with its flags.
+ * kernels_avx2_gemm.c: 8 rows per group; kernels_avx512_gemm.c decodes 16
+ * rows in this layout itself, with signed levels, and takes only ri_bsize,
+ * ri_off and ri_x4 from here): a block of 8 weight rows decoded
+ * row-interleaved, and the per-token data the products need. Not a
+ * translation unit: included inside the ISA guards (after <immintrin.h>),
+ * so each file gets a copy compiled with its flags.
  *
  * Layout: per block of 8 rows, 8 registers q[j] whose dword lane r holds
  * row r's unsigned levels (level + off: MXFP4 ggml's kvalues_mxfp4 + 12 in

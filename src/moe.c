@@ -106,17 +106,27 @@ static void add_row_bias(pk_context *c, const pk_tensor *b, int64_t row, float *
 }
 
 /* g[0..n) = the experts' activation of gate products g and up products u:
- * SwiGLU, or SwiGLU-OAI (as ggml's swiglu_oai computes it) */
+ * SwiGLU, or SwiGLU-OAI (as ggml's swiglu_oai computes it; its exponentials
+ * by the kernels' exp_sub, in pieces of a stack buffer) */
 static void expert_act(pk_context *c, const pk_ffn_shape *f, float *g, const float *u, int64_t n) {
     if (f->swiglu_limit <= 0.0f) {
         pk_act_mul(c, f->act, g, u, n);
         return;
     }
     const float lim = f->swiglu_limit, alpha = f->swiglu_alpha;
-    for (int64_t i = 0; i < n; i++) {
-        const float x = g[i] < lim ? g[i] : lim;
-        const float y = u[i] < -lim ? -lim : u[i] > lim ? lim : u[i];
-        g[i] = x / (1.0f + expf(alpha * -x)) * (y + 1.0f);
+    enum { PIECE = 256 };
+    float e[PIECE];
+    for (int64_t i0 = 0; i0 < n; i0 += PIECE) {
+        const int len = n - i0 < PIECE ? (int)(n - i0) : PIECE;
+        float *gp = g + i0;
+        const float *up = u + i0;
+        for (int i = 0; i < len; i++) e[i] = alpha * -(gp[i] < lim ? gp[i] : lim);
+        c->kern->exp_sub(e, len, 0.0f);
+        for (int i = 0; i < len; i++) {
+            const float x = gp[i] < lim ? gp[i] : lim;
+            const float y = up[i] < -lim ? -lim : up[i] > lim ? lim : up[i];
+            gp[i] = x / (1.0f + e[i]) * (y + 1.0f);
+        }
     }
 }
 

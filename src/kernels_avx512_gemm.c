@@ -268,6 +268,10 @@ GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y,
                 int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
                 const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
                 for (int b = 0; b < nbk; b++) {
+                    if (T == RI_Q8_0) {
+                        ri16_decode_q8_0(wr, rb, nr, b, W[b].q, &W[b].d);
+                        continue;
+                    }
                     __m256i lo[8], hi[8];
                     __m256 dlo, dhi;
                     ri8_decode(T, wr, rb, nr < 8 ? nr : 8, b, lo, &dlo);

@@ -33,7 +33,7 @@
  *     multiplies per row super-block;
  *   - IQ4_XS (signed levels): int16 on both sides, levels times the
  *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
- *   - Q8_0, Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
+ *   - Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
  *     activations widened once per token tile, products by vpmaddwd (no
  *     sign fix-up per token); four blocks' sums are reduced with horizontal
  *     adds and scaled with one float multiply-add;
@@ -42,7 +42,10 @@
  *     tile of up to 32 tokens); vpmaddubsw of the unsigned levels with one
  *     token's 4 activations broadcast gives the 8 rows side by side, so the
  *     accumulator lanes are rows (no horizontal adds); the offset times the
- *     block's activation sum is subtracted in int32.
+ *     block's activation sum is subtracted in int32;
+ *   - Q8_0: 8 rows at a time as MXFP4, but the levels + 128 widened to
+ *     int16 and vpmaddwd against int16 activations (vpmaddubsw pairs of
+ *     8-bit levels could saturate): 16 vpmaddwd per block, token and 8 rows.
  * The activations must be in [-127, 127] (every Q8_0 / Q8_K / Q8_1
  * quantizer's output): the int16 sums above rely on it.
  *
@@ -555,12 +558,6 @@ GI void q5_high(const uint8_t *qhp, __m128i *lo, __m128i *hi) {
 
 /* Decoders: 4 blocks -> W[8] (int16 levels, natural order), dw (scales) and
  * mw (Q4_1 / Q5_1 offsets), both in the [x0..x3 | x0..x3] order. */
-GI void dec_q8_0(const pk_block_q8_0 *b, __m256i *W, __m256 *dw, __m256 *mw) {
-    for (int j = 0; j < 4; j++)
-        widen2(_mm_loadu_si128((const __m128i *)b[j].qs), _mm_loadu_si128((const __m128i *)(b[j].qs + 16)), W + 2 * j);
-    *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
-    (void)mw;
-}
 GI void dec_q4_1(const pk_block_q4_1 *b, __m256i *W, __m256 *dw, __m256 *mw) {
     const __m128i m4 = _mm_set1_epi8(0x0F);
     for (int j = 0; j < 4; j++) {
@@ -639,7 +636,6 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
         }                                                                           \
     }                                                                               \
 }
-Q32_GEMM(q8_0, pk_block_q8_0, 0)
 Q32_GEMM(q4_1, pk_block_q4_1, 1)
 Q32_GEMM(q5_1, pk_block_q5_1, 1)
 Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
@@ -657,6 +653,20 @@ enum {
     RIKB = 64,    /* blocks per k-block at most (2048 elements) */
 };
 typedef struct { __m256i q[8]; __m256 d; } ri8;
+
+/* y[t * ys + r] (+)= lane r of acc[t], t < NT, r < nr (8 rows side by side) */
+GI void ri_store(const int NT, const __m256 *acc, float *y, int64_t ys, int nr, int first) {
+    for (int t = 0; t < NT; t++) {
+        float *yt = y + t * ys;
+        if (nr == 8) {
+            _mm256_storeu_ps(yt, first ? acc[t] : _mm256_add_ps(acc[t], _mm256_loadu_ps(yt)));
+        } else {
+            float v[8];
+            _mm256_storeu_ps(v, acc[t]);
+            for (int r = 0; r < nr; r++) yt[r] = first ? v[r] : yt[r] + v[r];
+        }
+    }
+}
 
 /* NT tokens x the 8 rows of W over nbk blocks; token t's blocks at xs[t],
  * its prepared scales and offsets at dx / cx + t * RIKB. */
@@ -685,16 +695,7 @@ GI void ri_tile(const int NT, const ri8 *W, int nbk, const pk_block_q8_0 *const 
                                      acc[t]);
         }
     }
-    for (int t = 0; t < NT; t++) {
-        float *yt = y + t * ys;
-        if (nr == 8) {
-            _mm256_storeu_ps(yt, first ? acc[t] : _mm256_add_ps(acc[t], _mm256_loadu_ps(yt)));
-        } else {
-            float v[8];
-            _mm256_storeu_ps(v, acc[t]);
-            for (int r = 0; r < nr; r++) yt[r] = first ? v[r] : yt[r] + v[r];
-        }
-    }
+    ri_store(NT, acc, y, ys, nr, first);
 }
 
 GI void gemm_ri(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
@@ -737,6 +738,103 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
 RI_GEMM(mxfp4, RI_MXFP4)
 RI_GEMM(q5_0, RI_Q5_0)
 RI_GEMM(q4_0, RI_Q4_0)
+
+/* ---- Q8_0 x Q8_0: 8 rows at a time in int16 ----------------------------------
+ * vpmaddubsw pairs of Q8_0's levels could saturate (2 * 255 * 127 once
+ * unsigned, and the sign trick's 2 * 128 * 128 for -128 x -128), so the
+ * products are vpmaddwd on int16: the 8 rows' levels + 128 (ri8_decode's
+ * w ^ 0x80, zero-extended) against the activations widened once per token
+ * tile, -128 * the block's activation sum subtracted in int32 (exact for
+ * every int8 input). Per ri8 register q[j] (rows' elements 4j .. 4j + 3)
+ * the two unpacks give rows 0, 1 | 4, 5 and 2, 3 | 6, 7, each row's 4
+ * elements in two dwords; one broadcast of the token's 4 int16 activations
+ * serves both, and one vphaddd per block and token leaves rows 0..7 in
+ * order. Per block, token and 8 rows: 16 vpmaddwd, no horizontal sums per
+ * row. */
+enum {
+    Q8T = 4,      /* tokens per inner tile */
+    Q8TS = 32,    /* tokens per prepared tile */
+    Q8KB = 16,    /* blocks per k-block at most (512 elements) */
+};
+typedef struct { __m256i lo[8], hi[8]; __m256 d; } q8ri;
+typedef struct { int16_t q[32]; } q8x16;
+
+GI void q8_tile(const int NT, const q8ri *W, int nbk, const q8x16 *X, const float *dx, const int32_t *cx,
+                float *y, int64_t ys, int nr, int first) {
+    __m256 acc[Q8T];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int b = 0; b < nbk; b++) {
+        const q8ri *wb = &W[b];
+        __m256i sl[Q8T], sh[Q8T];
+        for (int t = 0; t < NT; t++) sl[t] = sh[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int j = 0; j < 8; j++) {
+            const __m256i wl = wb->lo[j], wh = wb->hi[j];
+            for (int t = 0; t < NT; t++) {
+                int64_t a;
+                memcpy(&a, X[t * Q8KB + b].q + 4 * j, 8);
+                const __m256i xa = _mm256_set1_epi64x(a);
+                sl[t] = _mm256_add_epi32(sl[t], _mm256_madd_epi16(wl, xa));
+                sh[t] = _mm256_add_epi32(sh[t], _mm256_madd_epi16(wh, xa));
+            }
+        }
+        for (int t = 0; t < NT; t++) {
+            __m256i v = _mm256_sub_epi32(_mm256_hadd_epi32(sl[t], sh[t]), _mm256_set1_epi32(cx[t * Q8KB + b]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(wb->d, _mm256_set1_ps(dx[t * Q8KB + b])),
+                                     acc[t]);
+        }
+    }
+    ri_store(NT, acc, y, ys, nr, first);
+}
+
+static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                      const void *const *x) {
+    q8ri W[Q8KB];
+    q8x16 X[Q8TS * Q8KB];
+    float dx[Q8TS * Q8KB];
+    int32_t cx[Q8TS * Q8KB];
+    int64_t nb = n / 32, nkb = (nb + Q8KB - 1) / Q8KB, kbs = (nb + nkb - 1) / nkb;
+    for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
+        int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
+        for (int64_t t0 = 0; t0 < ntok; t0 += Q8TS) {
+            int nts = ntok - t0 < Q8TS ? (int)(ntok - t0) : Q8TS;
+            const pk_block_q8_0 *xs[Q8TS];
+            for (int t = 0; t < nts; t++) {
+                xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
+                for (int b = 0; b < nbk; b++) {
+                    __m256i q = ld(xs[t][b].qs);
+                    _mm256_storeu_si256((__m256i *)X[t * Q8KB + b].q, _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
+                    _mm256_storeu_si256((__m256i *)(X[t * Q8KB + b].q + 16),
+                                        _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
+                }
+            }
+            ri_prep(ri_off(RI_Q8_0), nts, xs, nbk, Q8KB, dx, cx);
+            for (int64_t r0 = 0; r0 < nrows; r0 += 8) {
+                int nr = nrows - r0 < 8 ? (int)(nrows - r0) : 8;
+                const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * sizeof(pk_block_q8_0);
+                for (int b = 0; b < nbk; b++) {
+                    __m256i q[8];
+                    ri8_decode(RI_Q8_0, wr, rb, nr, b, q, &W[b].d);
+                    for (int j = 0; j < 8; j++) {
+                        W[b].lo[j] = _mm256_unpacklo_epi8(q[j], _mm256_setzero_si256());
+                        W[b].hi[j] = _mm256_unpackhi_epi8(q[j], _mm256_setzero_si256());
+                    }
+                }
+                float *yr = y + t0 * ys + r0;
+                int t = 0;
+#define Q8C(NT) q8_tile(NT, W, nbk, X + t * Q8KB, dx + t * Q8KB, cx + t * Q8KB, yr + t * ys, ys, nr, k0 == 0)
+                for (; t + Q8T <= nts; t += Q8T) Q8C(Q8T);
+                switch (nts - t) {
+                case 1: Q8C(1); break;
+                case 2: Q8C(2); break;
+                case 3: Q8C(3); break;
+                default: break;
+                }
+#undef Q8C
+            }
+        }
+    }
+}
 
 const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT] = {
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,

@@ -7,28 +7,26 @@
  *   - the reduction dimension is cut into k-blocks (a few KiB of
  *     activations per token), so a tile of tokens' activations stays in L1;
  *   - tokens are taken in tiles of up to TT = 8; per (k-block, token tile)
- *     the activation data the kernels want in another form (Q8_0 repacked
- *     to 64-byte pairs with their +128 seeds and scales, K-quant bsums
+ *     the activation data the kernels want in another form (K-quant bsums
  *     times d as floats, F16 as F32) is prepared once in a stack buffer and
  *     shared by every row;
  *   - each weight row of the chunk is then decoded once per (k-block, token
  *     tile) and applied to the tile's tokens: 1 row x NT tokens of 512-bit
  *     accumulators. Partial sums of later k-blocks are added to y.
- *   - MXFP4, Q5_0, Q4_0: 16 rows at a time, decoded row-interleaved
+ *   - MXFP4, Q5_0, Q4_0, Q8_0: 16 rows at a time, decoded row-interleaved
  *     (the layout of kernels_x86_ri8.h) once per (k-block, tile of up to 96
  *     tokens), so each 512-bit product covers 16 rows x 4 elements of one
  *     token and the accumulator lanes are rows: no reduction per row; 12
  *     tokens in flight (independent vpdpbusd chains).
  * Tails: NT (1..8) is a compile-time constant of each tile instance (the
- * switch in each driver); odd Q8_0 block counts and F16/F32 lengths use
- * zero padding / masked loads.
+ * switch in each driver); F16/F32 lengths use masked loads.
  *
  * Numerics: within a (super-)block all products and sums are exact int32.
- *   Q8_0: vpdpbusd on level + 128 (unsigned: w ^ 0x80) x activations,
- *     seeded with -128 * (sums of 4 activations) - exact for the full int8
- *     range (kernels_avx512_q32.h). MXFP4, Q5_0, Q4_0: vpdpbusd on level +
- *     12 / 16 / 8 (unsigned, at most 31), seeded with -offset * the block's
- *     activation sum.
+ *   MXFP4, Q5_0, Q4_0, Q8_0: vpdpbusd on activations + 128 (unsigned,
+ *     0..255) x signed levels (MXFP4 ggml's kvalues_mxfp4, Q5_0 -16..15,
+ *     Q4_0 -8..7, Q8_0 -128..127), seeded per row and block with -128 *
+ *     the block's level sum - exact for the full int8 range of both
+ *     operands (|sum| <= 32 * 255 * 128 < 2^31).
  *   Q2_K, Q4_K, Q6_K: unsigned levels x int8 activations by vpmaddubsw
  *     (pair sums <= 2 * 63 * 128 < 2^15), then vpdpwssd with the sub-block
  *     scales. Q6_K's -32 offset is subtracted in the same int32 sum
@@ -51,7 +49,6 @@
 enum {
     TT = 8,        /* tokens per tile */
     KB_K = 8,      /* K-quant super-blocks per k-block (2048 elements) */
-    KB_Q8 = 32,    /* Q8_0 block pairs per k-block (2048 elements) */
     KB_F = 1024,   /* F16 / F32 elements per k-block */
 };
 
@@ -223,82 +220,6 @@ KQUANT_GEMM(q4_K, pk_block_q4_K, 1)
 KQUANT_GEMM(q2_K, pk_block_q2_K, 1)
 KQUANT_GEMM(q6_K, pk_block_q6_K, 0)
 
-/* ---- Q8_0 x Q8_0 ------------------------------------------------------------- */
-
-/* Per token and pair of blocks: the 64 activations, -128 * their sums of 4
- * (the seed cancelling the +128 on the weights) and the two scales. */
-typedef struct { int8_t qs[64]; __m512i seed; __m512 d; } q8_pair;
-
-static void prep_q8_0(int nt, const pk_block_q8_0 *const *xs, int64_t nbk, int npair, q8_pair *X) {
-    const __m512i k80 = _mm512_set1_epi8((char)0x80);
-    for (int t = 0; t < nt; t++)
-        for (int p = 0; p < npair; p++) {
-            const pk_block_q8_0 *b0 = &xs[t][2 * p];
-            int two = 2 * p + 1 < nbk;
-            __m256i lo = _mm256_loadu_si256((const __m256i *)b0->qs);
-            __m256i hi = two ? _mm256_loadu_si256((const __m256i *)b0[1].qs) : _mm256_setzero_si256();
-            __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-            q8_pair *o = &X[t * npair + p];
-            _mm512_storeu_si512(o->qs, q);
-            o->seed = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                       _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, q));
-            o->d = _mm512_insertf32x8(_mm512_set1_ps(f16f(b0->d)),
-                                      _mm256_set1_ps(two ? f16f(b0[1].d) : 0.0f), 1);
-        }
-}
-
-/* Block pair p of a Q8_0 row: its 64 levels + 128 (an odd last block: the
- * upper half zero, as its activations) and scales [d0 x 8 | d1 x 8]. */
-GI void wpair(const void *w, int p, int two, __m512i *q, __m512 *dw) {
-    const pk_block_q8_0 *b0 = (const pk_block_q8_0 *)w + 2 * p;
-    *q = two ? wu2_q8_0(b0) : _mm512_castsi256_si512(wu_q8_0(b0));
-    float d0 = ws_q8_0(b0), d1 = two ? ws_q8_0(b0 + 1) : 0.0f;
-    if (!two) *q = _mm512_inserti64x4(*q, _mm256_setzero_si256(), 1);
-    *dw = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
-}
-
-GI void tile_q32(const int NT, const void *w, const q8_pair *X, int64_t nbk, int npair,
-                 float *y, int64_t ys, int first) {
-    __m512 acc[TT];
-    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
-    for (int p = 0; p < npair; p++) {
-        __m512i q;
-        __m512 dw;
-        wpair(w, p, 2 * p + 1 < nbk, &q, &dw);
-        for (int t = 0; t < NT; t++) {
-            const q8_pair *xp = &X[t * npair + p];
-            __m512i s = _mm512_dpbusd_epi32(xp->seed, q, ld64(xp->qs));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, xp->d), acc[t]);
-        }
-    }
-    store_sums(NT, acc, y, ys, first);
-}
-
-static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
-                      const void *w, size_t rb, const void *const *x) {
-    q8_pair X[TT * KB_Q8];
-    const size_t bs = sizeof(pk_block_q8_0);
-    int64_t nb = n / 32;
-    for (int64_t k0 = 0; k0 < nb; k0 += 2 * KB_Q8) {
-        int64_t nbk = nb - k0 < 2 * KB_Q8 ? nb - k0 : 2 * KB_Q8;
-        int npair = (int)((nbk + 1) / 2);
-        for (int64_t t0 = 0; t0 < ntok; t0 += TT) {
-            int nt = ntok - t0 < TT ? (int)(ntok - t0) : TT;
-            const pk_block_q8_0 *xs[TT];
-            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
-            prep_q8_0(nt, xs, nbk, npair, X);
-            float *yt = y + t0 * ys;
-            for (int64_t r = 0; r < nrows; r++) {
-                const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * bs;
-#define C(NT) tile_q32(NT, wr, X, nbk, npair, yt + r, ys, k0 == 0)
-                NT_SWITCH(nt, C)
-#undef C
-            }
-        }
-    }
-}
-
-
 /* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 16 rows at a time ---------------------------------
  * Rows in groups of 16, decoded row-interleaved (the layout of
  * kernels_x86_ri8.h, 16 dword lanes = 16 rows, but signed levels: MXFP4
@@ -404,6 +325,24 @@ GI void ri16_decode(const int T, const uint8_t *w, size_t rb, int nr, int nbk, r
     }
 }
 
+/* Q8_0's blocks 0 .. nbk - 1 of 16 rows into W: the levels as they are
+ * (kernels_avx512_q32.h's transposes), the seeds by vpdpbusd of 128 with
+ * them (the byte sums of ri16_decode would overflow int8 here). */
+GI void ri16_decode_q8_0(const uint8_t *w, size_t rb, int nr, int nbk, ri16 *W) {
+    const __m512i k80 = _mm512_set1_epi8((char)0x80);
+    for (int b = 0; b < nbk; b++) {
+        ri16 *ob = &W[b];
+        __m512i q[8], c = _mm512_setzero_si512();
+        ri16_levels_q8_0(w, rb, nr, b, q, &ob->d);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            c = _mm512_dpbusd_epi32(c, k80, q[j]);
+            _mm512_store_si512(&ob->q[j], q[j]);
+        }
+        ob->c = _mm512_sub_epi32(_mm512_setzero_si512(), c);
+    }
+}
+
 /* The tile's nt tokens (at xs[t], nbk blocks) into A. Inlined: as a
  * separate static function GCC 12.2 at -O1 / -O2 dropped the call (its IPA
  * mod-ref + pure-const summaries; either flag off, or noipa, kept it). */
@@ -469,7 +408,10 @@ GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y,
             for (int64_t r0 = 0; r0 < nrows; r0 += 16) {
                 int nr = nrows - r0 < 16 ? (int)(nrows - r0) : 16;
                 const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
-                ri16_decode(T, wr, rb, nr, nbk, W);
+                if (T == RI_Q8_0)
+                    ri16_decode_q8_0(wr, rb, nr, nbk, W);
+                else
+                    ri16_decode(T, wr, rb, nr, nbk, W);
                 float *yr = y + t0 * ys + r0;
                 for (int i = 0; i < nin; i++) {
                     int t = (int)ri16_part(nts, nin, i), nt = (int)ri16_part(nts, nin, i + 1) - t;
@@ -493,6 +435,7 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
 RI_GEMM16(mxfp4, RI_MXFP4)
 RI_GEMM16(q5_0, RI_Q5_0)
 RI_GEMM16(q4_0, RI_Q4_0)
+RI_GEMM16(q8_0, RI_Q8_0)
 
 /* ---- F32, F16 -------------------------------------------------------------------
  * They are not registered by default: tests/t_batch.sh requires batched

@@ -82,4 +82,38 @@ static inline __m256 ws8_mxfp4(const pk_block_mxfp4 *w0, const pk_block_mxfp4 *w
                                                  (int)t[w2[i + 1].e], (int)t[w3[i + 1].e]));
 }
 
+/* Block b of 16 Q8_0 rows at w (rows rb bytes apart; nr < 16 valid, the
+ * rest zero levels and zero scales), row-interleaved for the 16-row gemm
+ * (kernels_x86_ri8.h's layout, 16 dword lanes): q[j] lane r = row r's
+ * signed levels for elements 4j .. 4j + 3, d lane r its scale.
+ * Rows r, r + 4 share a register; two 4 x 4 dword transposes within the
+ * 128-bit lanes (rows 0..7 and 8..15) and one 128-bit shuffle per output
+ * put the rows in order. */
+static inline void ri16_levels_q8_0(const uint8_t *w, size_t rb, int nr, int64_t b, __m512i *q, __m512 *d) {
+    __m512i v[8];
+    uint16_t dh[16];
+    for (int r = 0; r < 16; r++) {
+        const pk_block_q8_0 *blk = (const pk_block_q8_0 *)(w + (size_t)r * rb) + b;
+        dh[r] = r < nr ? blk->d : 0;
+    }
+    for (int i = 0; i < 8; i++) {   /* v[i]: rows r, r + 4 with r = i + 4 * (i >= 4) */
+        const int r = i + 4 * (i >= 4);
+        __m256i lo = r < nr ? ldq((const pk_block_q8_0 *)(w + (size_t)r * rb) + b) : _mm256_setzero_si256();
+        __m256i hi = r + 4 < nr ? ldq((const pk_block_q8_0 *)(w + (size_t)(r + 4) * rb) + b) : _mm256_setzero_si256();
+        v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    }
+    for (int g = 0; g < 8; g += 4) {   /* 4 x 4 dword transposes within 128-bit lanes */
+        __m512i a = _mm512_unpacklo_epi32(v[g], v[g + 1]), c = _mm512_unpackhi_epi32(v[g], v[g + 1]);
+        __m512i e = _mm512_unpacklo_epi32(v[g + 2], v[g + 3]), f = _mm512_unpackhi_epi32(v[g + 2], v[g + 3]);
+        v[g] = _mm512_unpacklo_epi64(a, e); v[g + 1] = _mm512_unpackhi_epi64(a, e);
+        v[g + 2] = _mm512_unpacklo_epi64(c, f); v[g + 3] = _mm512_unpackhi_epi64(c, f);
+    }
+    /* v[g + k], lanes: [rows R..R+3 dword k | dword 4 + k | rows R+4..R+7 dword k | dword 4 + k] */
+    for (int k = 0; k < 4; k++) {
+        q[k] = _mm512_shuffle_i32x4(v[k], v[4 + k], 0x88);       /* lanes 0, 2 of each */
+        q[4 + k] = _mm512_shuffle_i32x4(v[k], v[4 + k], 0xDD);   /* lanes 1, 3 */
+    }
+    *d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dh));
+}
+
 #endif

@@ -9,8 +9,10 @@
  *
  * Layout: per block of 8 rows, 8 registers q[j] whose dword lane r holds
  * row r's unsigned levels (level + off: MXFP4 ggml's kvalues_mxfp4 + 12 in
- * 0..24, Q5_0 the raw 5 bits in 0..31, Q4_0 the raw nibble in 0..15) for
- * the 4 elements 4j .. 4j + 3, and the 8 row scales as floats. One token's
+ * 0..24, Q5_0 the raw 5 bits in 0..31, Q4_0 the raw nibble in 0..15; Q8_0
+ * w ^ 0x80 in 0..255, for the AVX-512 gemm only: vpmaddubsw pairs of it
+ * could saturate) for the 4 elements 4j .. 4j + 3, and the 8 row scales as
+ * floats. One token's
  * 4 activations at 4j, broadcast to every lane, times q[j] (vpmaddubsw /
  * vpdpbusd, u8 x s8) then give the 8 rows' partial sums side by side: no
  * horizontal sums per row. The offset is removed per (token, block) by
@@ -22,17 +24,24 @@
 
 #define RI_INLINE static inline __attribute__((always_inline))
 
-enum { RI_MXFP4, RI_Q5_0, RI_Q4_0 };
+enum { RI_MXFP4, RI_Q5_0, RI_Q4_0, RI_Q8_0 };
 
 RI_INLINE size_t ri_bsize(const int T) {
+    if (T == RI_Q8_0) return sizeof(pk_block_q8_0);
     return T == RI_MXFP4 ? sizeof(pk_block_mxfp4) : T == RI_Q5_0 ? sizeof(pk_block_q5_0) : sizeof(pk_block_q4_0);
 }
 /* the offset of the unsigned levels */
-RI_INLINE int ri_off(const int T) { return T == RI_MXFP4 ? 12 : T == RI_Q5_0 ? 16 : 8; }
+RI_INLINE int ri_off(const int T) { return T == RI_Q8_0 ? 128 : T == RI_MXFP4 ? 12 : T == RI_Q5_0 ? 16 : 8; }
 
 /* One block's 32 unsigned levels in element order (its nibbles: element j
  * low nibble of qs[j], j + 16 high nibble) and its scale. */
 RI_INLINE __m256i ri_levels(const int T, const uint8_t *blk, float *d) {
+    if (T == RI_Q8_0) {   /* level + 128 in 0..255 (w ^ 0x80) */
+        uint16_t h;
+        memcpy(&h, blk, 2);
+        *d = _cvtsh_ss(h);
+        return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), _mm256_set1_epi8((char)0x80));
+    }
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const uint8_t *qs = blk + (T == RI_MXFP4 ? 1 : T == RI_Q5_0 ? 6 : 2);
     __m128i c = _mm_loadu_si128((const __m128i *)qs);

@@ -13,16 +13,19 @@
  * vpdpbusd (u8 x s8) give the 16 rows' partial sums side by side: the
  * accumulator lanes are rows, no horizontal sums.
  *
- * Numerics, per super-block, row and token, all exact int32:
- *   isum = sum over sub-blocks s of sc[s] * (the sub-block's level x
- *          activation sum)   (vpdpbusd chain, then vpmulld by the scales)
- *   imin = sum over s of m[s] * (the sub-block's activation sum), from the
- *          Q8_K bsums by vpdpwssd on (m[2k], m[2k + 1]) int16 pairs.
- * Q2_K, Q4_K (mins): y += dx * (d * isum - dmin * imin). Q6_K (levels
- * offset by 32): m = 32 * sc, folded into the integer sum,
- * y += dx * d * (isum - imin). Bounds: Q4_K |isum| <= 8 * 63 * 32 * 15 *
- * 128; Q6_K 16 * 128 * 16 * 63 * 128 < 2^31; the pairs' products fit int16
- * (32 * 128, 63, 15) times |bsum| <= 32 * 128.
+ * Numerics, per super-block, row and token: each sub-block's level x
+ * activation sum a[s] is exact int32 (vpdpbusd chain); the second term
+ * imin = sum over s of m[s] * (the sub-block's activation sum) is exact
+ * int32 too, from the Q8_K bsums by vpdpwssd on (m[2k], m[2k + 1]) int16
+ * pairs (m: the mins of Q2_K / Q4_K; 32 * sc for Q6_K's level offset, with
+ * dmin = d). Q4_K: isum = sum of sc[s] * a[s] in int32 (a[s] as two
+ * int16-sized halves of 16 elements, times sc[s] by vpdpwssd), one
+ * convert: y += dx * (d * isum - dmin * imin) - its mins cancel most of
+ * the sum, so the sum stays exact (per-sub-block float sums doubled the
+ * batch-vs-gemv logit difference of tests/t_batch.sh's Q4_K_M model).
+ * Q2_K, Q6_K: y += dx * (sum of (d * sc[s]) * a[s] in float - dmin * imin).
+ * Bounds: Q4_K |isum| <= 8 * 63 * 32 * 15 * 128; Q6_K |a| <= 16 * 63 * 128;
+ * the pairs' products fit int16 (32 * 128, 63, 15) times |bsum| <= 32 * 128.
  */
 #ifndef PK_KERNELS_AVX512_KRI_H
 #define PK_KERNELS_AVX512_KRI_H
@@ -39,7 +42,7 @@ typedef struct {
     __m512i q[64];    /* levels, row-interleaved by dwords */
     __m512 sc[16];    /* lane r = d * row r's scale of sub-block s */
     __m512i mp[8];    /* int16 pairs: lane r = (m[2k], m[2k + 1]) of row r */
-    __m512 dmin;      /* Q6_K: d */
+    __m512 d, dmin;   /* Q6_K: dmin = d */
 } kr_blk;
 
 /* per token and super-block: the pairs of sub-block activation sums
@@ -47,7 +50,7 @@ typedef struct {
 typedef struct { int32_t bp[8]; float d; } kr_act;
 
 KR_INLINE int kr_ns(const int T) { return T == KR_Q4_K ? 8 : 16; }          /* sub-blocks */
-KR_INLINE int kr_fold(const int T) { return T == KR_Q6_K; }                  /* offset, not mins */
+#define KR_INT(T) ((T) == KR_Q4_K)
 KR_INLINE size_t kr_bsize(const int T) {
     return T == KR_Q2_K ? sizeof(pk_block_q2_K) : T == KR_Q4_K ? sizeof(pk_block_q4_K) : sizeof(pk_block_q6_K);
 }
@@ -116,10 +119,24 @@ KR_INLINE void kr_decode(const int T, const uint8_t *const *rows, int64_t b, kr_
             dmin[r] = ((const pk_block_q2_K *)blk[r])->dmin;
         }
     }
-    for (int z = 0; z < 4; z++) {
-        __m512i v[16];
-        for (int r = 0; r < 16; r++) v[r] = kr_levels(T, blk[r], z);
-        kr_transpose16(v, W->q + 16 * z);
+    if (T == KR_Q4_K) {  /* the packed bytes transposed, then split: half the transposes */
+        const __m512i m4 = _mm512_set1_epi8(0x0F);
+        for (int h = 0; h < 2; h++) {
+            __m512i v[16], o[16];
+            for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_si512(((const pk_block_q4_K *)blk[r])->qs + 64 * h);
+            kr_transpose16(v, o);
+            for (int c = 0; c < 16; c++) {   /* 32 bytes j: sub-blocks 2j (low nibbles), 2j + 1 (high) */
+                int j = 2 * h + (c >> 3);
+                W->q[16 * j + (c & 7)] = _mm512_and_si512(o[c], m4);
+                W->q[16 * j + 8 + (c & 7)] = _mm512_and_si512(_mm512_srli_epi16(o[c], 4), m4);
+            }
+        }
+    } else {
+        for (int z = 0; z < 4; z++) {
+            __m512i v[16];
+            for (int r = 0; r < 16; r++) v[r] = kr_levels(T, blk[r], z);
+            kr_transpose16(v, W->q + 16 * z);
+        }
     }
     kr_transpose16(va, sa);
     const __m512i *m = sa + 8;
@@ -131,7 +148,9 @@ KR_INLINE void kr_decode(const int T, const uint8_t *const *rows, int64_t b, kr_
         m = sb;
     }
     const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d));
-    for (int s = 0; s < kr_ns(T); s++) W->sc[s] = _mm512_mul_ps(_mm512_cvtepi32_ps(sa[s]), dv);
+    for (int s = 0; s < kr_ns(T); s++)
+        W->sc[s] = KR_INT(T) ? _mm512_castsi512_ps(sa[s]) : _mm512_mul_ps(_mm512_cvtepi32_ps(sa[s]), dv);
+    W->d = dv;
     for (int k = 0; k < kr_ns(T) / 2; k++)
         W->mp[k] = _mm512_or_si512(_mm512_and_si512(m[2 * k], _mm512_set1_epi32(0xFFFF)),
                                    _mm512_slli_epi32(m[2 * k + 1], 16));
@@ -171,21 +190,35 @@ KR_INLINE void kr_tile(const int T, const int NT, const kr_blk *W, int kb, const
     for (int b = 0; b < kb; b++) {
         const kr_blk *wb = &W[b];
         __m512 f[TT];
-        for (int t = 0; t < NT; t++) f[t] = _mm512_setzero_ps();
+        __m512i is[TT];
+        for (int t = 0; t < NT; t++) { f[t] = _mm512_setzero_ps(); is[t] = _mm512_setzero_si512(); }
         for (int s = 0; s < ns; s++) {
             __m512i q[8];
             for (int j = 0; j < dw; j++) q[j] = wb->q[s * dw + j];
             for (int t = 0; t < NT; t++) {
                 const int8_t *xq = xs[t][b].qs + 4 * s * dw;
-                __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], kr_bc(xq));
-                for (int j = 1; j < dw; j++) a = _mm512_dpbusd_epi32(a, q[j], kr_bc(xq + 4 * j));
-                f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), wb->sc[s], f[t]);
+                if (KR_INT(T)) {   /* two chains of 16 elements: |a| <= 16 * 15 * 128 fits int16 */
+                    __m512i a0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], kr_bc(xq));
+                    __m512i a1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4], kr_bc(xq + 16));
+                    for (int j = 1; j < 4; j++) {
+                        a0 = _mm512_dpbusd_epi32(a0, q[j], kr_bc(xq + 4 * j));
+                        a1 = _mm512_dpbusd_epi32(a1, q[4 + j], kr_bc(xq + 16 + 4 * j));
+                    }
+                    /* the scale in each dword's low word, 0 against a's sign word */
+                    is[t] = _mm512_dpwssd_epi32(is[t], a0, _mm512_castps_si512(wb->sc[s]));
+                    is[t] = _mm512_dpwssd_epi32(is[t], a1, _mm512_castps_si512(wb->sc[s]));
+                } else {
+                    __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], kr_bc(xq));
+                    for (int j = 1; j < dw; j++) a = _mm512_dpbusd_epi32(a, q[j], kr_bc(xq + 4 * j));
+                    f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), wb->sc[s], f[t]);
+                }
             }
         }
         for (int t = 0; t < NT; t++) {
             const kr_act *xa = &X[t * KR_KB + b];
             __m512i im = _mm512_setzero_si512();
             for (int k = 0; k < ns / 2; k++) im = _mm512_dpwssd_epi32(im, wb->mp[k], _mm512_set1_epi32(xa->bp[k]));
+            if (KR_INT(T)) f[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(is[t]), wb->d);
             f[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(im), wb->dmin, f[t]);
             acc[t] = _mm512_fmadd_ps(f[t], _mm512_set1_ps(xa->d), acc[t]);
         }

@@ -131,6 +131,27 @@ KR_INLINE void kr_decode(const int T, const uint8_t *const *rows, int64_t b, kr_
                 W->q[16 * j + 8 + (c & 7)] = _mm512_and_si512(_mm512_srli_epi16(o[c], 4), m4);
             }
         }
+    } else if (T == KR_Q6_K) {   /* ql and qh transposed as bytes, then combined */
+        const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+        __m512i v[16], qh[16];
+        for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_si512(((const pk_block_q6_K *)blk[r])->qh);
+        kr_transpose16(v, qh);
+        for (int h = 0; h < 2; h++) {
+            __m512i ql[16];
+            for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_si512(((const pk_block_q6_K *)blk[r])->ql + 64 * h);
+            kr_transpose16(v, ql);
+            for (int c = 0; c < 8; c++) {  /* elements 128h + 32k + 4c: ql bytes 4c (k even) or 32 + 4c, nibble k / 2 */
+                __m512i hb = qh[8 * h + c];
+                __m512i l0 = _mm512_and_si512(ql[c], m4), l1 = _mm512_and_si512(ql[8 + c], m4);
+                __m512i l2 = _mm512_and_si512(_mm512_srli_epi16(ql[c], 4), m4);
+                __m512i l3 = _mm512_and_si512(_mm512_srli_epi16(ql[8 + c], 4), m4);
+                __m512i *o = W->q + 32 * h + c;
+                o[0] = _mm512_ternarylogic_epi32(l0, _mm512_slli_epi16(hb, 4), m30, 0xF8);
+                o[8] = _mm512_ternarylogic_epi32(l1, _mm512_slli_epi16(hb, 2), m30, 0xF8);
+                o[16] = _mm512_ternarylogic_epi32(l2, hb, m30, 0xF8);
+                o[24] = _mm512_ternarylogic_epi32(l3, _mm512_srli_epi16(hb, 2), m30, 0xF8);
+            }
+        }
     } else {
         for (int z = 0; z < 4; z++) {
             __m512i v[16];

@@ -268,6 +268,12 @@ KR_INLINE void kr_gemm(const int T, int64_t n, int64_t nrows, int64_t ntok, floa
                 const uint8_t *rows[16];
                 for (int r = 0; r < 16; r++)
                     rows[r] = r < nr ? (const uint8_t *)w + (size_t)(r0 + r) * rb + (size_t)k0 * kr_bsize(T) : NULL;
+                /* the next 16 rows' blocks of this k-block, ahead of their decode (16 short
+                   streams per group: the hardware prefetcher ramps up too late) */
+                if (r0 + 32 <= nrows)
+                    for (int r = 0; r < 16; r++)
+                        for (size_t o = 0; o < (size_t)kb * kr_bsize(T); o += 64)
+                            _mm_prefetch((const char *)rows[r] + 16 * rb + o, _MM_HINT_T0);
                 for (int b = 0; b < kb; b++) kr_decode(T, rows, b, &W[b]);
                 float *yr = y + t0 * ys + r0;
                 for (int t = 0; t < nts; t += TT) {

@@ -8,14 +8,14 @@
  *     activations per token), so a tile of tokens' activations stays in L1;
  *   - tokens are taken in tiles of up to TT = 8; per (k-block, token tile)
  *     the activation data the kernels want in another form (Q8_0 repacked
- *     to 64-byte pairs with their +128 seeds and scales, K-quant bsums
- *     times d as floats, F16 as F32) is prepared once in a stack buffer and
+ *     to 64-byte pairs with their +128 seeds and scales, F16 as F32) is prepared once in a stack buffer and
  *     shared by every row;
  *   - each weight row of the chunk is then decoded once per (k-block, token
  *     tile) and applied to the tile's tokens: 1 row x NT tokens of 512-bit
  *     accumulators. Partial sums of later k-blocks are added to y.
- *   - MXFP4, Q5_0, Q4_0: 16 rows at a time, decoded row-interleaved
- *     (kernels_x86_ri8.h) once per (k-block, tile of up to 32 tokens), so
+ *   - MXFP4, Q5_0, Q4_0 (kernels_x86_ri8.h) and Q2_K, Q4_K, Q6_K
+ *     (kernels_avx512_kri.h): 16 rows at a time, decoded row-interleaved
+ *     once per (k-block, tile of up to 32 tokens), so
  *     each 512-bit product covers 16 rows x 4 elements of one token and the
  *     accumulator lanes are rows: no reduction per row.
  * Tails: NT (1..8) is a compile-time constant of each tile instance (the
@@ -28,11 +28,9 @@
  *     range (kernels_avx512_q32.h). MXFP4, Q5_0, Q4_0: vpdpbusd on level +
  *     12 / 16 / 8 (unsigned, at most 31), seeded with -offset * the block's
  *     activation sum.
- *   Q2_K, Q4_K, Q6_K: unsigned levels x int8 activations by vpmaddubsw
- *     (pair sums <= 2 * 63 * 128 < 2^15), then vpdpwssd with the sub-block
- *     scales. Q6_K's -32 offset is subtracted in the same int32 sum
- *     (32 * sum of scale * bsum); the K-quant mins are subtracted in float
- *     as dmin * m times (d * bsums) of the activations.
+ *   Q2_K, Q4_K, Q6_K: vpdpbusd on the unsigned levels, per sub-block
+ *     exact int32; scales, mins and Q6_K's offset as kernels_avx512_kri.h
+ *     says.
  * Only float accumulation across blocks differs from the reference.
  */
 #include <string.h>

@@ -7,8 +7,9 @@
  * Layout (kr_blk, one super-block of 16 rows, decoded on the fly into a
  * stack buffer once per (k-block, tile of up to KR_TS tokens); no second
  * copy of the weights): q[i], i < 64, holds in dword lane r row r's
- * unsigned levels of the elements 4i .. 4i + 3 (the levels of
- * kernels_avx512_levels.h, transposed 16 x 16 dwords per chunk of 64); a
+ * unsigned levels of the elements 4i .. 4i + 3 (Q4_K, Q6_K: their packed
+ * bytes transposed 16 x 16 dwords, then unpacked; Q2_K: the levels of
+ * kernels_avx512_levels.h transposed per chunk of 64); a
  * token's 4 activations at 4i, broadcast to every lane, times q[i] by
  * vpdpbusd (u8 x s8) give the 16 rows' partial sums side by side: the
  * accumulator lanes are rows, no horizontal sums.
@@ -40,7 +41,7 @@ enum {
 
 typedef struct {
     __m512i q[64];    /* levels, row-interleaved by dwords */
-    __m512 sc[16];    /* lane r = d * row r's scale of sub-block s */
+    __m512 sc[16];    /* lane r = d * row r's scale of sub-block s (Q4_K: the int32 scale) */
     __m512i mp[8];    /* int16 pairs: lane r = (m[2k], m[2k + 1]) of row r */
     __m512 d, dmin;   /* Q6_K: dmin = d */
 } kr_blk;

@@ -6,17 +6,16 @@
  * Tuned for: prompt processing, which is compute-bound. Blocking:
  *   - the reduction dimension is cut into k-blocks (a few KiB of
  *     activations per token), so a tile of tokens' activations stays in L1;
- *   - tokens are taken in tiles of up to TT = 8; per (k-block, token tile)
- *     the activation data the kernels want in another form (K-quant bsums
- *     times d as floats, F16 as F32) is prepared once in a stack buffer and
- *     shared by every row;
- *   - each weight row of the chunk is then decoded once per (k-block, token
- *     tile) and applied to the tile's tokens: 1 row x NT tokens of 512-bit
- *     accumulators. Partial sums of later k-blocks are added to y.
- *   - MXFP4, Q5_0, Q4_0, Q8_0: 16 rows at a time, decoded row-interleaved
- *     (the layout of kernels_x86_ri8.h) once per (k-block, tile of up to 96
- *     tokens), so each 512-bit product covers 16 rows x 4 elements of one
- *     token and the accumulator lanes are rows: no reduction per row; 12
+ *   - F16 / F32 (built with PK_GEMM_FLOAT only): tokens in tiles of up to
+ *     TT = 8; per (k-block, token tile) F16 activations become F32 once in a
+ *     stack buffer shared by every row; each weight row is applied to the
+ *     tile's tokens: 1 row x NT tokens of 512-bit accumulators. Partial sums
+ *     of later k-blocks are added to y.
+ *   - MXFP4, Q5_0, Q4_0, Q8_0 (kernels_x86_ri8.h's layout) and Q2_K, Q4_K,
+ *     Q6_K (kernels_avx512_kri.h): 16 rows at a time, decoded
+ *     row-interleaved once per (k-block, tile of up to 96 / 32 tokens), so
+ *     each 512-bit product covers 16 rows x 4 elements of one token and the
+ *     accumulator lanes are rows: no reduction per row; MXFP4..Q8_0 keep 12
  *     tokens in flight (independent vpdpbusd chains).
  * Tails: NT (1..8) is a compile-time constant of each tile instance (the
  * switch in each driver); F16/F32 lengths use masked loads.
@@ -27,11 +26,9 @@
  *     Q4_0 -8..7, Q8_0 -128..127), seeded per row and block with -128 *
  *     the block's level sum - exact for the full int8 range of both
  *     operands (|sum| <= 32 * 255 * 128 < 2^31).
- *   Q2_K, Q4_K, Q6_K: unsigned levels x int8 activations by vpmaddubsw
- *     (pair sums <= 2 * 63 * 128 < 2^15), then vpdpwssd with the sub-block
- *     scales. Q6_K's -32 offset is subtracted in the same int32 sum
- *     (32 * sum of scale * bsum); the K-quant mins are subtracted in float
- *     as dmin * m times (d * bsums) of the activations.
+ *   Q2_K, Q4_K, Q6_K: vpdpbusd on the unsigned levels, per sub-block
+ *     exact int32; scales, mins and Q6_K's offset as kernels_avx512_kri.h
+ *     says.
  * Only float accumulation across blocks differs from the reference.
  */
 #include <string.h>
@@ -87,138 +84,20 @@ GI void store_sums(const int NT, const __m512 *acc, float *y, int64_t ys, int fi
     }
 }
 
-/* ---- K-quants x Q8_K ---------------------------------------------------------- */
-
-/* P[t][b][g] = d * bsums[g] of token t's block b: the K-quant mins' factor. */
-static void prep_bsums(int nt, const pk_block_q8_K *const *xs, int kb, float *P) {
-    for (int t = 0; t < nt; t++)
-        for (int b = 0; b < kb; b++) {
-            __m512 v = _mm512_cvtepi32_ps(
-                _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)xs[t][b].bsums)));
-            _mm512_store_ps(P + (t * kb + b) * 16, _mm512_mul_ps(v, _mm512_set1_ps(xs[t][b].d)));
-        }
-}
+/* ---- K-quants x Q8_K: 16 rows at a time (kernels_avx512_kri.h) ------------------ */
 
 GI __m512i ld64(const void *p) { return _mm512_loadu_si512(p); }
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
-
-/* One row (kb super-blocks from w) times NT tokens. */
-GI void tile_q4_K(const int NT, const pk_block_q4_K *w, const pk_block_q8_K *const *xs,
-                  const float *P, int kb, float *y, int64_t ys, int first) {
-    __m512 acc[TT];
-    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
-    for (int b = 0; b < kb; b++) {
-        const pk_block_q4_K *wb = w + b;
-        uint8_t sc[8], m[8];
-        pk_get_scales_mins_k4(wb->scales, sc, m);
-        __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
-        __m128i m8 = _mm_loadl_epi64((const __m128i *)m);
-        __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(m8, m8))),
-                                    _mm512_set1_ps(f16f(wb->dmin)));
-        __m512 dw = _mm512_set1_ps(f16f(wb->d));
-        __m512i is[TT];
-        for (int t = 0; t < NT; t++) is[t] = _mm512_setzero_si512();
-        for (int h = 0; h < 4; h++) {
-            __m512i q = lv_q4_K(wb, h);
-            __m512i s = _mm512_permutexvar_epi16(lv_ldidx(lv_idx32[h]), sc16);
-            for (int t = 0; t < NT; t++)
-                is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * h)), s);
-        }
-        for (int t = 0; t < NT; t++) {
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(xs[t][b].d)), acc[t]);
-            acc[t] = _mm512_fnmadd_ps(mins, _mm512_load_ps(P + (t * kb + b) * 16), acc[t]);
-        }
-    }
-    store_sums(NT, acc, y, ys, first);
+#include "kernels_avx512_kri.h"
+#define KR_GEMM(T, ID)                                                                \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                     const void *w, size_t rb, const void *const *x) {              \
+    kr_gemm(ID, n, nrows, ntok, y, ys, w, rb, x);                                   \
 }
-
-GI void tile_q2_K(const int NT, const pk_block_q2_K *w, const pk_block_q8_K *const *xs,
-                  const float *P, int kb, float *y, int64_t ys, int first) {
-    __m512 acc[TT];
-    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
-    for (int b = 0; b < kb; b++) {
-        const pk_block_q2_K *wb = w + b;
-        __m128i s8 = _mm_loadu_si128((const __m128i *)wb->scales);
-        __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(s8, _mm_set1_epi8(0x0F))));
-        __m128i m8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F));
-        __m512 mins = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m8)),
-                                    _mm512_set1_ps(f16f(wb->dmin)));
-        __m512 dw = _mm512_set1_ps(f16f(wb->d));
-        __m512i is[TT];
-        for (int t = 0; t < NT; t++) is[t] = _mm512_setzero_si512();
-        for (int z = 0; z < 4; z++) {
-            __m512i q = lv_q2_K(wb, z);
-            __m512i s = _mm512_permutexvar_epi16(lv_ldidx(lv_idx16[z]), sc16);
-            for (int t = 0; t < NT; t++)
-                is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * z)), s);
-        }
-        for (int t = 0; t < NT; t++) {
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(xs[t][b].d)), acc[t]);
-            acc[t] = _mm512_fnmadd_ps(mins, _mm512_load_ps(P + (t * kb + b) * 16), acc[t]);
-        }
-    }
-    store_sums(NT, acc, y, ys, first);
-}
-
-GI void tile_q6_K(const int NT, const pk_block_q6_K *w, const pk_block_q8_K *const *xs,
-                  const float *P, int kb, float *y, int64_t ys, int first) {
-    (void)P;
-    __m512 acc[TT];
-    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
-    for (int b = 0; b < kb; b++) {
-        const pk_block_q6_K *wb = w + b;
-        __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)wb->scales));
-        __m512i sc16 = _mm512_castsi256_si512(sc);
-        /* -32 * scale in the low 256 bits, zeros above: the level offset */
-        __m512i scn = _mm512_inserti64x4(_mm512_setzero_si512(),
-                                         _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5)), 0);
-        __m512 dw = _mm512_set1_ps(f16f(wb->d));
-        __m512i is[TT];
-        for (int t = 0; t < NT; t++)
-            is[t] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), scn,
-                                        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xs[t][b].bsums)));
-        for (int z = 0; z < 4; z++) {
-            __m512i q = lv_q6_K(wb, z);
-            __m512i s = _mm512_permutexvar_epi16(lv_ldidx(lv_idx16[z]), sc16);
-            for (int t = 0; t < NT; t++)
-                is[t] = _mm512_dpwssd_epi32(is[t], _mm512_maddubs_epi16(q, ld64(xs[t][b].qs + 64 * z)), s);
-        }
-        for (int t = 0; t < NT; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(xs[t][b].d)), acc[t]);
-    }
-    store_sums(NT, acc, y, ys, first);
-}
-
-#define KQUANT_GEMM(T, WT, NEED_P)                                                   \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,   \
-                     const void *w, size_t rb, const void *const *x) {               \
-    float P[TT * KB_K * 16] __attribute__((aligned(64)));                           \
-    int64_t nb = n / PK_QK_K;                                                        \
-    for (int64_t k0 = 0; k0 < nb; k0 += KB_K) {                                      \
-        int kb = nb - k0 < KB_K ? (int)(nb - k0) : KB_K;                             \
-        for (int64_t t0 = 0; t0 < ntok; t0 += TT) {                                  \
-            int nt = ntok - t0 < TT ? (int)(ntok - t0) : TT;                         \
-            const pk_block_q8_K *xs[TT];                                             \
-            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0; \
-            if (NEED_P) prep_bsums(nt, xs, kb, P);                                   \
-            float *yt = y + t0 * ys;                                                 \
-            for (int64_t r = 0; r < nrows; r++) {                                    \
-                const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0;  \
-                NT_SWITCH(nt, T##_CALL)                                              \
-            }                                                                        \
-        }                                                                            \
-    }                                                                                \
-}
-#define q4_K_CALL(NT) tile_q4_K(NT, wr, xs, P, kb, yt + r, ys, k0 == 0)
-#define q2_K_CALL(NT) tile_q2_K(NT, wr, xs, P, kb, yt + r, ys, k0 == 0)
-#define q6_K_CALL(NT) tile_q6_K(NT, wr, xs, P, kb, yt + r, ys, k0 == 0)
-KQUANT_GEMM(q4_K, pk_block_q4_K, 1)
-KQUANT_GEMM(q2_K, pk_block_q2_K, 1)
-KQUANT_GEMM(q6_K, pk_block_q6_K, 0)
+KR_GEMM(q2_K, KR_Q2_K)
+KR_GEMM(q4_K, KR_Q4_K)
+KR_GEMM(q6_K, KR_Q6_K)
 
 /* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 16 rows at a time ---------------------------------
  * Rows in groups of 16, decoded row-interleaved (the layout of

@@ -99,10 +99,10 @@ KR_GEMM(q2_K, KR_Q2_K)
 KR_GEMM(q4_K, KR_Q4_K)
 KR_GEMM(q6_K, KR_Q6_K)
 
-/* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 16 rows at a time ---------------------------------
+/* ---- MXFP4, Q5_0, Q4_0, Q8_0 x Q8_0: 16 rows at a time -------------------------
  * Rows in groups of 16, decoded row-interleaved (the layout of
  * kernels_x86_ri8.h, 16 dword lanes = 16 rows, but signed levels: MXFP4
- * ggml's kvalues_mxfp4, Q5_0 -16..15, Q4_0 -8..7) with 512-bit loads and
+ * ggml's kvalues_mxfp4, Q5_0 -16..15, Q4_0 -8..7, Q8_0 as stored) with 512-bit loads and
  * transposes once per (k-block, tile of up to RI_TS tokens) into a stack
  * buffer, with each row's -128 * (sum of the block's levels). The tile's
  * activations are packed once per k-block as unsigned bytes x + 128 (32 per

@@ -730,14 +730,9 @@ GI void gemm_ri(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, i
         }
     }
 }
-#define RI_GEMM(T, ID)                                                                \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
-                     const void *w, size_t rb, const void *const *x) {              \
-    gemm_ri(ID, n, nrows, ntok, y, ys, w, rb, x);                                   \
-}
-RI_GEMM(mxfp4, RI_MXFP4)
-RI_GEMM(q5_0, RI_Q5_0)
-RI_GEMM(q4_0, RI_Q4_0)
+RI_ENTRY(mxfp4, gemm_ri, RI_MXFP4)
+RI_ENTRY(q5_0, gemm_ri, RI_Q5_0)
+RI_ENTRY(q4_0, gemm_ri, RI_Q4_0)
 
 /* ---- Q8_0 x Q8_0: 8 rows at a time in int16 ----------------------------------
  * vpmaddubsw pairs of Q8_0's levels could saturate (2 * 255 * 127 once

@@ -90,14 +90,9 @@ GI __m512i ld64(const void *p) { return _mm512_loadu_si512(p); }
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
 #include "kernels_avx512_kri.h"
-#define KR_GEMM(T, ID)                                                                \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
-                     const void *w, size_t rb, const void *const *x) {              \
-    kr_gemm(ID, n, nrows, ntok, y, ys, w, rb, x);                                   \
-}
-KR_GEMM(q2_K, KR_Q2_K)
-KR_GEMM(q4_K, KR_Q4_K)
-KR_GEMM(q6_K, KR_Q6_K)
+RI_ENTRY(q2_K, kr_gemm, KR_Q2_K)
+RI_ENTRY(q4_K, kr_gemm, KR_Q4_K)
+RI_ENTRY(q6_K, kr_gemm, KR_Q6_K)
 
 /* ---- MXFP4, Q5_0, Q4_0, Q8_0 x Q8_0: 16 rows at a time -------------------------
  * Rows in groups of 16, decoded row-interleaved (the layout of
@@ -306,15 +301,10 @@ GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y,
         }
     }
 }
-#define RI_GEMM16(T, ID)                                                              \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
-                     const void *w, size_t rb, const void *const *x) {              \
-    gemm_ri16(ID, n, nrows, ntok, y, ys, w, rb, x);                                 \
-}
-RI_GEMM16(mxfp4, RI_MXFP4)
-RI_GEMM16(q5_0, RI_Q5_0)
-RI_GEMM16(q4_0, RI_Q4_0)
-RI_GEMM16(q8_0, RI_Q8_0)
+RI_ENTRY(mxfp4, gemm_ri16, RI_MXFP4)
+RI_ENTRY(q5_0, gemm_ri16, RI_Q5_0)
+RI_ENTRY(q4_0, gemm_ri16, RI_Q4_0)
+RI_ENTRY(q8_0, gemm_ri16, RI_Q8_0)
 
 /* ---- F32, F16 -------------------------------------------------------------------
  * They are not registered by default: tests/t_batch.sh requires batched

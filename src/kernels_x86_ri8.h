@@ -24,6 +24,14 @@
 
 #define RI_INLINE static inline __attribute__((always_inline))
 
+/* A gemm table entry: gemm_NAME calls the driver DRIVER for the type ID
+ * (the 8-row AVX2, 16-row AVX-512 and K-quant 16-row drivers alike). */
+#define RI_ENTRY(NAME, DRIVER, ID)                                                   \
+static void gemm_##NAME(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, \
+                        const void *w, size_t rb, const void *const *x) {            \
+    DRIVER(ID, n, nrows, ntok, y, ys, w, rb, x);                                     \
+}
+
 enum { RI_MXFP4, RI_Q5_0, RI_Q4_0, RI_Q8_0 };
 
 RI_INLINE size_t ri_bsize(const int T) {

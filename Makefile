@@ -61,11 +61,12 @@ endif
 # Each kernel file guards its code with #if on the ISA macros, so a file of
 # the other architecture (or one built without its flags) compiles to an
 # empty table.
-#   x86-64:  kernels_avx2*.c, kernels_avx512*.c, kernels_amx.c
+#   x86-64:  kernels_avx2*.c, kernels_avxvnni.c, kernels_avx512*.c, kernels_amx.c
 #   AArch64: kernels_neon*.c (baseline ARMv8.0 NEON: no flags),
 #            kernels_dotprod*.c (ARMv8.2 sdot/udot, fp16),
 #            kernels_i8mm*.c (ARMv8.2 + smmla/ummla)
 ISA_avx2    = -mavx2 -mfma -mf16c
+ISA_avxvnni = $(ISA_avx2) -mavxvnni
 ISA_avx512  = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq \
               -mavx512vnni
 ISA_dotprod = -march=armv8.2-a+dotprod+fp16
@@ -99,6 +100,7 @@ deps:
 
 ifeq ($(ARCH),x86_64)
 $(BUILD)/obj/kernels_avx2.o $(BUILD)/obj/kernels_avx2_%.o: CFLAGS += $(ISA_avx2)
+$(BUILD)/obj/kernels_avxvnni.o: CFLAGS += $(ISA_avxvnni)
 $(BUILD)/obj/kernels_avx512.o $(BUILD)/obj/kernels_avx512_%.o: CFLAGS += $(ISA_avx512)
 $(BUILD)/obj/kernels_amx.o: CFLAGS += $(ISA_avx512) -mamx-tile -mamx-int8
 endif

@@ -47,6 +47,14 @@ static int cpu_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 }
+/* AVX-VNNI (VEX vpdpbusd): CPUID.(7,1):EAX bit 4; the variant also needs
+ * its gemm file built with -mavxvnni (a compiler without it leaves the
+ * table empty). */
+static int cpu_avxvnni(void) {
+    unsigned a, b, c, d;
+    return cpu_avx2() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1) &&
+           pk_gemm_avxvnni[PK_TYPE_Q4_0] != NULL;
+}
 static int cpu_avx512(void) {
     return cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
@@ -60,6 +68,14 @@ static int cpu_amx(void) {
 }
 #else
 static int cpu_avx2(void) { return 0; }
+/* AVX-VNNI (VEX vpdpbusd): CPUID.(7,1):EAX bit 4; the variant also needs
+ * its gemm file built with -mavxvnni (a compiler without it leaves the
+ * table empty). */
+static int cpu_avxvnni(void) {
+    unsigned a, b, c, d;
+    return cpu_avx2() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1) &&
+           pk_gemm_avxvnni[PK_TYPE_Q4_0] != NULL;
+}
 static int cpu_avx512(void) { return 0; }
 static int cpu_amx(void) { return 0; }
 #endif
@@ -107,10 +123,11 @@ typedef struct variant {
     int (*cpu)(void);          /* can this CPU and OS run it */
 } variant;
 
-enum { V_REF, V_AVX2, V_AVX512, V_AMX, V_NEON, V_DOTPROD, V_I8MM, V_COUNT };
+enum { V_REF, V_AVX2, V_AVXVNNI, V_AVX512, V_AMX, V_NEON, V_DOTPROD, V_I8MM, V_COUNT };
 static const variant variants[V_COUNT] = {
     [V_REF] = {"ref", &pk_kernels_ref_table, NULL, -1, cpu_ref},
     [V_AVX2] = {"avx2", &pk_kernels_avx2_table, pk_gemm_avx2, V_REF, cpu_avx2},
+    [V_AVXVNNI] = {"avxvnni", &pk_kernels_avx2_table, pk_gemm_avxvnni, V_AVX2, cpu_avxvnni},
     [V_AVX512] = {"avx512", &pk_kernels_avx512_table, pk_gemm_avx512, V_AVX2, cpu_avx512},
     [V_AMX] = {"amx", &pk_kernels_avx512_table, pk_gemm_amx, V_AVX512, cpu_amx},
     [V_NEON] = {"neon", &pk_kernels_neon_table, NULL, V_REF, cpu_neon},

@@ -104,6 +104,9 @@ extern const pk_kernels pk_kernels_dotprod_table;   /* ARMv8.2 sdot/udot + fp16 
 /* Multi-token kernels of the AVX2 variant (kernels_avx2_gemm.c) and of the
  * i8mm variant (kernels_i8mm.c: the dotprod table with smmla gemms). */
 extern const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT];
+/* The same kernels built with AVX-VNNI (kernels_avxvnni.c), the gemm
+ * entries of the avxvnni variant (the avx2 table otherwise). */
+extern const pk_gemm_fn pk_gemm_avxvnni[PK_TYPE_COUNT];
 extern const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT];
 /* The AVX2 Gated DeltaNet step (kernels_avx2_deltanet.c; NULL when built
  * without AVX2), in the avx2 table and inherited by avx512 and amx. */

@@ -71,7 +71,17 @@
 #include <string.h>
 #include "kernels.h"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* Built twice: here as the avx2 variant's pk_gemm_avx2, and by
+ * kernels_avxvnni.c (PK_VNNI256, -mavxvnni) as pk_gemm_avxvnni, where the
+ * int8 products of the x86_dpbusd calls are single VEX vpdpbusd. The F32
+ * sgemm, exp_sub and silu_mul are only in the first. */
+#ifdef PK_VNNI256
+#define PK_GEMM_TABLE pk_gemm_avxvnni
+#else
+#define PK_GEMM_TABLE pk_gemm_avx2
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && (!defined(PK_VNNI256) || defined(__AVXVNNI__))
 #include <immintrin.h>
 #include "kernels_x86_ri8.h"
 
@@ -673,6 +683,7 @@ GI void ri_store(const int NT, const __m256 *acc, float *y, int64_t ys, int nr, 
 GI void ri_tile(const int NT, const ri8 *W, int nbk, const pk_block_q8_0 *const *xs, const float *dx,
                 const int32_t *cx, float *y, int64_t ys, int nr, int first) {
     const __m256i one = _mm256_set1_epi16(1);
+    (void)one;
     __m256 acc[RIT];
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nbk; b++) {
@@ -682,11 +693,18 @@ GI void ri_tile(const int NT, const ri8 *W, int nbk, const pk_block_q8_0 *const 
             const __m256i w0 = wb->q[4 * h], w1 = wb->q[4 * h + 1], w2 = wb->q[4 * h + 2], w3 = wb->q[4 * h + 3];
             for (int t = 0; t < NT; t++) {
                 const int8_t *q = xs[t][b].qs + 16 * h;
+#ifdef X86_VNNI256   /* int32 sums throughout: four vpdpbusd */
+#define RIX(j) _mm256_set1_epi32(ri_x4(q + 4 * (j)))
+                __m256i p = h ? s[t] : _mm256_setzero_si256();
+                s[t] = x86_dpbusd(x86_dpbusd(x86_dpbusd(x86_dpbusd(p, w0, RIX(0)), w1, RIX(1)), w2, RIX(2)), w3, RIX(3));
+#undef RIX
+#else                /* sums of four in int16, then one vpmaddwd */
 #define RIM(w, j) _mm256_maddubs_epi16(w, _mm256_set1_epi32(ri_x4(q + 4 * (j))))
                 __m256i p = _mm256_add_epi16(_mm256_add_epi16(RIM(w0, 0), RIM(w1, 1)), _mm256_add_epi16(RIM(w2, 2), RIM(w3, 3)));
 #undef RIM
                 p = _mm256_madd_epi16(p, one);
                 s[t] = h ? _mm256_add_epi32(s[t], p) : p;
+#endif
             }
         }
         for (int t = 0; t < NT; t++) {
@@ -831,13 +849,14 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
     }
 }
 
-const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT] = {
+const pk_gemm_fn PK_GEMM_TABLE[PK_TYPE_COUNT] = {
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
     [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
 };
 
+#ifndef PK_VNNI256
 /* ---- F32 matrix product (attention, the chunked delta rule) ------------------- */
 
 /* R rows (<= 4) x NV vectors of 8 columns; the last vector masked by mk
@@ -952,6 +971,8 @@ void pk_avx2_silu_mul(float *g, const float *u, int64_t n) {
     }
 }
 
-#else  /* compiler without AVX2: no entries (the avx2 table is empty too) */
-const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT] = {0};
+#endif  /* !PK_VNNI256 */
+
+#else  /* compiler without AVX2 (or AVX-VNNI): no entries, never selected */
+const pk_gemm_fn PK_GEMM_TABLE[PK_TYPE_COUNT] = {0};
 #endif

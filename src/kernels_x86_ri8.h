@@ -129,6 +129,24 @@ static inline void ri_prep(int off, int nt, const pk_block_q8_0 *const *xs, int 
         }
 }
 
+/* acc + in each dword the sum of the 4 products of its bytes, u unsigned x
+ * s signed: one vpdpbusd where 256-bit VNNI is built in (AVX-VNNI, or
+ * AVX-512 VNNI + VL), else vpmaddubsw, vpmaddwd and vpaddd, which give the
+ * same sum only while each pair of products fits int16 (vpmaddubsw
+ * saturates): callers that need the AVX2 form for that keep it. */
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define X86_VNNI256 1
+#endif
+RI_INLINE __m256i x86_dpbusd(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, s);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
 /* token t's 4 activations at p as one dword (to broadcast) */
 RI_INLINE int32_t ri_x4(const int8_t *p) {
     int32_t v;

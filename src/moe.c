@@ -460,6 +460,9 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
         {&L->down_exps_b, f->bias ? "ffn_down_exps.bias" : NULL, 1, 2, {D, E}, 0},
         {&L->exp_probs_b, "exp_probs_b.bias", 0, 1, {E}, 0},
     };
+    if (f->shexp_gate == PK_SHEXP_GATE_NONE && pk_has_tensor(m, il, "ffn_gate_inp_shexp.weight"))
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor 'blk.%d.ffn_gate_inp_shexp.weight': %s's shared "
+                         "expert is not gated", m->path, il, m->arch->name);
     if (merged && f->bias)   /* the biases are split: so must the tensors be */
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: blk.%d.ffn_gate_up_exps.weight with expert biases is not "
                          "supported", m->path, il);

@@ -102,7 +102,7 @@ expect_info "$step" "$TMP/granitemoe.gguf" "multipliers     embeddings x 6, bloc
 expect_info "$step" "$TMP/granitemoe-shared.gguf" "blocks          layers 0-1: attention(2 q / 1 kv heads, head 32, rope 32 dims, scale 0.05) + moe(top-3 of 8, ff 32, shared ff 24)"
 
 # SOURCE: the directory of the models of step A
-bad_files D:bad-input 20 "$TMP" <<'EOF'
+bad_files D:bad-input 21 "$TMP" <<'EOF'
 cases = {
     "qwen2moe": [
         ("q2_no_q_bias", dict(drop_tensors=("blk.1.attn_q.bias",)), "blk.1.attn_q.bias"),
@@ -134,6 +134,7 @@ cases = {
     ],
     "granitemoe-shared": [
         ("gr_no_shexp_up", dict(drop_tensors=("blk.0.ffn_up_shexp.weight",)), "blk.0.ffn_up_shexp.weight"),
+        ("gr_shexp_gate", dict(extra={"blk.1.ffn_gate_inp_shexp.weight": np.zeros(64)}), "blk.1.ffn_gate_inp_shexp.weight"),
     ],
 }
 for src, lst in cases.items():

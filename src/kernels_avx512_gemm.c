@@ -91,7 +91,9 @@ GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
 #include "kernels_avx512_kri.h"
 RI_ENTRY(q2_K, kr_gemm, KR_Q2_K)
+RI_ENTRY(q3_K, kr_gemm, KR_Q3_K)
 RI_ENTRY(q4_K, kr_gemm, KR_Q4_K)
+RI_ENTRY(q5_K, kr_gemm, KR_Q5_K)
 RI_ENTRY(q6_K, kr_gemm, KR_Q6_K)
 
 /* ---- MXFP4, Q5_0, Q4_0, Q8_0 x Q8_0: 16 rows at a time -------------------------
@@ -386,7 +388,8 @@ const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {
     [PK_TYPE_F32] = gemm_f32, [PK_TYPE_F16] = gemm_f16,
 #endif
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q4_0] = gemm_q4_0,
-    [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q4_K] = gemm_q4_K, [PK_TYPE_Q6_K] = gemm_q6_K,
+    [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
+    [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K,
 };
 
 #else

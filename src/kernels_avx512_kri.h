@@ -1,5 +1,5 @@
 /* kernels_avx512_kri.h - the AVX-512 multi-token kernels of the K-quants
- * (Q2_K, Q4_K, Q6_K) against Q8_K activations: 16 weight rows at a time,
+ * (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) against Q8_K activations: 16 weight rows at a time,
  * decoded row-interleaved. Not a translation unit: included by
  * kernels_avx512_gemm.c inside its ISA guard, after its TT (tokens per
  * register tile) and NT_SWITCH.
@@ -8,8 +8,8 @@
  * stack buffer once per (k-block, tile of up to KR_TS tokens); no second
  * copy of the weights): q[i], i < 64, holds in dword lane r row r's
  * unsigned levels of the elements 4i .. 4i + 3 (Q4_K, Q6_K: their packed
- * bytes transposed 16 x 16 dwords, then unpacked; Q2_K: the levels of
- * kernels_avx512_levels.h transposed per chunk of 64); a
+ * bytes transposed 16 x 16 dwords, then unpacked; Q2_K, Q3_K, Q5_K: the
+ * levels of kernels_avx512_levels.h transposed per chunk of 64); a
  * token's 4 activations at 4i, broadcast to every lane, times q[i] by
  * vpdpbusd (u8 x s8) give the 16 rows' partial sums side by side: the
  * accumulator lanes are rows, no horizontal sums.
@@ -18,22 +18,24 @@
  * activation sum a[s] is exact int32 (vpdpbusd chain); the second term
  * imin = sum over s of m[s] * (the sub-block's activation sum) is exact
  * int32 too, from the Q8_K bsums by vpdpwssd on (m[2k], m[2k + 1]) int16
- * pairs (m: the mins of Q2_K / Q4_K; 32 * sc for Q6_K's level offset, with
- * dmin = d). Q4_K: isum = sum of sc[s] * a[s] in int32 (a[s] as two
- * int16-sized halves of 16 elements, times sc[s] by vpdpwssd), one
- * convert: y += dx * (d * isum - dmin * imin) - its mins cancel most of
- * the sum, so the sum stays exact (per-sub-block float sums doubled the
- * batch-vs-gemv logit difference of tests/t_batch.sh's Q4_K_M model).
- * Q2_K, Q6_K: y += dx * (sum of (d * sc[s]) * a[s] in float - dmin * imin).
- * Bounds: Q4_K |isum| <= 8 * 63 * 32 * 15 * 128; Q6_K |a| <= 16 * 63 * 128;
- * the pairs' products fit int16 (32 * 128, 63, 15) times |bsum| <= 32 * 128.
+ * pairs (m: the mins of Q2_K / Q4_K / Q5_K; 32 * sc for Q6_K's level
+ * offset and 4 * sc for Q3_K's, with dmin = d). Q4_K, Q5_K: isum = sum of
+ * sc[s] * a[s] in int32 (Q4_K: a[s] as two int16-sized halves of 16
+ * elements, times sc[s] by vpdpwssd; Q5_K, whose halves do not fit int16:
+ * by vpmulld), one convert: y += dx * (d * isum - dmin * imin) - its mins
+ * cancel most of the sum, so the sum stays exact (per-sub-block float sums
+ * doubled the batch-vs-gemv logit difference of tests/t_batch.sh's Q4_K_M
+ * model). Q2_K, Q3_K, Q6_K: y += dx * (sum of (d * sc[s]) * a[s] in float
+ * - dmin * imin). Bounds: Q4_K |isum| <= 8 * 63 * 32 * 15 * 128, Q5_K
+ * 8 * 63 * 32 * 31 * 128; Q6_K |a| <= 16 * 63 * 128; the pairs' products
+ * fit int16 (32 * 128, 4 * 32, 63, 15) times |bsum| <= 32 * 128.
  */
 #ifndef PK_KERNELS_AVX512_KRI_H
 #define PK_KERNELS_AVX512_KRI_H
 
 #define KR_INLINE static inline __attribute__((always_inline))
 
-enum { KR_Q2_K, KR_Q4_K, KR_Q6_K };
+enum { KR_Q2_K, KR_Q3_K, KR_Q4_K, KR_Q5_K, KR_Q6_K };
 enum {
     KR_TS = 32,   /* tokens per prepared tile */
     KR_KB = 2,    /* super-blocks per k-block (512 elements) */
@@ -41,23 +43,31 @@ enum {
 
 typedef struct {
     __m512i q[64];    /* levels, row-interleaved by dwords */
-    __m512 sc[16];    /* lane r = d * row r's scale of sub-block s (Q4_K: the int32 scale) */
+    __m512 sc[16];    /* lane r = d * row r's scale of sub-block s (Q4_K, Q5_K: the int32 scale) */
     __m512i mp[8];    /* int16 pairs: lane r = (m[2k], m[2k + 1]) of row r */
-    __m512 d, dmin;   /* Q6_K: dmin = d */
+    __m512 d, dmin;   /* Q3_K, Q6_K: dmin = d */
 } kr_blk;
 
 /* per token and super-block: the pairs of sub-block activation sums
  * (int16 each, as mp) and the scale */
 typedef struct { int32_t bp[8]; float d; } kr_act;
 
-KR_INLINE int kr_ns(const int T) { return T == KR_Q4_K ? 8 : 16; }          /* sub-blocks */
-#define KR_INT(T) ((T) == KR_Q4_K)
+KR_INLINE int kr_ns(const int T) { return T == KR_Q4_K || T == KR_Q5_K ? 8 : 16; }   /* sub-blocks */
+#define KR_INT(T) ((T) == KR_Q4_K || (T) == KR_Q5_K)
 KR_INLINE size_t kr_bsize(const int T) {
-    return T == KR_Q2_K ? sizeof(pk_block_q2_K) : T == KR_Q4_K ? sizeof(pk_block_q4_K) : sizeof(pk_block_q6_K);
+    return T == KR_Q2_K   ? sizeof(pk_block_q2_K)
+           : T == KR_Q3_K ? sizeof(pk_block_q3_K)
+           : T == KR_Q4_K ? sizeof(pk_block_q4_K)
+           : T == KR_Q5_K ? sizeof(pk_block_q5_K)
+                          : sizeof(pk_block_q6_K);
 }
 
 KR_INLINE __m512i kr_levels(const int T, const void *blk, int z) {
-    return T == KR_Q2_K ? lv_q2_K(blk, z) : T == KR_Q4_K ? lv_q4_K(blk, z) : lv_q6_K(blk, z);
+    return T == KR_Q2_K   ? lv_q2_K(blk, z)
+           : T == KR_Q3_K ? lv_q3_K(blk, z)
+           : T == KR_Q4_K ? lv_q4_K(blk, z)
+           : T == KR_Q5_K ? lv_q5_K(blk, z)
+                          : lv_q6_K(blk, z);
 }
 
 /* 16 x 16 dwords: o[c] lane r = v[r] lane c */
@@ -84,13 +94,16 @@ KR_INLINE void kr_transpose16(__m512i *v, __m512i *o) {
     }
 }
 
-/* Row blk's scales as int32 lanes: a[s] the scale of sub-block s (Q4_K:
- * a[8 + s] its min), bm[s] the min of sub-block s (Q2_K). */
+/* Row blk's scales as int32 lanes: a[s] the scale of sub-block s (Q4_K,
+ * Q5_K: a[8 + s] its min), bm[s] the min of sub-block s (Q2_K). */
 KR_INLINE void kr_scales(const int T, const void *blk, __m512i *a, __m512i *bm) {
-    if (T == KR_Q4_K) {
+    if (T == KR_Q4_K || T == KR_Q5_K) {
         uint8_t sm[16];
-        pk_get_scales_mins_k4(((const pk_block_q4_K *)blk)->scales, sm, sm + 8);
+        pk_get_scales_mins_k4(T == KR_Q4_K ? ((const pk_block_q4_K *)blk)->scales
+                                           : ((const pk_block_q5_K *)blk)->scales, sm, sm + 8);
         *a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)sm));
+    } else if (T == KR_Q3_K) {
+        *a = _mm512_cvtepi16_epi32(lv_q3_scales(((const pk_block_q3_K *)blk)->scales));
     } else if (T == KR_Q2_K) {
         __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)((const pk_block_q2_K *)blk)->scales));
         *a = _mm512_and_si512(v, _mm512_set1_epi32(15));
@@ -112,6 +125,11 @@ KR_INLINE void kr_decode(const int T, const uint8_t *const *rows, int64_t b, kr_
         kr_scales(T, blk[r], &va[r], &vb[r]);
         if (T == KR_Q6_K) {
             d[r] = dmin[r] = ((const pk_block_q6_K *)blk[r])->d;
+        } else if (T == KR_Q3_K) {
+            d[r] = dmin[r] = ((const pk_block_q3_K *)blk[r])->d;
+        } else if (T == KR_Q5_K) {
+            d[r] = ((const pk_block_q5_K *)blk[r])->d;
+            dmin[r] = ((const pk_block_q5_K *)blk[r])->dmin;
         } else if (T == KR_Q4_K) {
             d[r] = ((const pk_block_q4_K *)blk[r])->d;
             dmin[r] = ((const pk_block_q4_K *)blk[r])->dmin;
@@ -165,8 +183,8 @@ KR_INLINE void kr_decode(const int T, const uint8_t *const *rows, int64_t b, kr_
     if (T == KR_Q2_K) {
         kr_transpose16(vb, sb);
         m = sb;
-    } else if (T == KR_Q6_K) {
-        for (int s = 0; s < 16; s++) sb[s] = _mm512_slli_epi32(sa[s], 5);
+    } else if (T == KR_Q6_K || T == KR_Q3_K) {   /* the level offsets 32 and 4 */
+        for (int s = 0; s < 16; s++) sb[s] = _mm512_slli_epi32(sa[s], T == KR_Q6_K ? 5 : 2);
         m = sb;
     }
     const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d));
@@ -219,7 +237,11 @@ KR_INLINE void kr_tile(const int T, const int NT, const kr_blk *W, int kb, const
             for (int j = 0; j < dw; j++) q[j] = wb->q[s * dw + j];
             for (int t = 0; t < NT; t++) {
                 const int8_t *xq = xs[t][b].qs + 4 * s * dw;
-                if (KR_INT(T)) {   /* two chains of 16 elements: |a| <= 16 * 15 * 128 fits int16 */
+                if (T == KR_Q5_K) {   /* one chain of 32, times the scale in int32 */
+                    __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], kr_bc(xq));
+                    for (int j = 1; j < 8; j++) a = _mm512_dpbusd_epi32(a, q[j], kr_bc(xq + 4 * j));
+                    is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(a, _mm512_castps_si512(wb->sc[s])));
+                } else if (KR_INT(T)) {   /* two chains of 16 elements: |a| <= 16 * 15 * 128 fits int16 */
                     __m512i a0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], kr_bc(xq));
                     __m512i a1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4], kr_bc(xq + 16));
                     for (int j = 1; j < 4; j++) {

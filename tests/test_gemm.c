@@ -43,8 +43,8 @@ static const struct { const char *isa; int types[16]; } required[] = {
                 PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
                 PK_TYPE_IQ4_XS, -1 } },
     { "avxvnni", { PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, -1 } },
-    { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q4_K,
-                  PK_TYPE_Q6_K, -1 } },
+    { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
+                  PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, -1 } },
 };
 enum { NTYPES = sizeof types / sizeof *types };
 

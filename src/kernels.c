@@ -68,14 +68,7 @@ static int cpu_amx(void) {
 }
 #else
 static int cpu_avx2(void) { return 0; }
-/* AVX-VNNI (VEX vpdpbusd): CPUID.(7,1):EAX bit 4; the variant also needs
- * its gemm file built with -mavxvnni (a compiler without it leaves the
- * table empty). */
-static int cpu_avxvnni(void) {
-    unsigned a, b, c, d;
-    return cpu_avx2() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1) &&
-           pk_gemm_avxvnni[PK_TYPE_Q4_0] != NULL;
-}
+static int cpu_avxvnni(void) { return 0; }
 static int cpu_avx512(void) { return 0; }
 static int cpu_amx(void) { return 0; }
 #endif

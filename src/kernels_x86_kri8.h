@@ -252,8 +252,8 @@ K8_INLINE __m256i k8_bc(const int8_t *p) {
 K8_INLINE void k8_tile(const int T, const int NT, const k8_blk *W, int kb, const pk_block_q8_K *const *xs,
                        const k8_act *X, float *y, int64_t ys, int nr, int first) {
     const int ns = k8_ns(T), dw = 64 / ns;
-    __m256 acc[K8_TT];
-    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    __m256 acc[K8_TT], am[K8_TT];
+    for (int t = 0; t < NT; t++) acc[t] = am[t] = _mm256_setzero_ps();
     for (int b = 0; b < kb; b++) {
         const k8_blk *wb = &W[b];
         __m256i is[K8_TT];
@@ -299,18 +299,18 @@ K8_INLINE void k8_tile(const int T, const int NT, const k8_blk *W, int kb, const
             __m256i im = _mm256_setzero_si256();
             if (T != K8_Q6_K)
                 for (int k = 0; k < ns / 2; k++) im = k8_dpwssd(im, wb->mp[k], _mm256_set1_epi32(xa->bp[k]));
-            __m256 f;
+            const __m256 dx = _mm256_set1_ps(xa->d);
             if (T == K8_Q3_K || T == K8_Q6_K) {
-                f = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is[t], im)), wb->d);
-            } else {
-                f = _mm256_mul_ps(_mm256_cvtepi32_ps(is[t]), wb->d);
-                f = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), wb->dmin, f);
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is[t], im)), _mm256_mul_ps(wb->d, dx), acc[t]);
+            } else {   /* as the gemv: d * dx and dmin * dx, the mins summed apart */
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is[t]), _mm256_mul_ps(wb->d, dx), acc[t]);
+                acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(wb->dmin, dx), acc[t]);
             }
-            acc[t] = _mm256_fmadd_ps(f, _mm256_set1_ps(xa->d), acc[t]);
         }
     }
     for (int t = 0; t < NT; t++) {
         float *yt = y + t * ys;
+        acc[t] = _mm256_sub_ps(acc[t], am[t]);
         if (nr == 8) {
             _mm256_storeu_ps(yt, first ? acc[t] : _mm256_add_ps(acc[t], _mm256_loadu_ps(yt)));
         } else {

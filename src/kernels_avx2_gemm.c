@@ -145,6 +145,9 @@ GI void perm3(__m256i v[8]) {
     st64(&v[0], &v[4]); st64(&v[1], &v[5]); st64(&v[2], &v[6]); st64(&v[3], &v[7]);
 }
 
+#if defined(X86_VNNI256) || defined(PK_K8_AVX2)
+#define K8_ON 1   /* the K-quants by kernels_x86_kri8.h */
+#endif
 /* ---- K-quants x Q8_K -------------------------------------------------------- */
 
 /* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
@@ -161,6 +164,7 @@ typedef struct {
     float pad[7];
 } xk;
 
+#ifndef K8_ON
 static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk *X, float *D) {
     for (int i = 0; i < KBK * TK; i++) D[i] = 0.0f;
     for (int t = 0; t < nt; t++)
@@ -204,6 +208,8 @@ static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk 
         }
 }
 
+#endif
+
 /* y[t * ys] (+)= the sum of acc[t] */
 static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, int first) {
     for (int t = 0; t < nt; t++) {
@@ -212,6 +218,7 @@ static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, in
     }
 }
 
+#ifndef K8_ON
 /* The driver: per k-block and token tile, prepare; per row, decode each
  * super-block (DECODE, which defines the registers BODY uses and the weight
  * scale dwf), form dd[t] = dwf * d of every token (a multiply per 8), and
@@ -250,6 +257,12 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
         }                                                                           \
     }                                                                               \
 }
+
+#else   /* the 8-row interleaved gemm of kernels_x86_kri8.h */
+#include "kernels_x86_kri8.h"
+enum { K8_ID_q2_K = K8_Q2_K, K8_ID_q3_K = K8_Q3_K, K8_ID_q4_K = K8_Q4_K, K8_ID_q5_K = K8_Q5_K, K8_ID_q6_K = K8_Q6_K };
+#define KQ_GEMM(T, WT, KIND, DECODE, BODY) RI_ENTRY(T, k8_gemm, K8_ID_##T)
+#endif
 
 /* sum of 4 vpmaddubsw products (v[i..i+3] with the prepared q) in int16 */
 #define MB4(i) _mm256_add_epi16(_mm256_add_epi16(mb(v[i], xp->q + 32 * (i)), mb(v[i + 1], xp->q + 32 * (i) + 32)), \

@@ -75,7 +75,14 @@ done
 # Quantized weights: prompt batches go through the multi-token (gemm)
 # kernels, whose float summation order differs from gemv's, so batched and
 # one-at-a-time logits agree to float tolerance rather than bitwise (the same
-# size of difference as between the AVX2 and AVX-512 gemv kernels).
+# size of difference as between the AVX2 and AVX-512 gemv kernels). A
+# rounding difference can also flip a near-tie in a router's top-k, and
+# that token's logits then differ by more (on the Q4_K_M model, 6-7% of the
+# largest logit for one token, with any summation order, the reference's
+# included; avx2, avxvnni and avx512 each have 2-4 such tokens at 1-7%,
+# the rest at 0.1-0.6%): so the bound is per token - the median within
+# 0.5% of the largest logit, at least 90 of the 100 within 1%, every token
+# within 15%, the argmax the same on at least 95.
 for q in "q4km:Q4_K_M kjv" "mxfp4:Q8_0+MXFP4 kjv" "gptoss:tiny-gpt-oss (MXFP4 experts)"; do
     ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 4000) for i in range(100)))")
     $RUN "$T" -t 2 -b 1 "$tmp/${q%%:*}.gguf" "$tmp/one.f32" "$ids"
@@ -84,11 +91,13 @@ for q in "q4km:Q4_K_M kjv" "mxfp4:Q8_0+MXFP4 kjv" "gptoss:tiny-gpt-oss (MXFP4 ex
 import sys
 import numpy as np
 a, b = (np.fromfile(f, dtype="<f4").reshape(-1, 4096) for f in sys.argv[1:3])
-d = np.abs(a - b).max() / np.abs(a).max()
+per = np.abs(a - b).max(1) / np.abs(a).max()     # per token, of the largest logit
+d, med, within = float(per.max()), float(np.median(per)), int((per < 0.01).sum())
 agree = (a.argmax(1) == b.argmax(1)).mean()
-print(f"ok   [{__import__('os').environ['POCKET_KERNELS']}] {sys.argv[3]}: 100 tokens batched vs one at a time: max |diff| {100 * d:.2f}% of max |logit|, "
-      f"argmax agree {100 * agree:.0f}%")
-sys.exit(0 if d < 0.05 and agree >= 0.95 else 1)
+ok = med < 0.005 and within >= 90 and d < 0.15 and agree >= 0.95
+print(f"{'ok  ' if ok else 'FAIL'} [{__import__('os').environ['POCKET_KERNELS']}] {sys.argv[3]}: 100 tokens batched vs one at a time: "
+      f"median |diff| {100 * med:.2f}% of max |logit|, {within} within 1%, max {100 * d:.2f}%, argmax agree {100 * agree:.0f}%")
+sys.exit(0 if ok else 1)
 PY
 done
 }

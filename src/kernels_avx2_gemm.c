@@ -37,15 +37,17 @@
  *     activations widened once per token tile, products by vpmaddwd (no
  *     sign fix-up per token); four blocks' sums are reduced with horizontal
  *     adds and scaled with one float multiply-add;
- *   - MXFP4, Q5_0, Q4_0 (levels that fit 0..31 once offset): 8 rows at a
- *     time, decoded row-interleaved (kernels_x86_ri8.h) once per (k-block,
- *     tile of up to 32 tokens); vpmaddubsw of the unsigned levels with one
- *     token's 4 activations broadcast gives the 8 rows side by side, so the
- *     accumulator lanes are rows (no horizontal adds); the offset times the
- *     block's activation sum is subtracted in int32;
- *   - Q8_0: 8 rows at a time as MXFP4, but the levels + 128 widened to
- *     int16 and vpmaddwd against int16 activations (vpmaddubsw pairs of
- *     8-bit levels could saturate): 16 vpmaddwd per block, token and 8 rows.
+ *   - MXFP4, Q5_0, Q4_0 (signed levels within -16..15): 8 rows at a time,
+ *     decoded row-interleaved (kernels_x86_ri8.h) once per (k-block, tile
+ *     of up to 64 tokens); vpmaddubsw (AVX-VNNI: vpdpbusd) of one token's 4
+ *     activations + 128, broadcast, with the signed levels gives the 8 rows
+ *     side by side, so the accumulator lanes are rows (no horizontal adds);
+ *     each row's -128 * level sum, computed once per decoded block, seeds
+ *     the int32 sums;
+ *   - Q8_0: AVX-VNNI as MXFP4 (vpdpbusd does not saturate); AVX2 8 rows at
+ *     a time with the signed levels widened to int16 and vpmaddwd against
+ *     int16 activations (vpmaddubsw pairs of 8-bit levels could saturate):
+ *     16 vpmaddwd per block, token and 8 rows.
  * The activations must be in [-127, 127] (every Q8_0 / Q8_K / Q8_1
  * quantizer's output): the int16 sums above rely on it.
  *
@@ -658,8 +660,10 @@ Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
  * scales. Per block and token then, seeded with the rows' -128 * level sum:
  *   - AVX-VNNI: 8 vpdpbusd (activations u8 x levels s8), one int32 chain
  *     per token, RIT tokens in flight;
- *   - AVX2: 8 vpmaddubsw, two int16 sums of four (|.| <= 4 * 2 * 255 * 16 =
- *     32640 < 2^15), 2 vpmaddwd;
+ *   - AVX2: 8 vpmaddubsw (no saturation: |pair| <= 2 * 255 * 16), summed
+ *     in int16 with the int16 seed by wrapping adds: exact, as the true sum
+ *     of each int16 lane (16 elements, |.| <= 16 * 127 * 16 = 32512) fits,
+ *     then 1 vpmaddwd;
  * then one convert and one multiply-add into the 8 rows' float
  * accumulators. Q8_0 takes this path under AVX-VNNI (its own decode). */
 #ifndef RIT
@@ -722,17 +726,14 @@ GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, fl
             const __m256i q = _mm256_load_si256(&wb->q[j]);
             for (int t = 0; t < NT; t++) s[t] = x86_dpbusd(s[t], RIX(t, j), q);
         }
-#else                /* sums of four in int16, then one vpmaddwd per half */
+#else                /* the 8 products and the int16 seed summed in int16, then one vpmaddwd */
         const __m256i one = _mm256_set1_epi16(1);
-        for (int h = 0; h < 2; h++) {
-            const __m256i *wq = wb->q + 4 * h;
-            for (int t = 0; t < NT; t++) {
-#define RIM(j) _mm256_maddubs_epi16(RIX(t, 4 * h + (j)), _mm256_load_si256(wq + (j)))
-                __m256i p = _mm256_add_epi16(_mm256_add_epi16(RIM(0), RIM(1)), _mm256_add_epi16(RIM(2), RIM(3)));
+        for (int t = 0; t < NT; t++) {
+#define RIM(j) _mm256_maddubs_epi16(RIX(t, j), _mm256_load_si256(wb->q + (j)))
+            __m256i p = _mm256_add_epi16(_mm256_add_epi16(RIM(0), RIM(1)), _mm256_add_epi16(RIM(2), RIM(3)));
+            p = _mm256_add_epi16(p, _mm256_add_epi16(_mm256_add_epi16(RIM(4), RIM(5)), _mm256_add_epi16(RIM(6), RIM(7))));
 #undef RIM
-                p = _mm256_madd_epi16(p, one);
-                s[t] = _mm256_add_epi32(h ? s[t] : wb->c, p);
-            }
+            s[t] = _mm256_madd_epi16(_mm256_add_epi16(p, wb->c), one);
         }
 #endif
 #undef RIX

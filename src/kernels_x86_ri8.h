@@ -10,8 +10,8 @@
  * Layout (ri8): per block of 8 rows, 8 registers q[j] whose dword lane r
  * holds row r's signed levels (MXFP4 ggml's kvalues_mxfp4 in -12..12, Q5_0
  * -16..15, Q4_0 -8..7, Q8_0 as stored) for the 4 elements 4j .. 4j + 3, the
- * 8 rows' seeds c = -128 * (sum of the block's levels) as int32 and their
- * scales as floats. The activations are prepared once per tile as unsigned
+ * 8 rows' seeds c = -128 * (sum of the block's levels) (int32; without
+ * VNNI per int16 lane, see ri8_seed) and their scales as floats. The activations are prepared once per tile as unsigned
  * bytes x + 128 (ri_act, 1..255 for the quantizers' [-127, 127]). One
  * token's 4 activations at 4j, broadcast to every lane, times q[j]
  * (vpdpbusd / vpmaddubsw, u8 x s8) then give the 8 rows' partial sums side
@@ -74,9 +74,12 @@ RI_INLINE __m256i ri8_gather(const uint8_t *base, __m256i olo, __m256i ohi) {
                             _mm256_i64gather_epi32((const int *)base, olo, 1));
 }
 
-/* -128 * the sum of the 8 registers' bytes per dword: MXFP4, Q5_0, Q4_0
- * from the bytes summed first (|level| <= 16: the sum of 8 fits int8),
- * Q8_0 from int16 pair sums (vpmaddubsw of ones: |.| <= 256 per register,
+/* The seeds: -128 * the sum of the 8 registers' bytes per dword (int32)
+ * where 256-bit VNNI is built in, else per int16 lane (its two bytes of
+ * each register, mod 2^16: kernels_avx2_gemm.c sums in int16 with
+ * wrapping adds, exact because the true sums fit). MXFP4, Q5_0, Q4_0 from
+ * the bytes summed first (|level| <= 16: the sum of 8 fits int8), Q8_0
+ * from int16 pair sums (vpmaddubsw of ones: |.| <= 256 per register,
  * <= 2048 over 8). */
 RI_INLINE __m256i ri8_seed(const int T, const __m256i *q) {
     const __m256i ones = _mm256_set1_epi8(1);
@@ -89,7 +92,11 @@ RI_INLINE __m256i ri8_seed(const int T, const __m256i *q) {
                             _mm256_add_epi8(_mm256_add_epi8(q[4], q[5]), _mm256_add_epi8(q[6], q[7])));
         s = _mm256_maddubs_epi16(ones, s);
     }
+#ifdef X86_VNNI256
     return _mm256_madd_epi16(s, _mm256_set1_epi16(-128));
+#else
+    return _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), s), 7);
+#endif
 }
 
 /* Blocks 0 .. nbk - 1 of 8 rows at w (rows rb bytes apart; rows >= nr read
@@ -153,8 +160,8 @@ RI_INLINE void ri8_decode(const int T, const uint8_t *w, size_t rb, int nr, int 
                 const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pk_mxfp4_values));
                 for (int j = 0; j < 8; j++) q[j] = _mm256_shuffle_epi8(tab, q[j]);
             }
-            if (T == RI_Q5_0) {   /* element e's fifth bit: bit e % 8 of qh byte e / 8 */
-                const __m256i H = ri8_gather(w + bo + 2, olo, ohi), k16 = _mm256_set1_epi8(16);
+            if (T == RI_Q5_0) {   /* element e's fifth bit: bit e % 8 of qh byte e / 8; level = nibble - 16 where it is 0 */
+                const __m256i H = ri8_gather(w + bo + 2, olo, ohi), m16 = _mm256_set1_epi8(-16);
                 const __m256i lane = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
                                                       0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
                 for (int j = 0; j < 8; j++) {   /* elements e0 .. e0 + 3 */
@@ -162,10 +169,10 @@ RI_INLINE void ri8_decode(const int T, const uint8_t *w, size_t rb, int nr, int 
                     const __m256i idx = _mm256_add_epi8(_mm256_set1_epi8((char)(e0 / 8)), lane);
                     const __m256i bm = _mm256_set1_epi32(e0 % 8 ? (int)0x80402010 : 0x08040201);
                     const __m256i hb = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(H, idx), bm), bm);
-                    q[j] = _mm256_or_si256(q[j], _mm256_and_si256(hb, k16));
+                    q[j] = _mm256_add_epi8(q[j], _mm256_andnot_si256(hb, m16));
                 }
             }
-            if (T != RI_MXFP4) {
+            if (T == RI_Q4_0) {
                 const __m256i off = _mm256_set1_epi8((char)ri_off(T));
                 for (int j = 0; j < 8; j++) q[j] = _mm256_sub_epi8(q[j], off);
             }

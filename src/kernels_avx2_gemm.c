@@ -677,7 +677,7 @@ Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
 #define RITS 64   /* tokens per prepared tile at most */
 #endif
 #ifndef RIKB
-#define RIKB 16   /* blocks per k-block at most (512 elements) */
+#define RIKB 32   /* blocks per k-block at most (1024 elements) */
 #endif
 /* per k-block and tile: activations X[b][t] + 128 (32 bytes) and scales */
 typedef struct { uint8_t x[RIKB][RITS][32]; float d[RIKB][RITS]; } ri_act;

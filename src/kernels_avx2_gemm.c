@@ -37,15 +37,17 @@
  *     activations widened once per token tile, products by vpmaddwd (no
  *     sign fix-up per token); four blocks' sums are reduced with horizontal
  *     adds and scaled with one float multiply-add;
- *   - MXFP4, Q5_0, Q4_0 (levels that fit 0..31 once offset): 8 rows at a
- *     time, decoded row-interleaved (kernels_x86_ri8.h) once per (k-block,
- *     tile of up to 32 tokens); vpmaddubsw of the unsigned levels with one
- *     token's 4 activations broadcast gives the 8 rows side by side, so the
- *     accumulator lanes are rows (no horizontal adds); the offset times the
- *     block's activation sum is subtracted in int32;
- *   - Q8_0: 8 rows at a time as MXFP4, but the levels + 128 widened to
- *     int16 and vpmaddwd against int16 activations (vpmaddubsw pairs of
- *     8-bit levels could saturate): 16 vpmaddwd per block, token and 8 rows.
+ *   - MXFP4, Q5_0, Q4_0 (signed levels within -16..15): 8 rows at a time,
+ *     decoded row-interleaved (kernels_x86_ri8.h) once per (k-block, tile
+ *     of up to 64 tokens); vpmaddubsw (AVX-VNNI: vpdpbusd) of one token's 4
+ *     activations + 128, broadcast, with the signed levels gives the 8 rows
+ *     side by side, so the accumulator lanes are rows (no horizontal adds);
+ *     each row's -128 * level sum, computed once per decoded block, seeds
+ *     the int32 sums;
+ *   - Q8_0: AVX-VNNI as MXFP4 (vpdpbusd does not saturate); AVX2 8 rows at
+ *     a time with the signed levels widened to int16 and vpmaddwd against
+ *     int16 activations (vpmaddubsw pairs of 8-bit levels could saturate):
+ *     16 vpmaddwd per block, token and 8 rows.
  * The activations must be in [-127, 127] (every Q8_0 / Q8_K / Q8_1
  * quantizer's output): the int16 sums above rely on it.
  *
@@ -664,18 +666,47 @@ Q32_GEMM(q5_1, pk_block_q5_1, 1)
 Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
 
 /* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 8 rows at a time ------------------------------
- * Rows in groups of 8, decoded row-interleaved (kernels_x86_ri8.h) once per
- * (k-block, tile of up to RITS tokens) into a stack buffer; per block and
- * token then 8 vpmaddubsw with the broadcast activations, two int16 sums of
- * four (|.| <= 4 * 2 * 31 * 128 < 2^15), 2 vpmaddwd, the level offset
- * removed in int32, one convert and one multiply-add into the 8 rows' float
- * accumulators. */
-enum {
-    RIT = 4,      /* tokens per inner tile */
-    RITS = 32,    /* tokens per prepared tile */
-    RIKB = 64,    /* blocks per k-block at most (2048 elements) */
-};
-typedef struct { __m256i q[8]; __m256 d; } ri8;
+ * Rows in groups of 8, decoded row-interleaved with signed levels and their
+ * seeds (kernels_x86_ri8.h) once per (k-block, tile of up to RITS tokens)
+ * into a stack buffer; the tile's activations are prepared once per
+ * k-block as x + 128 (unsigned bytes, token-minor per block) with their
+ * scales. Per block and token then, seeded with the rows' -128 * level sum:
+ *   - AVX-VNNI: 8 vpdpbusd (activations u8 x levels s8), one int32 chain
+ *     per token, RIT tokens in flight;
+ *   - AVX2: 8 vpmaddubsw (no saturation: |pair| <= 2 * 255 * 16), summed
+ *     in int16 with the int16 seed by wrapping adds: exact, as the true sum
+ *     of each int16 lane (16 elements, |.| <= 16 * 127 * 16 = 32512) fits,
+ *     then 1 vpmaddwd;
+ * then one convert and one multiply-add into the 8 rows' float
+ * accumulators. Q8_0 takes this path under AVX-VNNI (its own decode). */
+#ifndef RIT
+#ifdef X86_VNNI256
+#define RIT 6     /* tokens per inner tile: independent int32 chains */
+#else
+#define RIT 4
+#endif
+#endif
+#ifndef RITS
+#define RITS 64   /* tokens per prepared tile at most */
+#endif
+#ifndef RIKB
+#define RIKB 32   /* blocks per k-block at most (1024 elements) */
+#endif
+/* per k-block and tile: activations X[b][t] + 128 (32 bytes) and scales */
+typedef struct { uint8_t x[RIKB][RITS][32]; float d[RIKB][RITS]; } ri_act;
+
+/* The tile's nt tokens (at xs[t], nbk blocks) into A. */
+GI void ri_prep(int nt, const pk_block_q8_0 *const *xs, int nbk, ri_act *A) {
+    const __m256i k80 = _mm256_set1_epi8((char)0x80);
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < nbk; b++) {
+            _mm256_store_si256((__m256i *)A->x[b][t], _mm256_xor_si256(ld(xs[t][b].qs), k80));
+            A->d[b][t] = _cvtsh_ss(xs[t][b].d);
+        }
+}
+
+/* Part i of n split into parts of sizes differing by at most one: its start. */
+GI int64_t ri_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
 
 /* y[t * ys + r] (+)= lane r of acc[t], t < NT, r < nr (8 rows side by side) */
 GI void ri_store(const int NT, const __m256 *acc, float *y, int64_t ys, int nr, int first) {
@@ -691,40 +722,37 @@ GI void ri_store(const int NT, const __m256 *acc, float *y, int64_t ys, int nr, 
     }
 }
 
-/* NT tokens x the 8 rows of W over nbk blocks; token t's blocks at xs[t],
- * its prepared scales and offsets at dx / cx + t * RIKB. */
-GI void ri_tile(const int NT, const ri8 *W, int nbk, const pk_block_q8_0 *const *xs, const float *dx,
-                const int32_t *cx, float *y, int64_t ys, int nr, int first) {
-    const __m256i one = _mm256_set1_epi16(1);
-    (void)one;
+/* NT tokens (from t0 of A) x the 8 rows of W over nbk blocks. */
+GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, float *y, int64_t ys, int nr,
+                int first) {
     __m256 acc[RIT];
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nbk; b++) {
         const ri8 *wb = &W[b];
+        const uint8_t(*xb)[32] = A->x[b] + t0;
         __m256i s[RIT];
-        for (int h = 0; h < 2; h++) {   /* elements 16h .. 16h + 15: four registers, sums of four in int16 */
-            const __m256i w0 = wb->q[4 * h], w1 = wb->q[4 * h + 1], w2 = wb->q[4 * h + 2], w3 = wb->q[4 * h + 3];
-            for (int t = 0; t < NT; t++) {
-                const int8_t *q = xs[t][b].qs + 16 * h;
-#ifdef X86_VNNI256   /* int32 sums throughout: four vpdpbusd */
-#define RIX(j) _mm256_set1_epi32(ri_x4(q + 4 * (j)))
-                __m256i p = h ? s[t] : _mm256_setzero_si256();
-                s[t] = x86_dpbusd(x86_dpbusd(x86_dpbusd(x86_dpbusd(p, w0, RIX(0)), w1, RIX(1)), w2, RIX(2)), w3, RIX(3));
-#undef RIX
-#else                /* sums of four in int16, then one vpmaddwd */
-#define RIM(w, j) _mm256_maddubs_epi16(w, _mm256_set1_epi32(ri_x4(q + 4 * (j))))
-                __m256i p = _mm256_add_epi16(_mm256_add_epi16(RIM(w0, 0), RIM(w1, 1)), _mm256_add_epi16(RIM(w2, 2), RIM(w3, 3)));
-#undef RIM
-                p = _mm256_madd_epi16(p, one);
-                s[t] = h ? _mm256_add_epi32(s[t], p) : p;
-#endif
-            }
+#define RIX(t, j) _mm256_set1_epi32(ri_x4((const int8_t *)xb[t] + 4 * (j)))
+#ifdef X86_VNNI256   /* one int32 chain per token */
+        for (int t = 0; t < NT; t++) s[t] = wb->c;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m256i q = _mm256_load_si256(&wb->q[j]);
+            for (int t = 0; t < NT; t++) s[t] = x86_dpbusd(s[t], RIX(t, j), q);
         }
+#else                /* the 8 products and the int16 seed summed in int16, then one vpmaddwd */
+        const __m256i one = _mm256_set1_epi16(1);
         for (int t = 0; t < NT; t++) {
-            __m256i v = _mm256_sub_epi32(s[t], _mm256_set1_epi32(cx[t * RIKB + b]));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(wb->d, _mm256_set1_ps(dx[t * RIKB + b])),
-                                     acc[t]);
+#define RIM(j) _mm256_maddubs_epi16(RIX(t, j), _mm256_load_si256(wb->q + (j)))
+            __m256i p = _mm256_add_epi16(_mm256_add_epi16(RIM(0), RIM(1)), _mm256_add_epi16(RIM(2), RIM(3)));
+            p = _mm256_add_epi16(p, _mm256_add_epi16(_mm256_add_epi16(RIM(4), RIM(5)), _mm256_add_epi16(RIM(6), RIM(7))));
+#undef RIM
+            s[t] = _mm256_madd_epi16(_mm256_add_epi16(p, wb->c), one);
         }
+#endif
+#undef RIX
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(wb->d, _mm256_set1_ps(A->d[b][t0 + t])),
+                                     acc[t]);
     }
     ri_store(NT, acc, y, ys, nr, first);
 }
@@ -732,31 +760,42 @@ GI void ri_tile(const int NT, const ri8 *W, int nbk, const pk_block_q8_0 *const 
 GI void gemm_ri(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                 size_t rb, const void *const *x) {
     ri8 W[RIKB];
-    float dx[RITS * RIKB];
-    int32_t cx[RITS * RIKB];
+    ri_act A __attribute__((aligned(32)));
+    /* k-blocks and token tiles of balanced sizes: no short tail tile */
     int64_t nb = n / 32, nkb = (nb + RIKB - 1) / RIKB, kbs = (nb + nkb - 1) / nkb;
+    int64_t ntt = (ntok + RITS - 1) / RITS;
     for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
         int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
-        for (int64_t t0 = 0; t0 < ntok; t0 += RITS) {
-            int nts = ntok - t0 < RITS ? (int)(ntok - t0) : RITS;
+        for (int64_t tt = 0; tt < ntt; tt++) {
+            int64_t t0 = ri_part(ntok, ntt, tt);
+            int nts = (int)(ri_part(ntok, ntt, tt + 1) - t0);
             const pk_block_q8_0 *xs[RITS];
             for (int t = 0; t < nts; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
-            ri_prep(ri_off(T), nts, xs, nbk, RIKB, dx, cx);
+            ri_prep(nts, xs, nbk, &A);
+            const int nin = (nts + RIT - 1) / RIT;
             for (int64_t r0 = 0; r0 < nrows; r0 += 8) {
                 int nr = nrows - r0 < 8 ? (int)(nrows - r0) : 8;
-                const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
-                for (int b = 0; b < nbk; b++) ri8_decode(T, wr, rb, nr, b, W[b].q, &W[b].d);
+                ri8_decode(T, (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T), rb, nr, nbk, W);
                 float *yr = y + t0 * ys + r0;
-                int t = 0;
-#define RIC(NT) ri_tile(NT, W, nbk, xs + t, dx + t * RIKB, cx + t * RIKB, yr + t * ys, ys, nr, k0 == 0)
-                for (; t + RIT <= nts; t += RIT) RIC(RIT);
-                switch (nts - t) {
-                case 1: RIC(1); break;
-                case 2: RIC(2); break;
-                case 3: RIC(3); break;
-                default: break;
-                }
+                for (int i = 0; i < nin; i++) {
+                    int t = (int)ri_part(nts, nin, i), nt = (int)ri_part(nts, nin, i + 1) - t;
+#define RIC(NT) ri_tile(NT, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0)
+                    switch (nt) {
+                    case 1: RIC(1); break;
+                    case 2: RIC(2); break;
+                    case 3: RIC(3); break;
+#if RIT > 4
+                    case 4: RIC(4); break;
+                    case 5: RIC(5); break;
+#endif
+#if RIT > 6
+                    case 6: RIC(6); break;
+                    case 7: RIC(7); break;
+#endif
+                    default: RIC(RIT); break;
+                    }
 #undef RIC
+                }
             }
         }
     }
@@ -765,18 +804,20 @@ RI_ENTRY(mxfp4, gemm_ri, RI_MXFP4)
 RI_ENTRY(q5_0, gemm_ri, RI_Q5_0)
 RI_ENTRY(q4_0, gemm_ri, RI_Q4_0)
 
-/* ---- Q8_0 x Q8_0: 8 rows at a time in int16 ----------------------------------
- * vpmaddubsw pairs of Q8_0's levels could saturate (2 * 255 * 127 once
- * unsigned, and the sign trick's 2 * 128 * 128 for -128 x -128), so the
- * products are vpmaddwd on int16: the 8 rows' levels + 128 (ri8_decode's
- * w ^ 0x80, zero-extended) against the activations widened once per token
- * tile, -128 * the block's activation sum subtracted in int32 (exact for
- * every int8 input). Per ri8 register q[j] (rows' elements 4j .. 4j + 3)
- * the two unpacks give rows 0, 1 | 4, 5 and 2, 3 | 6, 7, each row's 4
- * elements in two dwords; one broadcast of the token's 4 int16 activations
- * serves both, and one vphaddd per block and token leaves rows 0..7 in
- * order. Per block, token and 8 rows: 16 vpmaddwd, no horizontal sums per
- * row. */
+/* ---- Q8_0 x Q8_0 --------------------------------------------------------------
+ * Under AVX-VNNI: gemm_ri above (signed levels x activations + 128, seeded).
+ * AVX2: vpmaddubsw pairs of Q8_0's levels could saturate (2 * 128 * 255 for
+ * levels x activations + 128), so 8 rows at a time in int16 with vpmaddwd:
+ * the signed levels of ri8_decode sign-extended, against the activations
+ * widened once per token tile (exact, no offset). Per ri8 register q[j]
+ * (rows' elements 4j .. 4j + 3) the two unpacks give rows 0, 1 | 4, 5 and
+ * 2, 3 | 6, 7, each row's 4 elements in two dwords; one broadcast of the
+ * token's 4 int16 activations serves both, and one vphaddd per block and
+ * token leaves rows 0..7 in order. Per block, token and 8 rows: 16
+ * vpmaddwd, no horizontal sums per row. */
+#ifdef X86_VNNI256
+RI_ENTRY(q8_0, gemm_ri, RI_Q8_0)
+#else
 enum {
     Q8T = 4,      /* tokens per inner tile */
     Q8TS = 32,    /* tokens per prepared tile */
@@ -785,8 +826,8 @@ enum {
 typedef struct { __m256i lo[8], hi[8]; __m256 d; } q8ri;
 typedef struct { int16_t q[32]; } q8x16;
 
-GI void q8_tile(const int NT, const q8ri *W, int nbk, const q8x16 *X, const float *dx, const int32_t *cx,
-                float *y, int64_t ys, int nr, int first) {
+GI void q8_tile(const int NT, const q8ri *W, int nbk, const q8x16 *X, const float *dx, float *y, int64_t ys,
+                int nr, int first) {
     __m256 acc[Q8T];
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nbk; b++) {
@@ -804,11 +845,9 @@ GI void q8_tile(const int NT, const q8ri *W, int nbk, const q8x16 *X, const floa
                 sh[t] = _mm256_add_epi32(sh[t], _mm256_madd_epi16(wh, xa));
             }
         }
-        for (int t = 0; t < NT; t++) {
-            __m256i v = _mm256_sub_epi32(_mm256_hadd_epi32(sl[t], sh[t]), _mm256_set1_epi32(cx[t * Q8KB + b]));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(wb->d, _mm256_set1_ps(dx[t * Q8KB + b])),
-                                     acc[t]);
-        }
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sl[t], sh[t])),
+                                     _mm256_mul_ps(wb->d, _mm256_set1_ps(dx[t * Q8KB + b])), acc[t]);
     }
     ri_store(NT, acc, y, ys, nr, first);
 }
@@ -816,39 +855,38 @@ GI void q8_tile(const int NT, const q8ri *W, int nbk, const q8x16 *X, const floa
 static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
                       const void *const *x) {
     q8ri W[Q8KB];
+    ri8 R[Q8KB];
     q8x16 X[Q8TS * Q8KB];
     float dx[Q8TS * Q8KB];
-    int32_t cx[Q8TS * Q8KB];
     int64_t nb = n / 32, nkb = (nb + Q8KB - 1) / Q8KB, kbs = (nb + nkb - 1) / nkb;
     for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
         int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
         for (int64_t t0 = 0; t0 < ntok; t0 += Q8TS) {
             int nts = ntok - t0 < Q8TS ? (int)(ntok - t0) : Q8TS;
-            const pk_block_q8_0 *xs[Q8TS];
             for (int t = 0; t < nts; t++) {
-                xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
+                const pk_block_q8_0 *xs = (const pk_block_q8_0 *)x[t0 + t] + k0;
                 for (int b = 0; b < nbk; b++) {
-                    __m256i q = ld(xs[t][b].qs);
+                    __m256i q = ld(xs[b].qs);
                     _mm256_storeu_si256((__m256i *)X[t * Q8KB + b].q, _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
                     _mm256_storeu_si256((__m256i *)(X[t * Q8KB + b].q + 16),
                                         _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
+                    dx[t * Q8KB + b] = _cvtsh_ss(xs[b].d);
                 }
             }
-            ri_prep(ri_off(RI_Q8_0), nts, xs, nbk, Q8KB, dx, cx);
             for (int64_t r0 = 0; r0 < nrows; r0 += 8) {
                 int nr = nrows - r0 < 8 ? (int)(nrows - r0) : 8;
-                const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * sizeof(pk_block_q8_0);
+                ri8_decode(RI_Q8_0, (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * sizeof(pk_block_q8_0), rb,
+                           nr, nbk, R);
                 for (int b = 0; b < nbk; b++) {
-                    __m256i q[8];
-                    ri8_decode(RI_Q8_0, wr, rb, nr, b, q, &W[b].d);
-                    for (int j = 0; j < 8; j++) {
-                        W[b].lo[j] = _mm256_unpacklo_epi8(q[j], _mm256_setzero_si256());
-                        W[b].hi[j] = _mm256_unpackhi_epi8(q[j], _mm256_setzero_si256());
+                    W[b].d = R[b].d;
+                    for (int j = 0; j < 8; j++) {   /* sign-extended: the byte in the high half, shifted down */
+                        W[b].lo[j] = _mm256_srai_epi16(_mm256_unpacklo_epi8(_mm256_setzero_si256(), R[b].q[j]), 8);
+                        W[b].hi[j] = _mm256_srai_epi16(_mm256_unpackhi_epi8(_mm256_setzero_si256(), R[b].q[j]), 8);
                     }
                 }
                 float *yr = y + t0 * ys + r0;
                 int t = 0;
-#define Q8C(NT) q8_tile(NT, W, nbk, X + t * Q8KB, dx + t * Q8KB, cx + t * Q8KB, yr + t * ys, ys, nr, k0 == 0)
+#define Q8C(NT) q8_tile(NT, W, nbk, X + t * Q8KB, dx + t * Q8KB, yr + t * ys, ys, nr, k0 == 0)
                 for (; t + Q8T <= nts; t += Q8T) Q8C(Q8T);
                 switch (nts - t) {
                 case 1: Q8C(1); break;
@@ -861,6 +899,7 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
         }
     }
 }
+#endif
 
 const pk_gemm_fn PK_GEMM_TABLE[PK_TYPE_COUNT] = {
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,

@@ -1,23 +1,22 @@
 /* kernels_x86_ri8.h - the pieces shared by the x86 prompt kernels for
- * MXFP4, Q5_0 and Q4_0 against Q8_0 activations ("ri8" gemms of
+ * MXFP4, Q5_0, Q4_0 and Q8_0 against Q8_0 activations ("ri8" gemms of
  * kernels_avx2_gemm.c: 8 rows per group; kernels_avx512_gemm.c decodes 16
- * rows in this layout itself, with signed levels, and takes only ri_bsize,
- * ri_off and ri_x4 from here): a block of 8 weight rows decoded
- * row-interleaved, and the per-token data the products need. Not a
- * translation unit: included inside the ISA guards (after <immintrin.h>),
- * so each file gets a copy compiled with its flags.
+ * rows in the same layout itself and takes only ri_bsize, ri_off, ri_x4 and
+ * RI_ENTRY from here): a block of 8 weight rows decoded row-interleaved,
+ * and the per-token data the products need. Not a translation unit:
+ * included inside the ISA guards (after <immintrin.h>), so each file gets a
+ * copy compiled with its flags.
  *
- * Layout: per block of 8 rows, 8 registers q[j] whose dword lane r holds
- * row r's unsigned levels (level + off: MXFP4 ggml's kvalues_mxfp4 + 12 in
- * 0..24, Q5_0 the raw 5 bits in 0..31, Q4_0 the raw nibble in 0..15; Q8_0
- * w ^ 0x80 in 0..255, for the AVX-512 gemm only: vpmaddubsw pairs of it
- * could saturate) for the 4 elements 4j .. 4j + 3, and the 8 row scales as
- * floats. One token's
- * 4 activations at 4j, broadcast to every lane, times q[j] (vpmaddubsw /
- * vpdpbusd, u8 x s8) then give the 8 rows' partial sums side by side: no
- * horizontal sums per row. The offset is removed per (token, block) by
- * subtracting off * (sum of the block's activations) from the int32 sum, so
- * each block's sum is exact, as the reference's.
+ * Layout (ri8): per block of 8 rows, 8 registers q[j] whose dword lane r
+ * holds row r's signed levels (MXFP4 ggml's kvalues_mxfp4 in -12..12, Q5_0
+ * -16..15, Q4_0 -8..7, Q8_0 as stored) for the 4 elements 4j .. 4j + 3, the
+ * 8 rows' seeds c = -128 * (sum of the block's levels) (int32; without
+ * VNNI per int16 lane, see ri8_seed) and their scales as floats. The activations are prepared once per tile as unsigned
+ * bytes x + 128 (ri_act, 1..255 for the quantizers' [-127, 127]). One
+ * token's 4 activations at 4j, broadcast to every lane, times q[j]
+ * (vpdpbusd / vpmaddubsw, u8 x s8) then give the 8 rows' partial sums side
+ * by side: no horizontal sums per row. Seeded with c, each block's int32
+ * sum is exactly sum(x * level), as the reference's.
  */
 #ifndef PK_KERNELS_X86_RI8_H
 #define PK_KERNELS_X86_RI8_H
@@ -38,96 +37,8 @@ RI_INLINE size_t ri_bsize(const int T) {
     if (T == RI_Q8_0) return sizeof(pk_block_q8_0);
     return T == RI_MXFP4 ? sizeof(pk_block_mxfp4) : T == RI_Q5_0 ? sizeof(pk_block_q5_0) : sizeof(pk_block_q4_0);
 }
-/* the offset of the unsigned levels */
+/* the offset of the stored (unsigned) levels: level = stored - off */
 RI_INLINE int ri_off(const int T) { return T == RI_Q8_0 ? 128 : T == RI_MXFP4 ? 12 : T == RI_Q5_0 ? 16 : 8; }
-
-/* One block's 32 unsigned levels in element order (its nibbles: element j
- * low nibble of qs[j], j + 16 high nibble) and its scale. */
-RI_INLINE __m256i ri_levels(const int T, const uint8_t *blk, float *d) {
-    if (T == RI_Q8_0) {   /* level + 128 in 0..255 (w ^ 0x80) */
-        uint16_t h;
-        memcpy(&h, blk, 2);
-        *d = _cvtsh_ss(h);
-        return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), _mm256_set1_epi8((char)0x80));
-    }
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const uint8_t *qs = blk + (T == RI_MXFP4 ? 1 : T == RI_Q5_0 ? 6 : 2);
-    __m128i c = _mm_loadu_si128((const __m128i *)qs);
-    __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(c, 4), c), m4);
-    if (T == RI_MXFP4) {
-        const __m256i tab = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
-                                             12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
-        uint32_t bits = pk_e8m0_half_bits[blk[0]];
-        memcpy(d, &bits, 4);
-        return _mm256_shuffle_epi8(tab, v);
-    }
-    uint16_t h;
-    memcpy(&h, blk, 2);
-    *d = _cvtsh_ss(h);
-    if (T == RI_Q5_0) {   /* bit j of qh: the fifth bit of element j */
-        int32_t qh;
-        memcpy(&qh, blk + 2, 4);
-        const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-        __m256i hb = _mm256_shuffle_epi8(_mm256_set1_epi32(qh),
-                                         _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-        hb = _mm256_cmpeq_epi8(_mm256_and_si256(hb, bits), bits);
-        v = _mm256_or_si256(v, _mm256_and_si256(hb, _mm256_set1_epi8(0x10)));
-    }
-    return v;
-}
-
-/* Block b of 8 rows at w (rows rb bytes apart; nr < 8 valid, the rest
- * zero levels and zero scales) into q[8] and d as above. */
-RI_INLINE void ri8_decode(const int T, const uint8_t *w, size_t rb, int nr, int64_t b, __m256i *q, __m256 *d) {
-    __m256i v[8];
-    float s[8];
-    for (int r = 0; r < 8; r++) {
-        if (r < nr) {
-            v[r] = ri_levels(T, w + (size_t)r * rb + (size_t)b * ri_bsize(T), &s[r]);
-        } else {
-            v[r] = _mm256_setzero_si256();
-            s[r] = 0.0f;
-        }
-    }
-    /* an 8 x 8 dword transpose: 32-bit then 64-bit unpacks within halves
-       leave rows 0-3 (v[0..3]) and 4-7 (v[4..7]) with dwords j | j + 4 of
-       their rows in v[0] (j = 0), v[2] (1), v[1] (2), v[3] (3); the
-       128-bit halves are then paired across the two row groups */
-    for (int i = 0; i < 8; i += 2) {
-        __m256i lo = _mm256_unpacklo_epi32(v[i], v[i + 1]), hi = _mm256_unpackhi_epi32(v[i], v[i + 1]);
-        v[i] = lo; v[i + 1] = hi;
-    }
-    for (int i = 0; i < 8; i += 4)
-        for (int k = 0; k < 2; k++) {
-            __m256i lo = _mm256_unpacklo_epi64(v[i + k], v[i + k + 2]);
-            __m256i hi = _mm256_unpackhi_epi64(v[i + k], v[i + k + 2]);
-            v[i + k] = lo; v[i + k + 2] = hi;
-        }
-    static const int src[4] = {0, 2, 1, 3};
-    for (int j = 0; j < 4; j++) {
-        q[j] = _mm256_permute2x128_si256(v[src[j]], v[4 + src[j]], 0x20);
-        q[j + 4] = _mm256_permute2x128_si256(v[src[j]], v[4 + src[j]], 0x31);
-    }
-    *d = _mm256_loadu_ps(s);
-}
-
-/* Per token t < nt and block b < nbk of xs[t]: dx[t * stride + b] its
- * scale, cx[t * stride + b] off * the sum of its 32 activations. */
-static inline void ri_prep(int off, int nt, const pk_block_q8_0 *const *xs, int nbk, int stride, float *dx,
-                           int32_t *cx) {
-    const __m256i ones = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
-    for (int t = 0; t < nt; t++)
-        for (int b = 0; b < nbk; b++) {
-            __m256i q = _mm256_loadu_si256((const __m256i *)xs[t][b].qs);
-            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, q), one16);
-            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
-            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
-            cx[t * stride + b] = off * _mm_cvtsi128_si32(h);
-            dx[t * stride + b] = _cvtsh_ss(xs[t][b].d);
-        }
-}
 
 /* acc + in each dword the sum of the 4 products of its bytes, u unsigned x
  * s signed: one vpdpbusd where 256-bit VNNI is built in (AVX-VNNI, or
@@ -152,6 +63,136 @@ RI_INLINE int32_t ri_x4(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
     return v;
+}
+
+/* one block of 8 rows: levels, seeds, scales (see the top) */
+typedef struct { __m256i q[8]; __m256i c; __m256 d; } ri8;
+
+/* the 8 rows' dwords at base + o[r] (o: rows 0-3 and 4-7 as 64-bit offsets) */
+RI_INLINE __m256i ri8_gather(const uint8_t *base, __m256i olo, __m256i ohi) {
+    return _mm256_set_m128i(_mm256_i64gather_epi32((const int *)base, ohi, 1),
+                            _mm256_i64gather_epi32((const int *)base, olo, 1));
+}
+
+/* The seeds: -128 * the sum of the 8 registers' bytes per dword (int32)
+ * where 256-bit VNNI is built in, else per int16 lane (its two bytes of
+ * each register, mod 2^16: kernels_avx2_gemm.c sums in int16 with
+ * wrapping adds, exact because the true sums fit). MXFP4, Q5_0, Q4_0 from
+ * the bytes summed first (|level| <= 16: the sum of 8 fits int8), Q8_0
+ * from int16 pair sums (vpmaddubsw of ones: |.| <= 256 per register,
+ * <= 2048 over 8). */
+RI_INLINE __m256i ri8_seed(const int T, const __m256i *q) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256i s;
+    if (T == RI_Q8_0) {
+        s = _mm256_maddubs_epi16(ones, q[0]);
+        for (int j = 1; j < 8; j++) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(ones, q[j]));
+    } else {
+        s = _mm256_add_epi8(_mm256_add_epi8(_mm256_add_epi8(q[0], q[1]), _mm256_add_epi8(q[2], q[3])),
+                            _mm256_add_epi8(_mm256_add_epi8(q[4], q[5]), _mm256_add_epi8(q[6], q[7])));
+        s = _mm256_maddubs_epi16(ones, s);
+    }
+#ifdef X86_VNNI256
+    return _mm256_madd_epi16(s, _mm256_set1_epi16(-128));
+#else
+    return _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), s), 7);
+#endif
+}
+
+/* Blocks 0 .. nbk - 1 of 8 rows at w (rows rb bytes apart; rows >= nr read
+ * row 0 and get a zero scale) into W. MXFP4, Q5_0, Q4_0: each row's 16
+ * bytes of packed quants, rows r | r + 4 in one register, a 4 x 4 dword
+ * transpose within 128-bit halves (dword lane = row), then the nibbles
+ * split (low nibbles of dword j: elements 4j .. 4j + 3, high: 16 + 4j ..)
+ * and made signed levels; the scales and Q5_0's high bits gathered. Q8_0:
+ * the rows' 32 levels, an 8 x 8 dword transpose. */
+RI_INLINE void ri8_decode(const int T, const uint8_t *w, size_t rb, int nr, int nbk, ri8 *W) {
+    const size_t bs = ri_bsize(T), qo = T == RI_Q8_0 ? 2 : T == RI_MXFP4 ? 1 : T == RI_Q5_0 ? 6 : 2;
+    const uint8_t *p[8];
+    long long o[8];
+    for (int r = 0; r < 8; r++) {
+        o[r] = (long long)(r < nr ? r : 0) * (long long)rb;
+        p[r] = w + o[r] + qo;
+    }
+    const __m256i olo = _mm256_loadu_si256((const __m256i *)o), ohi = _mm256_loadu_si256((const __m256i *)(o + 4));
+    const __m256 live = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int b = 0; b < nbk; b++) {
+        const size_t bo = (size_t)b * bs;
+        ri8 *ob = &W[b];
+        __m256i q[8];
+        if (T == RI_Q8_0) {
+            __m256i v[8];
+            for (int r = 0; r < 8; r++) v[r] = _mm256_loadu_si256((const __m256i *)(p[r] + bo));
+            /* 32-bit then 64-bit unpacks within halves leave rows 0-3 (v[0..3])
+               and 4-7 (v[4..7]) with dwords j | j + 4 of their rows in v[0]
+               (j = 0), v[2] (1), v[1] (2), v[3] (3); the 128-bit halves are
+               then paired across the two row groups */
+            for (int i = 0; i < 8; i += 2) {
+                __m256i lo = _mm256_unpacklo_epi32(v[i], v[i + 1]), hi = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+                v[i] = lo; v[i + 1] = hi;
+            }
+            for (int i = 0; i < 8; i += 4)
+                for (int k = 0; k < 2; k++) {
+                    __m256i lo = _mm256_unpacklo_epi64(v[i + k], v[i + k + 2]);
+                    __m256i hi = _mm256_unpackhi_epi64(v[i + k], v[i + k + 2]);
+                    v[i + k] = lo; v[i + k + 2] = hi;
+                }
+            static const int src[4] = {0, 2, 1, 3};
+            for (int j = 0; j < 4; j++) {
+                q[j] = _mm256_permute2x128_si256(v[src[j]], v[4 + src[j]], 0x20);
+                q[j + 4] = _mm256_permute2x128_si256(v[src[j]], v[4 + src[j]], 0x31);
+            }
+        } else {
+            __m256i z[4];
+            for (int k = 0; k < 4; k++)
+                z[k] = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(p[k + 4] + bo)),
+                                        _mm_loadu_si128((const __m128i *)(p[k] + bo)));
+            const __m256i t0 = _mm256_unpacklo_epi32(z[0], z[1]), t1 = _mm256_unpackhi_epi32(z[0], z[1]);
+            const __m256i t2 = _mm256_unpacklo_epi32(z[2], z[3]), t3 = _mm256_unpackhi_epi32(z[2], z[3]);
+            const __m256i Q[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                                  _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+            for (int j = 0; j < 4; j++) {
+                q[j] = _mm256_and_si256(Q[j], m4);
+                q[j + 4] = _mm256_and_si256(_mm256_srli_epi16(Q[j], 4), m4);
+            }
+            if (T == RI_MXFP4) {
+                const __m256i tab = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pk_mxfp4_values));
+                for (int j = 0; j < 8; j++) q[j] = _mm256_shuffle_epi8(tab, q[j]);
+            }
+            if (T == RI_Q5_0) {   /* element e's fifth bit: bit e % 8 of qh byte e / 8; level = nibble - 16 where it is 0 */
+                const __m256i H = ri8_gather(w + bo + 2, olo, ohi), m16 = _mm256_set1_epi8(-16);
+                const __m256i lane = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
+                                                      0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
+                for (int j = 0; j < 8; j++) {   /* elements e0 .. e0 + 3 */
+                    const int e0 = j < 4 ? 4 * j : 16 + 4 * (j - 4);
+                    const __m256i idx = _mm256_add_epi8(_mm256_set1_epi8((char)(e0 / 8)), lane);
+                    const __m256i bm = _mm256_set1_epi32(e0 % 8 ? (int)0x80402010 : 0x08040201);
+                    const __m256i hb = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(H, idx), bm), bm);
+                    q[j] = _mm256_add_epi8(q[j], _mm256_andnot_si256(hb, m16));
+                }
+            }
+            if (T == RI_Q4_0) {
+                const __m256i off = _mm256_set1_epi8((char)ri_off(T));
+                for (int j = 0; j < 8; j++) q[j] = _mm256_sub_epi8(q[j], off);
+            }
+        }
+        const __m256i g = ri8_gather(w + bo, olo, ohi);   /* each row's first 4 bytes */
+        __m256 d;
+        if (T == RI_MXFP4) {   /* PK_E8M0_HALF_BITS of the E8M0 byte */
+            const __m256i e = _mm256_and_si256(g, _mm256_set1_epi32(0xFF));
+            const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+            const __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+            d = _mm256_castsi256_ps(_mm256_blendv_epi8(big, _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e), small));
+        } else {   /* the fp16 d: low halves of the dwords, in order */
+            __m256i h = _mm256_packus_epi32(_mm256_and_si256(g, _mm256_set1_epi32(0xFFFF)), _mm256_setzero_si256());
+            h = _mm256_permute4x64_epi64(h, 0x08);
+            d = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+        }
+        ob->d = _mm256_and_ps(d, live);
+        ob->c = ri8_seed(T, q);
+        for (int j = 0; j < 8; j++) _mm256_store_si256(&ob->q[j], q[j]);
+    }
 }
 
 #endif

@@ -42,8 +42,8 @@ static const struct { const char *isa; int types[16]; } required[] = {
     { "avx2", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                 PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
                 PK_TYPE_IQ4_XS, -1 } },
-    { "avxvnni", { PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K,
-                   PK_TYPE_Q5_K, PK_TYPE_Q6_K, -1 } },
+    { "avxvnni", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
+                   PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, -1 } },
     { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                   PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, -1 } },
 };

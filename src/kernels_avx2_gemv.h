@@ -327,9 +327,8 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
 /* Software prefetch of the 4 rows GV_PF_GROUPS(rb) groups ahead (the 4 * rb bytes there,
  * rows being contiguous in practice): block i of nb requests 4 blocks'
  * worth, so the whole next group is in flight while this one is computed.
- * Prefetches never fault; none is issued past the end of the matrix (in
- * the engine that is the end of a thread's chunk: the rows after it are
- * usually another thread's). */
+ * Prefetches never fault, so running past the end of the matrix (a
+ * thread's chunk: the rows after it are the next chunk's) is harmless. */
 #ifndef GV_PF_BYTES
 #define GV_PF_BYTES 4096        /* how far ahead, at least */
 #endif
@@ -430,20 +429,18 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
     const XT *x = vx;                                                                 \
     int64_t nb = n / (QK), r = 0;                                                     \
     size_t pfg = GV_PF_GROUPS(rb);                                                    \
-    const char *end = (const char *)vw + (size_t)nrows * rb;                          \
     for (; r + 4 <= nrows; r += 4) {                                                  \
         const WT *w0 = (const WT *)((const char *)vw + (size_t)r * rb);               \
         const WT *w1 = (const WT *)((const char *)w0 + rb);                           \
         const WT *w2 = (const WT *)((const char *)w1 + rb);                           \
         const WT *w3 = (const WT *)((const char *)w2 + rb);                           \
         const char *nxt = (const char *)w0 + 4 * pfg * rb;                            \
-        int pf = nxt < end;                                                           \
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                   \
         __m128 am = _mm_setzero_ps();                                                 \
         for (int64_t i = 0; i < nb; i++) {                                            \
             gv_x a;                                                                   \
             GV_MST(KIND) m0 = GV_MS0(KIND), m1 = m0, m2 = m0, m3 = m0;                \
-            if (pf) GV_PREFETCH(nxt, i, sizeof(WT));                                  \
+            GV_PREFETCH(nxt, i, sizeof(WT));                                          \
             XVIEW(&x[i], &a);                                                         \
             __m256i s0 = gk_##t(&w0[i], &a, &m0);                                     \
             GV_FENCE();                                                               \

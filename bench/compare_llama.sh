@@ -6,7 +6,8 @@
 # peer.
 #
 #   bench/compare_llama.sh LLAMA_BENCH[,LLAMA_BENCH...] MODEL.gguf [MODEL.gguf ...]
-# Environment: P (prompt tokens, 512), N (generated tokens, 64), R (draws, 3),
+# Environment: P (prompt tokens, 512; 0: no prompt test), N (generated
+# tokens, 64; 0: no decode test), R (draws, 3),
 # T (threads, 2), BUILD (build). POCKET_KERNELS is passed through to pocket.
 # The peer binaries are built by you, outside this repository.
 set -eu
@@ -22,6 +23,9 @@ table=$(mktemp); trap 'rm -f "$table"' EXIT
 printf '%s | pocket / best |\n%s|---|\n' "$hdr" "$sep" > "$table"
 for m in "$@"; do
     for test in pp tg; do
+        # P=0 or N=0: that test is not run (not a row of nan)
+        if [ $test = pp ] && [ "$P" -eq 0 ]; then continue; fi
+        if [ $test = tg ] && [ "$N" -eq 0 ]; then continue; fi
         if [ $test = pp ]; then a="-p $P -n 0"; name="pp$P"
         else a="-p 0 -n $N"; name="tg$N"; fi
         draws=$(mktemp)

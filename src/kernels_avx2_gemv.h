@@ -25,9 +25,12 @@
  * (and mins) are converted in one vcvtph2ps; sub-block scales are applied
  * in int32 with vpmaddwd against a scale vector made by one vpshufb from the
  * block's decoded scales (no float work per sub-block, no horizontal sums
- * per block); the next 4 rows are prefetched while the current ones are
- * computed (rows are a few KB: the hardware prefetcher alone ramps up too
- * late on each of the 4 short streams).
+ * per block); rows at least 4 KB ahead (the next 4-row group, or several
+ * when rows are short) are prefetched while the current ones are computed
+ * (rows are a few KB or less: the hardware prefetcher alone ramps up too
+ * late on each of the 4 short streams; without the software prefetch a
+ * core streams Q2_K at half the speed, and prefetching only the next group
+ * of 512-column rows costs 10-20%, measured on a Xeon VM).
  *
  * Numerics: within a block everything is exact int32. Unsigned levels x
  * int8 activations by vpmaddubsw (int16 pair sums); level offsets (Q4_0 -8,
@@ -173,15 +176,13 @@ GV_INLINE __m256i gk_mxfp4(const pk_block_mxfp4 *w, const gv_x *a, __m128i *ms) 
  * second by the scale, so isum is exactly 4x the block's sum (|.| <= 4 *
  * 256 * 3 * 15 * 127 < 2^23: its float conversion is exact) and the driver
  * scales it by 1/4 (ISC). */
-GV_INLINE __m256i gk_q2_K(const pk_block_q2_K *w, const gv_x *a, __m128i *ms) {
+GV_INLINE __m256i gk_q2_K(const pk_block_q2_K *w, const gv_x *a, __m256i *ms) {
     const __m256i m3 = _mm256_set1_epi8(3), m12 = _mm256_set1_epi8(12), m4 = _mm256_set1_epi8(0x0F);
     __m256i s8 = gv_ld16x2(w->scales);
     __m256i sc = _mm256_and_si256(s8, m4);                          /* byte scales, both lanes */
     __m256i sc4 = _mm256_slli_epi16(sc, 2);                         /* 4 * scale <= 60 per byte */
-    __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(_mm256_castsi256_si128(s8), 4),
-                                                    _mm256_castsi256_si128(m4)));
-    __m256i m8 = _mm256_madd_epi16(mn, a->bs);
-    *ms = _mm_add_epi32(_mm256_castsi256_si128(m8), _mm256_extracti128_si256(m8, 1));
+    __m256i mn = _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(s8)), 4);
+    *ms = _mm256_madd_epi16(mn, a->bs);                             /* 8 lanes (KIND 3) */
     __m256i isum = _mm256_setzero_si256();
     for (int h = 0; h < 2; h++) {
         __m256i q0 = gv_ld(w->qs + 32 * h), q4 = _mm256_srli_epi16(q0, 4);
@@ -323,14 +324,19 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
 
 /* ---- the driver: vec_dot and 4-row gemv, written once -------------------------------- */
 
-/* Software prefetch of the next 4 rows (the 4 * rb bytes after this group,
+/* Software prefetch of the 4 rows GV_PF_GROUPS(rb) groups ahead (the 4 * rb bytes there,
  * rows being contiguous in practice): block i of nb requests 4 blocks'
  * worth, so the whole next group is in flight while this one is computed.
- * Prefetches never fault, so running past the end of the matrix is
- * harmless. */
-#ifndef GV_PF_GROUPS
-#define GV_PF_GROUPS 1          /* how many 4-row groups ahead */
+ * Prefetches never fault, so running past the end of the matrix (a
+ * thread's chunk: the rows after it are the next chunk's) is harmless. */
+#ifndef GV_PF_BYTES
+#define GV_PF_BYTES 4096        /* how far ahead, at least */
 #endif
+/* how many 4-row groups of rows of rb bytes ahead: at least one, and at
+ * least GV_PF_BYTES (short rows, as an expert's down projection of 512 or
+ * 768 columns, are a few hundred bytes: the next group alone is requested
+ * too late to arrive from DRAM in time) */
+#define GV_PF_GROUPS(rb) ((GV_PF_BYTES + 4 * (rb) - 1) / (4 * (rb)))
 #ifndef GV_PF_HINT
 #define GV_PF_HINT _MM_HINT_T0
 #endif
@@ -369,9 +375,33 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
  * sums (16 ymm registers are too few); the core overlaps the rows anyway. */
 #define GV_FENCE() __asm__ volatile("" ::: "memory")
 
-/* KIND 0: sum = d_w d_x isum; 1 (K-quant mins): - dmin_w d_x mins;
+/* KIND 0: sum = d_w d_x isum; 1 (K-quant mins): - dmin_w d_x mins, the
+ * block kernel's mins in the low 4 int32 lanes of *ms; 3: the same with
+ * the mins in 8 lanes (Q2_K: its 16 mins x bsums by one vpmaddwd);
  * 2 (Q8_1 offset): + m_w s_x. SC: the kind of d_w (GV_S1_*), e8m0 only
- * with KIND 0; GV_KERNELS is the fp16 one. */
+ * with KIND 0; GV_KERNELS is the fp16 one. GV_MINS: the kinds with mins.
+ * With KIND 3 the gemv sums the 4 rows' 8-lane mins by 3 vphaddd across
+ * rows (integer sums, so the same per-block totals as 4-lane sums: the
+ * results are bitwise those of KIND 1; 11 uops per 4 rows instead of 17). */
+#define GV_MINS(KIND) ((KIND) == 1 || (KIND) == 3)
+/* the type of a block kernel's mins (*ms), its zero, its 4-lane sum, and the
+ * 4 rows' totals [m0 m1 m2 m3], by KIND */
+#define GV_MST(KIND) GV_MST_##KIND
+#define GV_MST_0 __m128i
+#define GV_MST_1 __m128i
+#define GV_MST_2 __m128i
+#define GV_MST_3 __m256i
+#define GV_MS0(KIND) ((GV_MST(KIND)){0})
+#define GV_MS4(KIND, m) GV_MS4_##KIND(m)
+#define GV_MS4_1(m) (m)
+#define GV_MS4_3(m) _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1))
+#define GV_MS4_0(m) (m)
+#define GV_MS4_2(m) (m)
+#define GV_HADD4(KIND, m0, m1, m2, m3) GV_HADD4_##KIND(m0, m1, m2, m3)
+#define GV_HADD4_1(m0, m1, m2, m3) _mm_hadd_epi32(_mm_hadd_epi32(m0, m1), _mm_hadd_epi32(m2, m3))
+#define GV_HADD4_3(m0, m1, m2, m3) GV_MS4_3(_mm256_hadd_epi32(_mm256_hadd_epi32(m0, m1), _mm256_hadd_epi32(m2, m3)))
+#define GV_HADD4_0 GV_HADD4_1
+#define GV_HADD4_2 GV_HADD4_1
 #define GV_KERNELS(t, WT, XT, QK, XVIEW, KIND, ISC) GV_KERNELS_SC(t, WT, XT, QK, XVIEW, KIND, ISC, f16)
 #define GV_KERNELS_SC(t, WT, XT, QK, XVIEW, KIND, ISC, SC)                                 \
 static void gv_vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) {     \
@@ -382,33 +412,34 @@ static void gv_vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) 
     __m128 am = _mm_setzero_ps();                                                     \
     for (int64_t i = 0; i < nb; i++) {                                                \
         gv_x a;                                                                       \
-        __m128i ms = _mm_setzero_si128();                                             \
+        GV_MST(KIND) ms = GV_MS0(KIND);                                               \
         XVIEW(&x[i], &a);                                                             \
         __m256i is = gk_##t(&w[i], &a, &ms);                                          \
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(GV_S1_##SC(w[i]) * ((ISC) * a.d)), acc); \
-        if (KIND == 1)                                                                \
-            am = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), _mm_set1_ps(gv_f16_next(GV_DA_##SC(w[i])) * a.d), am); \
+        if (GV_MINS(KIND))                                                            \
+            am = _mm_fmadd_ps(_mm_cvtepi32_ps(GV_MS4(KIND, ms)), _mm_set1_ps(gv_f16_next(GV_DA_##SC(w[i])) * a.d), am); \
         if (KIND == 2) am = _mm_add_ss(am, _mm_set_ss(gv_f16_next(GV_DA_##SC(w[i])) * a.s)); \
     }                                                                                 \
     __m128 h = _mm_add_ps(am, _mm_movehl_ps(am, am));                                 \
     h = _mm_add_ss(h, _mm_movehdup_ps(h));                                            \
-    *s = hsum8(acc) + (KIND == 1 ? -1.0f : 1.0f) * _mm_cvtss_f32(h);                  \
+    *s = hsum8(acc) + (GV_MINS(KIND) ? -1.0f : 1.0f) * _mm_cvtss_f32(h);              \
 }                                                                                     \
 static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, \
                      const void *vx) {                                                \
     const XT *x = vx;                                                                 \
     int64_t nb = n / (QK), r = 0;                                                     \
+    size_t pfg = GV_PF_GROUPS(rb);                                                    \
     for (; r + 4 <= nrows; r += 4) {                                                  \
         const WT *w0 = (const WT *)((const char *)vw + (size_t)r * rb);               \
         const WT *w1 = (const WT *)((const char *)w0 + rb);                           \
         const WT *w2 = (const WT *)((const char *)w1 + rb);                           \
         const WT *w3 = (const WT *)((const char *)w2 + rb);                           \
-        const char *nxt = (const char *)w0 + 4 * GV_PF_GROUPS * rb;                   \
+        const char *nxt = (const char *)w0 + 4 * pfg * rb;                            \
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                   \
         __m128 am = _mm_setzero_ps();                                                 \
         for (int64_t i = 0; i < nb; i++) {                                            \
             gv_x a;                                                                   \
-            __m128i m0 = _mm_setzero_si128(), m1 = m0, m2 = m0, m3 = m0;              \
+            GV_MST(KIND) m0 = GV_MS0(KIND), m1 = m0, m2 = m0, m3 = m0;                \
             GV_PREFETCH(nxt, i, sizeof(WT));                                          \
             XVIEW(&x[i], &a);                                                         \
             __m256i s0 = gk_##t(&w0[i], &a, &m0);                                     \
@@ -428,9 +459,8 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
                 a3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s3), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(6)), a3); \
                 __m128 fm = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(f,          \
                     _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7)));                       \
-                if (KIND == 1)                                                        \
-                    am = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_hadd_epi32(_mm_hadd_epi32(m0, m1), \
-                                                                     _mm_hadd_epi32(m2, m3))), fm, am); \
+                if (GV_MINS(KIND))                                                    \
+                    am = _mm_fmadd_ps(_mm_cvtepi32_ps(GV_HADD4(KIND, m0, m1, m2, m3)), fm, am); \
                 else                                                                  \
                     am = _mm_add_ps(am, fm);                                          \
             } else {                                                                  \
@@ -442,7 +472,7 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
             }                                                                         \
             (void)m0; (void)m1; (void)m2; (void)m3;                                   \
         }                                                                             \
-        float mv[4], sg = KIND == 1 ? -1.0f : 1.0f;                                   \
+        float mv[4], sg = GV_MINS(KIND) ? -1.0f : 1.0f;                               \
         _mm_storeu_ps(mv, am);                                                        \
         y[r] = hsum8(a0) + sg * mv[0]; y[r + 1] = hsum8(a1) + sg * mv[1];             \
         y[r + 2] = hsum8(a2) + sg * mv[2]; y[r + 3] = hsum8(a3) + sg * mv[3];         \
@@ -458,7 +488,7 @@ GV_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, gv_x_q8_0_o16, 0, 1.0f)
 GV_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, gv_x_q8_1, 2, 1.0f)
 GV_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, gv_x_q8_0, 0, 1.0f)
 GV_KERNELS_SC(mxfp4, pk_block_mxfp4, pk_block_q8_0, PK_QK_MXFP4, gv_x_q8_0_o12, 0, 1.0f, e8m0)
-GV_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bs, 1, 0.25f)
+GV_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bs, 3, 0.25f)
 GV_KERNELS(q3_K, pk_block_q3_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_o4, 0, 1.0f)
 GV_KERNELS(q4_K, pk_block_q4_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1, 1.0f)
 GV_KERNELS(q5_K, pk_block_q5_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1, 1.0f)

@@ -72,15 +72,6 @@ K8_INLINE size_t k8_bsize(const int T) {
          : T == K8_Q4_K ? sizeof(pk_block_q4_K) : T == K8_Q5_K ? sizeof(pk_block_q5_K) : sizeof(pk_block_q6_K);
 }
 
-K8_INLINE __m256i k8_dpwssd(__m256i acc, __m256i a, __m256i b) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_dpwssd_epi32(acc, a, b);
-#elif defined(__AVXVNNI__)
-    return _mm256_dpwssd_avx_epi32(acc, a, b);
-#else
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
-#endif
-}
 
 /* 8 x 8 dwords: o[j] lane r = v[r] dword j */
 K8_INLINE void k8_transpose8(const __m256i *v, __m256i *o) {
@@ -272,7 +263,7 @@ K8_INLINE void k8_tile(const int T, const int NT, const k8_blk *W, int kb, const
                         _mm256_add_epi16(_mm256_maddubs_epi16(q0, k8_bc(xq)), _mm256_maddubs_epi16(q1, k8_bc(xq + 4))),
                         _mm256_add_epi16(_mm256_maddubs_epi16(q2, k8_bc(xq + 8)), _mm256_maddubs_epi16(q3, k8_bc(xq + 12))));
                     p = _mm256_sub_epi16(p, _mm256_set1_epi32(X[t * K8_KB + b].c[g]));
-                    is[t] = k8_dpwssd(is[t], p, wb->sc[s]);
+                    is[t] = x86_dpwssd(is[t], p, wb->sc[s]);
                     continue;
                 }
                 __m256i a = x86_dpbusd(_mm256_setzero_si256(), q0, k8_bc(xq));
@@ -282,7 +273,7 @@ K8_INLINE void k8_tile(const int T, const int NT, const k8_blk *W, int kb, const
                 if (T == K8_Q2_K) {
                     is[t] = _mm256_add_epi32(is[t], a);
                 } else if (T == K8_Q3_K || T == K8_Q4_K) {
-                    is[t] = k8_dpwssd(is[t], a, wb->sc[s]);
+                    is[t] = x86_dpwssd(is[t], a, wb->sc[s]);
                 } else {   /* Q5_K: both halves of the sub-block summed first */
                     const int8_t *xr = xq + 16;
                     a = x86_dpbusd(a, wb->q[4 * g + 4], k8_bc(xr));
@@ -298,7 +289,7 @@ K8_INLINE void k8_tile(const int T, const int NT, const k8_blk *W, int kb, const
             const k8_act *xa = &X[t * K8_KB + b];
             __m256i im = _mm256_setzero_si256();
             if (T != K8_Q6_K)
-                for (int k = 0; k < ns / 2; k++) im = k8_dpwssd(im, wb->mp[k], _mm256_set1_epi32(xa->bp[k]));
+                for (int k = 0; k < ns / 2; k++) im = x86_dpwssd(im, wb->mp[k], _mm256_set1_epi32(xa->bp[k]));
             const __m256 dx = _mm256_set1_ps(xa->d);
             if (T == K8_Q3_K || T == K8_Q6_K) {
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is[t], im)), _mm256_mul_ps(wb->d, dx), acc[t]);

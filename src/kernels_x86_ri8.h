@@ -58,6 +58,19 @@ RI_INLINE __m256i x86_dpbusd(__m256i acc, __m256i u, __m256i s) {
 #endif
 }
 
+/* acc + in each dword the sum of the 2 products of its int16 words, a x b
+ * (vpdpwssd where 256-bit VNNI is built in, else vpmaddwd and vpaddd: the
+ * same sum) */
+RI_INLINE __m256i x86_dpwssd(__m256i acc, __m256i a, __m256i b) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpwssd_epi32(acc, a, b);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpwssd_avx_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
 /* token t's 4 activations at p as one dword (to broadcast) */
 RI_INLINE int32_t ri_x4(const int8_t *p) {
     int32_t v;

@@ -16,7 +16,10 @@
 # For pocket each draw also prints its peak resident memory: RssAnon of the
 # process plus the file's pages in the page cache (fincore), sampled every
 # 0.2 s - what the budget bounds - and pocket's storage probe and budget
-# ceiling (RAM + storage time per token, and the overlapped bound). Prints
+# ceiling (RAM + storage time per token, and the overlapped bound), both
+# probes measured again after each draw (--bw-refresh: a virtual disk's
+# rate drifts from minute to minute, a cached figure would not describe
+# the draw; pocket frees the model before probing, within the budget). Prints
 # every draw, then mean and sd per engine. Not a test.
 set -eu
 [ $# -ge 3 ] || { echo "usage: sh bench/budget.sh MODEL LEAVE MEM [PEER/llama-bench ...]" >&2; exit 2; }
@@ -40,7 +43,7 @@ drop() {
 echo "model $MODEL, memory left $LEAVE, pocket --mem $MEM, tg$N, $T threads, $R draws interleaved"
 for r in $(seq 1 "$R"); do
     drop
-    "$BUILD/pocket" bench -m "$MODEL" -p 0 -n "$N" -r 1 -t "$T" --mem "$MEM" >"$out/pocket.$r.log" 2>&1 &
+    "$BUILD/pocket" bench -m "$MODEL" -p 0 -n "$N" -r 1 -t "$T" --mem "$MEM" --bw-refresh >"$out/pocket.$r.log" 2>&1 &
     ppid=$!
     # resident on pocket's behalf, sampled every 0.2 s: its anonymous memory
     # (expert cache, KV, buffers) + the file's pages in the page cache

@@ -251,42 +251,65 @@ static void shared_expert_add(pk_context *c, const pk_layer *L, const float *out
 }
 
 /* One token under a memory budget, its nx <= slots experts ex[] (in index
- * order, one pair each): all their reads are queued at once, the shared
- * expert runs while they are in flight, and each expert is computed as
- * soon as its slices are in, into its own row of dec_out. The rows are then
- * summed in expert order, as in the batched path: the same products in the
- * same order, so the output is bitwise the same. */
+ * order, one pair each): all their reads are queued at once, then (guess)
+ * the next layer's guessed experts behind them, the shared
+ * expert runs while they are in flight, then the experts are computed in
+ * rounds: each round takes all those whose slices are in (the hits at once,
+ * the misses as they land), their gate and up products as one parallel
+ * section and their down products as another, each expert's output into
+ * its own row of dec_out. The rows are then summed in expert order, as in
+ * the batched path: the same products in the same order, so the output is
+ * bitwise the same. (A round per expert cost two thread hand-offs per
+ * expert, ~16 per layer.) */
 static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer *L, int il, const moe_ws *w,
-                              const int *ex, int nx) {
+                              const int *ex, int nx, int guess) {
     const int D = c->m->hp.n_embd, F = bk->ff.n_ff, K = bk->ff.n_expert_used;
     const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     pk_xcache *xc = c->m->xc;
     float *out = w->dec_out, *sh = w->dec_out + (size_t)K * D;
-    int slot[nx];
+    int slot[nx], got[nx];
     uint8_t taken[nx];
+    const void *p[3 * nx];
+    pk_mv gu[2 * nx], dn[nx];
+    const void *gd[2 * nx], *dd[nx];
     pk_xcache_set set = {il, nx, 0, ex, slot, taken, 0};
     pk_error err = {0};
     if (pk_xcache_begin(xc, &set, &c->xstats, &err)) goto io;
+    if (guess) prefetch_next(c, il + 1, w);   /* behind this layer's misses */
     if (L->gate_shexp.data) shared_expert(c, L, bk->ff.act, w, sh);
-    for (int j = 0; j < nx; j++) {
-        const void *p[3];
-        const int i = pk_xcache_next(xc, &set, p, &c->xstats, &err);
-        if (i < 0) goto io;
-        const int e = ex[i], off = w->exp_off[e];
-        pk_mv gu[2] = {
-            {&L->gate_exps, e * gs, F, PK_SLOT_X, 1, NULL, w->exp_h + (size_t)off * F, F},
-            {&L->up_exps, (e + 1) * us - F, F, PK_SLOT_X, 1, NULL, w->exp_h2 + (size_t)off * F, F},
-        };
-        const void *gd[2] = {p[0], (const uint8_t *)p[1] + (size_t)(us - F) * L->up_exps.row_bytes};
-        pk_matvec_from(c, gu, 2, gd);
-        add_row_bias(c, &L->gate_exps_b, e, w->exp_h + (size_t)off * F, 1, F);
-        add_row_bias(c, &L->up_exps_b, e, w->exp_h2 + (size_t)off * F, 1, F);
-        expert_act(c, &bk->ff, w->exp_h + (size_t)off * F, w->exp_h2 + (size_t)off * F, F);
-        pk_act_set(c, PK_SLOT_EXP, w->exp_h + (size_t)off * F, 1, F, 0);
-        pk_mv d = {&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, 1, NULL, out + (size_t)off * D, D};
-        pk_matvec_from(c, &d, 1, &p[2]);
-        add_row_bias(c, &L->down_exps_b, e, out + (size_t)off * D, 1, D);
-        pk_xcache_release(xc, il, &ex[i], 1);
+    for (int left = nx; left > 0;) {
+        const int m = pk_xcache_next_ready(xc, &set, got, p, left, &c->xstats, &err);
+        if (m < 0) goto io;
+        /* round row j (expert ex[got[j]]): gate and up products in rows j of
+           exp_h / exp_h2, its output in its pair's row of dec_out */
+        for (int j = 0; j < m; j++) {
+            const int e = ex[got[j]];
+            gu[2 * j] = (pk_mv){&L->gate_exps, e * gs, F, PK_SLOT_X, 1, NULL, w->exp_h + (size_t)j * F, F};
+            gu[2 * j + 1] = (pk_mv){&L->up_exps, (e + 1) * us - F, F, PK_SLOT_X, 1, NULL, w->exp_h2 + (size_t)j * F, F};
+            gd[2 * j] = p[3 * j];
+            gd[2 * j + 1] = (const uint8_t *)p[3 * j + 1] + (size_t)(us - F) * L->up_exps.row_bytes;
+        }
+        pk_matvec_from(c, gu, 2 * m, gd);
+        for (int j = 0; j < m; j++) {
+            const int e = ex[got[j]];
+            add_row_bias(c, &L->gate_exps_b, e, w->exp_h + (size_t)j * F, 1, F);
+            add_row_bias(c, &L->up_exps_b, e, w->exp_h2 + (size_t)j * F, 1, F);
+            expert_act(c, &bk->ff, w->exp_h + (size_t)j * F, w->exp_h2 + (size_t)j * F, F);
+        }
+        pk_act_set(c, PK_SLOT_EXP, w->exp_h, m, F, 0);
+        for (int j = 0; j < m; j++) {
+            const int e = ex[got[j]];
+            dn[j] = (pk_mv){&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, 1, w->pair_seq + j,
+                            out + (size_t)w->exp_off[e] * D, D};
+            dd[j] = p[3 * j + 2];
+        }
+        pk_matvec_from(c, dn, m, dd);
+        for (int j = 0; j < m; j++) {
+            const int e = ex[got[j]];
+            add_row_bias(c, &L->down_exps_b, e, out + (size_t)w->exp_off[e] * D, 1, D);
+            pk_xcache_release(xc, il, &ex[got[j]], 1);
+        }
+        left -= m;
     }
     memset(c->xb2, 0, (size_t)D * sizeof *c->xb2);
     for (int i = 0; i < nx; i++) {
@@ -352,8 +375,9 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
     const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     pk_xcache *xc = c->m->xc;
     const int R = xc ? pk_xcache_slots(xc) : E;
-    if (xc && B == 1 && c->n_batch >= 2 && il + 1 < c->m->hp.n_layer && c->m->blocks[il + 1].ff.n_expert == E)
-        prefetch_next(c, il + 1, &ws);
+    const int guess = xc && B == 1 && c->n_batch >= 2 && il + 1 < c->m->hp.n_layer &&
+                      c->m->blocks[il + 1].ff.n_expert == E;
+    if (guess && K > R) prefetch_next(c, il + 1, &ws);   /* else after this layer's misses are queued */
     int ex[R];
     const void *ptr[xc ? 3 * R : 1], *jd[2 * R];
     pk_mv *jobs = c->jobs;
@@ -361,7 +385,7 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
         int nx = 0;
         for (int e = 0; e < E; e++)
             if (exp_count[e]) ex[nx++] = e;
-        return moe_streamed_token(c, bk, L, il, &ws, ex, nx);
+        return moe_streamed_token(c, bk, L, il, &ws, ex, nx, guess);
     }
     memset(c->xb2, 0, (size_t)B * D * sizeof *c->xb2);
     for (int e = 0; e < E;) {

@@ -21,7 +21,10 @@
  * and a lookup of its expert pins it and waits. Demand reads (an acquire's
  * misses) go to the front of the queue, prefetches (pk_xcache_prefetch:
  * experts the next layer will probably want) to the back, so reads overlap
- * the compute of the layers before.
+ * the compute of the layers before. A prefetch read starts only while no
+ * demand read is queued or running, and at most XC_PF_FLY run at once: a
+ * miss then waits for its own reads, not for a queue of guesses already on
+ * the device (a read in flight cannot be taken back).
  */
 #include "xcache.h"
 
@@ -37,6 +40,9 @@
 #include "model.h"
 
 enum { XC_PAGE = 4096, XC_IO_THREADS = 8 };
+/* prefetch reads in flight at most: the other readers stay free for the
+   demand reads a layer's routing brings (one expert: 3 slices) */
+enum { XC_PF_FLY = XC_IO_THREADS - 3 };
 enum { S_EMPTY = 0, S_LOADING = 1, S_READY = 2 };
 
 struct pk_xcache {
@@ -63,8 +69,9 @@ struct pk_xcache {
     /* reads: a queue of (layer, slot, tensor) slice requests served by
        XC_IO_THREADS reader threads; demand reads go to the front,
        prefetches to the back */
-    struct xc_req { int il, s, k; } *q;
+    struct xc_req { int il, s, k, demand; } *q;
     int q_head, q_n, q_cap;
+    int dm_n, pf_fly;             /* demand reads queued or in flight; prefetch reads in flight */
     uint8_t *pending;             /* [layer * slots + s] slice reads outstanding */
     uint8_t *pf;                  /* [layer * slots + s] 1: prefetched, not yet looked up */
     int *rd_err;                  /* [layer * slots + s] errno of a failed read (-1: EOF) */
@@ -260,11 +267,16 @@ static void *reader(void *arg) {
     pk_xcache *xc = arg;
     pthread_mutex_lock(&xc->mu);
     for (;;) {
-        while (!xc->q_n && !xc->stop) pthread_cond_wait(&xc->q_cv, &xc->mu);
+        /* a demand read at once; a prefetch only while no demand read waits
+           or runs, and at most XC_PF_FLY of them: a layer's misses then
+           share the device with no queue of guesses ahead of them */
+        while (!xc->stop && !(xc->q_n && (xc->q[xc->q_head].demand || (!xc->dm_n && xc->pf_fly < XC_PF_FLY))))
+            pthread_cond_wait(&xc->q_cv, &xc->mu);
         if (xc->stop) break;
         struct xc_req r = xc->q[xc->q_head];
         xc->q_head = (xc->q_head + 1) % xc->q_cap;
         xc->q_n--;
+        if (!r.demand) xc->pf_fly++;
         const size_t i = (size_t)r.il * (size_t)xc->slots + (size_t)r.s;
         const int e = xc->slot_e[i];
         pthread_mutex_unlock(&xc->mu);
@@ -273,6 +285,9 @@ static void *reader(void *arg) {
         int rc = read_range(xc, slot_mem(xc, r.il, r.s) + xc->koff[r.k], off, xc->len[r.il][r.k], &done);
         pthread_mutex_lock(&xc->mu);
         xc->bytes_read += done;
+        if (r.demand) xc->dm_n--;
+        else xc->pf_fly--;
+        if (xc->q_n) pthread_cond_broadcast(&xc->q_cv);   /* a prefetch may start now */
         if (rc && !xc->rd_err[i]) xc->rd_err[i] = rc;
         if (--xc->pending[i] == 0) {
             if (xc->rd_err[i]) {                  /* forget it; waiters see it gone */
@@ -297,7 +312,8 @@ static void enqueue(pk_xcache *xc, int il, int s, int front) {
     xc->rd_err[i] = 0;
     xc->state[i] = S_LOADING;
     for (int k = 0; k < 3; k++) {
-        struct xc_req r = {il, s, front ? 2 - k : k};
+        struct xc_req r = {il, s, front ? 2 - k : k, front};
+        xc->dm_n += front;
         if (front) {
             xc->q_head = (xc->q_head + xc->q_cap - 1) % xc->q_cap;
             xc->q[xc->q_head] = r;
@@ -406,28 +422,33 @@ int pk_xcache_begin(pk_xcache *xc, pk_xcache_set *set, pk_xcache_stats *st, pk_e
     return PK_OK;
 }
 
-int pk_xcache_next(pk_xcache *xc, pk_xcache_set *set, const void **ptr, pk_xcache_stats *st, pk_error *err) {
+int pk_xcache_next_ready(pk_xcache *xc, pk_xcache_set *set, int *idx, const void **ptr, int cap,
+                         pk_xcache_stats *st, pk_error *err) {
     const int il = set->il, n = set->n, S = xc->slots;
     const int *ex = set->ex, *slot = set->slot;
     const int *se = xc->slot_e + (size_t)il * S, *rerr = xc->rd_err + (size_t)il * S;
     const uint8_t *state = xc->state + (size_t)il * S;
     uint32_t *ref = xc->ref + (size_t)il * S;
     double t0 = wall();
-    int found = -1, why = 0, lost = 0;
+    int nf = 0, why = 0, lost = 0;
+    if (cap < 1) {
+        pk_errorf(err, PK_ERR_ARG, "expert cache: room for %d experts", cap);
+        return -1;
+    }
     pthread_mutex_lock(&xc->mu);
-    while (found < 0 && !lost && set->n_taken < n) {
-        for (int i = 0; i < n && found < 0 && !lost; i++) {
+    while (nf == 0 && !lost && set->n_taken < n) {
+        for (int i = 0; i < n && nf < cap && !lost; i++) {
             if (set->taken[i] || state[slot[i]] == S_LOADING) continue;
             if (se[slot[i]] != ex[i]) {              /* its read failed */
                 lost = 1;
                 why = rerr[slot[i]];
             } else {
-                found = i;
+                idx[nf++] = i;
             }
         }
-        if (found < 0 && !lost) pthread_cond_wait(&xc->cv, &xc->mu);
+        if (nf == 0 && !lost) pthread_cond_wait(&xc->cv, &xc->mu);
     }
-    if (found < 0) {
+    if (lost || nf == 0) {   /* none left, or a read failed: unpin all not yet returned */
         for (int i = 0; i < n; i++)
             if (!set->taken[i]) ref[slot[i]]--;
         set->n_taken = n;
@@ -443,16 +464,22 @@ int pk_xcache_next(pk_xcache *xc, pk_xcache_set *set, const void **ptr, pk_xcach
                       why > 0 ? strerror(why) : "the read failed");
         return -1;
     }
-    set->taken[found] = 1;
-    const int done = ++set->n_taken == n;
-    const uint64_t got = done ? xc->bytes_read - set->bytes0 : 0;
+    for (int j = 0; j < nf; j++) set->taken[idx[j]] = 1;
+    set->n_taken += nf;
+    const uint64_t got = set->n_taken == n ? xc->bytes_read - set->bytes0 : 0;
     pthread_mutex_unlock(&xc->mu);
-    for (int k = 0; k < 3; k++) ptr[k] = slice_ptr(xc, il, slot[found], ex[found], k);
+    for (int j = 0; j < nf; j++)
+        for (int k = 0; k < 3; k++) ptr[3 * j + k] = slice_ptr(xc, il, slot[idx[j]], ex[idx[j]], k);
     if (st) {
         st->bytes_read += got;                   /* all reads meanwhile, prefetches too */
         st->read_secs += wall() - t0;
     }
-    return found;
+    return nf;
+}
+
+int pk_xcache_next(pk_xcache *xc, pk_xcache_set *set, const void **ptr, pk_xcache_stats *st, pk_error *err) {
+    int i;
+    return pk_xcache_next_ready(xc, set, &i, ptr, 1, st, err) == 1 ? i : -1;
 }
 
 int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **ptr,

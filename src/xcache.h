@@ -65,6 +65,12 @@ typedef struct pk_xcache_set {
 } pk_xcache_set;
 int pk_xcache_begin(pk_xcache *xc, pk_xcache_set *set, pk_xcache_stats *st, pk_error *err);
 int pk_xcache_next(pk_xcache *xc, pk_xcache_set *set, const void **ptr, pk_xcache_stats *st, pk_error *err);
+/* The same for all of them that are ready: waits until at least one of the
+ * experts not yet returned is ready, then returns how many are (1 .. cap),
+ * their indices in ex in idx[] (ascending) and their slices in ptr[3 * j + k];
+ * -1 as pk_xcache_next (cap < 1: -1 and an error, nothing else changes). */
+int pk_xcache_next_ready(pk_xcache *xc, pk_xcache_set *set, int *idx, const void **ptr, int cap,
+                         pk_xcache_stats *st, pk_error *err);
 /* Queue reads of those of ex[0..n) (layer il) that are not cached, into
  * slots no one has pinned, behind the demand reads; returns at once. A
  * guess: the output does not depend on it, only the hit rate. */

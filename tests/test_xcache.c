@@ -1,6 +1,7 @@
 /* test_xcache.c - the routed-expert cache's bookkeeping (src/xcache.c):
  * random routing traces with read-ahead guesses mixed in, through acquire
- * and through begin/next with each expert released when done (every pinned
+ * and through begin/next (one at a time, or all that are ready, up to a cap)
+ * with each expert released when done (every pinned
  * expert's bytes equal its slice of the file, distinct experts never share
  * a slot, hits + misses = lookups, prefetched experts get used), the
  * same from two threads at once (one cache shared by two contexts), the
@@ -63,17 +64,32 @@ static void *trace(void *arg) {
             uint8_t taken[SLOTS];
             pk_xcache_set set = {il, n, 0, ex, slot, taken, 0};
             if (pk_xcache_begin(m->xc, &set, &a->st, &err)) { a->bad_rc++; continue; }
-            for (int j = 0; j < n; j++) {
-                const void *p[3];
-                int i = pk_xcache_next(m->xc, &set, p, &a->st, &err);
-                if (i < 0 || i >= n || (seen >> i & 1)) { a->bad_rc++; break; }
-                seen |= 1 << i;
-                for (int k = 0; k < 3; k++) {
-                    const pk_tensor *t = exps(m, il, k);
-                    size_t len = (size_t)t->ne[1] * t->row_bytes;
-                    if (memcmp(p[k], (const uint8_t *)t->data + (size_t)ex[i] * len, len)) a->bad_bytes++;
+            const int rounds = rnd(&a->seed) % 2;   /* one at a time, or all that are ready (up to cap) */
+            for (int left = n; left > 0;) {
+                const void *p[3 * SLOTS];
+                int idx[SLOTS], got;
+                if (rounds) {
+                    const int cap = 1 + (int)(rnd(&a->seed) % (uint32_t)left);
+                    got = pk_xcache_next_ready(m->xc, &set, idx, p, cap, &a->st, &err);
+                    if (got < 1 || got > cap) { a->bad_rc++; break; }
+                } else {
+                    got = 1;
+                    idx[0] = pk_xcache_next(m->xc, &set, p, &a->st, &err);
                 }
-                pk_xcache_release(m->xc, il, &ex[i], 1);
+                int bad = 0;
+                for (int j = 0; j < got; j++) {
+                    const int i = idx[j];
+                    if (i < 0 || i >= n || (seen >> i & 1) || (j && i <= idx[j - 1])) { bad = 1; break; }
+                    seen |= 1 << i;
+                    for (int k = 0; k < 3; k++) {
+                        const pk_tensor *t = exps(m, il, k);
+                        size_t len = (size_t)t->ne[1] * t->row_bytes;
+                        if (memcmp(p[3 * j + k], (const uint8_t *)t->data + (size_t)ex[i] * len, len)) a->bad_bytes++;
+                    }
+                    pk_xcache_release(m->xc, il, &ex[i], 1);
+                }
+                if (bad) { a->bad_rc++; break; }
+                left -= got;
             }
             const void *p[3];
             if (seen == (1 << n) - 1 && pk_xcache_next(m->xc, &set, p, &a->st, &err) != -1) a->bad_rc++;
@@ -160,6 +176,26 @@ int main(void) {
         TEST_COND("more experts than slots at once: PK_ERR_ARG",
                   pk_xcache_acquire(m->xc, 0, four, 4, ptr, NULL, &err) == PK_ERR_ARG && err.msg[0]);
         TEST_COND("layer out of range: PK_ERR_ARG", pk_xcache_acquire(m->xc, 99, four, 1, ptr, NULL, &err) == PK_ERR_ARG);
+        /* all ready at once: room for none is refused, the two come back
+           (in one call or two), then none is left */
+        int slot[2], idx[2];
+        uint8_t taken[2];
+        pk_xcache_set set = {0, 2, 0, four, slot, taken, 0};
+        TEST_COND("begin two", pk_xcache_begin(m->xc, &set, NULL, &err) == PK_OK);
+        err.msg[0] = 0;
+        TEST_COND("next_ready with room for none: -1 and a message",
+                  pk_xcache_next_ready(m->xc, &set, idx, ptr, 0, NULL, &err) == -1 && err.msg[0]);
+        int got = 0, tries = 0;
+        while (got < 2 && tries++ < 2) {
+            int g = pk_xcache_next_ready(m->xc, &set, idx + got, ptr + 3 * got, 2 - got, NULL, &err);
+            if (g < 1) break;
+            got += g;
+        }
+        TEST_CHECK(got == 2 && idx[0] + idx[1] == 1 && idx[0] != idx[1], "next_ready: %d experts, indices %d %d", got,
+                   idx[0], idx[1]);
+        TEST_COND("next_ready with none left: -1",
+                  pk_xcache_next_ready(m->xc, &set, idx, ptr, 2, NULL, &err) == -1);
+        pk_xcache_release(m->xc, 0, four, 2);
     }
     pk_model_free(m);
 

@@ -114,7 +114,8 @@ typedef struct bench {
     cfg base, c[2];
     cres r[2];
     /* model */
-    pk_model_info mi;
+    pk_model_info mi;     /* its strings: copies in arch, name (the model may go first) */
+    char arch[64], name[256];
     pk_model_plan plan;   /* the memory plan (--mem) */
     char types[512];      /* "F16: 44 (42.25 MiB), F32: ..." */
     char types_json[1024];
@@ -292,6 +293,10 @@ static void json_str(FILE *f, const char *s);
 static void describe_model(bench *b, const pk_model *m) {
     pk_model_get_plan(m, &b->plan);
     pk_model_get_info(m, &b->mi);
+    snprintf(b->arch, sizeof b->arch, "%s", b->mi.arch ? b->mi.arch : "");
+    snprintf(b->name, sizeof b->name, "%s", b->mi.name ? b->mi.name : "");
+    b->mi.arch = b->arch;
+    b->mi.name = b->name;
     const char *tn[64];
     int cnt[64] = {0};
     uint64_t tb[64] = {0};
@@ -1033,7 +1038,14 @@ int cmd_bench(int argc, char **argv) {
         run_local(b, m, &b->c[0], b->reps, &b->r[0]);
         if (b->ppl_file) run_ppl_local(b, m, &b->c[0], &b->r[0]);
     }
-    /* bandwidth after the draws, so the probe does not disturb them */
+    /* bandwidth after the draws, so the probe does not disturb them; under
+       a memory budget the model goes first: its expert cache and the
+       probe's 1 GiB buffer together would pass the budget (--mem bounds
+       the process's resident memory, the probe included) */
+    if (b->plan.cache_bytes) {
+        pk_model_free(m);
+        m = NULL;
+    }
     if (!b->no_bw) {
         char why[256];
         for (int k = 0; k < (b->ab ? 2 : 1); k++) {

@@ -21,20 +21,7 @@
 #include <string.h>
 #include <time.h>
 #include "kernels.h"
-
-static double now(void) {
-    static int wall = -1;
-    if (wall < 0) wall = getenv("BENCH_WALL") && atoi(getenv("BENCH_WALL"));
-    struct timespec ts;
-    clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rs = 88172645463325252ull;
-static float frnd(void) {
-    rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
-    return (float)(uint32_t)rs / 2147483648.0f - 1.0f;
-}
+#include "bench_util.h"
 
 static int listed(const char *list, const char *name) {
     if (!list || !strcmp(list, "all") || !strcmp(list, "-")) return 1;
@@ -65,7 +52,6 @@ int main(int argc, char **argv) {
            (long long)ntok, (long long)nrows, (long long)n);
     printf("%-8s %-7s %-5s %s\n", "isa", "type", "path", "draws ... mean sd");
     float *xf = malloc((size_t)(n * ntok) * sizeof(float));
-    float *wf = malloc((size_t)n * sizeof(float));
     float *y = malloc((size_t)(nrows * ntok) * sizeof(float));
     for (int64_t i = 0; i < n * ntok; i++) xf[i] = frnd();
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -73,11 +59,7 @@ int main(int argc, char **argv) {
         if (!listed(only, pk_type_name(t))) continue;
         const pk_type_traits *tt = pk_type_get(t);
         size_t rb = pk_row_size(t, n);
-        char *w = malloc(rb * (size_t)nrows);
-        for (int64_t r = 0; r < nrows; r++) {
-            for (int64_t i = 0; i < n; i++) wf[i] = frnd();
-            tt->from_float(wf, w + (size_t)r * rb, n);
-        }
+        char *w = rand_rows(tt, n, nrows, rb);
         int xt = tt->vec_dot_type;
         size_t xb = pk_row_size(xt, n);
         char *x = malloc(xb * (size_t)ntok);
@@ -85,10 +67,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < nl; k++) {
             const pk_kernels *K = list[k];
             if (!listed(isas, K->isa) || !K->gemv[t]) continue;
-            for (int64_t j = 0; j < ntok; j++) {
-                K->quantize[xt](xf + j * n, x + (size_t)j * xb, n);
-                xp[j] = x + (size_t)j * xb;
-            }
+            quant_tokens(K, xt, xf, n, ntok, x, xp);
             double g[64], sum = 0, sq = 0;
             int nd = draws < 64 ? draws : 64;
             printf("%-8s %-7s %-5s", K->isa, pk_type_name(t), K->gemm[t] ? "gemm" : "gemv");
@@ -109,6 +88,6 @@ int main(int argc, char **argv) {
         }
         free(w); free(x); free(xp);
     }
-    free(xf); free(wf); free(y);
+    free(xf); free(y);
     return 0;
 }

@@ -21,22 +21,14 @@
 #include <string.h>
 #include <time.h>
 #include "kernels.h"
+#include "bench_util.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-/* CPU time of this thread, not wall time: on a shared machine (VMs, other
- * jobs on the core) the time the thread is descheduled is not the kernel's;
- * BENCH_WALL=1 uses the wall clock instead. */
-static double now(void) {
-    static int wall = -1;
-    if (wall < 0) wall = getenv("BENCH_WALL") && atoi(getenv("BENCH_WALL"));
-    struct timespec ts;
-    clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rs = 88172645463325252ull;
+/* now(): CPU time of this thread, not wall time: on a shared machine (VMs,
+ * other jobs on the core) the time the thread is descheduled is not the
+ * kernel's; BENCH_WALL=1 uses the wall clock instead. */
 static uint32_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)rs; }
 
 /* Weights from random floats in [-1, 1] through the reference quantizer:

@@ -147,8 +147,19 @@ GI void perm3(__m256i v[8]) {
     st64(&v[0], &v[4]); st64(&v[1], &v[5]); st64(&v[2], &v[6]); st64(&v[3], &v[7]);
 }
 
-#if defined(X86_VNNI256) || defined(PK_K8_AVX2)
-#define K8_ON 1   /* the K-quants by kernels_x86_kri8.h */
+/* The K-quants: the per-row kernels below (KQ_GEMM) in both variants, and
+ * under AVX-VNNI also the 8-row interleaved ones of kernels_x86_kri8.h
+ * (PK_K8_AVX2 builds those into the AVX2 variant too, for trials). There
+ * an entry takes the per-row kernel for few tokens, k8_min_tok: the 8-row
+ * kernel decodes 8 rows' super-block once per token tile, which pays only
+ * over enough tokens, and an MoE expert's share of a prompt is often
+ * fewer (about 10 per expert in Qwen3-Next's 512-token prompt); the
+ * per-row kernel's cost per row and token (a horizontal sum and store) is
+ * amortized over n, so its lead lasts longer on long rows. The counts were
+ * chosen on an Intel Xeon with AVX-VNNI and checked on Zen 5 (bench/README.md,
+ * "K-quant prompt kernels by token count"). */
+#if (defined(X86_VNNI256) || defined(PK_K8_AVX2)) && !defined(PK_NO_K8)
+#define K8_ON 1
 #endif
 /* ---- K-quants x Q8_K -------------------------------------------------------- */
 
@@ -166,7 +177,6 @@ typedef struct {
     float pad[7];
 } xk;
 
-#ifndef K8_ON
 static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk *X, float *D) {
     for (int i = 0; i < KBK * TK; i++) D[i] = 0.0f;
     for (int t = 0; t < nt; t++)
@@ -210,7 +220,6 @@ static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk 
         }
 }
 
-#endif
 
 /* y[t * ys] (+)= the sum of acc[t] */
 static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, int first) {
@@ -220,14 +229,13 @@ static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, in
     }
 }
 
-#ifndef K8_ON
 /* The driver: per k-block and token tile, prepare; per row, decode each
  * super-block (DECODE, which defines the registers BODY uses and the weight
  * scale dwf), form dd[t] = dwf * d of every token (a multiply per 8), and
  * run BODY for every token (xp: its prepared block, acc[t]: its
  * accumulator). */
 #define KQ_GEMM(T, WT, KIND, DECODE, BODY)                                          \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+static void gemm_row_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
                      const void *w, size_t rb, const void *const *x) {              \
     xk X[TK * KBK] __attribute__((aligned(32)));                                    \
     float D[KBK * TK] __attribute__((aligned(32))), dd[TK] __attribute__((aligned(32))); \
@@ -258,12 +266,32 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
             }                                                                       \
         }                                                                           \
     }                                                                               \
-}
+}                                                                                   \
+KQ_ENTRY(T)
 
-#else   /* the 8-row interleaved gemm of kernels_x86_kri8.h */
+#ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
 #include "kernels_x86_kri8.h"
 enum { K8_ID_q2_K = K8_Q2_K, K8_ID_q3_K = K8_Q3_K, K8_ID_q4_K = K8_Q4_K, K8_ID_q5_K = K8_Q5_K, K8_ID_q6_K = K8_Q6_K };
-#define KQ_GEMM(T, WT, KIND, DECODE, BODY) RI_ENTRY(T, k8_gemm, K8_ID_##T)
+/* the token count from which type T's 8-row kernel (K8_Q*) is faster, for rows of n */
+GI int64_t k8_min_tok(int T, int64_t n) {
+    if (T == K8_Q4_K) return n >= 1024 ? 10 : 6;
+    if (T == K8_Q2_K || T == K8_Q6_K) return n >= 1024 ? 16 : n >= 768 ? 8 : 6;
+    return 16;   /* Q3_K, Q5_K */
+}
+#define KQ_ENTRY(T)                                                                 \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                     const void *w, size_t rb, const void *const *x) {              \
+    if (ntok >= k8_min_tok(K8_ID_##T, n))                                           \
+        k8_gemm(K8_ID_##T, n, nrows, ntok, y, ys, w, rb, x);                        \
+    else                                                                            \
+        gemm_row_##T(n, nrows, ntok, y, ys, w, rb, x);                              \
+}
+#else
+#define KQ_ENTRY(T)                                                                 \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                     const void *w, size_t rb, const void *const *x) {              \
+    gemm_row_##T(n, nrows, ntok, y, ys, w, rb, x);                                  \
+}
 #endif
 
 /* sum of 4 vpmaddubsw products (v[i..i+3] with the prepared q) in int16 */

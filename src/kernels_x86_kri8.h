@@ -4,7 +4,8 @@
  * kernels_avx512_kri.h). Not a translation unit: included by
  * kernels_avx2_gemm.c inside its ISA guard, after kernels_x86_ri8.h (its
  * x86_dpbusd), so each variant gets a copy compiled with its flags; the
- * avxvnni variant uses it (one VEX vpdpbusd per 8 rows x 4 elements).
+ * avxvnni variant uses it (one VEX vpdpbusd per 8 rows x 4 elements) from
+ * a token count on (k8_min_tok there: below it, the per-row kernels).
  *
  * Layout (k8_blk, one super-block of 8 rows, decoded once per (k-block,
  * tile of up to K8_TS tokens) into a stack buffer): q[i], i < 64, holds in

@@ -187,11 +187,13 @@ static void test_all(void) {
     }
 }
 
-/* ---- sweep: every type, ntok 1..33, odd row counts, 1.. several blocks, extreme scales ----
+/* ---- sweep: every type, ntok 1..33 and 49, odd row counts, 1.. several blocks, extreme scales ----
  * Per (variant, type, n, data kind): MAXR_S rows and MAXT_S tokens quantized
  * once; every gemm call takes the first nr rows and nt tokens, for nr in
- * rows_s and every nt in 1..33. Kinds: normal data; activations all +-1
- * (full-scale levels); extreme scales (row r scaled by 10^(r mod 9 - 4),
+ * rows_s and every nt in 1..33, then 49 (both sides of every token count
+ * at which an entry switches kernels, e.g. kernels_avx2_gemm.c's
+ * k8_min_tok, and token tiles with a tail). Kinds: normal data;
+ * activations all +-1 (full-scale levels); extreme scales (row r scaled by 10^(r mod 9 - 4),
  * token j by 10^(j mod 7 - 3), one zero row and one zero token); for MXFP4
  * also the ends of the E8M0 range: block exponents 0..5 (subnormal scales)
  * against activations of magnitude ~1e3, and 246..254 (up to 2^126)
@@ -223,7 +225,7 @@ static double wval(int t, const uint8_t *row, int64_t i, float f) {
 static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
     static const int rows_s[] = { 1, 2, 3, 5, 7 };
-    enum { MAXR_S = 7, MAXT_S = 33 };
+    enum { MAXR_S = 7, MAXT_S = 49 };
     size_t rs = pk_row_size(t, n), xs = pk_row_size(tw->vec_dot_type, n);
     size_t rb = rs + tw->type_size + 2;
     uint8_t *w = malloc(rb * MAXR_S);
@@ -265,7 +267,7 @@ static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
     }
     int bad = 0, bad_sent = 0;
     for (size_t ri = 0; ri < sizeof rows_s / sizeof *rows_s; ri++)
-        for (int nt = 1; nt <= MAXT_S; nt++) {
+        for (int nt = 1; nt <= MAXT_S; nt = nt == 33 ? MAXT_S : nt + 1) {
             int nr = rows_s[ri];
             int64_t ys = nr + 3;
             size_t ylen = (size_t)ys * nt + 5;

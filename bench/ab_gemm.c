@@ -1,0 +1,85 @@
+/* ab_gemm.c - A/B of two builds of one variant's gemm table on one matrix,
+ * draws alternated A B A B within the process, so that a VM's clock and
+ * steal time, which move the figures of separate runs by up to 2x, fall on
+ * both alike. A is the library's table (build/libpocket.a); B is the same
+ * source built again with other flags or from another revision, its table
+ * renamed pk_gemm_B. Prints whether both give bitwise the same y, the mean
+ * GFLOP/s of each (one core, thread CPU time) and the mean and sd of the
+ * per-pair speed ratio B/A. Not a test. For instance, the avxvnni table of
+ * the last commit as B:
+ *
+ *   git show HEAD:src/kernels_avx2_gemm.c > /tmp/old_gemm.c
+ *   printf '#define PK_VNNI256 1\n#include "old_gemm.c"\n' > /tmp/old_vnni.c
+ *   gcc -std=c11 -O3 -D_GNU_SOURCE -Iinclude -Isrc -I/tmp -mavx2 -mfma -mf16c \
+ *       -mavxvnni -Dpk_gemm_avxvnni=pk_gemm_B -c /tmp/old_vnni.c -o /tmp/B.o
+ *   gcc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -Isrc -pthread bench/ab_gemm.c \
+ *       /tmp/B.o build/libpocket.a -o build/ab_gemm -lm -lpthread
+ *   ./build/ab_gemm Q4_K avxvnni 10 512 2048 40
+ *
+ * (for the avx2 table, B's build of kernels_avx2_gemm.c also needs
+ * -Dpk_avx2_sgemm=pk_avx2_sgemm_B, and the same for pk_avx2_exp_sub and
+ * pk_avx2_silu_mul, which that file defines too). Arguments: TYPE ISA NTOK
+ * ROWS N PAIRS. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "kernels.h"
+#include "bench_util.h"
+
+extern const pk_gemm_fn pk_gemm_B[PK_TYPE_COUNT];
+
+int main(int argc, char **argv) {
+    if (argc != 7) {
+        fprintf(stderr, "usage: ab_gemm TYPE ISA NTOK ROWS N PAIRS\n");
+        return 2;
+    }
+    int64_t ntok = atoll(argv[3]), nrows = atoll(argv[4]), n = atoll(argv[5]);
+    int pairs = atoi(argv[6]), t = -1;
+    for (int i = 0; i < PK_TYPE_COUNT; i++)
+        if (pk_type_name(i) && !strcmp(pk_type_name(i), argv[1])) t = i;
+    const pk_kernels *list[8], *K = NULL;
+    int nl = pk_kernels_list(list, 8);
+    for (int k = 0; k < nl; k++)
+        if (!strcmp(list[k]->isa, argv[2])) K = list[k];
+    if (t < 0 || !K || !K->gemm[t] || !pk_gemm_B[t]) {
+        fprintf(stderr, "ab_gemm: no gemm for type '%s' in variant '%s' (usable here) and in B\n", argv[1], argv[2]);
+        return 2;
+    }
+    const pk_type_traits *tt = pk_type_get(t);
+    if (ntok < 1 || nrows < 1 || n < tt->blck || n % tt->blck || pairs < 2) {
+        fprintf(stderr, "ab_gemm: NTOK >= 1, ROWS >= 1, N a multiple of %d, PAIRS >= 2\n", tt->blck);
+        return 2;
+    }
+    size_t rb = pk_row_size(t, n);
+    float *xf = malloc((size_t)(n * ntok) * sizeof(float));
+    for (int64_t i = 0; i < n * ntok; i++) xf[i] = frnd();
+    char *w = rand_rows(tt, n, nrows, rb);
+    int xt = tt->vec_dot_type;
+    size_t xb = pk_row_size(xt, n);
+    char *x = malloc(xb * (size_t)ntok);
+    const void **xp = malloc((size_t)ntok * sizeof *xp);
+    quant_tokens(K, xt, xf, n, ntok, x, xp);
+    float *ya = malloc((size_t)(nrows * ntok) * sizeof(float)), *yb = malloc((size_t)(nrows * ntok) * sizeof(float));
+    const pk_gemm_fn A = K->gemm[t], B = pk_gemm_B[t];
+    A(n, nrows, ntok, ya, nrows, w, rb, (const void *const *)xp);   /* also the warm-up */
+    B(n, nrows, ntok, yb, nrows, w, rb, (const void *const *)xp);
+    printf("outputs %s\n", memcmp(ya, yb, (size_t)(nrows * ntok) * sizeof(float)) ? "differ" : "bitwise equal");
+    double ga = 0, gb = 0, sr = 0, sr2 = 0, flop = 2.0 * (double)n * (double)nrows * (double)ntok / 1e9;
+    for (int p = 0; p < pairs; p++) {
+        double t0 = now();
+        A(n, nrows, ntok, ya, nrows, w, rb, (const void *const *)xp);
+        double ta = now() - t0;
+        t0 = now();
+        B(n, nrows, ntok, yb, nrows, w, rb, (const void *const *)xp);
+        double tb = now() - t0;
+        ga += flop / ta; gb += flop / tb;
+        sr += ta / tb; sr2 += (ta / tb) * (ta / tb);
+    }
+    double mr = sr / pairs, sd = sqrt(fmax(0, (sr2 - pairs * mr * mr) / (pairs - 1)));
+    printf("%s %s %lld x %lld x %lld: A %.1f B %.1f GFLOP/s; speed B/A %.3f sd %.3f (%d pairs)\n", argv[1],
+           argv[2], (long long)ntok, (long long)nrows, (long long)n, ga / pairs, gb / pairs, mr, sd, pairs);
+    free(w); free(xf); free(x); free(xp); free(ya); free(yb);
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* bench_util.h - what the kernel benchmarks (bench_kernels.c, bench_gemm.c,
+ * ab_gemm.c) share: the thread's CPU clock (BENCH_WALL=1: the wall clock),
+ * a fixed pseudo-random stream, random weight rows quantized to a type and
+ * tokens quantized to a kernel's activation type. Header-only: each
+ * benchmark stays one file. Not a test. */
+#include <stdlib.h>
+#include <time.h>
+#include "kernels.h"
+
+static inline double now(void) {
+    static int wall = -1;
+    if (wall < 0) wall = getenv("BENCH_WALL") && atoi(getenv("BENCH_WALL"));
+    struct timespec ts;
+    clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rs = 88172645463325252ull;
+static inline float frnd(void) {
+    rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+    return (float)(uint32_t)rs / 2147483648.0f - 1.0f;
+}
+
+/* nrows rows of n uniform values in [-1, 1) quantized to tt's type, rb
+ * bytes apart (malloc'd) */
+static inline char *rand_rows(const pk_type_traits *tt, int64_t n, int64_t nrows, size_t rb) {
+    char *w = malloc(rb * (size_t)nrows);
+    float *wf = malloc((size_t)n * sizeof(float));
+    for (int64_t r = 0; r < nrows; r++) {
+        for (int64_t i = 0; i < n; i++) wf[i] = frnd();
+        tt->from_float(wf, w + (size_t)r * rb, n);
+    }
+    free(wf);
+    return w;
+}
+
+/* ntok rows of n floats (xf) quantized by K to type xt into x, xp[j] the
+ * j-th (x holds ntok rows of pk_row_size(xt, n) bytes) */
+static inline void quant_tokens(const pk_kernels *K, int xt, const float *xf, int64_t n, int64_t ntok,
+                                char *x, const void **xp) {
+    size_t xb = pk_row_size(xt, n);
+    for (int64_t j = 0; j < ntok; j++) {
+        K->quantize[xt](xf + j * n, x + (size_t)j * xb, n);
+        xp[j] = x + (size_t)j * xb;
+    }
+}

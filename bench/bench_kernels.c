@@ -11,10 +11,11 @@
  *
  *   gcc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
  *       bench/bench_kernels.c build/libpocket.a -o build/bench_kernels -lm -lpthread
- *   ./build/bench_kernels [MB [TYPE[,TYPE...] [ISA[,ISA...] [DRAWS]]]]
+ *   ./build/bench_kernels [MB [TYPE[,TYPE...] [ISA[,ISA...] [DRAWS [COLS]]]]]
  *
  * e.g. `./build/bench_kernels 512 Q4_K,Q8_0 ref,avx2 3`; "all" or "-" for
- * every type / every usable variant.
+ * every type / every usable variant; COLS, the row length, defaults to 4096
+ * (an expert's down projection has 512 or 768: short rows).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,7 @@ int main(int argc, char **argv) {
     const char *isas = argc > 3 ? argv[3] : NULL;   /* variants, e.g. ref,avx2 */
     int draws = argc > 4 ? atoi(argv[4]) : 3;
     if (draws < 1) draws = 1;
-    const int64_t n = 4096;                    /* row length (a typical hidden size) */
+    const int64_t n = argc > 5 ? atoll(argv[5]) : 4096;   /* row length (default: a typical hidden size) */
     static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0,
                                  PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
                                  PK_TYPE_IQ4_NL, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,

@@ -59,14 +59,15 @@ typedef struct softcap_task {
     float *x;
     size_t n, per;   /* values, values per chunk */
     float cap;
+    const pk_kernels *kern;
 } softcap_task;
 
-/* c tanh(x / c) over one chunk, as ggml: scale by 1/c, tanh, scale by c */
+/* c tanh(x / c) over one chunk, as ggml: scale by 1/c, tanh, scale by c
+ * (the kernels' softcap) */
 static void softcap_run(void *arg, int chunk) {
     const softcap_task *t = arg;
     const size_t lo = (size_t)chunk * t->per, hi = lo + t->per < t->n ? lo + t->per : t->n;
-    const float inv = 1.0f / t->cap;
-    for (size_t i = lo; i < hi; i++) t->x[i] = tanhf(t->x[i] * inv) * t->cap;
+    if (lo < hi) t->kern->softcap(t->x + lo, (int64_t)(hi - lo), t->cap);
 }
 
 /* ---- a batch ---------------------------------------------------------------------------- */
@@ -118,10 +119,10 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         const float inv = 1.0f / hp->logit_scale;
         for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] *= inv;
     }
-    if (hp->softcap > 0) {   /* c tanh(logit / c): a vocabulary of tanhf is worth the threads */
+    if (hp->softcap > 0) {   /* c tanh(logit / c): a vocabulary of tanh is worth the threads */
         const size_t nv = (size_t)rows * hp->n_vocab;
         const int chunks = nv < 65536 ? 1 : 8 * pk_pool_size(c->pool);
-        softcap_task st = {logits, nv, (nv + (size_t)chunks - 1) / (size_t)chunks, hp->softcap};
+        softcap_task st = {logits, nv, (nv + (size_t)chunks - 1) / (size_t)chunks, hp->softcap, c->kern};
         pk_pool_run(c->pool, softcap_run, &st, chunks);
     }
     /* the weight-byte ledger: every weight read is counted (pk_matvec,

@@ -148,6 +148,7 @@ static void fill(pk_kernels *out, const pk_kernels *p) {
     if (!out->exp_sub) out->exp_sub = p->exp_sub;
     if (!out->silu_mul) out->silu_mul = p->silu_mul;
     if (!out->gelu_mul) out->gelu_mul = p->gelu_mul;
+    if (!out->softcap) out->softcap = p->softcap;
     if (!out->delta_step) out->delta_step = p->delta_step;
 }
 

@@ -80,6 +80,10 @@ typedef struct pk_kernels {
     /* g[i] = gelu(g[i]) * u[i] (GeGLU), ggml's FP16 table: bitwise
        pk_gelu_mul (gelu.h) in every variant */
     void (*gelu_mul)(float *g, const float *u, int64_t n);
+    /* x[i] = cap tanh(x[i] / cap), the final logit soft-cap (x scaled by
+       1 / cap first, as ggml); within 3e-7 of tanh relative, +-inf give
+       +-cap, NaN stays NaN */
+    void (*softcap)(float *x, int64_t n, float cap);
     pk_delta_step_fn delta_step;              /* Gated DeltaNet decode step */
     /* attention over F16 / Q8_0 caches, by cache element type; NULL: unsupported */
     pk_att_kq_fn att_kq[PK_TYPE_COUNT];
@@ -128,12 +132,13 @@ void pk_avx512_att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, con
  * table and inherited by dotprod and i8mm. */
 extern const pk_att_kq_fn pk_att_kq_neon[PK_TYPE_COUNT];
 extern const pk_att_pv_fn pk_att_pv_neon[PK_TYPE_COUNT];
-/* AVX2 sgemm, exp_sub and silu_mul (kernels_avx2_gemm.c), used by the avx2
+/* AVX2 sgemm, exp_sub, silu_mul and softcap (kernels_avx2_gemm.c), used by the avx2
  * table (and inherited by the tables that leave these entries NULL). */
 void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb,
                    float *C, int64_t ldc);
 void pk_avx2_exp_sub(float *x, int64_t n, float sub);
 void pk_avx2_silu_mul(float *g, const float *u, int64_t n);
+void pk_avx2_softcap(float *x, int64_t n, float cap);
 /* Multi-token kernels of the AVX-512 variant (kernels_avx512_gemm.c),
  * merged into its table; NULL entries fall back to gemv per token. */
 extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];

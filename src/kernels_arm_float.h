@@ -203,6 +203,36 @@ static void exp_sub(float *x, int64_t n, float sub) {
     }
 }
 
+/* tanh(y) as kernels_avx2_gemm.c's tanh8: the odd polynomial below 0.625,
+ * sign(y) (1 - 2 / (e^(2|y|) + 1)) above, both on |y| and then y's sign;
+ * NaN stays NaN, -0 stays -0 */
+QF_INLINE float32x4_t qa_tanh4(float32x4_t y) {
+    const float32x4_t one = vdupq_n_f32(1.0f), a = vabsq_f32(y), z = vmulq_f32(y, y);
+    float32x4_t p = vdupq_n_f32(-5.69198560e-3f);
+    p = vfmaq_f32(vdupq_n_f32(2.06262916e-2f), p, z);
+    p = vfmaq_f32(vdupq_n_f32(-5.37353195e-2f), p, z);
+    p = vfmaq_f32(vdupq_n_f32(1.33313820e-1f), p, z);
+    p = vfmaq_f32(vdupq_n_f32(-3.33332807e-1f), p, z);
+    const float32x4_t small = vfmaq_f32(a, vmulq_f32(p, z), a);
+    const float32x4_t e = qa_exp4(vaddq_f32(a, a));
+    const float32x4_t big = vsubq_f32(one, vdivq_f32(vdupq_n_f32(2.0f), vaddq_f32(e, one)));
+    const float32x4_t t = vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.625f)), small, big);
+    return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(t),   /* tanh(|y|), y's sign */
+                                           vandq_u32(vreinterpretq_u32_f32(y), vdupq_n_u32(0x80000000u))));
+}
+
+static void softcap(float *x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_n_f32(qa_tanh4(vmulq_n_f32(vld1q_f32(x + i), inv)), cap));
+    if (i < n) {
+        float t[4] = {0, 0, 0, 0};
+        memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
+        vst1q_f32(t, vmulq_n_f32(qa_tanh4(vmulq_n_f32(vld1q_f32(t), inv)), cap));
+        memcpy(x + i, t, (size_t)(n - i) * sizeof(float));
+    }
+}
+
 QF_INLINE float32x4_t qa_silu_mul4(float32x4_t g, float32x4_t u) {
     float32x4_t e = qa_exp4(vnegq_f32(g));
     return vmulq_f32(vdivq_f32(g, vaddq_f32(vdupq_n_f32(1.0f), e)), u);

@@ -728,7 +728,7 @@ static void quantize_q8_K(const float *xf, void *vy, int64_t n) {
 #define QA_TABLE(NAME, ISA)                                                        \
 const pk_kernels NAME = {                                                          \
     .isa = ISA,                                                                    \
-    .sgemm = sgemm, .exp_sub = exp_sub, .silu_mul = silu_mul,                      \
+    .sgemm = sgemm, .exp_sub = exp_sub, .silu_mul = silu_mul, .softcap = softcap,  \
     .vec_dot = {                                                                   \
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,                  \
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,              \

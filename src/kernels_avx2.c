@@ -189,6 +189,7 @@ const pk_kernels pk_kernels_avx2_table = {
     .exp_sub = pk_avx2_exp_sub,
     .silu_mul = pk_avx2_silu_mul,
     .gelu_mul = gelu_mul,
+    .softcap = pk_avx2_softcap,
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16,

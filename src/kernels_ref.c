@@ -323,6 +323,11 @@ static void sgemm(int M, int N, int K, const float *A, int64_t lda, const float 
 static void exp_sub(float *x, int64_t n, float sub) {
     for (int64_t i = 0; i < n; i++) x[i] = expf(x[i] - sub);
 }
+
+static void softcap(float *x, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
+}
 /* The recurrence as written: decay, read S^T k, update, read S^T q. */
 static void delta_step(float *S, int d, const float *q, const float *k, const float *v, float decay,
                        float beta, float *o) {
@@ -440,6 +445,7 @@ const pk_kernels pk_kernels_ref_table = {
     .exp_sub = exp_sub,
     .silu_mul = silu_mul,
     .gelu_mul = pk_gelu_mul,
+    .softcap = softcap,
     .delta_step = delta_step,
     .att_kq = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0},
     .att_pv = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0},

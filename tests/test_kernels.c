@@ -471,11 +471,38 @@ static void test_kernels_quant(const pk_kernels *k) {
 
 /* ---- selection ------------------------------------------------------------------------- */
 
-/* exp_sub, silu_mul and sgemm of table k against double-precision maths */
+/* softcap of table k against double-precision maths: cap tanh(x / cap)
+ * over -40 cap .. 40 cap (both forms of the SIMD tanh and the boundary
+ * between them, tiny and saturated values), n = N - 3 (a tail, and 3
+ * values untouched), and the special values */
+static int test_softcap(const pk_kernels *k) {
+    enum { N = 4099 };
+    static float x[N], x0[N];
+    const float cap = 30.0f;
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        double u = -1.0 + 2.0 * i / (N - 1);   /* -1 .. 1, steps denser near 0 below */
+        x0[i] = x[i] = (float)(cap * (i % 3 == 0 ? 40.0 * u : i % 3 == 1 ? 1.5 * u : 1e-3 * u));
+    }
+    k->softcap(x, N - 3, cap);
+    for (int i = 0; i < N; i++) {
+        double want = i < N - 3 ? cap * tanh((double)(x0[i] * (1.0f / cap))) : x0[i];   /* argument rounded as the kernel's */
+        int ok = fabs(x[i] - want) <= 3e-7 * fabs(want) + 1e-37;
+        if (!ok && !bad++) fprintf(stderr, "  %s softcap(%.9g) = %.9g want %.9g\n", k->isa, x0[i], x[i], want);
+    }
+    float sp[6] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e30f};
+    k->softcap(sp, 6, cap);
+    TEST_CHECK(sp[0] == cap && sp[1] == -cap && isnan(sp[2]) && sp[3] == 0.0f && !signbit(sp[3]) &&
+                   sp[4] == 0.0f && signbit(sp[4]) && sp[5] == cap,
+               "%s softcap: +-inf -> +-cap, NaN, +-0 kept, 1e30 -> cap", k->isa);
+    return bad;
+}
+
+/* exp_sub, silu_mul, softcap and sgemm of table k against double-precision maths */
 static void test_kernels_float(const pk_kernels *k) {
     enum { N = 1000 };
     static float x[N], g[N], u[N];
-    int bad = 0;
+    int bad = test_softcap(k);
     for (int i = 0; i < N; i++) x[i] = -110.0f + 200.0f * (float)i / N;   /* -110 .. 90 */
     k->exp_sub(x, N, 1.5f);
     for (int i = 0; i < N; i++) {
@@ -523,7 +550,7 @@ static void test_kernels_float(const pk_kernels *k) {
     k->sgemm(1, 70, 37, A + 3 * 40, 40, Bm, 75, C1, 72);
     TEST_CHECK(memcmp(C1, C + 3 * 72, 70 * sizeof(float)) == 0, "%s sgemm: one row = the same row of five, bitwise",
                k->isa);
-    TEST_CHECK(bad == 0, "%s: exp_sub / silu_mul / sgemm off (%d)", k->isa, bad);
+    TEST_CHECK(bad == 0, "%s: exp_sub / silu_mul / softcap / sgemm off (%d)", k->isa, bad);
 }
 
 /* uniform in [-1, 1) from a xorshift state */
@@ -633,8 +660,9 @@ static void test_arm_no_ref_fallback(void) {
         for (size_t i = 0; i < sizeof at / sizeof *at; i++)
             TEST_CHECK(k->quantize[at[i]] && k->quantize[at[i]] != ref->quantize[at[i]],
                        "%s: %s quantizer is SIMD", arm[v], pk_type_name(at[i]));
-        TEST_CHECK(k->sgemm != ref->sgemm && k->exp_sub != ref->exp_sub && k->silu_mul != ref->silu_mul,
-                   "%s: sgemm / exp_sub / silu_mul are SIMD", arm[v]);
+        TEST_CHECK(k->sgemm != ref->sgemm && k->exp_sub != ref->exp_sub && k->silu_mul != ref->silu_mul &&
+                       k->softcap != ref->softcap,
+                   "%s: sgemm / exp_sub / silu_mul / softcap are SIMD", arm[v]);
         fprintf(stderr, "%s: %d of %d weight-type entries fall back to the reference\n", arm[v],
                 fallback, (int)(2 * sizeof wt / sizeof *wt));
     }

@@ -17,8 +17,9 @@
  *   ./build/ab_gemm Q4_K avxvnni 10 512 2048 40
  *
  * (for the avx2 table, B's build of kernels_avx2_gemm.c also needs
- * -Dpk_avx2_sgemm=pk_avx2_sgemm_B, and the same for pk_avx2_exp_sub and
- * pk_avx2_silu_mul, which that file defines too). Arguments: TYPE ISA NTOK
+ * -Dpk_avx2_sgemm=pk_avx2_sgemm_B, and the same for pk_avx2_exp_sub,
+ * pk_avx2_silu_mul and pk_avx2_softcap, which that file defines too).
+ * Arguments: TYPE ISA NTOK
  * ROWS N PAIRS. */
 #include <math.h>
 #include <stdio.h>

@@ -19,8 +19,10 @@
  * (for the avx2 table, B's build of kernels_avx2_gemm.c also needs
  * -Dpk_avx2_sgemm=pk_avx2_sgemm_B, and the same for pk_avx2_exp_sub,
  * pk_avx2_silu_mul and pk_avx2_softcap, which that file defines too).
- * Arguments: TYPE ISA NTOK
- * ROWS N PAIRS. */
+ * Arguments: TYPE ISA NTOK ROWS N PAIRS [COLD_MB]. With COLD_MB, the
+ * matrix is copied over COLD_MB MB and each call takes the next copy, so
+ * the weights come from memory, as an expert's do in a prompt, instead of
+ * from cache (choose more than the last-level cache). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +34,8 @@
 extern const pk_gemm_fn pk_gemm_B[PK_TYPE_COUNT];
 
 int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: ab_gemm TYPE ISA NTOK ROWS N PAIRS\n");
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: ab_gemm TYPE ISA NTOK ROWS N PAIRS [COLD_MB]\n");
         return 2;
     }
     int64_t ntok = atoll(argv[3]), nrows = atoll(argv[4]), n = atoll(argv[5]);
@@ -57,6 +59,20 @@ int main(int argc, char **argv) {
     float *xf = malloc((size_t)(n * ntok) * sizeof(float));
     for (int64_t i = 0; i < n * ntok; i++) xf[i] = frnd();
     char *w = rand_rows(tt, n, nrows, rb);
+    size_t mb = rb * (size_t)nrows, ncopy = 1;
+    if (argc == 8) {   /* copies of the matrix over COLD_MB MB, used in turn */
+        ncopy = (size_t)(atof(argv[7]) * 1e6 / (double)mb) + 1;
+        char *c = malloc(mb * ncopy);
+        if (!c) {
+            fprintf(stderr, "ab_gemm: cannot allocate %s MB\n", argv[7]);
+            return 2;
+        }
+        for (size_t i = 0; i < ncopy; i++) memcpy(c + i * mb, w, mb);
+        free(w);
+        w = c;
+    }
+    size_t ci = 0;
+#define NEXTW (w + (ci = (ci + 1) % ncopy) * mb)
     int xt = tt->vec_dot_type;
     size_t xb = pk_row_size(xt, n);
     char *x = malloc(xb * (size_t)ntok);
@@ -70,16 +86,17 @@ int main(int argc, char **argv) {
     double ga = 0, gb = 0, sr = 0, sr2 = 0, flop = 2.0 * (double)n * (double)nrows * (double)ntok / 1e9;
     for (int p = 0; p < pairs; p++) {
         double t0 = now();
-        A(n, nrows, ntok, ya, nrows, w, rb, (const void *const *)xp);
+        const char *wa = NEXTW, *wb = NEXTW;
+        A(n, nrows, ntok, ya, nrows, wa, rb, (const void *const *)xp);
         double ta = now() - t0;
         t0 = now();
-        B(n, nrows, ntok, yb, nrows, w, rb, (const void *const *)xp);
+        B(n, nrows, ntok, yb, nrows, wb, rb, (const void *const *)xp);
         double tb = now() - t0;
         ga += flop / ta; gb += flop / tb;
         sr += ta / tb; sr2 += (ta / tb) * (ta / tb);
     }
     double mr = sr / pairs, sd = sqrt(fmax(0, (sr2 - pairs * mr * mr) / (pairs - 1)));
-    printf("%s %s %lld x %lld x %lld: A %.1f B %.1f GFLOP/s; speed B/A %.3f sd %.3f (%d pairs)\n", argv[1],
+    printf("%s%s %s %lld x %lld x %lld: A %.1f B %.1f GFLOP/s; speed B/A %.3f sd %.3f (%d pairs)\n", ncopy > 1 ? "cold " : "", argv[1],
            argv[2], (long long)ntok, (long long)nrows, (long long)n, ga / pairs, gb / pairs, mr, sd, pairs);
     free(w); free(xf); free(x); free(xp); free(ya); free(yb);
     return 0;

@@ -1,0 +1,53 @@
+/* ports.c - how many 256-bit integer operations one core of this machine
+ * issues per cycle: vpmaddwd, vpmaddubsw and vpaddd alone (12 independent
+ * chains, so latency does not bound them) and vpmaddwd + vpaddd mixed, the
+ * two a prompt kernel's inner loop is made of. The clock comes from a chain
+ * of dependent imul (3 cycles each on every x86 core since Sandy Bridge and
+ * Zen 1). Not a test; x86-64 with AVX2 only. Pin it to a core:
+ *
+ *   gcc -O2 -mavx2 bench/ports.c -o build/ports && taskset -c 1 build/ports
+ *
+ * It tells the bound of a kernel that is made of these operations: for
+ * instance 16 vpmaddwd + 16 vpaddd per 256 products need 16 cycles at 2
+ * operations per cycle, 11 at 3. */
+#include <immintrin.h>
+#include <stdio.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+#define N_ITER 50000000L
+/* one instruction on each of the 12 accumulators, the operand %12 */
+#define X12(op)                                                                         \
+    op " %12,%0,%0\n" op " %12,%1,%1\n" op " %12,%2,%2\n" op " %12,%3,%3\n"         \
+    op " %12,%4,%4\n" op " %12,%5,%5\n" op " %12,%6,%6\n" op " %12,%7,%7\n"         \
+    op " %12,%8,%8\n" op " %12,%9,%9\n" op " %12,%10,%10\n" op " %12,%11,%11\n"
+#define ACC "+x"(a[0]), "+x"(a[1]), "+x"(a[2]), "+x"(a[3]), "+x"(a[4]), "+x"(a[5]), \
+            "+x"(a[6]), "+x"(a[7]), "+x"(a[8]), "+x"(a[9]), "+x"(a[10]), "+x"(a[11])
+/* run BODY (24 instructions) N_ITER times; the operations per cycle */
+#define RATE(BODY, ghz) ({                                                              \
+    double t0_ = now();                                                                 \
+    for (long i_ = 0; i_ < N_ITER; i_++) __asm__ volatile(BODY : ACC : "x"(b));        \
+    24.0 * (double)N_ITER / ((now() - t0_) * (ghz) * 1e9);                              \
+})
+
+int main(void) {
+    long x = 3, n = 300000000L;
+    double t = now();
+    __asm__ volatile("1: imul %0, %0\n imul %0, %0\n sub $2, %1\n jnz 1b" : "+r"(x), "+r"(n));
+    double ghz = 3.0 * 300000000.0 / ((now() - t) * 1e9);
+    __m256i a[12], b = _mm256_set1_epi16(3);
+    for (int i = 0; i < 12; i++) a[i] = _mm256_set1_epi16((short)i);
+    printf("clock: %.2f GHz (dependent imul)\n", ghz);
+    printf("vpmaddwd ymm:          %.2f per cycle\n", RATE(X12("vpmaddwd") X12("vpmaddwd"), ghz));
+    printf("vpmaddubsw ymm:        %.2f per cycle\n", RATE(X12("vpmaddubsw") X12("vpmaddubsw"), ghz));
+    printf("vpaddd ymm:            %.2f per cycle\n", RATE(X12("vpaddd") X12("vpaddd"), ghz));
+    printf("vpmaddwd + vpaddd 1:1: %.2f per cycle\n", RATE(X12("vpmaddwd") X12("vpaddd"), ghz));
+    int s = (int)x;
+    for (int i = 0; i < 12; i++) s += _mm256_extract_epi32(a[i], 0);
+    return s == 0x7fffffff;   /* keeps the results live */
+}

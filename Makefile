@@ -111,6 +111,8 @@ endif
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/pocket.h | $(BUILD)/obj
 	$(CC) $(CFLAGS) -c $< -o $@
+# kernels_avxvnni.c is kernels_avx2_gemm.c built again with AVX-VNNI (it includes it)
+$(BUILD)/obj/kernels_avxvnni.o: src/kernels_avx2_gemm.c
 
 $(LIB): $(OBJ)
 	rm -f $@; ar rcs $@ $^

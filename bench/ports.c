@@ -9,7 +9,12 @@
  *
  * It tells the bound of a kernel that is made of these operations: for
  * instance 16 vpmaddwd + 16 vpaddd per 256 products need 16 cycles at 2
- * operations per cycle, 11 at 3. */
+ * operations per cycle, 11 at 3. Built with -mavxvnni as well, on a CPU
+ * with AVX-VNNI it also times VEX vpdpbusd from registers, with a memory
+ * operand, and fed each by its own vpbroadcastd load (as a prompt kernel
+ * that broadcasts one token's 4 activations per instruction):
+ *
+ *   gcc -O2 -mavx2 -mavxvnni bench/ports.c -o build/ports && taskset -c 1 build/ports */
 #include <immintrin.h>
 #include <stdio.h>
 #include <time.h>
@@ -47,6 +52,30 @@ int main(void) {
     printf("vpmaddubsw ymm:        %.2f per cycle\n", RATE(X12("vpmaddubsw") X12("vpmaddubsw"), ghz));
     printf("vpaddd ymm:            %.2f per cycle\n", RATE(X12("vpaddd") X12("vpaddd"), ghz));
     printf("vpmaddwd + vpaddd 1:1: %.2f per cycle\n", RATE(X12("vpmaddwd") X12("vpaddd"), ghz));
+#ifdef __AVXVNNI__
+    if (__builtin_cpu_supports("avxvnni")) {
+        static int buf[128] __attribute__((aligned(64)));
+        for (int i = 0; i < 128; i++) buf[i] = (int)(0x01010101u * (unsigned)i);
+#define VD(k) "%{vex%} vpdpbusd %12,%12,%" #k "\n"
+#define VM(k, off) "%{vex%} vpdpbusd " #off "(%13),%12,%" #k "\n"
+#define VB(k, off) "vpbroadcastd " #off "(%13),%%ymm15\n %{vex%} vpdpbusd %%ymm15,%12,%" #k "\n"
+#define V12(M, a) M(0, a##0) M(1, a##1) M(2, a##2) M(3, a##3) M(4, a##4) M(5, a##5) \
+                  M(6, a##6) M(7, a##7) M(8, a##8) M(9, a##9) M(10, a##10) M(11, a##11)
+#define VRATE(BODY) ({                                                                  \
+    double t0_ = now();                                                                 \
+    for (long i_ = 0; i_ < N_ITER; i_++) __asm__ volatile(BODY : ACC : "x"(b), "r"(buf) : "xmm15"); \
+    24.0 * (double)N_ITER / ((now() - t0_) * ghz * 1e9);                                \
+})
+#define R0 VD(0) VD(1) VD(2) VD(3) VD(4) VD(5) VD(6) VD(7) VD(8) VD(9) VD(10) VD(11)
+#define M0 VM(0, 0) VM(1, 32) VM(2, 64) VM(3, 96) VM(4, 128) VM(5, 160) VM(6, 192) VM(7, 224) \
+           VM(8, 256) VM(9, 288) VM(10, 320) VM(11, 352)
+#define B0 VB(0, 0) VB(1, 36) VB(2, 72) VB(3, 108) VB(4, 144) VB(5, 180) VB(6, 216) VB(7, 252) \
+           VB(8, 288) VB(9, 324) VB(10, 360) VB(11, 396)
+        printf("vpdpbusd ymm, registers:        %.2f per cycle\n", VRATE(R0 R0));
+        printf("vpdpbusd ymm, memory operand:   %.2f per cycle\n", VRATE(M0 M0));
+        printf("vpbroadcastd load + vpdpbusd:   %.2f vpdpbusd per cycle\n", VRATE(B0 B0));
+    }
+#endif
     int s = (int)x;
     for (int i = 0; i < 12; i++) s += _mm256_extract_epi32(a[i], 0);
     return s == 0x7fffffff;   /* keeps the results live */

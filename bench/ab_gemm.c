@@ -71,8 +71,7 @@ int main(int argc, char **argv) {
         free(w);
         w = c;
     }
-    size_t ci = 0;
-#define NEXTW (w + (ci = (ci + 1) % ncopy) * mb)
+    size_t ci = 0;   /* the copy the next call takes */
     int xt = tt->vec_dot_type;
     size_t xb = pk_row_size(xt, n);
     char *x = malloc(xb * (size_t)ntok);
@@ -86,7 +85,8 @@ int main(int argc, char **argv) {
     double ga = 0, gb = 0, sr = 0, sr2 = 0, flop = 2.0 * (double)n * (double)nrows * (double)ntok / 1e9;
     for (int p = 0; p < pairs; p++) {
         double t0 = now();
-        const char *wa = NEXTW, *wb = NEXTW;
+        const char *wa = w + ci * mb, *wb = w + ((ci + 1) % ncopy) * mb;
+        ci = (ci + 2) % ncopy;
         A(n, nrows, ntok, ya, nrows, wa, rb, (const void *const *)xp);
         double ta = now() - t0;
         t0 = now();

@@ -122,6 +122,11 @@ GI void pf_rows(const void *p, size_t rb, int rows, size_t bytes) {
     for (int r = 0; r < rows; r++)
         for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + (size_t)r * rb + o, _MM_HINT_T0);
 }
+/* the 8-row kernels: the next group's `bytes` of each row (of the `left`
+ * rows after this group, 8 at most), wr this group's first row */
+GI void pf_next8(const uint8_t *wr, size_t rb, int64_t left, size_t bytes) {
+    pf_rows(wr + 8 * rb, rb, left < 8 ? (int)left : 8, bytes);
+}
 
 /* ---- byte permutations shared by weights and activations -------------------
  * Applied to the 8 registers of natural order (register k = elements 32k ..
@@ -253,8 +258,9 @@ static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, in
 #define KQ_PFB 2304   /* bytes of k-blocks prefetched ahead: 4 rows of 4 Q4_K super-blocks */
 #endif
 /* the rows ahead whose k-block of `bytes` is prefetched: 4 or more, ~KQ_PFB
- * bytes (Intel Xeon, bench/ab_gemm with cold weights: +15-20% Q4_K at 10
- * tokens x 512 x 2048; fewer rows ahead gained less) */
+ * bytes (Intel Xeon model 207, bench/ab_gemm with cold weights: Q4_K 10 x
+ * 512 x 2048 +18%, 32 x 768 x 2048 +7%; 2 rows ahead gained less:
+ * bench/README.md) */
 GI int64_t kq_pf(size_t bytes) {
     int64_t r = (int64_t)(KQ_PFB / bytes);
     return r < 4 ? 4 : r > 16 ? 16 : r;
@@ -833,8 +839,7 @@ GI void gemm_ri(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, i
             for (int64_t r0 = 0; r0 < nrows; r0 += 8) {
                 int nr = nrows - r0 < 8 ? (int)(nrows - r0) : 8;
                 const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
-                if (r0 + 8 < nrows)   /* the next 8 rows' blocks */
-                    pf_rows(wr + 8 * rb, rb, nrows - r0 - 8 < 8 ? (int)(nrows - r0 - 8) : 8, (size_t)nbk * ri_bsize(T));
+                pf_next8(wr, rb, nrows - r0 - 8, (size_t)nbk * ri_bsize(T));
                 ri8_decode(T, wr, rb, nr, nbk, W);
                 float *yr = y + t0 * ys + r0;
                 for (int i = 0; i < nin; i++) {
@@ -936,9 +941,7 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
             for (int64_t r0 = 0; r0 < nrows; r0 += 8) {
                 int nr = nrows - r0 < 8 ? (int)(nrows - r0) : 8;
                 const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * sizeof(pk_block_q8_0);
-                if (r0 + 8 < nrows)   /* the next 8 rows' blocks */
-                    pf_rows(wr + 8 * rb, rb, nrows - r0 - 8 < 8 ? (int)(nrows - r0 - 8) : 8,
-                            (size_t)nbk * sizeof(pk_block_q8_0));
+                pf_next8(wr, rb, nrows - r0 - 8, (size_t)nbk * sizeof(pk_block_q8_0));
                 ri8_decode(RI_Q8_0, wr, rb, nr, nbk, R);
                 for (int b = 0; b < nbk; b++) {
                     W[b].d = R[b].d;

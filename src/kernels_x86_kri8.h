@@ -3,7 +3,7 @@
  * at a time, decoded row-interleaved (the 8-row, 256-bit port of
  * kernels_avx512_kri.h). Not a translation unit: included by
  * kernels_avx2_gemm.c inside its ISA guard, after kernels_x86_ri8.h (its
- * x86_dpbusd), so each variant gets a copy compiled with its flags; the
+ * x86_dpbusd) and pf_next8, so each variant gets a copy compiled with its flags; the
  * avxvnni variant uses it (one VEX vpdpbusd per 8 rows x 4 elements) from
  * a token count on (k8_min_tok there: below it, the per-row kernels).
  *
@@ -331,10 +331,7 @@ K8_INLINE void k8_gemm(const int T, int64_t n, int64_t nrows, int64_t ntok, floa
                 for (int r = 0; r < 8; r++)
                     rows[r] = r < nr ? (const uint8_t *)w + (size_t)(r0 + r) * rb + (size_t)k0 * k8_bsize(T) : NULL;
                 /* the next 8 rows' blocks of this k-block, ahead of their decode */
-                if (r0 + 16 <= nrows)
-                    for (int r = 0; r < 8; r++)
-                        for (size_t o = 0; o < (size_t)kb * k8_bsize(T); o += 64)
-                            _mm_prefetch((const char *)rows[r] + 8 * rb + o, _MM_HINT_T0);
+                pf_next8(rows[0], rb, nrows - r0 - 8, (size_t)kb * k8_bsize(T));
                 for (int b = 0; b < kb; b++) k8_decode(T, rows, b, &W[b]);
                 float *yr = y + t0 * ys + r0;
                 for (int t = 0; t < nts; t += K8_TT) {

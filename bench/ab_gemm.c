@@ -19,6 +19,20 @@
  * (for the avx2 table, B's build of kernels_avx2_gemm.c also needs
  * -Dpk_avx2_sgemm=pk_avx2_sgemm_B, and the same for pk_avx2_exp_sub,
  * pk_avx2_silu_mul and pk_avx2_softcap, which that file defines too).
+ * NTOK 0 compares gemv (one token, the decode kernels) instead: B is then a
+ * whole kernel table built from another revision, renamed
+ * pk_kernels_B_table, e.g. the avx512 K-quant gemvs of the last commit:
+ *
+ *   mkdir -p /tmp/old && git show HEAD:src/kernels_avx512.c > /tmp/old/kernels_avx512.c
+ *   git show HEAD:src/kernels_avx512_kquant.h > /tmp/old/kernels_avx512_kquant.h  (and the
+ *       other headers it includes that changed)
+ *   gcc -std=c11 -O3 -D_GNU_SOURCE -Iinclude -Isrc -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
+ *       -mavx512vl -mavx512dq -mavx512vnni -Dpk_kernels_avx512_table=pk_kernels_B_table \
+ *       -c /tmp/old/kernels_avx512.c -o /tmp/B.o
+ *   ./build/ab_gemm Q2_K avx512 0 64 512 400
+ *
+ * (kernels_avx2.c with -Dpk_kernels_avx2_table=pk_kernels_B_table for the
+ * avx2 gemvs; B's table is unmerged, so it must define the type's gemv).
  * Arguments: TYPE ISA NTOK ROWS N PAIRS [COLD_MB]. With COLD_MB, the
  * matrix is copied over COLD_MB MB and each call takes the next copy, so
  * the weights come from memory, as an expert's do in a prompt, instead of
@@ -31,7 +45,16 @@
 #include "kernels.h"
 #include "bench_util.h"
 
-extern const pk_gemm_fn pk_gemm_B[PK_TYPE_COUNT];
+/* whichever of the two B provides (the other is NULL) */
+extern const pk_gemm_fn pk_gemm_B[PK_TYPE_COUNT] __attribute__((weak));
+extern const pk_kernels pk_kernels_B_table __attribute__((weak));
+
+/* gemv (NTOK 0) through the gemm call's shape: y = W x[0] */
+static pk_gemv_fn gv_a, gv_b;
+static void gemv_a(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                   const void *const *x) { (void)ntok; (void)ys; gv_a(n, nrows, y, w, rb, x[0]); }
+static void gemv_b(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                   const void *const *x) { (void)ntok; (void)ys; gv_b(n, nrows, y, w, rb, x[0]); }
 
 int main(int argc, char **argv) {
     if (argc != 7 && argc != 8) {
@@ -46,13 +69,20 @@ int main(int argc, char **argv) {
     int nl = pk_kernels_list(list, 8);
     for (int k = 0; k < nl; k++)
         if (!strcmp(list[k]->isa, argv[2])) K = list[k];
-    if (t < 0 || !K || !K->gemm[t] || !pk_gemm_B[t]) {
-        fprintf(stderr, "ab_gemm: no gemm for type '%s' in variant '%s' (usable here) and in B\n", argv[1], argv[2]);
+    int gemv = ntok == 0;
+    if (gemv) {
+        gv_a = t >= 0 && K ? K->gemv[t] : NULL;
+        gv_b = t >= 0 && &pk_kernels_B_table ? pk_kernels_B_table.gemv[t] : NULL;
+        ntok = 1;
+    }
+    if (t < 0 || !K || (gemv ? !gv_a || !gv_b : !K->gemm[t] || !pk_gemm_B || !pk_gemm_B[t])) {
+        fprintf(stderr, "ab_gemm: no %s for type '%s' in variant '%s' (usable here) and in B\n",
+                gemv ? "gemv" : "gemm", argv[1], argv[2]);
         return 2;
     }
     const pk_type_traits *tt = pk_type_get(t);
-    if (ntok < 1 || nrows < 1 || n < tt->blck || n % tt->blck || pairs < 2) {
-        fprintf(stderr, "ab_gemm: NTOK >= 1, ROWS >= 1, N a multiple of %d, PAIRS >= 2\n", tt->blck);
+    if (ntok < 0 || nrows < 1 || n < tt->blck || n % tt->blck || pairs < 2) {
+        fprintf(stderr, "ab_gemm: NTOK >= 0, ROWS >= 1, N a multiple of %d, PAIRS >= 2\n", tt->blck);
         return 2;
     }
     size_t rb = pk_row_size(t, n);
@@ -78,7 +108,7 @@ int main(int argc, char **argv) {
     const void **xp = malloc((size_t)ntok * sizeof *xp);
     quant_tokens(K, xt, xf, n, ntok, x, xp);
     float *ya = malloc((size_t)(nrows * ntok) * sizeof(float)), *yb = malloc((size_t)(nrows * ntok) * sizeof(float));
-    const pk_gemm_fn A = K->gemm[t], B = pk_gemm_B[t];
+    const pk_gemm_fn A = gemv ? gemv_a : K->gemm[t], B = gemv ? gemv_b : pk_gemm_B[t];
     A(n, nrows, ntok, ya, nrows, w, rb, (const void *const *)xp);   /* also the warm-up */
     B(n, nrows, ntok, yb, nrows, w, rb, (const void *const *)xp);
     printf("outputs %s\n", memcmp(ya, yb, (size_t)(nrows * ntok) * sizeof(float)) ? "differ" : "bitwise equal");
@@ -96,7 +126,7 @@ int main(int argc, char **argv) {
         sr += ta / tb; sr2 += (ta / tb) * (ta / tb);
     }
     double mr = sr / pairs, sd = sqrt(fmax(0, (sr2 - pairs * mr * mr) / (pairs - 1)));
-    printf("%s%s %s %lld x %lld x %lld: A %.1f B %.1f GFLOP/s; speed B/A %.3f sd %.3f (%d pairs)\n", ncopy > 1 ? "cold " : "", argv[1],
+    printf("%s%s%s %s %lld x %lld x %lld: A %.1f B %.1f GFLOP/s; speed B/A %.3f sd %.3f (%d pairs)\n", ncopy > 1 ? "cold " : "", gemv ? "gemv " : "", argv[1],
            argv[2], (long long)ntok, (long long)nrows, (long long)n, ga / pairs, gb / pairs, mr, sd, pairs);
     free(w); free(xf); free(x); free(xp); free(ya); free(yb);
     return 0;

@@ -14,8 +14,10 @@
  *     returning 8 int32 lanes whose sum is sum(scale_sub * level * x) over
  *     the block, and for the K-quants with mins, 4 int32 lanes whose sum is
  *     sum(min_sub * bsum_sub).
- * The driver multiplies per block by d_w * d_x (one FMA per row per block;
- * times ISC, the factor of a type whose isum is a multiple of the sum),
+ * The driver multiplies per block by d_w * d_x (the 4 rows' lanes summed
+ * in int32 to [S0 S1 S2 S3] per 128-bit half, then one conversion and one
+ * FMA for the 4 rows per block; times ISC, the factor of a type whose isum
+ * is a multiple of the sum),
  * subtracts dmin_w * d_x * mins, or adds m_w * s_x (Q4_1, Q5_1); d_w is the
  * block's fp16 d, or for MXFP4 its E8M0 exponent's 2^(e - 128) (SC).
  *
@@ -40,10 +42,11 @@
  * Signed levels (Q8_0, IQ4_NL, IQ4_XS) move their sign onto the activation,
  * which needs activations in [-127, 127] (every Q8 quantizer's range).
  * Bounds: |int16 pair sum| <= 2 * 63 * 127 + 2 * 32 * 127 (Q6_K) or
- * 2 * 128 * 127 (Q8_0) < 2^15; int32 lanes < 2^24, so their float
- * conversion is exact. Only the float accumulation across blocks differs
- * from the reference (order, FMA, one product d_w * d_x per block as the
- * reference, 8 lanes).
+ * 2 * 128 * 127 (Q8_0) < 2^15; int32 lanes < 2^24, and a row's half-block
+ * sum of 4 lanes < 2^26 (rounded once when converted to float, as the
+ * reference converts its block's int sum). Only the float accumulation
+ * across blocks differs from the reference (order, FMA, one product d_w *
+ * d_x per block as the reference, 2 halves).
  */
 
 #define GV_INLINE static inline __attribute__((always_inline))
@@ -74,14 +77,31 @@ GV_INLINE __m256i gv_sum16(__m256i p) { return _mm256_madd_epi16(p, _mm256_set1_
 GV_INLINE __m256i gv_mul_ss(__m256i w, __m256i x) {
     return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
 }
-/* vpshufb controls: every int16 lane = int16 j of its 128-bit lane; the low
- * lane int16 a and the high lane int16 b; the low lane byte a and the high
- * lane byte b zero-extended to int16 */
-#define GV_B16(j) _mm256_set1_epi16((short)((2 * (j) + 1) << 8 | 2 * (j)))
-#define GV_P16(a, b) _mm256_set_m128i(_mm_set1_epi16((short)((2 * (b) + 1) << 8 | 2 * (b))), \
-                                      _mm_set1_epi16((short)((2 * (a) + 1) << 8 | 2 * (a))))
-#define GV_P8(a, b) _mm256_set_m128i(_mm_set1_epi16((short)(0x8000 | (b))), \
-                                     _mm_set1_epi16((short)(0x8000 | (a))))
+/* vpshufb controls, from static tables (as constants gcc rebuilds them with
+ * 4 instructions each at every 4-row group, ~60 per group, which costs 20%
+ * on rows of 512 columns): GV_B16(j): every int16 lane = int16 j of its
+ * 128-bit lane; GV_P16(k): the low lane int16 2k, the high lane int16 2k + 1;
+ * GV_P8(c): the low lane byte 2c, the high lane byte 2c + 1, zero-extended
+ * to int16 */
+#define GV_R8(v) v, v, v, v, v, v, v, v
+#define GV_W(j) (uint16_t)((2 * (j) + 1) << 8 | 2 * (j))
+#define GV_Z(j) (uint16_t)(0x8000 | (j))
+static const uint16_t gv_b16_tab[8][16] __attribute__((aligned(32))) = {
+    {GV_R8(GV_W(0)), GV_R8(GV_W(0))}, {GV_R8(GV_W(1)), GV_R8(GV_W(1))},
+    {GV_R8(GV_W(2)), GV_R8(GV_W(2))}, {GV_R8(GV_W(3)), GV_R8(GV_W(3))},
+    {GV_R8(GV_W(4)), GV_R8(GV_W(4))}, {GV_R8(GV_W(5)), GV_R8(GV_W(5))},
+    {GV_R8(GV_W(6)), GV_R8(GV_W(6))}, {GV_R8(GV_W(7)), GV_R8(GV_W(7))}};
+static const uint16_t gv_p16_tab[4][16] __attribute__((aligned(32))) = {
+    {GV_R8(GV_W(0)), GV_R8(GV_W(1))}, {GV_R8(GV_W(2)), GV_R8(GV_W(3))},
+    {GV_R8(GV_W(4)), GV_R8(GV_W(5))}, {GV_R8(GV_W(6)), GV_R8(GV_W(7))}};
+static const uint16_t gv_p8_tab[8][16] __attribute__((aligned(32))) = {
+    {GV_R8(GV_Z(0)), GV_R8(GV_Z(1))}, {GV_R8(GV_Z(2)), GV_R8(GV_Z(3))},
+    {GV_R8(GV_Z(4)), GV_R8(GV_Z(5))}, {GV_R8(GV_Z(6)), GV_R8(GV_Z(7))},
+    {GV_R8(GV_Z(8)), GV_R8(GV_Z(9))}, {GV_R8(GV_Z(10)), GV_R8(GV_Z(11))},
+    {GV_R8(GV_Z(12)), GV_R8(GV_Z(13))}, {GV_R8(GV_Z(14)), GV_R8(GV_Z(15))}};
+#define GV_B16(j) _mm256_load_si256((const __m256i *)gv_b16_tab[j])
+#define GV_P16(k) _mm256_load_si256((const __m256i *)gv_p16_tab[k])
+#define GV_P8(c) _mm256_load_si256((const __m256i *)gv_p8_tab[c])
 /* the fp16 after *d (dmin / m in the types that have one) */
 GV_INLINE float gv_f16_next(const uint16_t *d) { return _cvtsh_ss(gv_u16((const char *)d + 2)); }
 
@@ -191,7 +211,7 @@ GV_INLINE __m256i gk_q2_K(const pk_block_q2_K *w, const gv_x *a, __m256i *ms) {
             __m256i u = _mm256_and_si256(k < 2 ? q0 : q4, k & 1 ? m12 : m3);
             __m256i p = _mm256_maddubs_epi16(u, gv_ld(a->q + 32 * c));
             GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(k & 1 ? sc : sc4,
-                                                                  GV_P8(2 * c, 2 * c + 1))));
+                                                                  GV_P8(c))));
         }
     }
     return isum;
@@ -224,7 +244,7 @@ GV_INLINE __m256i gk_q3_K(const pk_block_q3_K *w, const gv_x *a, __m128i *ms) {
             __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3),
                                         _mm256_and_si256(gv_shl(hm, 2 - c), b4));
             __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(u, gv_ld(a->q + 32 * c)), a->nx[c]);
-            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, GV_P16(2 * k, 2 * k + 1))));
+            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, GV_P16(k))));
         }
     }
     return isum;
@@ -291,7 +311,7 @@ GV_INLINE __m256i gk_q6_K(const pk_block_q6_K *w, const gv_x *a, __m128i *ms) {
             __m256i u = _mm256_or_si256(_mm256_and_si256(k < 2 ? l : _mm256_srli_epi16(l, 4), m4),
                                         _mm256_and_si256(gv_shl(qh, 4 - 2 * k), m30));
             __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(u, gv_ld(a->q + 32 * c)), a->nx[c]);
-            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, GV_P16(2 * k, 2 * k + 1))));
+            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, GV_P16(k))));
         }
     }
     return isum;
@@ -375,6 +395,17 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
  * sums (16 ymm registers are too few); the core overlaps the rows anyway. */
 #define GV_FENCE() __asm__ volatile("" ::: "memory")
 
+/* the 4 rows' block sums, [S0 S1 S2 S3] in each 128-bit half (half of each
+ * row's 8 lanes in each): exact in int32 (lanes < 2^24, 8 of them), so the 4
+ * rows share one float conversion and one FMA per block and the gemv keeps
+ * one accumulator (4 of them spilled and their 4 horizontal sums cost ~20%
+ * on rows of 512 columns) */
+GV_INLINE __m256i gv_sum4x8(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
+    __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi32(s0, s1), _mm256_unpackhi_epi32(s0, s1));
+    __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi32(s2, s3), _mm256_unpackhi_epi32(s2, s3));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(u0, u1), _mm256_unpackhi_epi64(u0, u1));
+}
+
 /* KIND 0: sum = d_w d_x isum; 1 (K-quant mins): - dmin_w d_x mins, the
  * block kernel's mins in the low 4 int32 lanes of *ms; 3: the same with
  * the mins in 8 lanes (Q2_K: its 16 mins x bsums by one vpmaddwd);
@@ -435,7 +466,7 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
         const WT *w2 = (const WT *)((const char *)w1 + rb);                           \
         const WT *w3 = (const WT *)((const char *)w2 + rb);                           \
         const char *nxt = (const char *)w0 + 4 * pfg * rb;                            \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                   \
+        __m256 acc = _mm256_setzero_ps();                                             \
         __m128 am = _mm_setzero_ps();                                                 \
         for (int64_t i = 0; i < nb; i++) {                                            \
             gv_x a;                                                                   \
@@ -449,14 +480,12 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
             __m256i s2 = gk_##t(&w2[i], &a, &m2);                                     \
             GV_FENCE();                                                               \
             __m256i s3 = gk_##t(&w3[i], &a, &m3);                                     \
+            __m256 fd;                                                                \
             if (KIND) {                                                               \
                 __m256 f = _mm256_mul_ps(GV_DD2(w, i, SC), KIND == 2 ?                \
                     _mm256_setr_ps(a.d, a.s, a.d, a.s, a.d, a.s, a.d, a.s) :   \
                     _mm256_setr_ps((ISC) * a.d, a.d, (ISC) * a.d, a.d, (ISC) * a.d, a.d, (ISC) * a.d, a.d)); \
-                a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(0)), a0); \
-                a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(2)), a1); \
-                a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(4)), a2); \
-                a3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s3), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(6)), a3); \
+                fd = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)); \
                 __m128 fm = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(f,          \
                     _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7)));                       \
                 if (GV_MINS(KIND))                                                    \
@@ -464,18 +493,14 @@ static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size
                 else                                                                  \
                     am = _mm_add_ps(am, fm);                                          \
             } else {                                                                  \
-                __m256 f = _mm256_castps128_ps256(_mm_mul_ps(GV_S4_##SC(w, i), _mm_set1_ps((ISC) * a.d))); \
-                a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(0)), a0); \
-                a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(1)), a1); \
-                a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(2)), a2); \
-                a3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s3), _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(3)), a3); \
+                __m128 f = _mm_mul_ps(GV_S4_##SC(w, i), _mm_set1_ps((ISC) * a.d));    \
+                fd = _mm256_set_m128(f, f);                                           \
             }                                                                         \
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gv_sum4x8(s0, s1, s2, s3)), fd, acc); \
             (void)m0; (void)m1; (void)m2; (void)m3;                                   \
         }                                                                             \
-        float mv[4], sg = GV_MINS(KIND) ? -1.0f : 1.0f;                               \
-        _mm_storeu_ps(mv, am);                                                        \
-        y[r] = hsum8(a0) + sg * mv[0]; y[r + 1] = hsum8(a1) + sg * mv[1];             \
-        y[r + 2] = hsum8(a2) + sg * mv[2]; y[r + 3] = hsum8(a3) + sg * mv[3];         \
+        __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)); \
+        _mm_storeu_ps(y + r, GV_MINS(KIND) ? _mm_sub_ps(r4, am) : _mm_add_ps(r4, am)); \
     }                                                                                 \
     for (; r < nrows; r++)                                                            \
         gv_vec_dot_##t(n, &y[r], (const char *)vw + (size_t)r * rb, vx);              \

@@ -24,9 +24,11 @@
  * Numerics: within a super-block everything is exact int32. int16 pair
  * sums: |.| <= 2 * 63 * 127 + 2 * 32 * 127 (Q6_K), 2 * 127 * 127 (IQ4_XS),
  * all < 2^15 given activations in [-127, 127]; times |scale| <= 128 over 256
- * levels: < 2^23 per lane. Only the float accumulation across super-blocks
- * differs from the reference (and it stays proportional to each lane's own
- * terms).
+ * levels: < 2^23 per lane; the gemv sums each row's lanes in int32 to 4
+ * quarter sums (< 2^25, rounded once when converted to float, as the
+ * reference converts its block's int sum). Only the float accumulation
+ * across super-blocks differs from the reference (and it stays
+ * proportional to each lane's own terms).
  */
 
 #define KQ_INLINE static inline __attribute__((always_inline))
@@ -282,6 +284,17 @@ KQ_INLINE float kq_f16_next(const uint16_t *d) {
     return _cvtsh_ss(v);
 }
 
+/* the 4 rows' block sums, [S0 S1 S2 S3] in each 128-bit quarter (a quarter
+ * of each row's 16 lanes in each): exact in int32 (lanes < 2^23, 16 of
+ * them), so the 4 rows share one float conversion and one FMA per block and
+ * the gemv keeps one accumulator (4 accumulators and their 4 horizontal
+ * sums cost ~20% on rows of 512 columns) */
+KQ_INLINE __m512i kq_sum4x16(__m512i s0, __m512i s1, __m512i s2, __m512i s3) {
+    __m512i u0 = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
+    __m512i u1 = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1));
+}
+
 /* HASMIN: 1 for the types with mins (dmin follows d in the block) */
 #define KQ_KERNELS(t, WT, XVIEW, HASMIN)                                           \
 static void vec_dot_##t##_512(int64_t n, float *s, const void *vw, const void *vx) { \
@@ -308,15 +321,15 @@ static void gemv_##t##_512(int64_t n, int64_t nrows, float *y, const void *vw,  
                            size_t rb, const void *vx) {                            \
     const pk_block_q8_K *x = vx;                                                   \
     int64_t nb = n / PK_QK_K, r = 0;                                               \
-    const __m512i i0 = _mm512_set1_epi32(0), i1 = _mm512_set1_epi32(HASMIN ? 2 : 1); \
-    const __m512i i2 = _mm512_set1_epi32(HASMIN ? 4 : 2), i3 = _mm512_set1_epi32(HASMIN ? 6 : 3); \
+    const __m512i id = HASMIN ? _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6) \
+                              : _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3); \
     const __m512i im = _mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7); \
     for (; r + 4 <= nrows; r += 4) {                                               \
         const WT *w0 = (const WT *)((const char *)vw + (size_t)r * rb);            \
         const WT *w1 = (const WT *)((const char *)w0 + rb);                        \
         const WT *w2 = (const WT *)((const char *)w1 + rb);                        \
         const WT *w3 = (const WT *)((const char *)w2 + rb);                        \
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, am = a0;       \
+        __m512 acc = _mm512_setzero_ps(), am = acc;                                \
         const char *nxt = (const char *)w0 + 4 * rb;                               \
         for (int64_t i = 0; i < nb; i++) {                                         \
             kq_xa a;                                                               \
@@ -329,22 +342,25 @@ static void gemv_##t##_512(int64_t n, int64_t nrows, float *y, const void *vw,  
             __m512i s3 = kq_##t(&w3[i], &a, &m3);                                  \
             __m512 f = _mm512_castps256_ps512(_mm256_mul_ps(                       \
                 HASMIN ? KQ_DD_MIN(w, i, d) : KQ_DD_NOMIN(w, i, d), _mm256_set1_ps(a.d))); \
-            a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_permutexvar_ps(i0, f), a0); \
-            a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_permutexvar_ps(i1, f), a1); \
-            a2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2), _mm512_permutexvar_ps(i2, f), a2); \
-            a3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s3), _mm512_permutexvar_ps(i3, f), a3); \
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(kq_sum4x16(s0, s1, s2, s3)),  \
+                                  _mm512_permutexvar_ps(id, f), acc);              \
             if (HASMIN) {                                                          \
                 __m512i mz = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4( \
                     _mm512_castsi128_si512(m0), m1, 1), m2, 2), m3, 3);             \
                 am = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mz), _mm512_permutexvar_ps(im, f), am); \
             }                                                                      \
         }                                                                          \
-        float mv[16];                                                              \
-        _mm512_storeu_ps(mv, am);                                                  \
-        y[r] = _mm512_reduce_add_ps(a0) - ((mv[0] + mv[1]) + (mv[2] + mv[3]));     \
-        y[r + 1] = _mm512_reduce_add_ps(a1) - ((mv[4] + mv[5]) + (mv[6] + mv[7])); \
-        y[r + 2] = _mm512_reduce_add_ps(a2) - ((mv[8] + mv[9]) + (mv[10] + mv[11])); \
-        y[r + 3] = _mm512_reduce_add_ps(a3) - ((mv[12] + mv[13]) + (mv[14] + mv[15])); \
+        /* acc: [y0 y1 y2 y3] in each 128-bit quarter; am: row j's 4 min terms \
+         * in quarter j */                                                         \
+        __m256 h = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)); \
+        __m128 y4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)); \
+        if (HASMIN) {                                                              \
+            __m512 t = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, \
+                                                               2, 6, 10, 14, 3, 7, 11, 15), am); \
+            __m256 u = _mm256_add_ps(_mm512_castps512_ps256(t), _mm512_extractf32x8_ps(t, 1)); \
+            y4 = _mm_sub_ps(y4, _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1))); \
+        }                                                                          \
+        _mm_storeu_ps(y + r, y4);                                                  \
     }                                                                              \
     for (; r < nrows; r++)                                                         \
         vec_dot_##t##_512(n, &y[r], (const char *)vw + (size_t)r * rb, vx);        \

@@ -40,10 +40,13 @@ static void fill_type(int type, void *dst, int64_t nelem) {
     const pk_type_traits *tt = pk_type_get(type);
     enum { CH = 1 << 16 };
     float *buf = malloc(CH * sizeof(float));
-    size_t rb = pk_row_size(type, CH), total = pk_row_size(type, nelem), done = 0;
-    for (int64_t i = 0; i < nelem && done < (8u << 20); i += CH, done += rb) {
-        for (int j = 0; j < CH; j++) buf[j] = (float)rnd() / 2147483648.0f - 1.0f;
-        tt->from_float(buf, (char *)dst + done, CH);
+    size_t total = pk_row_size(type, nelem), done = 0;
+    for (int64_t i = 0; i < nelem && done < (8u << 20); i += CH) {
+        /* the last piece may be short (nelem is whole rows, not whole CH) */
+        int64_t m = nelem - i < CH ? nelem - i : CH;
+        for (int64_t j = 0; j < m; j++) buf[j] = (float)rnd() / 2147483648.0f - 1.0f;
+        tt->from_float(buf, (char *)dst + done, m);
+        done += pk_row_size(type, m);
     }
     for (; done < total; done += done < total - done ? done : total - done)
         memcpy((char *)dst + done, dst, done < total - done ? done : total - done);
@@ -128,8 +131,14 @@ int main(int argc, char **argv) {
         int t = types[ti];
         if (!listed(only, pk_type_name(t))) continue;
         size_t rb = pk_row_size(t, n);
+        if (rb == 0 || n % pk_type_get(t)->blck) {
+            printf("%-8s %-6s skipped: a row of %lld is not whole blocks of %d\n", "-", pk_type_name(t),
+                   (long long)n, (int)pk_type_get(t)->blck);
+            continue;
+        }
         int64_t nrows = (int64_t)(mb << 20) / (int64_t)rb;
         nrows &= ~(int64_t)63;
+        if (nrows < 64) nrows = 64;   /* at least one group of each kernel's rows */
         void *w = malloc(rb * (size_t)nrows);
         fill_type(t, w, n * nrows);
         int xt = pk_type_get(t)->vec_dot_type;

@@ -77,9 +77,10 @@ GV_INLINE __m256i gv_sum16(__m256i p) { return _mm256_madd_epi16(p, _mm256_set1_
 GV_INLINE __m256i gv_mul_ss(__m256i w, __m256i x) {
     return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
 }
-/* vpshufb controls, from static tables (as constants gcc rebuilds them with
- * 4 instructions each at every 4-row group, ~60 per group, which costs 20%
- * on rows of 512 columns): GV_B16(j): every int16 lane = int16 j of its
+/* vpshufb controls, from static tables (as constants gcc rebuilt them with
+ * 4 instructions each at every 4-row group, ~60 per group; with the single
+ * accumulator below, rows of 512 columns gained 3-12%: bench/README.md,
+ * "Decode: the K-quant gemvs' 4 rows share one accumulator"): GV_B16(j): every int16 lane = int16 j of its
  * 128-bit lane; GV_P16(k): the low lane int16 2k, the high lane int16 2k + 1;
  * GV_P8(c): the low lane byte 2c, the high lane byte 2c + 1, zero-extended
  * to int16 */
@@ -99,6 +100,9 @@ static const uint16_t gv_p8_tab[8][16] __attribute__((aligned(32))) = {
     {GV_R8(GV_Z(4)), GV_R8(GV_Z(5))}, {GV_R8(GV_Z(6)), GV_R8(GV_Z(7))},
     {GV_R8(GV_Z(8)), GV_R8(GV_Z(9))}, {GV_R8(GV_Z(10)), GV_R8(GV_Z(11))},
     {GV_R8(GV_Z(12)), GV_R8(GV_Z(13))}, {GV_R8(GV_Z(14)), GV_R8(GV_Z(15))}};
+#undef GV_R8
+#undef GV_W
+#undef GV_Z
 #define GV_B16(j) _mm256_load_si256((const __m256i *)gv_b16_tab[j])
 #define GV_P16(k) _mm256_load_si256((const __m256i *)gv_p16_tab[k])
 #define GV_P8(c) _mm256_load_si256((const __m256i *)gv_p8_tab[c])
@@ -398,8 +402,7 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
 /* the 4 rows' block sums, [S0 S1 S2 S3] in each 128-bit half (half of each
  * row's 8 lanes in each): exact in int32 (lanes < 2^24, 8 of them), so the 4
  * rows share one float conversion and one FMA per block and the gemv keeps
- * one accumulator (4 of them spilled and their 4 horizontal sums cost ~20%
- * on rows of 512 columns) */
+ * one accumulator (4 of them were spilled, then summed horizontally) */
 GV_INLINE __m256i gv_sum4x8(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
     __m256i u0 = _mm256_add_epi32(_mm256_unpacklo_epi32(s0, s1), _mm256_unpackhi_epi32(s0, s1));
     __m256i u1 = _mm256_add_epi32(_mm256_unpacklo_epi32(s2, s3), _mm256_unpackhi_epi32(s2, s3));

@@ -255,8 +255,9 @@ typedef struct pk_stats {
     int n_threads;
     uint64_t mem_bytes;       /* the context's own memory (KV cache, buffers) */
     /* the expert cache (a model loaded with a memory budget): lookups of
-       routed experts by these tokens, bytes read from the file for the
-       misses, and the wall time spent waiting for them */
+       routed experts by these tokens, bytes they asked to read from the
+       file (their misses and read-ahead guesses, used or not; whole pages,
+       counted when queued), and the wall time spent waiting for reads */
     uint64_t expert_hits, expert_misses, storage_bytes;
     double storage_secs;
     /* experts read ahead for the next layer (decode under a budget), and

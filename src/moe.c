@@ -272,7 +272,7 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
     const void *p[3 * nx];
     pk_mv gu[2 * nx], dn[nx];
     const void *gd[2 * nx], *dd[nx];
-    pk_xcache_set set = {il, nx, 0, ex, slot, taken, 0};
+    pk_xcache_set set = {il, nx, 0, ex, slot, taken};
     pk_error err = {0};
     if (pk_xcache_begin(xc, &set, &c->xstats, &err)) goto io;
     if (guess) prefetch_next(c, il + 1, w);   /* behind this layer's misses */

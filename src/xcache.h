@@ -24,7 +24,8 @@ typedef struct pk_xcache_stats {
     uint64_t hits, misses;        /* expert lookups */
     uint64_t prefetches;          /* experts queued by pk_xcache_prefetch */
     uint64_t prefetch_hits;       /* lookups that found a prefetched expert */
-    uint64_t bytes_read;          /* file bytes read meanwhile (misses, prefetches) */
+    uint64_t bytes_read;          /* file bytes its misses and prefetches asked the
+                                     device for (whole pages), counted when queued */
     double read_secs;             /* wall time spent waiting for them */
 } pk_xcache_stats;
 
@@ -61,7 +62,6 @@ typedef struct pk_xcache_set {
     const int *ex;
     int *slot;
     uint8_t *taken;
-    uint64_t bytes0;
 } pk_xcache_set;
 int pk_xcache_begin(pk_xcache *xc, pk_xcache_set *set, pk_xcache_stats *st, pk_error *err);
 int pk_xcache_next(pk_xcache *xc, pk_xcache_set *set, const void **ptr, pk_xcache_stats *st, pk_error *err);
@@ -73,7 +73,15 @@ int pk_xcache_next_ready(pk_xcache *xc, pk_xcache_set *set, int *idx, const void
                          pk_xcache_stats *st, pk_error *err);
 /* Queue reads of those of ex[0..n) (layer il) that are not cached, into
  * slots no one has pinned, behind the demand reads; returns at once. A
- * guess: the output does not depend on it, only the hit rate. */
+ * guess: the output does not depend on it, only the hit rate. When the
+ * same caller (same st) then begins a set of layer il, its guesses whose
+ * reads have not started are settled: those in the set are read at once
+ * (as demand reads), the others are withdrawn (their slots emptied, taken
+ * back from st's prefetches and bytes_read). */
 void pk_xcache_prefetch(pk_xcache *xc, int il, const int *ex, int n, pk_xcache_stats *st);
+
+/* Tests: hold != 0 stops the readers from starting reads (queued ones
+ * wait), 0 lets them go on. */
+void pk_xcache_hold(pk_xcache *xc, int hold);
 
 #endif

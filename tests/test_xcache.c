@@ -5,7 +5,9 @@
  * expert's bytes equal its slice of the file, distinct experts never share
  * a slot, hits + misses = lookups, prefetched experts get used), the
  * same from two threads at once (one cache shared by two contexts), the
- * least-recently-used order, argument checks, and a file truncated under
+ * least-recently-used order, the storage bytes counted per miss and per
+ * prefetch (whole pages, counted when queued, so reads that finish outside
+ * a layer's wait count too), argument checks, and a file truncated under
  * the cache (a clear I/O error, nothing left pinned). Run from the project
  * root (the bundled model is models/kjv-moe-f16.gguf). */
 #include <pthread.h>
@@ -24,6 +26,22 @@ enum { SLOTS = 3 };
 static const pk_tensor *exps(const pk_model *m, int il, int k) {
     const pk_layer *L = &m->layers[il];
     return k == 0 ? &L->gate_exps : k == 1 ? &L->up_exps : &L->down_exps;
+}
+
+/* bytes the cache asks the device for to read expert e of layer il: each
+ * slice's covering 4 KiB pages, the last ending at the file's last page */
+static uint64_t read_bytes(const pk_model *m, int il, int e) {
+    const uint64_t P = 4096, fend = (m->gguf->size + P - 1) / P * P;
+    uint64_t sum = 0;
+    for (int k = 0; k < 3; k++) {
+        const pk_tensor *t = exps(m, il, k);
+        const uint64_t len = (uint64_t)t->ne[1] * t->row_bytes;
+        const uint64_t off = (uint64_t)((const uint8_t *)t->data - m->gguf->map) + (uint64_t)e * len;
+        uint64_t end = (off + len + P - 1) / P * P;
+        if (end > fend) end = fend;
+        sum += end - off / P * P;
+    }
+    return sum;
 }
 
 typedef struct {
@@ -62,7 +80,7 @@ static void *trace(void *arg) {
         if (rnd(&a->seed) % 2) {                 /* in two steps, each expert released when done */
             int slot[SLOTS], seen = 0;
             uint8_t taken[SLOTS];
-            pk_xcache_set set = {il, n, 0, ex, slot, taken, 0};
+            pk_xcache_set set = {il, n, 0, ex, slot, taken};
             if (pk_xcache_begin(m->xc, &set, &a->st, &err)) { a->bad_rc++; continue; }
             const int rounds = rnd(&a->seed) % 2;   /* one at a time, or all that are ready (up to cap) */
             for (int left = n; left > 0;) {
@@ -167,7 +185,90 @@ int main(void) {
         int rc = pk_xcache_acquire(m->xc, 0, &seq[i], 1, ptr, &st, &err);
         TEST_CHECK(!rc && st.misses == (uint64_t)miss[i], "LRU step %zu (expert %d): rc %d, misses %llu, want %d", i,
                    seq[i], rc, (unsigned long long)st.misses, miss[i]);
+        const uint64_t want = miss[i] ? read_bytes(m, 0, seq[i]) : 0;
+        TEST_CHECK(st.bytes_read == want, "LRU step %zu: %llu bytes read counted, want %llu", i,
+                   (unsigned long long)st.bytes_read, (unsigned long long)want);
         pk_xcache_release(m->xc, 0, &seq[i], 1);
+    }
+    {
+        /* a prefetch counts its bytes when queued, before (and whether or
+           not) any lookup waits for it; a guess already cached reads nothing */
+        pk_xcache_stats st = {0};
+        const int g[2] = {7, 0};   /* 7 never looked up; 0 cached above */
+        pk_xcache_prefetch(m->xc, 0, g, 2, &st);
+        TEST_CHECK(st.prefetches == 1 && st.bytes_read == read_bytes(m, 0, 7),
+                   "prefetch: %llu issued, %llu bytes counted, want 1 and %llu", (unsigned long long)st.prefetches,
+                   (unsigned long long)st.bytes_read, (unsigned long long)read_bytes(m, 0, 7));
+        const void *ptr[3];
+        pk_error err = {0};
+        pk_xcache_stats st2 = {0};
+        TEST_CHECK(pk_xcache_acquire(m->xc, 0, &g[0], 1, ptr, &st2, &err) == PK_OK && st2.hits == 1 &&
+                   st2.prefetch_hits == 1 && st2.bytes_read == 0,
+                   "prefetched expert: %llu hits, %llu prefetch hits, %llu bytes counted again",
+                   (unsigned long long)st2.hits, (unsigned long long)st2.prefetch_hits,
+                   (unsigned long long)st2.bytes_read);
+        pk_xcache_release(m->xc, 0, &g[0], 1);
+    }
+    {
+        /* guesses settled by the layer's routing, the readers held so that
+           none has started: of guesses {8, 9} for layer 1, 8 is in the set
+           {8, 10} (read at once as a demand read: a prefetch hit), 9 is not
+           (withdrawn: uncounted, no longer cached, its slot free again) */
+        pk_xcache_stats st = {0};
+        const int g[2] = {8, 9}, want[2] = {8, 10};
+        pk_xcache_hold(m->xc, 1);
+        pk_xcache_prefetch(m->xc, 1, g, 2, &st);
+        TEST_CHECK(st.prefetches == 2 && st.bytes_read == read_bytes(m, 1, 8) + read_bytes(m, 1, 9),
+                   "two guesses queued: %llu issued, %llu bytes", (unsigned long long)st.prefetches,
+                   (unsigned long long)st.bytes_read);
+        int slot[2], idx[2];
+        uint8_t taken[2];
+        const void *ptr[6];
+        pk_error err = {0};
+        pk_xcache_set set = {1, 2, 0, want, slot, taken};
+        TEST_COND("begin {8, 10}", pk_xcache_begin(m->xc, &set, &st, &err) == PK_OK);
+        TEST_CHECK(st.prefetches == 1 && st.prefetch_hits == 1 && st.misses == 1 && st.hits == 1 &&
+                       st.bytes_read == read_bytes(m, 1, 8) + read_bytes(m, 1, 10),
+                   "settled: %llu prefetches, %llu used, %llu hits, %llu misses, %llu bytes (want 1 1 1 1 %llu)",
+                   (unsigned long long)st.prefetches, (unsigned long long)st.prefetch_hits,
+                   (unsigned long long)st.hits, (unsigned long long)st.misses, (unsigned long long)st.bytes_read,
+                   (unsigned long long)(read_bytes(m, 1, 8) + read_bytes(m, 1, 10)));
+        pk_xcache_hold(m->xc, 0);
+        int got = 0, bad = 0;
+        while (got < 2) {
+            int k = pk_xcache_next_ready(m->xc, &set, idx, ptr, 2, &st, &err);
+            if (k < 1) { bad = 1; break; }
+            for (int j = 0; j < k; j++)
+                for (int t = 0; t < 3; t++) {
+                    const pk_tensor *tt = exps(m, 1, t);
+                    size_t len = (size_t)tt->ne[1] * tt->row_bytes;
+                    bad |= memcmp(ptr[3 * j + t], (const uint8_t *)tt->data + (size_t)want[idx[j]] * len, len) != 0;
+                }
+            got += k;
+        }
+        TEST_COND("the promoted guess and the miss arrive with the file's bytes", !bad && got == 2);
+        pk_xcache_release(m->xc, 1, want, 2);
+        pk_xcache_stats st3 = {0};
+        TEST_CHECK(pk_xcache_acquire(m->xc, 1, &g[1], 1, ptr, &st3, &err) == PK_OK && st3.misses == 1,
+                   "the withdrawn guess is not cached: %llu misses", (unsigned long long)st3.misses);
+        pk_xcache_release(m->xc, 1, &g[1], 1);
+        /* another caller's begin leaves this caller's queued guesses alone */
+        pk_xcache_stats mine = {0}, other = {0};
+        const int g2 = 11, o2 = 12;
+        pk_xcache_hold(m->xc, 1);
+        pk_xcache_prefetch(m->xc, 2, &g2, 1, &mine);
+        pk_xcache_set s2 = {2, 1, 0, &o2, slot, taken};
+        TEST_COND("begin of another caller", pk_xcache_begin(m->xc, &s2, &other, &err) == PK_OK);
+        pk_xcache_hold(m->xc, 0);
+        TEST_COND("its expert arrives", pk_xcache_next(m->xc, &s2, ptr, &other, &err) == 0);
+        pk_xcache_release(m->xc, 2, &o2, 1);
+        TEST_CHECK(mine.prefetches == 1 && mine.bytes_read == read_bytes(m, 2, 11),
+                   "the first caller's guess stays: %llu prefetches", (unsigned long long)mine.prefetches);
+        pk_xcache_stats st4 = {0};
+        TEST_CHECK(pk_xcache_acquire(m->xc, 2, &g2, 1, ptr, &st4, &err) == PK_OK && st4.hits == 1 &&
+                       st4.prefetch_hits == 1,
+                   "and is a hit when looked up: %llu hits", (unsigned long long)st4.hits);
+        pk_xcache_release(m->xc, 2, &g2, 1);
     }
     {
         const int four[4] = {0, 1, 2, 3};
@@ -180,7 +281,7 @@ int main(void) {
            (in one call or two), then none is left */
         int slot[2], idx[2];
         uint8_t taken[2];
-        pk_xcache_set set = {0, 2, 0, four, slot, taken, 0};
+        pk_xcache_set set = {0, 2, 0, four, slot, taken};
         TEST_COND("begin two", pk_xcache_begin(m->xc, &set, NULL, &err) == PK_OK);
         err.msg[0] = 0;
         TEST_COND("next_ready with room for none: -1 and a message",

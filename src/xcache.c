@@ -294,6 +294,15 @@ static int read_range(pk_xcache *xc, uint8_t *dst, uint64_t off, uint64_t len) {
 
 /* ---- the readers ----------------------------------------------------------- */
 
+/* Slot i (= layer * slots + s) of layer il holds nothing from now on
+ * (under mu): a failed read's, a withdrawn guess's */
+static void forget(pk_xcache *xc, int il, size_t i) {
+    xc->map[(size_t)il * xc->n_expert + xc->slot_e[i]] = -1;
+    xc->slot_e[i] = -1;
+    xc->state[i] = S_EMPTY;
+    xc->pf[i] = 0;
+}
+
 /* a request of a slot whose queued reads were withdrawn since (under mu) */
 static int stale(const pk_xcache *xc, const struct xc_req *r) {
     return r->gen != xc->gen[(size_t)r->il * (size_t)xc->slots + (size_t)r->s];
@@ -332,14 +341,8 @@ static void *reader(void *arg) {
         if (xc->q_n) pthread_cond_broadcast(&xc->q_cv);   /* a prefetch may start now */
         if (rc && !xc->rd_err[i]) xc->rd_err[i] = rc;
         if (--xc->pending[i] == 0) {
-            if (xc->rd_err[i]) {                  /* forget it; waiters see it gone */
-                xc->map[(size_t)r.il * xc->n_expert + e] = -1;
-                xc->slot_e[i] = -1;
-                xc->state[i] = S_EMPTY;
-                xc->pf[i] = 0;
-            } else {
-                xc->state[i] = S_READY;
-            }
+            if (xc->rd_err[i]) forget(xc, r.il, i);   /* waiters see it gone */
+            else xc->state[i] = S_READY;
             pthread_cond_broadcast(&xc->cv);
         }
     }
@@ -377,13 +380,6 @@ static void enqueue(pk_xcache *xc, int il, int s, int front) {
         xc->q_n++;
     }
     pthread_cond_broadcast(&xc->q_cv);
-}
-
-/* Slot s of layer il gives up its queued reads, none started (under mu). */
-static void pending_drop(pk_xcache *xc, int il, int s) {
-    const size_t i = (size_t)il * (size_t)xc->slots + (size_t)s;
-    xc->pending[i] = 0;
-    xc->inq[i] = 0;
 }
 
 /* The slot of layer il to give to a new expert (under mu): empty first,
@@ -471,17 +467,14 @@ int pk_xcache_begin(pk_xcache *xc, pk_xcache_set *set, pk_xcache_stats *st, pk_e
         npf += pf[s];
         pf[s] = 0;
     }
-    for (int s = 0; s < S; s++) {               /* this caller's wrong guesses still queued: withdraw */
-        if (!pf[s] || !st || pf_by[s] != (const void *)st || ref[s] || state[s] != S_LOADING || inq[s] != 3)
-            continue;
-        gen[s]++;
-        pending_drop(xc, il, s);
+    for (int s = 0; st && s < S; s++) {         /* this caller's wrong guesses still queued: withdraw */
+        if (!pf[s] || pf_by[s] != (const void *)st || ref[s] || state[s] != S_LOADING || inq[s] != 3) continue;
+        const size_t i = (size_t)il * (size_t)S + (size_t)s;
+        gen[s]++;                               /* its 3 queued requests are dropped */
+        xc->pending[i] = xc->inq[i] = 0;
         cancelled++;
         unread += expert_read_bytes(xc, il, se[s]);
-        map[se[s]] = -1;
-        se[s] = -1;
-        state[s] = S_EMPTY;
-        pf[s] = 0;
+        forget(xc, il, i);
     }
     for (int i = 0; i < n; i++) {               /* the misses: read them first of all */
         if (slot[i] >= 0) continue;

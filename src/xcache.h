@@ -22,7 +22,8 @@ typedef struct pk_xcache pk_xcache;
 /* Counters of one context's use of the cache (added to by acquire). */
 typedef struct pk_xcache_stats {
     uint64_t hits, misses;        /* expert lookups */
-    uint64_t prefetches;          /* experts queued by pk_xcache_prefetch */
+    uint64_t prefetches;          /* experts queued by pk_xcache_prefetch, less those
+                                     withdrawn unread (see there) */
     uint64_t prefetch_hits;       /* lookups that found a prefetched expert */
     uint64_t bytes_read;          /* file bytes its misses and prefetches asked the
                                      device for (whole pages), counted when queued */

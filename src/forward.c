@@ -18,9 +18,11 @@
  * The mixer and the FFN are the layer's kinds, called through their method
  * tables: nothing here depends on the architecture. Batching changes how
  * often weights are read, never the result of a row: a prompt processed in
- * one batch gives the logits of one token at a time.
+ * one batch gives the logits of one token at a time. The last layer's FFN
+ * runs only on the rows whose logits are wanted (usually the last one).
  */
 #include <math.h>
+#include <string.h>
 #include "context.h"
 
 /* ---- norms ------------------------------------------------------------------ */
@@ -88,6 +90,14 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     }
     if (hp->embd_scale != 1.0f)   /* gemma4: x sqrt(D) */
         for (int i = 0; i < n * D; i++) c->x[i] *= hp->embd_scale;
+    /* The rows the output head reads: the last, every row, or none (a
+       prompt's batch before its last). The last layer's FFN is computed for
+       those rows only: its mixer has written every row's KV cache or state,
+       and the other rows' FFN outputs would only feed the discarded rest of
+       x (llama.cpp prunes the same rows). Not while an observer collects
+       every row's inputs (pocket imatrix). */
+    const int keep = c->observer ? n : !logits ? 0 : all_rows ? n : 1;
+    int rows = n;   /* rows of x carried through the layers */
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_block *bk = &m->blocks[il];
         const pk_layer *L = &m->layers[il];
@@ -96,31 +106,37 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
         if ((rc = bk->mixer->forward(c, bk, L, il))) return rc;
         if (L->post_mixer_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_mixer_norm, D, n, D);
         residual_add(c->x, c->xb2, n * D, hp->residual_scale);
-        pk_rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, n, D);
+        if (il == hp->n_layer - 1 && keep < n) {
+            if (!keep) break;
+            memmove(c->x, c->x + (size_t)(n - 1) * D, (size_t)D * sizeof *c->x);   /* keep = 1: the last row */
+            rows = c->cur_batch = keep;
+        }
+        pk_rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, rows, D);
         if ((rc = bk->ffn->forward(c, bk, L, il))) return rc;
-        if (L->post_ffn_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_ffn_norm, D, n, D);
-        residual_add(c->x, c->xb2, n * D, hp->residual_scale);
+        if (L->post_ffn_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_ffn_norm, D, rows, D);
+        residual_add(c->x, c->xb2, rows * D, hp->residual_scale);
         if (L->out_scale.data) {   /* the whole residual stream, scaled */
             float s;
             pk_get_row(c, &L->out_scale, 0, &s);
-            for (int i = 0; i < n * D; i++) c->x[i] *= s;
+            for (int i = 0; i < rows * D; i++) c->x[i] *= s;
         }
     }
     c->pos += n;
     c->n_tokens += (uint64_t)n;
     if (!logits) return PK_OK;
-    /* the output head for the last row, or for every row */
-    const int first = all_rows ? 0 : n - 1, rows = n - first;
-    pk_rmsnorm_rows(c, c->xb, c->x + (size_t)first * D, &m->output_norm, D, rows, D);
-    pk_act_set(c, PK_SLOT_X, c->xb, rows, D, 0);
-    pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, rows, NULL, logits, hp->n_vocab};
+    /* the output head for the last row, or for every row (x holds only the
+       last row when the last layer kept it alone) */
+    const int first = all_rows ? 0 : rows - 1, nout = rows - first;
+    pk_rmsnorm_rows(c, c->xb, c->x + (size_t)first * D, &m->output_norm, D, nout, D);
+    pk_act_set(c, PK_SLOT_X, c->xb, nout, D, 0);
+    pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, nout, NULL, logits, hp->n_vocab};
     pk_matvec(c, &o, 1);
     if (hp->logit_scale != 1.0f) {   /* Granite: logits / logit_scale */
         const float inv = 1.0f / hp->logit_scale;
-        for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] *= inv;
+        for (size_t i = 0; i < (size_t)nout * hp->n_vocab; i++) logits[i] *= inv;
     }
     if (hp->softcap > 0) {   /* c tanh(logit / c): a vocabulary of tanh is worth the threads */
-        const size_t nv = (size_t)rows * hp->n_vocab;
+        const size_t nv = (size_t)nout * hp->n_vocab;
         const int chunks = nv < 65536 ? 1 : 8 * pk_pool_size(c->pool);
         softcap_task st = {logits, nv, (nv + (size_t)chunks - 1) / (size_t)chunks, hp->softcap, c->kern};
         pk_pool_run(c->pool, softcap_run, &st, chunks);

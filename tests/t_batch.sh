@@ -1,6 +1,8 @@
 #!/bin/sh
 # Batched prompt processing must give the logits of one-token-at-a-time
-# decoding: the batch changes how often weights are read, not the maths. Each
+# decoding: the batch changes how often weights are read, not the maths.
+# That holds for every row's logits (pk_decode_all) and for the last row's
+# alone (pk_decode: the last layer's FFN computed for that row only). Each
 # row is computed by the same kernels in the same order, so the outputs must
 # be bitwise identical, for every architecture family, thread count and a
 # batch size that does not divide the prompt, and KV cache type (F16, the
@@ -70,7 +72,27 @@ PY
         *) echo "FAIL: $m: logits with $cfg differ from one token at a time"; exit 1 ;;
         esac
     done
-    echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time (bitwise, or within 1e-4 for chunked DeltaNet)"
+    # The last token's logits alone (pk_decode): the last layer's FFN for
+    # that row only, and none in the batches before the last (-b 7)
+    for cfg in "-t 1 -b 64" "-t 2 -b 7"; do
+        $RUN "$T" -last $cfg -ctk $kv -ctv $kv "$m" "$tmp/last.f32" "$ids"
+        tail -c "$(wc -c < "$tmp/last.f32")" "$tmp/one.f32" > "$tmp/one_last.f32"
+        [ -s "$tmp/last.f32" ] && cmp -s "$tmp/one_last.f32" "$tmp/last.f32" && continue
+        case "$m:$cfg" in
+        *qwen35*:*-b\ 64|*qwen3next*:*-b\ 64)
+            "$PYTHON" - "$tmp/one_last.f32" "$tmp/last.f32" "$cfg" <<'PY' || exit 1
+import sys
+import numpy as np
+a, b = (np.fromfile(f, dtype="<f4") for f in sys.argv[1:3])
+d = float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
+print(f"     last token only, chunked delta rule ({sys.argv[3]}): max |diff| {d:.2e} vs one token at a time")
+sys.exit(0 if d < 1e-4 * max(1.0, float(np.abs(a).max())) and a.argmax() == b.argmax() else 1)
+PY
+            ;;
+        *) echo "FAIL: $m: the last token's logits (pk_decode) with $cfg differ from one token at a time"; exit 1 ;;
+        esac
+    done
+    echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time (bitwise, or within 1e-4 for chunked DeltaNet); the last token's alone likewise (batches of 64 and 7)"
 done
 # Quantized weights: prompt batches go through the multi-token (gemm)
 # kernels, whose float summation order differs from gemv's, so batched and

@@ -740,8 +740,8 @@ Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
  *     in int16 with the int16 seed by wrapping adds: exact, as the true sum
  *     of each int16 lane (16 elements, |.| <= 16 * 127 * 16 = 32512) fits,
  *     then 1 vpmaddwd; each level register is loaded once for the RIT
- *     tokens (register-bound, not load-bound: 5-10% faster than a token
- *     at a time, bench/README.md);
+ *     tokens (4-10% faster than a token at a time on one core,
+ *     bench/README.md);
  * then one convert and one multiply-add into the 8 rows' float
  * accumulators. Q8_0 takes this path under AVX-VNNI (its own decode). */
 #ifndef RIT

@@ -16,7 +16,8 @@
 # For pocket each draw also prints its peak resident memory: RssAnon of the
 # process plus the file's pages in the page cache (fincore), sampled every
 # 0.2 s - what the budget bounds - and pocket's storage probe and budget
-# ceiling (RAM + storage time per token, and the overlapped bound), both
+# ceiling (RAM + storage time per token, and the overlapped bound), and
+# the share of the draw the device was busy (its kernel counters); both
 # probes measured again after each draw (--bw-refresh: a virtual disk's
 # rate drifts from minute to minute, a cached figure would not describe
 # the draw; pocket frees the model before probing, within the budget). Prints
@@ -59,7 +60,7 @@ for r in $(seq 1 "$R"); do
     wait $ppid || { cat "$out/pocket.$r.log"; exit 1; }
     tps=$(sed -n 's/^ *tg[0-9]* *\([0-9.]*\) .*/\1/p' "$out/pocket.$r.log" | head -1)
     echo "draw $r pocket --mem $MEM: $tps tok/s | peak resident $(echo "$peak" | awk '{printf "%.2f GiB", $1 / 1073741824}') (anon + the file's cached pages) | $(grep 'experts:' "$out/pocket.$r.log" | sed 's/^ *//')"
-    grep -E '^ *(storage|budget ceiling):' "$out/pocket.$r.log" | sed 's/^ */    /'
+    grep -E '^ *(storage|budget ceiling|device):' "$out/pocket.$r.log" | sed 's/^ */    /'
     echo "$tps" >>"$out/pocket.tps"
     i=0
     for peer in "$@"; do

@@ -58,4 +58,21 @@ done
 $RUN "$BUILD/pocket" run -m "$M" -p "And God said" -n 8 --temp 0 --expert-slots 2 >/dev/null 2>"$tmp/run.err" ||
     { echo "FAIL: pocket run --expert-slots 2"; cat "$tmp/run.err"; exit 1; }
 grep -q "expert cache: [0-9]* lookups, hit rate" "$tmp/run.err" || { echo "FAIL: no expert cache line in the run summary"; cat "$tmp/run.err"; exit 1; }
+# pocket bench under a budget: the cache's line, and the device's busy share
+# where the kernel counts for the file's block device (not on tmpfs or an
+# overlay: then no line)
+$RUN "$BUILD/pocket" bench -m "$M" -p 0 -n 4 -r 1 -t 1 --no-bw --expert-slots 2 >"$tmp/bench.out" 2>&1 ||
+    { echo "FAIL: pocket bench --expert-slots 2"; cat "$tmp/bench.out"; exit 1; }
+grep -q "experts: cache of 2 of 16 per layer" "$tmp/bench.out" || { echo "FAIL: no experts line in pocket bench"; cat "$tmp/bench.out"; exit 1; }
+stat_file=$("$PYTHON" -c "import os,sys; d=os.stat(sys.argv[1]).st_dev; print('/sys/dev/block/%d:%d/stat' % (os.major(d), os.minor(d)))" "$M")
+dev=$(sed -n 's/.*device: busy (a read in flight) \([0-9.]*\)% .*, \([0-9.]*\) MB per token read from it.*/\1 \2/p' "$tmp/bench.out")
+if [ -r "$stat_file" ]; then
+    [ -n "$dev" ] || { echo "FAIL: $stat_file exists, but pocket bench printed no device line"; cat "$tmp/bench.out"; exit 1; }
+    echo "$dev" | awk '{ exit !($1 > 0 && $1 <= 100.5 && $2 > 0) }' ||
+        { echo "FAIL: device line out of range: $dev"; cat "$tmp/bench.out"; exit 1; }
+    echo "ok   pocket bench --expert-slots 2: the device ($stat_file) busy $(echo "$dev" | cut -d' ' -f1)% of the draws, reads counted"
+else
+    [ -z "$dev" ] || { echo "FAIL: no $stat_file, yet a device line: $dev"; exit 1; }
+    echo "ok   pocket bench --expert-slots 2: the file's device has no block counters ($stat_file), no device line"
+fi
 echo "ok   pocket info --mem plans (80M: cache, 1G: all mapped), --mem 20M and malformed sizes refused in one line, run summary shows the cache"

@@ -63,7 +63,9 @@ static const char *bench_help =
     "                    (as `pocket perplexity`), the quality beside the speed\n"
     "  --mem SIZE        load under a memory budget (see pocket run --help); the\n"
     "                    report adds the expert cache's hit rate, the storage\n"
-    "                    bytes per token and the time spent waiting for them\n"
+    "                    bytes per token and the time spent waiting for them,\n"
+    "                    and the share of the draws' time the file's device had\n"
+    "                    a read in flight (the kernel's counters, Linux)\n"
     "  --no-bw           skip the memory-bandwidth probe\n"
     "  --bw-refresh      re-measure the bandwidth instead of using the cached figure\n"
     "\n"
@@ -99,6 +101,9 @@ typedef struct cres {
     uint64_t tg_hits, tg_misses, tg_storage;            /* expert cache (--mem) in the tg draws */
     uint64_t tg_pf, tg_pf_hits;
     double tg_wait;                                  /* state bytes of the tg draws */
+    double tg_secs;                                  /* the tg draws' wall time */
+    int dev_ok;                                      /* the device's counters were read */
+    uint64_t dev_busy_ms, dev_read;                  /* ... over the tg draws */
     char isa[16];
     int n_threads, n_ctx;
     int have_ppl;
@@ -349,11 +354,13 @@ static int32_t *bench_tokens(int n, int V) {
 /* One pp (gen = 0) or tg (gen = 1) run of n tokens from an empty context;
  * returns tok/s, adds the engine's token and weight-byte counts. */
 static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint64_t *tokens,
-                       uint64_t *bytes, uint64_t *state, cres *xr) {
+                       uint64_t *bytes, uint64_t *state, cres *xr, const char *dev) {
     pk_error err = {0};
     pk_stats s0, s1;
+    st_dev_count d0, d1;
     pk_context_reset(c);
     pk_context_stats(c, &s0);
+    const int dev_ok = dev && st_dev_counters(dev, &d0) == 0;
     double t0 = now();
     if (!gen) {
         if (pk_decode(c, toks, n, &err)) die("%s", err.msg);
@@ -363,6 +370,12 @@ static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint6
     }
     double dt = now() - t0;
     pk_context_stats(c, &s1);
+    if (xr && dev_ok && st_dev_counters(dev, &d1) == 0) {
+        xr->dev_ok = 1;
+        xr->dev_busy_ms += d1.busy_ms - d0.busy_ms;
+        xr->dev_read += d1.read_bytes - d0.read_bytes;
+    }
+    if (xr) xr->tg_secs += dt;
     if (tokens) *tokens += s1.tokens - s0.tokens;
     if (bytes) *bytes += s1.weight_bytes - s0.weight_bytes;
     if (state) *state += s1.state_bytes - s0.state_bytes;
@@ -399,16 +412,16 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
        budget a draw must not find its experts cached by the one before */
     int32_t *toks = bench_tokens(n_max * (reps + 1), pk_model_n_vocab(m));
     if (b->n_prompt) {
-        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL, NULL);  /* warm-up */
+        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL, NULL, NULL);  /* warm-up */
         for (int i = 0; i < reps; i++)
             push(&r->pp, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes,
-                                  NULL, NULL));
+                                  NULL, NULL, NULL));
     }
     if (b->n_gen) {
-        run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL, NULL);
+        run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL, NULL, NULL);
         for (int i = 0; i < reps; i++)
             push(&r->tg, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes,
-                                  &r->tg_state, r));
+                                  &r->tg_state, r, b->plan.expert_slots ? b->model : NULL));
     }
     pk_stats st;
     pk_context_stats(ctx, &st);
@@ -890,6 +903,12 @@ static void print_report(const bench *b) {
                        pl.n_expert, 100.0 * (double)r->tg_hits / look, sps / 1e6,
                        r->tg_wait > 0 ? (double)r->tg_storage / r->tg_wait / 1e9 : 0.0,
                        1e3 * r->tg_wait / (double)r->tg_tokens);
+                if (r->dev_ok && r->tg_secs > 0)
+                    printf("%s  device: busy (a read in flight) %.1f%% of the tg draws' time, %.1f MB per token "
+                           "read from it, %.2f GB/s while busy (kernel counters; other processes' reads "
+                           "included)\n", pre, 100.0 * (double)r->dev_busy_ms / 1e3 / r->tg_secs,
+                           bytes_per_tok(r->dev_read, r->tg_tokens) / 1e6,
+                           r->dev_busy_ms ? (double)r->dev_read / ((double)r->dev_busy_ms / 1e3) / 1e9 : 0.0);
                 if (r->tg_pf)
                     printf("%s  prefetch: %.1f experts per token read ahead for the next layer, %.1f%% of them "
                            "used by it\n", pre, (double)r->tg_pf / (double)r->tg_tokens,

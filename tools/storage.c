@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/sysmacros.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -183,4 +186,28 @@ int st_get(const char *path, size_t block, int depth, int refresh, st_result *ou
         }
     }
     return 0;
+}
+
+int st_dev_counters(const char *path, st_dev_count *out) {
+    memset(out, 0, sizeof *out);
+#ifndef __linux__
+    (void)path;
+    return -1;
+#else
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    char sp[96];
+    snprintf(sp, sizeof sp, "/sys/dev/block/%u:%u/stat", major(st.st_dev), minor(st.st_dev));
+    FILE *f = fopen(sp, "r");
+    if (!f) return -1;
+    /* reads, merged, sectors, ms; writes, merged, sectors, ms; in flight, io_ticks */
+    unsigned long long v[10];
+    int n = 0;
+    while (n < 10 && fscanf(f, "%llu", &v[n]) == 1) n++;
+    fclose(f);
+    if (n < 10) return -1;
+    out->read_bytes = (uint64_t)v[2] * 512u;
+    out->busy_ms = (uint64_t)v[9];
+    return 0;
+#endif
 }

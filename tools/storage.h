@@ -24,4 +24,11 @@ typedef struct st_result {
  * Returns 0, or -1 with a one-line reason in why[cap]. */
 int st_get(const char *path, size_t block, int depth, int refresh, st_result *out, char *why, size_t cap);
 
+/* The kernel's counters of the block device path lives on
+ * (/sys/dev/block/MAJ:MIN/stat): milliseconds with a request in flight
+ * (io_ticks) and bytes read, for the device's busy share of a timed run.
+ * Returns 0, or -1 where the file system has no such device (tmpfs, NFS). */
+typedef struct st_dev_count { uint64_t busy_ms, read_bytes; } st_dev_count;
+int st_dev_counters(const char *path, st_dev_count *out);
+
 #endif

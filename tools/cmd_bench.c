@@ -100,7 +100,7 @@ typedef struct cres {
     uint64_t tg_state;
     uint64_t tg_hits, tg_misses, tg_storage;            /* expert cache (--mem) in the tg draws */
     uint64_t tg_pf, tg_pf_hits;
-    double tg_wait;                                  /* state bytes of the tg draws */
+    double tg_wait;                                  /* seconds waiting for storage in the tg draws */
     double tg_secs;                                  /* the tg draws' wall time */
     int dev_ok;                                      /* the device's counters were read */
     uint64_t dev_busy_ms, dev_read;                  /* ... over the tg draws */
@@ -421,7 +421,7 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
         run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL, NULL, NULL);
         for (int i = 0; i < reps; i++)
             push(&r->tg, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes,
-                                  &r->tg_state, r, b->plan.expert_slots ? b->model : NULL));
+                                  &r->tg_state, r, b->plan.streaming ? b->model : NULL));
     }
     pk_stats st;
     pk_context_stats(ctx, &st);

@@ -75,4 +75,12 @@ else
     [ -z "$dev" ] || { echo "FAIL: no $stat_file, yet a device line: $dev"; exit 1; }
     echo "ok   pocket bench --expert-slots 2: the file's device has no block counters ($stat_file), no device line"
 fi
+# --ab: each child runs under the same budget and reports its cache
+$RUN "$BUILD/pocket" bench -m "$M" -p 0 -n 4 -r 1 -t 1 --no-bw --expert-slots 2 --ab "-t 1" "-t 2" >"$tmp/ab.out" 2>&1 ||
+    { echo "FAIL: pocket bench --expert-slots 2 --ab"; cat "$tmp/ab.out"; exit 1; }
+for k in A B; do
+    grep -q "^$k   experts: cache of 2 of 16 per layer" "$tmp/ab.out" ||
+        { echo "FAIL: pocket bench --ab under a budget: no experts line for $k (did the child run without it?)"; cat "$tmp/ab.out"; exit 1; }
+done
+echo "ok   pocket bench --expert-slots 2 --ab: both configurations ran under the budget and report the cache"
 echo "ok   pocket info --mem plans (80M: cache, 1G: all mapped), --mem 20M and malformed sizes refused in one line, run summary shows the cache"

@@ -57,8 +57,9 @@ static const char *bench_help =
     "  --ab \"A\" \"B\"      compare two configurations; each is flags overriding the\n"
     "                    base ones: -t N, -c N, -b N, -ctk T, -ctv T,\n"
     "                    POCKET_KERNELS=NAME.\n"
-    "                    Draws run in child processes, interleaved A B A B; prints\n"
-    "                    the difference of means B - A with a 95% Welch interval\n"
+    "                    Draws run in child processes, interleaved A B A B, each\n"
+    "                    under the same --mem / --expert-slots; prints the\n"
+    "                    difference of means B - A with a 95% Welch interval\n"
     "  --ppl-file TEXT   also score the first 8 windows of 512 tokens of TEXT\n"
     "                    (as `pocket perplexity`), the quality beside the speed\n"
     "  --mem SIZE        load under a memory budget (see pocket run --help); the\n"
@@ -116,6 +117,8 @@ typedef struct cres {
 typedef struct bench {
     const char *model, *json, *ppl_file;
     int n_prompt, n_gen, reps, no_bw, bw_refresh, ab;
+    int mem_set, expert_slots;   /* --mem, --expert-slots: passed to --ab's children */
+    uint64_t mem;
     cfg base, c[2];
     cres r[2];
     /* model */
@@ -558,11 +561,11 @@ static double kv_num(const char *line, const char *key) {
 }
 
 /* argv for a child: bench --single|--single-ppl ... with c's -t and -c. */
-static void child_args(const bench *b, const cfg *c, int ppl, char **a, char bufs[6][32]) {
+static void child_args(const bench *b, const cfg *c, int ppl, char **a, char bufs[8][32]) {
     int k = 0;
     static char exe[] = "pocket", cmd[] = "bench", single[] = "--single", sppl[] = "--single-ppl",
                 fm[] = "-m", fp[] = "-p", fn[] = "-n", ft[] = "-t", fc[] = "-c", fb[] = "-b",
-                fctk[] = "-ctk", fctv[] = "-ctv";
+                fctk[] = "-ctk", fctv[] = "-ctv", fmem[] = "--mem", fxs[] = "--expert-slots";
     a[k++] = exe;
     a[k++] = cmd;
     a[k++] = ppl ? sppl : single;
@@ -578,12 +581,14 @@ static void child_args(const bench *b, const cfg *c, int ppl, char **a, char buf
     if (c->n_batch) { snprintf(bufs[4], 32, "%d", c->n_batch); a[k++] = fb; a[k++] = bufs[4]; }
     if (c->type_k) { a[k++] = fctk; a[k++] = (char *)pk_cache_type_name(c->type_k); }
     if (c->type_v) { a[k++] = fctv; a[k++] = (char *)pk_cache_type_name(c->type_v); }
+    if (b->mem_set) { snprintf(bufs[6], 32, "%llu", (unsigned long long)b->mem); a[k++] = fmem; a[k++] = bufs[6]; }
+    if (b->expert_slots) { snprintf(bufs[7], 32, "%d", b->expert_slots); a[k++] = fxs; a[k++] = bufs[7]; }
     a[k] = NULL;
 }
 
 /* Interleaved A B A B ... child draws, then each configuration's perplexity. */
 static void run_ab(bench *b) {
-    char *args[24], bufs[6][32], line[1024], v[64];
+    char *args[32], bufs[8][32], line[1024], v[64];
     for (int rep = 0; rep < b->reps; rep++)
         for (int k = 0; k < 2; k++) {
             child_args(b, &b->c[k], 0, args, bufs);
@@ -596,6 +601,17 @@ static void run_ab(bench *b) {
             r->tg_tokens += (uint64_t)kv_num(line, "tg_tokens");
             r->tg_bytes += (uint64_t)kv_num(line, "tg_bytes");
             r->tg_state += (uint64_t)kv_num(line, "tg_state");
+            /* the expert cache's and the device's counts (a budget) */
+            r->tg_hits += (uint64_t)kv_num(line, "xc_hits");
+            r->tg_misses += (uint64_t)kv_num(line, "xc_misses");
+            r->tg_storage += (uint64_t)kv_num(line, "xc_storage");
+            r->tg_pf += (uint64_t)kv_num(line, "xc_pf");
+            r->tg_pf_hits += (uint64_t)kv_num(line, "xc_pf_hits");
+            r->tg_wait += kv_num(line, "xc_wait");
+            r->tg_secs += kv_num(line, "tg_secs");
+            r->dev_ok |= kv_num(line, "dev_ok") != 0;
+            r->dev_busy_ms += (uint64_t)kv_num(line, "dev_busy_ms");
+            r->dev_read += (uint64_t)kv_num(line, "dev_read");
             r->n_threads = (int)kv_num(line, "threads");
             r->n_ctx = (int)kv_num(line, "n_ctx");
             snprintf(r->isa, sizeof r->isa, "%.15s", kv(line, "isa", v, sizeof v) ? v : "?");
@@ -1012,6 +1028,9 @@ int cmd_bench(int argc, char **argv) {
     b->base.n_ctx = o.n_ctx;
     b->base.type_k = o.type_k;
     b->base.type_v = o.type_v;
+    b->mem_set = o.mem_set;
+    b->mem = o.mem;
+    b->expert_slots = o.expert_slots;
     if (b->base.n_ctx && (b->base.n_ctx < b->n_prompt || b->base.n_ctx < b->n_gen))
         die("bench: -c %d is smaller than the test (-p %d, -n %d)", b->base.n_ctx, b->n_prompt, b->n_gen);
     if (b->ab) {
@@ -1040,12 +1059,18 @@ int cmd_bench(int argc, char **argv) {
     }
     if (single) {  /* child: warm-up and one draw of each test */
         cres *r = &b->r[0];
+        pk_model_get_plan(m, &b->plan);
         run_local(b, m, &b->c[0], 1, r);
         printf("POCKET_BENCH pp_tps=%.9g tg_tps=%.9g pp_tokens=%llu pp_bytes=%llu tg_tokens=%llu "
-               "tg_bytes=%llu tg_state=%llu isa=%s threads=%d n_ctx=%d\n",
+               "tg_bytes=%llu tg_state=%llu isa=%s threads=%d n_ctx=%d xc_hits=%llu xc_misses=%llu "
+               "xc_storage=%llu xc_pf=%llu xc_pf_hits=%llu xc_wait=%.9g tg_secs=%.9g dev_ok=%d "
+               "dev_busy_ms=%llu dev_read=%llu\n",
                r->pp.n ? r->pp.tps[0] : 0, r->tg.n ? r->tg.tps[0] : 0, (unsigned long long)r->pp_tokens,
                (unsigned long long)r->pp_bytes, (unsigned long long)r->tg_tokens, (unsigned long long)r->tg_bytes,
-               (unsigned long long)r->tg_state, r->isa, r->n_threads, r->n_ctx);
+               (unsigned long long)r->tg_state, r->isa, r->n_threads, r->n_ctx, (unsigned long long)r->tg_hits,
+               (unsigned long long)r->tg_misses, (unsigned long long)r->tg_storage, (unsigned long long)r->tg_pf,
+               (unsigned long long)r->tg_pf_hits, r->tg_wait, r->tg_secs, r->dev_ok,
+               (unsigned long long)r->dev_busy_ms, (unsigned long long)r->dev_read);
         pk_model_free(m);
         free(b);
         return 0;

@@ -9,14 +9,14 @@
  * per cycle on Intel, fewer on AMD Zen 2/3) are the bottleneck. The design
  * cuts the multiplies per weight-token product rather than the loads:
  *   - the reduction dimension is cut into k-blocks (1024 elements) so that a
- *     tile of tokens' activations (16 for the K-quants, 8 for the 32-element
- *     block types) stays in L1; per (k-block, token tile) the activations are
- *     prepared once in a stack buffer, in the byte order the weight decoder
- *     produces, and shared by every row;
+ *     tile of tokens' activations (16 or 32 for the K-quants: TK_MAX below,
+ *     8 for the 32-element block types) stays in or near L1; per (k-block,
+ *     token tile) the activations are prepared once in a stack buffer, in
+ *     the byte order the weight decoder produces, and shared by every row;
  *   - each weight row's super-block (or group of 4 blocks) is decoded once
  *     per (k-block, token tile) into eight 256-bit registers of levels and
- *     applied to every token of the tile (1 row x 16 tokens, accumulators in
- *     L1: the 16 ymm registers hold the decoded row);
+ *     applied to every token of the tile (1 row x 16 or 32 tokens,
+ *     accumulators in L1: the 16 ymm registers hold the decoded row);
  *   - K-quants: the decoded registers are byte-permuted (unpack stages,
  *     shuffle ports) so that several registers carry the same sub-block in
  *     the same 16-bit lane; the vpmaddubsw products of those registers are
@@ -96,11 +96,33 @@
 #define GI static inline __attribute__((always_inline))
 
 enum {
-    TK = 16,      /* tokens per tile, K-quants */
+    TK = 16,      /* tokens per tile, IQ4_XS (the K-quants: TK_Q*_K below) */
     KBK = 4,      /* K-quant super-blocks per k-block (1024 elements) */
     TQ = 8,       /* tokens per tile, 32-element block types */
     KBQ = 32,     /* 32-element blocks per k-block (a multiple of 4) */
 };
+/* The per-row K-quant kernels' token tile: TK_MAX tokens on rows of up to
+   3 super-blocks (an expert's down matrix: 768 or 512 columns), on longer
+   rows TK_Q*_K (-D for trials). A tile's prepared activations take TK x
+   KBK x 416 bytes: 32 x 4 (53 KB) overflows a 48 KB L1, which Q4_K and
+   Q5_K bear and Q2_K, Q3_K and Q6_K do not (bench/README.md, "The AVX2
+   K-quant prompt kernels' token tile") */
+#define TK_MAX 32
+#ifndef TK_Q2_K
+#define TK_Q2_K 16
+#endif
+#ifndef TK_Q3_K
+#define TK_Q3_K 16
+#endif
+#ifndef TK_Q4_K
+#define TK_Q4_K 32
+#endif
+#ifndef TK_Q5_K
+#define TK_Q5_K 32
+#endif
+#ifndef TK_Q6_K
+#define TK_Q6_K 16
+#endif
 
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -197,8 +219,8 @@ typedef struct {
     float pad[7];
 } xk;
 
-static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk *X, float *D) {
-    for (int i = 0; i < KBK * TK; i++) D[i] = 0.0f;
+static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int kb, xk *X, float *D) {
+    for (int i = 0; i < kb * tk; i++) D[i] = 0.0f;
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < kb; b++) {
             const pk_block_q8_K *s = &xs[t][b];
@@ -236,7 +258,7 @@ static void prep_k(int kind, int nt, const pk_block_q8_K *const *xs, int kb, xk 
                                           _mm256_madd_epi16(bs, _mm256_set1_epi16(1)))));
             }
             o->d = s->d;
-            D[b * TK + t] = s->d;
+            D[b * tk + t] = s->d;
         }
 }
 
@@ -265,31 +287,31 @@ GI int64_t kq_pf(size_t bytes) {
     int64_t r = (int64_t)(KQ_PFB / bytes);
     return r < 4 ? 4 : r > 16 ? 16 : r;
 }
-#define KQ_GEMM(T, WT, KIND, DECODE, BODY)                                          \
-static void gemm_row_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
-                     const void *w, size_t rb, const void *const *x) {              \
-    xk X[TK * KBK] __attribute__((aligned(32)));                                    \
-    float D[KBK * TK] __attribute__((aligned(32))), dd[TK] __attribute__((aligned(32))); \
+#define KQ_GEMM(T, WT, KIND, TKL, DECODE, BODY)                                     \
+GI void gemm_tile_##T(const int TKT, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, \
+                      const void *w, size_t rb, const void *const *x) {             \
+    xk X[TK_MAX * KBK] __attribute__((aligned(32)));                                \
+    float D[KBK * TK_MAX] __attribute__((aligned(32))), dd[TK_MAX] __attribute__((aligned(32))); \
     int64_t nb = n / PK_QK_K;                                                       \
     for (int64_t k0 = 0; k0 < nb; k0 += KBK) {                                      \
         int kb = nb - k0 < KBK ? (int)(nb - k0) : KBK;                              \
-        for (int64_t t0 = 0; t0 < ntok; t0 += TK) {                                 \
-            int nt = ntok - t0 < TK ? (int)(ntok - t0) : TK;                        \
-            const pk_block_q8_K *xs[TK];                                            \
+        for (int64_t t0 = 0; t0 < ntok; t0 += TKT) {                                 \
+            int nt = ntok - t0 < TKT ? (int)(ntok - t0) : TKT;                        \
+            const pk_block_q8_K *xs[TK_MAX];                                            \
             for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0; \
-            prep_k(KIND, nt, xs, kb, X, D);                                         \
+            prep_k(KIND, TKT, nt, xs, kb, X, D);                                         \
             const int64_t pfr = kq_pf((size_t)kb * sizeof(WT));                     \
             for (int64_t r = 0; r < nrows; r++) {                                   \
                 const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0; \
                 if (r + pfr < nrows) pf_rows((const char *)wr + pfr * rb, rb, 1, (size_t)kb * sizeof(WT)); \
-                __m256 acc[TK];                                                     \
+                __m256 acc[TK_MAX];                                                     \
                 for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();          \
                 for (int b = 0; b < kb; b++) {                                      \
                     const WT *wb = wr + b;                                          \
                     DECODE                                                          \
                     const __m256 dwv = _mm256_set1_ps(dwf);                         \
                     for (int i = 0; i < nt; i += 8)                                 \
-                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + i))); \
+                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TKT + i))); \
                     for (int t = 0; t < nt; t++) {                                  \
                         const xk *xp = &X[t * kb + b];                              \
                         BODY                                                        \
@@ -299,6 +321,11 @@ static void gemm_row_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64
             }                                                                       \
         }                                                                           \
     }                                                                               \
+}                                                                                   \
+static void gemm_row_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                         const void *w, size_t rb, const void *const *x) {          \
+    if (n <= 3 * PK_QK_K) gemm_tile_##T(TK_MAX, n, nrows, ntok, y, ys, w, rb, x);    \
+    else gemm_tile_##T(TKL, n, nrows, ntok, y, ys, w, rb, x);                        \
 }                                                                                   \
 KQ_ENTRY(T)
 
@@ -352,7 +379,7 @@ static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
     __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S));                       \
     acc[t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[t]), acc[t]); \
     acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
-KQ_GEMM(q4_K, pk_block_q4_K, 3, Q4K_DECODE, Q4K_BODY)
+KQ_GEMM(q4_K, pk_block_q4_K, 3, TK_Q4_K, Q4K_DECODE, Q4K_BODY)
 
 /* Q5_K: Q4_K plus the fifth bit k of qh[l] for natural register k; perm2:
  * registers 0..3 lanes [0 1 2 3 0 1 2 3] (sub-blocks), 4..7 [4 5 6 7 ...]. */
@@ -390,7 +417,7 @@ GI __m256i bit_to(__m256i q, const int from, const int to, int mask) {
     __m256 f = _mm256_cvtepi32_ps(i32);                                             \
     acc[t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[t]), acc[t]); \
     acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
-KQ_GEMM(q5_K, pk_block_q5_K, 2, Q5K_DECODE, Q5K_BODY)
+KQ_GEMM(q5_K, pk_block_q5_K, 2, TK_Q5_K, Q5K_DECODE, Q5K_BODY)
 
 /* The int16 lane scales of 16-element sub-blocks (Q6_K, Q3_K) from their 16
  * int8 scales, in the lane order of a permutation (the sub-block of lane i
@@ -424,7 +451,7 @@ GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_
     __m256i sb = _mm256_sub_epi16(MB4(4), _mm256_load_si256((const __m256i *)(xp->c + 16))); \
     __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(sa, SA), _mm256_madd_epi16(sb, SB));    \
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(&dd[t]), acc[t]);
-KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, Q6K_BODY)
+KQ_GEMM(q6_K, pk_block_q6_K, 1, TK_Q6_K, Q6K_DECODE, Q6K_BODY)
 
 /* Q3_K: natural register 4h + k: bits 2k of qs[32h + l] and bit 4h + k of
  * hmask[l] as bit 2: levels 0..7; 6-bit scales minus 32 unpacked with
@@ -463,7 +490,7 @@ KQ_GEMM(q6_K, pk_block_q6_K, 1, Q6K_DECODE, Q6K_BODY)
 #define Q3K_BODY                                                                    \
     __m256i s16 = _mm256_sub_epi16(_mm256_add_epi16(MB4(0), MB4(4)), _mm256_load_si256((const __m256i *)xp->c)); \
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S)), _mm256_broadcast_ss(&dd[t]), acc[t]);
-KQ_GEMM(q3_K, pk_block_q3_K, 4, Q3K_DECODE, Q3K_BODY)
+KQ_GEMM(q3_K, pk_block_q3_K, 4, TK_Q3_K, Q3K_DECODE, Q3K_BODY)
 
 /* Q2_K: natural register 4h + k = bits 2k of qs[32h + l] (sub-blocks 2r |
  * 2r + 1 of register r); after perm3 the 8 registers' products (each lane
@@ -493,7 +520,7 @@ KQ_GEMM(q3_K, pk_block_q3_K, 4, Q3K_DECODE, Q3K_BODY)
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S)), _mm256_broadcast_ss(&dd[t]), acc[t]); \
     acc[t] = _mm256_fnmadd_ps(mins0, _mm256_load_ps(xp->P), acc[t]);                \
     acc[t] = _mm256_fnmadd_ps(mins1, _mm256_load_ps(xp->P + 8), acc[t]);
-KQ_GEMM(q2_K, pk_block_q2_K, 5, Q2K_DECODE, Q2K_BODY)
+KQ_GEMM(q2_K, pk_block_q2_K, 5, TK_Q2_K, Q2K_DECODE, Q2K_BODY)
 
 /* IQ4_XS: the signed non-linear levels do not fit vpmaddubsw's unsigned
  * operand, so both sides are int16: levels times their sub-block scale

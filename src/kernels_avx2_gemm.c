@@ -295,16 +295,16 @@ GI void gemm_tile_##T(const int TKT, int64_t n, int64_t nrows, int64_t ntok, flo
     int64_t nb = n / PK_QK_K;                                                       \
     for (int64_t k0 = 0; k0 < nb; k0 += KBK) {                                      \
         int kb = nb - k0 < KBK ? (int)(nb - k0) : KBK;                              \
-        for (int64_t t0 = 0; t0 < ntok; t0 += TKT) {                                 \
-            int nt = ntok - t0 < TKT ? (int)(ntok - t0) : TKT;                        \
-            const pk_block_q8_K *xs[TK_MAX];                                            \
+        for (int64_t t0 = 0; t0 < ntok; t0 += TKT) {                                \
+            int nt = ntok - t0 < TKT ? (int)(ntok - t0) : TKT;                      \
+            const pk_block_q8_K *xs[TK_MAX];                                        \
             for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0; \
-            prep_k(KIND, TKT, nt, xs, kb, X, D);                                         \
+            prep_k(KIND, TKT, nt, xs, kb, X, D);                                    \
             const int64_t pfr = kq_pf((size_t)kb * sizeof(WT));                     \
             for (int64_t r = 0; r < nrows; r++) {                                   \
                 const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0; \
                 if (r + pfr < nrows) pf_rows((const char *)wr + pfr * rb, rb, 1, (size_t)kb * sizeof(WT)); \
-                __m256 acc[TK_MAX];                                                     \
+                __m256 acc[TK_MAX];                                                 \
                 for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();          \
                 for (int b = 0; b < kb; b++) {                                      \
                     const WT *wb = wr + b;                                          \
@@ -322,10 +322,10 @@ GI void gemm_tile_##T(const int TKT, int64_t n, int64_t nrows, int64_t ntok, flo
         }                                                                           \
     }                                                                               \
 }                                                                                   \
-static void gemm_row_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+static void gemm_row_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, \
                          const void *w, size_t rb, const void *const *x) {          \
-    if (n <= 3 * PK_QK_K) gemm_tile_##T(TK_MAX, n, nrows, ntok, y, ys, w, rb, x);    \
-    else gemm_tile_##T(TKL, n, nrows, ntok, y, ys, w, rb, x);                        \
+    if (n <= 3 * PK_QK_K) gemm_tile_##T(TK_MAX, n, nrows, ntok, y, ys, w, rb, x);   \
+    else gemm_tile_##T(TKL, n, nrows, ntok, y, ys, w, rb, x);                       \
 }                                                                                   \
 KQ_ENTRY(T)
 

@@ -105,8 +105,8 @@ enum {
    3 super-blocks (an expert's down matrix: 768 or 512 columns), on longer
    rows TK_Q*_K (-D for trials). A tile's prepared activations take TK x
    KBK x 416 bytes: 32 x 4 (53 KB) overflows a 48 KB L1, which Q4_K and
-   Q5_K bear and Q2_K, Q3_K and Q6_K do not (bench/README.md, "The AVX2
-   K-quant prompt kernels' token tile") */
+   Q5_K bear, Q6_K does not, and Q2_K / Q3_K measured both ways
+   (bench/README.md, "The AVX2 K-quant prompt kernels' token tile") */
 #define TK_MAX 32
 #ifndef TK_Q2_K
 #define TK_Q2_K 16

@@ -5,9 +5,9 @@
 # Targets: x86-64 and AArch64 (Linux; macOS/iOS in principle), chosen by what
 # `$(CC) -dumpmachine` says, so `make CC=clang` and cross compilers such as
 # `make CC=aarch64-linux-gnu-gcc SYSROOT=DIR` work.  `make PORTABLE=1` builds
-# the POSIX fallback of src/platform.c on Linux too (no futex, no madvise).
+# the POSIX fallback of src/core/platform.c on Linux too (no futex, no madvise).
 # `make test-aarch64` cross-builds into build-aarch64/ and runs the tests under
-# qemu-aarch64 on three emulated CPUs (tests/run_aarch64.sh).
+# qemu-aarch64 on three emulated CPUs (tests/lib/run_aarch64.sh).
 
 CC      ?= cc
 BUILD   ?= build
@@ -22,12 +22,16 @@ PREFIX  ?= /usr/local
 # Debian packages the build and tests need: package:probe
 DEB_PKGS = libpcre2-dev python3-numpy libmicrohttpd-dev libjansson-dev pkgconf
 
-SRC      := $(wildcard src/*.c)
+# src/ is in folders by layer (HACKING.md): core, quant, gguf, kernels (with
+# x86/ and arm/), text, model, engine (with kinds/), offline. Objects mirror it
+# under $(BUILD)/obj/.
+SRC      := $(wildcard src/*/*.c src/*/*/*.c)
+HDR      := $(wildcard src/*/*.h src/*/*/*.h)
 OBJ      := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRC))
-TEST_SRC := $(wildcard tests/test_*.c)
-TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
-TOOL_SRC := $(wildcard tests/tool_*.c)
-TOOL_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TOOL_SRC := $(wildcard tests/lib/tool_*.c)
+TOOL_BIN := $(patsubst tests/lib/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 FUZZ_HARNESS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_REPLAY  := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_HARNESS))
 LIB      := $(BUILD)/libpocket.a
@@ -51,20 +55,20 @@ endif
 ifeq ($(PORTABLE),1)
 CFLAGS  += -DPK_PORTABLE
 endif
-# ASSERTS=1 turns on the PK_ASSERT contracts (src/common.h); `make sanitize`
+# ASSERTS=1 turns on the PK_ASSERT contracts (src/core/common.h); `make sanitize`
 # and `make fuzz` do.
 ifeq ($(ASSERTS),1)
 CFLAGS  += -DPK_ASSERTS
 endif
 
-# Per-ISA kernel files get their own target flags; the rest stays portable.
-# Each kernel file guards its code with #if on the ISA macros, so a file of
-# the other architecture (or one built without its flags) compiles to an
-# empty table.
-#   x86-64:  kernels_avx2*.c, kernels_avxvnni.c, kernels_avx512*.c, kernels_amx.c
-#   AArch64: kernels_neon*.c (baseline ARMv8.0 NEON: no flags),
-#            kernels_dotprod*.c (ARMv8.2 sdot/udot, fp16),
-#            kernels_i8mm*.c (ARMv8.2 + smmla/ummla)
+# Per-ISA kernel files (src/kernels/x86/, src/kernels/arm/) get their own
+# target flags; the rest stays portable. Each kernel file guards its code with
+# #if on the ISA macros, so a file of the other architecture (or one built
+# without its flags) compiles to an empty table.
+#   x86-64:  x86/avx2*.c, x86/avxvnni.c, x86/avx512*.c, x86/amx.c
+#   AArch64: arm/neon*.c (baseline ARMv8.0 NEON: no flags),
+#            arm/dotprod*.c (ARMv8.2 sdot/udot, fp16),
+#            arm/i8mm*.c (ARMv8.2 + smmla/ummla)
 ISA_avx2    = -mavx2 -mfma -mf16c
 ISA_avxvnni = $(ISA_avx2) -mavxvnni
 ISA_avx512  = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq \
@@ -98,21 +102,24 @@ deps:
 	  fi; \
 	fi
 
+X86 = $(BUILD)/obj/kernels/x86
+ARM = $(BUILD)/obj/kernels/arm
 ifeq ($(ARCH),x86_64)
-$(BUILD)/obj/kernels_avx2.o $(BUILD)/obj/kernels_avx2_%.o: CFLAGS += $(ISA_avx2)
-$(BUILD)/obj/kernels_avxvnni.o: CFLAGS += $(ISA_avxvnni)
-$(BUILD)/obj/kernels_avx512.o $(BUILD)/obj/kernels_avx512_%.o: CFLAGS += $(ISA_avx512)
-$(BUILD)/obj/kernels_amx.o: CFLAGS += $(ISA_avx512) -mamx-tile -mamx-int8
+$(X86)/avx2.o $(X86)/avx2_%.o: CFLAGS += $(ISA_avx2)
+$(X86)/avxvnni.o: CFLAGS += $(ISA_avxvnni)
+$(X86)/avx512.o $(X86)/avx512_%.o: CFLAGS += $(ISA_avx512)
+$(X86)/amx.o: CFLAGS += $(ISA_avx512) -mamx-tile -mamx-int8
 endif
 ifeq ($(ARCH),aarch64)
-$(BUILD)/obj/kernels_dotprod.o $(BUILD)/obj/kernels_dotprod_%.o: CFLAGS += $(ISA_dotprod)
-$(BUILD)/obj/kernels_i8mm.o $(BUILD)/obj/kernels_i8mm_%.o: CFLAGS += $(ISA_i8mm)
+$(ARM)/dotprod.o $(ARM)/dotprod_%.o: CFLAGS += $(ISA_dotprod)
+$(ARM)/i8mm.o $(ARM)/i8mm_%.o: CFLAGS += $(ISA_i8mm)
 endif
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/pocket.h | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c $(HDR) include/pocket.h
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
-# kernels_avxvnni.c is kernels_avx2_gemm.c built again with AVX-VNNI (it includes it)
-$(BUILD)/obj/kernels_avxvnni.o: src/kernels_avx2_gemm.c
+# kernels/x86/avxvnni.c is kernels/x86/avx2_gemm.c built again with AVX-VNNI (it includes it)
+$(X86)/avxvnni.o: src/kernels/x86/avx2_gemm.c
 
 $(LIB): $(OBJ)
 	rm -f $@; ar rcs $@ $^
@@ -120,21 +127,23 @@ $(LIB): $(OBJ)
 $(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(LIB)
 	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/testhelp.h $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+$(BUILD)/tests/tool_%: tests/lib/tool_%.c $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 # the fuzz harnesses as plain programs that replay files (fuzz/driver.c)
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h) | $(BUILD)/fuzz
 	$(CC) $(CFLAGS) -Itools $< fuzz/driver.c $(if $(filter serve,$*),tools/cli.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/obj $(BUILD)/tests $(BUILD)/fuzz:
+$(BUILD)/tests $(BUILD)/fuzz:
 	mkdir -p $@
 
 demo: all
 	$(CLI) run -p "And God said" -n 48
 
 test: all
-	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run.sh
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/lib/run.sh
 
 # The sanitizer run scores fewer perplexity windows (POCKET_TEST_QUICK) and
 # has the PK_ASSERT contracts on. SAN_BUILD names its build directory.
@@ -193,8 +202,8 @@ fuzz: fuzz-build
 
 # ---- AArch64 under emulation ------------------------------------------------
 # `make test-aarch64`: cross-build with $(A64_CC) against an arm64 Debian tree
-# (tests/aarch64_sysroot.sh, reused once made) into build-aarch64/, then run
-# the tests under qemu-aarch64 on three CPUs (tests/run_aarch64.sh). The host
+# (tests/lib/aarch64_sysroot.sh, reused once made) into build-aarch64/, then run
+# the tests under qemu-aarch64 on three CPUs (tests/lib/run_aarch64.sh). The host
 # build is made too: its perplexity anchors the emulated one. Leaves
 # build-aarch64/pocket, runnable as
 #   qemu-aarch64 -L build-aarch64/sysroot -cpu max build-aarch64/pocket run ...
@@ -218,12 +227,12 @@ aarch64-deps:
 	fi
 
 aarch64-sysroot: aarch64-deps
-	@sh tests/aarch64_sysroot.sh $(A64_SYSROOT)
+	@sh tests/lib/aarch64_sysroot.sh $(A64_SYSROOT)
 
 test-aarch64: aarch64-sysroot
 	$(MAKE) all
 	$(MAKE) CC=$(A64_CC) BUILD=$(A64) SYSROOT=$(A64_SYSROOT) all
-	@BUILD=$(A64) SYSROOT=$(A64_SYSROOT) HOST_BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run_aarch64.sh
+	@BUILD=$(A64) SYSROOT=$(A64_SYSROOT) HOST_BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/lib/run_aarch64.sh
 
 clean:
 	rm -rf build build-san build-portable build-clang $(FUZZ_BUILD)

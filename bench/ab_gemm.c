@@ -8,7 +8,7 @@
  * per-pair speed ratio B/A. Not a test. For instance, the avxvnni table of
  * the last commit as B:
  *
- *   git show HEAD:src/kernels_avx2_gemm.c > /tmp/old_gemm.c
+ *   git show HEAD:src/kernels/x86/avx2_gemm.c > /tmp/old_gemm.c
  *   printf '#define PK_VNNI256 1\n#include "old_gemm.c"\n' > /tmp/old_vnni.c
  *   gcc -std=c11 -O3 -D_GNU_SOURCE -Iinclude -Isrc -I/tmp -mavx2 -mfma -mf16c \
  *       -mavxvnni -Dpk_gemm_avxvnni=pk_gemm_B -c /tmp/old_vnni.c -o /tmp/B.o
@@ -16,22 +16,22 @@
  *       /tmp/B.o build/libpocket.a -o build/ab_gemm -lm -lpthread
  *   ./build/ab_gemm Q4_K avxvnni 10 512 2048 40
  *
- * (for the avx2 table, B's build of kernels_avx2_gemm.c also needs
+ * (for the avx2 table, B's build of kernels/x86/avx2_gemm.c also needs
  * -Dpk_avx2_sgemm=pk_avx2_sgemm_B, and the same for pk_avx2_exp_sub,
  * pk_avx2_silu_mul and pk_avx2_softcap, which that file defines too).
  * NTOK 0 compares gemv (one token, the decode kernels) instead: B is then a
  * whole kernel table built from another revision, renamed
  * pk_kernels_B_table, e.g. the avx512 K-quant gemvs of the last commit:
  *
- *   mkdir -p /tmp/old && git show HEAD:src/kernels_avx512.c > /tmp/old/kernels_avx512.c
- *   git show HEAD:src/kernels_avx512_kquant.h > /tmp/old/kernels_avx512_kquant.h  (and the
+ *   mkdir -p /tmp/old && git show HEAD:src/kernels/x86/avx512.c > /tmp/old/kernels_avx512.c
+ *   git show HEAD:src/kernels/x86/avx512_kquant.h > /tmp/old/kernels_avx512_kquant.h  (and the
  *       other headers it includes that changed)
  *   gcc -std=c11 -O3 -D_GNU_SOURCE -Iinclude -Isrc -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
  *       -mavx512vl -mavx512dq -mavx512vnni -Dpk_kernels_avx512_table=pk_kernels_B_table \
  *       -c /tmp/old/kernels_avx512.c -o /tmp/B.o
  *   ./build/ab_gemm Q2_K avx512 0 64 512 400
  *
- * (kernels_avx2.c with -Dpk_kernels_avx2_table=pk_kernels_B_table for the
+ * (kernels/x86/avx2.c with -Dpk_kernels_avx2_table=pk_kernels_B_table for the
  * avx2 gemvs; B's table is unmerged, so it must define the type's gemv).
  * Arguments: TYPE ISA NTOK ROWS N PAIRS [COLD_MB]. With COLD_MB, the
  * matrix is copied over COLD_MB MB and each call takes the next copy, so
@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "bench_util.h"
 
 /* whichever of the two B provides (the other is NULL) */

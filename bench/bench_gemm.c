@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "bench_util.h"
 
 static int listed(const char *list, const char *name) {

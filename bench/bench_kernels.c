@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "bench_util.h"
 #if defined(__x86_64__)
 #include <immintrin.h>

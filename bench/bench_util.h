@@ -5,7 +5,7 @@
  * benchmark stays one file. Not a test. */
 #include <stdlib.h>
 #include <time.h>
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 static inline double now(void) {
     static int wall = -1;

@@ -6,7 +6,7 @@
 
 Policies, each a cache of C experts per layer that must hold all of a
 token's experts while it runs (as pocket's cache: they are pinned):
-  lru     least recently used (what src/xcache.c does)
+  lru     least recently used (what src/model/xcache.c does)
   lfu     least frequently used so far, ties by recency
   belady  the offline optimum: evict the expert whose next use is furthest
           in the future (an upper bound no online policy beats)

@@ -54,7 +54,7 @@ fallback (Q4_K -> Q5_0, Q2_K -> Q4_0, Q6_K -> Q8_0), as real files of
 these geometries have (gpt-oss's 2880, Gemma-4's 2112 and 704,
 DeepSeek-V2-Lite's 1408 and 128).
 Q8_0 / Q4_K / Q2_K / F16 put every other matrix in that type; Q4_K_M is
-llama-quantize's mix (src/quantize.c rule_type): output Q6_K, attn_v (and
+llama-quantize's mix (src/offline/quantize.c rule_type): output Q6_K, attn_v (and
 qwen35moe's attn_qkv) and ffn_down* Q6_K on the layers use_more_bits picks
 (first n/8, last n/8, every third in between), everything else Q4_K.
 
@@ -84,7 +84,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "tests"))
+                                "..", "tests", "lib"))
 import gguf_py as G  # noqa: E402
 
 # ggml type ids and (block elements, block bytes)
@@ -793,7 +793,7 @@ def write_model(a, spec):
 # ------------------------------------------------------------------ verify
 
 def dequant(raw, t, nblk):
-    """Dequantise nblk blocks of type t (reference formulas of src/quant.h)."""
+    """Dequantise nblk blocks of type t (reference formulas of src/quant/quant.h)."""
     if t == Q8_0:
         b = np.frombuffer(raw, dtype=[("d", "<f2"), ("q", "i1", (32,))],
                           count=nblk)
@@ -863,7 +863,7 @@ def dequant(raw, t, nblk):
 
 
 def verify(path):
-    """Header via tests/gguf_py.py; every tensor's extent inside the file;
+    """Header via tests/lib/gguf_py.py; every tensor's extent inside the file;
     a sample of blocks of every tensor dequantised: finite, mean ~ 0, std
     vs 1/sqrt(fan_in)."""
     g = G.read_gguf(path, load_data=False)

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "context.h"
+#include "engine/context.h"
 
 typedef struct {
     const pk_model *m;

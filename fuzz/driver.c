@@ -1,7 +1,7 @@
 /* driver.c - run a libFuzzer harness without libFuzzer: every file named on
  * the command line (or inside a directory named there) is passed once to
  * LLVMFuzzerTestOneInput. `make` links each fuzz/fuzz_*.c with this into
- * $(BUILD)/fuzz/, and tests/t_fuzz_regress.sh replays the committed seeds
+ * $(BUILD)/fuzz/, and tests/cli/t_fuzz_regress.sh replays the committed seeds
  * and the inputs of past findings (fuzz/regress/NAME) through them, under
  * ASan + UBSan in `make sanitize`. */
 #include <dirent.h>

@@ -5,7 +5,7 @@
  * real gguf_open path runs: mmap, parse, bind, tokenizer, and the parser
  * alone (gguf_parse) on the same bytes. Any crash or sanitizer report is a
  * finding; an error return is fine (the message must be one line).
- * Seeds: fuzz/corpus/gguf (tiny models from tests/gen_model.py).
+ * Seeds: fuzz/corpus/gguf (tiny models from tests/lib/gen_model.py).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "pocket.h"
 
 static int fd = -1;

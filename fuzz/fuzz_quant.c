@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "quant.h"
+#include "kernels/kernels.h"
+#include "quant/quant.h"
 
 #define MAXN 1024
 

@@ -1,7 +1,7 @@
 /* fuzz_tokenizer.c - libFuzzer harness: text -> tokens -> text, on every
  * vocabulary of ../shared/tokenizer/ (llama.cpp's test vocabularies), the
  * bundled model (models/kjv-moe-f16.gguf) and the toy gemma4 vocabulary
- * (tests/vocab/), found relative to the project root as the tests do (run
+ * (tests/data/vocab/), found relative to the project root as the tests do (run
  * from there).
  *
  * The first byte picks the vocabulary and the flags (add_special,
@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
-#include "unicode.h"
+#include "gguf/gguf.h"
+#include "text/tokenizer.h"
+#include "text/unicode.h"
 
 #define MAX_VOCABS 32
 
@@ -77,7 +77,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
     for (int i = 0; i < n; i++) add_vocab(names[i]);
     add_vocab("models/kjv-moe-f16.gguf");
-    add_vocab("tests/vocab/ggml-vocab-gemma4-toy.gguf");
+    add_vocab("tests/data/vocab/ggml-vocab-gemma4-toy.gguf");
     if (n_vocabs < 2) {
         fprintf(stderr, "fuzz_tokenizer: found %d vocabularies; run from the project root with ../shared beside it\n", n_vocabs);
         exit(1);

@@ -298,7 +298,7 @@ void pk_sampler_accept(pk_sampler *s, int32_t token);
 /* Forget accepted tokens; reseed the RNG. */
 void pk_sampler_reset(pk_sampler *s, uint64_t seed);
 
-/* ---- chat templates (chat.c) ---------------------------------------------
+/* ---- chat templates (text/chat.c) ---------------------------------------------
  * Built-in writers for the template families, chosen by name or detected
  * from the GGUF's tokenizer.chat_template by its markers (no Jinja is run):
  *   "chatml"  <|im_start|>ROLE\nCONTENT<|im_end|>\n      (Qwen and others)
@@ -306,7 +306,7 @@ void pk_sampler_reset(pk_sampler *s, uint64_t seed);
  *   "gemma"   <start_of_turn>ROLE\nCONTENT<end_of_turn>\n (assistant -> "model",
  *             system text folded into the first user turn)
  *   "gemma4"  <|turn>ROLE\nCONTENT<turn|>\n (Gemma-4; assistant -> "model")
- *   "deepseek2", "deepseek3", "harmony" (gpt-oss): see src/chat.c
+ *   "deepseek2", "deepseek3", "harmony" (gpt-oss): see src/text/chat.c
  * llama3, gemma and gemma4 trim white space around each content, as their
  * templates do. The generation prompt opens an assistant turn:
  * "<|im_start|>assistant\n", "<|start_header_id|>assistant<|end_header_id|>\n\n",

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "bandwidth.h"
-#include "platform.h"
+#include "core/platform.h"
 
 /* ---- CPU model -------------------------------------------------------------------- */
 

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "imatrix.h"
-#include "quantize.h"
+#include "offline/imatrix.h"
+#include "offline/quantize.h"
 
 static void help(void) {
     printf("usage: pocket quantize IN.gguf OUT.gguf TYPE [options]\n"

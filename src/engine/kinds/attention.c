@@ -1,0 +1,322 @@
+/* engine/kinds/attention.c - the attention mixer kind: causal multi-head attention with
+ * grouped key/value heads over the context's KV cache, for a batch of
+ * tokens at consecutive positions.
+ *
+ * For the layer input h of each token, with the layer's shape (model/blocks.h):
+ *   q = attn_q . h (+ bias),  k = attn_k . h (+ bias),  v = attn_v . h (+ bias)
+ *   [v_from_k: no attn_v, v = k's projection;  v_norm: v RMS-normed per head
+ *    without weight]
+ *   [out_gate: attn_q's rows are [q_h | gate_h] per head]
+ *   [qk_norm: q, k RMS-normed per head with attn_q_norm / attn_k_norm, or
+ *    each over its full width (all heads at once)]
+ *   q, k rotated (rope: the first n_rot dims of each head)
+ *   k, v appended to the cache; per query head, over its kv head's keys
+ *   o = softmax(scale q K^T) V     [out_gate: o *= sigmoid(gate)]
+ *     [window W: a query at position i sees the keys j > i - W only]
+ *     [sinks: the softmax denominator gets exp(sink_h) too, per q head h]
+ *   out = attn_output . o (+ bias)
+ * The cache holds every attention layer's keys and values in their types
+ * (engine/kv.h); the products over it are the kernels' (sgemm for F32, att_kq /
+ * att_pv for F16 and Q8_0).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "engine/context.h"
+
+/* The kind's buffers in the context's arena, for a batch of B tokens. */
+typedef struct att_ws {
+    float *q;        /* (n_head * hd) */
+    float *qg;       /* (2 * n_head * hd) joint q|gate projection (out_gate) */
+    float *gate;     /* (n_head * hd) output gate (out_gate) */
+    float *att_out;  /* (n_head * hd_v) */
+    float *kb;       /* (k_dim) keys before the cache */
+    float *vb;       /* (v_dim) values before a typed cache (NULL for an F32
+                        cache: written in place) */
+} att_ws;
+
+static size_t att_layout(const pk_context *c, const pk_attn_shape *a, void *base, att_ws *w) {
+    pk_arena ar = {base, 0};
+    const size_t B = (size_t)c->n_batch, qd = (size_t)a->n_head * a->head_dim;
+    w->q = pk_arena_take(&ar, B * qd, sizeof(float));
+    w->qg = a->out_gate ? pk_arena_take(&ar, B * 2 * qd, sizeof(float)) : NULL;
+    w->gate = a->out_gate ? pk_arena_take(&ar, B * qd, sizeof(float)) : NULL;
+    w->att_out = pk_arena_take(&ar, B * a->n_head * a->head_dim_v, sizeof(float));
+    w->kb = pk_arena_take(&ar, B * a->n_head_kv * a->head_dim, sizeof(float));
+    w->vb = c->kv.type_v != PK_TYPE_F32 ? pk_arena_take(&ar, B * a->n_head_kv * a->head_dim_v, sizeof(float))
+                                        : NULL;
+    return ar.used;
+}
+
+static void add_bias(pk_context *c, float *y, const pk_tensor *b, int n, int rows, int64_t stride) {
+    if (!b->data) return;
+    float tmp[n];
+    pk_get_row(c, b, 0, tmp);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++) y[r * stride + i] += tmp[i];
+}
+
+void pk_rope_rows(const pk_context *c, int rope, int style, int n_rot, float *v, int n, int64_t stride, int pos) {
+    const int half = n_rot / 2;
+    const int neox = style == PK_ROPE_NEOX;
+    const float *cs = c->rope_cos[rope] + (size_t)pos * half, *sn = c->rope_sin[rope] + (size_t)pos * half;
+    for (int h = 0; h < n; h++) {
+        float *p = v + (size_t)h * stride;
+        for (int i = 0; i < half; i++) {
+            int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            float x0 = p[i0], x1 = p[i1];
+            p[i0] = x0 * cs[i] - x1 * sn[i];
+            p[i1] = x0 * sn[i] + x1 * cs[i];
+        }
+    }
+}
+
+/* Rotate the first n_rot dims of each of n_heads heads of size hd in place,
+ * for position pos (the layer's rope table, made in engine/context.c). */
+static void rope_apply(const pk_context *c, const pk_attn_shape *a, float *v, int n_heads, int hd, int pos) {
+    pk_rope_rows(c, a->rope, a->rope_style, a->n_rot, v, n_heads, hd, pos);
+}
+
+typedef struct att_task {
+    pk_context *c;
+    const pk_attn_shape *a;
+    const att_ws *w;
+    int layer, pos0, n;
+    int tb, n_tb;                 /* tokens per chunk, chunks per kv head */
+    const float *sinks;           /* (n_head) sink logits, or NULL */
+} att_task;
+
+/* One chunk: kv head g and tokens b0..b1-1 of the batch, i.e. the M = (b1 -
+ * b0) * group query heads that share g's keys and values. Token b (position
+ * pos0 + b) attends over positions 0..pos0+b (the last W of them under a
+ * window W). Over keys 0..nk-1 (nk = pos0 + b1), as matrix products:
+ *   S = Q K^T   (an F32 cache holds K transposed, for sgemm; a typed cache,
+ *                F16 or Q8_0, each kv head's keys by position, for att_kq;
+ *                each key is read once for all M queries);
+ *   P = softmax of each row over its own positions (with its head's sink
+ *       logit in the denominator), 0 elsewhere;
+ *   O = P V     (V read in place, in its type: sgemm or att_pv).
+ * Every element is a sum in order over its k (pk_sgemm_fn; att_kq / att_pv
+ * promise the same independence from M, kernels/kernels.h), and zero
+ * probabilities add exact zeros, so a query's result does not depend on
+ * which other queries share its chunk: batched and one-token attention agree
+ * bitwise. */
+static void att_run(void *arg, int chunk) {
+    const att_task *t = arg;
+    pk_context *c = t->c;
+    const pk_attn_shape *a = t->a;
+    const int hd = a->head_dim, hdv = a->head_dim_v, group = a->n_head / a->n_head_kv;
+    const int qd = a->n_head * hd, od = a->n_head * hdv;
+    const float scale = a->scale;
+    /* the largest (latest) token blocks first, for balance */
+    const int g = chunk % a->n_head_kv, blk = t->n_tb - 1 - chunk / a->n_head_kv;
+    const int b0 = blk * t->tb, b1 = b0 + t->tb < t->n ? b0 + t->tb : t->n;
+    const int M = (b1 - b0) * group, nk = t->pos0 + b1;
+    float *Q = pk_thread_scratch(sizeof(float) * ((size_t)M * hd + (size_t)M * nk + (size_t)M * hdv));
+    if (!Q) { c->scratch_oom = 1; return; }
+    float *S = Q + (size_t)M * hd, *O = S + (size_t)M * nk;
+    for (int b = b0; b < b1; b++)   /* the group's heads of token b are adjacent */
+        memcpy(Q + (size_t)(b - b0) * group * hd, t->w->q + (size_t)b * qd + (size_t)g * group * hd,
+               (size_t)group * hd * sizeof(float));
+    const pk_kv *kv = &c->kv;
+    if (kv->type_k == PK_TYPE_F32)
+        c->kern->sgemm(M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
+    else   /* a typed cache, read in its type (kernels/kernels.h) */
+        c->kern->att_kq[kv->type_k](M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0), kv->att[t->layer].k_head, S,
+                                    nk);
+    for (int m = 0; m < M; m++) {
+        const int last = t->pos0 + b0 + m / group;
+        const int first = a->window && last - a->window + 1 > 0 ? last - a->window + 1 : 0;
+        const float sink = t->sinks ? t->sinks[g * group + m % group] : -INFINITY;
+        float *sc = S + (size_t)m * nk, mx = sink;
+        for (int p = first; p <= last; p++) {
+            sc[p] *= scale;
+            if (sc[p] > mx) mx = sc[p];
+        }
+        c->kern->exp_sub(sc + first, last + 1 - first, mx);
+        double sum = t->sinks ? (double)expf(sink - mx) : 0.0;
+        for (int p = first; p <= last; p++) sum += sc[p];
+        const float inv = (float)(1.0 / sum);
+        for (int p = 0; p < first; p++) sc[p] = 0.0f;
+        for (int p = first; p <= last; p++) sc[p] *= inv;
+        for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
+    }
+    if (kv->type_v == PK_TYPE_F32)
+        c->kern->sgemm(M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv, kv->att[t->layer].v_dim, O,
+                       hdv);
+    else
+        c->kern->att_pv[kv->type_v](M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0), kv->att[t->layer].v_head, O,
+                                    hdv);
+    for (int b = b0; b < b1; b++)
+        memcpy(t->w->att_out + (size_t)b * od + (size_t)g * group * hdv, O + (size_t)(b - b0) * group * hdv,
+               (size_t)group * hdv * sizeof(float));
+}
+
+static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int il) {
+    const pk_attn_shape *a = &bk->attn;
+    const int hd = a->head_dim, B = c->cur_batch, pos0 = c->pos, D = c->m->hp.n_embd;
+    const int qd = a->n_head * hd, od = a->n_head * a->head_dim_v;
+    const int kd = c->kv.att[il].k_dim, vd = c->kv.att[il].v_dim;
+    const int gated = a->out_gate;
+    /* the cache has this layer's shape (its memory method's) */
+    PK_ASSERT(kd == a->n_head_kv * hd && vd == a->n_head_kv * a->head_dim_v && c->kv.slot[il] >= 0);
+    att_ws w;
+    const size_t used = att_layout(c, a, c->arena, &w);
+    PK_ASSERT(used <= c->arena_bytes);   /* att_scratch asked for it */
+    (void)used;
+
+    /* V rows go straight into an F32 cache at their positions, or to w.vb
+       and then converted into a typed cache; K rows to w.kb, then
+       transposed into an F32 cache or converted row by row */
+    const int tk = c->kv.type_k, tv = c->kv.type_v;
+    float *vrows = tv == PK_TYPE_F32 ? pk_kv_v(&c->kv, il, pos0) : w.vb;
+    pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
+    pk_mv qkv[3] = {
+        {&L->wq, 0, L->wq.ne[1], PK_SLOT_X, B, NULL, gated ? w.qg : w.q, L->wq.ne[1]},
+        {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, B, NULL, w.kb, kd},
+        {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, B, NULL, vrows, vd},
+    };
+    pk_matvec(c, qkv, a->v_from_k ? 2 : 3);
+    add_bias(c, w.q, &L->bq, qd, B, qd);
+    add_bias(c, w.kb, &L->bk, kd, B, kd);
+    add_bias(c, vrows, &L->bv, vd, B, vd);
+    const int nkv = a->n_head_kv, hdv = a->head_dim_v;
+    if (a->v_from_k)   /* V is K's projection, before its norm and rope (bind: vd == kd) */
+        memcpy(vrows, w.kb, (size_t)B * vd * sizeof(float));
+    if (a->v_norm)
+        for (int i = 0; i < B * nkv; i++)
+            pk_rmsnorm(vrows + (size_t)i * hdv, vrows + (size_t)i * hdv, NULL, hdv, c->m->hp.rms_eps);
+    if (tv != PK_TYPE_F32)   /* every variant's quantizer is bit-exact with the reference */
+        for (int g = 0; g < nkv; g++)
+            for (int b = 0; b < B; b++)
+                c->kern->quantize[tv](vrows + (size_t)b * vd + (size_t)g * hdv,
+                                      pk_kv_vh(&c->kv, il, g, pos0 + b), hdv);
+    for (int b = 0; b < B; b++) {
+        float *q = w.q + (size_t)b * qd, *k = w.kb + (size_t)b * kd;
+        if (gated) { /* q and gate are interleaved per head: [q_h | gate_h] */
+            const float *qg = w.qg + (size_t)b * 2 * qd;
+            for (int h = 0; h < a->n_head; h++) {
+                memcpy(q + (size_t)h * hd, qg + (size_t)h * 2 * hd, (size_t)hd * sizeof(float));
+                memcpy(w.gate + (size_t)b * qd + (size_t)h * hd, qg + (size_t)h * 2 * hd + hd,
+                       (size_t)hd * sizeof(float));
+            }
+        }
+        if (L->q_norm.data && a->qk_norm == PK_QK_NORM_FULL) {   /* over all heads at once */
+            pk_rmsnorm_rows(c, q, q, &L->q_norm, qd, 1, qd);
+            pk_rmsnorm_rows(c, k, k, &L->k_norm, kd, 1, kd);
+        } else if (L->q_norm.data) {
+            pk_rmsnorm_rows(c, q, q, &L->q_norm, hd, a->n_head, hd);
+            pk_rmsnorm_rows(c, k, k, &L->k_norm, hd, a->n_head_kv, hd);
+        }
+    }
+    if (L->q_norm.data) /* pk_rmsnorm_rows counts a norm vector once per call: once per batch, not per token */
+        c->weight_bytes -= (uint64_t)(B - 1) * (L->q_norm.row_bytes + L->k_norm.row_bytes);
+    for (int b = 0; b < B; b++) {
+        rope_apply(c, a, w.q + (size_t)b * qd, a->n_head, hd, pos0 + b);
+        rope_apply(c, a, w.kb + (size_t)b * kd, a->n_head_kv, hd, pos0 + b);
+    }
+    if (tk == PK_TYPE_F32)
+        for (int i = 0; i < kd; i++) {
+            float *kt = pk_kv_kt(&c->kv, il, i) + pos0;
+            for (int b = 0; b < B; b++) kt[b] = w.kb[(size_t)b * kd + i];
+        }
+    else
+        for (int g = 0; g < nkv; g++)
+            for (int b = 0; b < B; b++)
+                c->kern->quantize[tk](w.kb + (size_t)b * kd + (size_t)g * hd,
+                                      pk_kv_k(&c->kv, il, g, pos0 + b), hd);
+
+    /* chunks of up to 16 tokens per kv head, fewer if their scores would
+       pass 4 MiB */
+    float sinks[a->sinks ? a->n_head : 1];
+    if (a->sinks) pk_get_row(c, &L->attn_sinks, 0, sinks);
+    att_task t = {c, a, &w, il, pos0, B, 16, 0, a->sinks ? sinks : NULL};
+    while (t.tb > 1 && (int64_t)t.tb * (a->n_head / a->n_head_kv) * (pos0 + B) > (1 << 20)) t.tb /= 2;
+    t.n_tb = (B + t.tb - 1) / t.tb;
+    /* state ledger: each token tile reads the cached keys and values of the
+       positions it sees (at most pos0 + B); the batch writes its own rows
+       (bytes in the cache's types) */
+    const uint64_t kv_row = (uint64_t)(c->kv.att[il].k_row + c->kv.att[il].v_row);
+    c->state_bytes += (uint64_t)t.n_tb * (uint64_t)(pos0 + B) * kv_row + (uint64_t)B * kv_row;
+    const int chunks = t.n_tb * a->n_head_kv;
+    c->scratch_oom = 0;
+    /* small attention spans are not worth a hand-off: run them on the caller */
+    if ((int64_t)B * (pos0 + B) * a->n_head * (hd + a->head_dim_v) < (1 << 15))
+        for (int i = 0; i < chunks; i++) att_run(&t, i);
+    else
+        pk_pool_run(c->pool, att_run, &t, chunks);
+    if (c->scratch_oom) return PK_ERR_NOMEM;
+
+    if (gated)
+        for (int i = 0; i < B * od; i++) w.att_out[i] *= 1.0f / (1.0f + expf(-w.gate[i]));
+    pk_act_set(c, PK_SLOT_ATT, w.att_out, B, od, 0);
+    pk_mv o = {&L->wo, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
+    pk_matvec(c, &o, 1);
+    add_bias(c, c->xb2, &L->bo, D, B, D);
+    return PK_OK;
+}
+
+/* ---- the kind's other methods ----------------------------------------------------- */
+
+static int att_bind(pk_model *m, int il, pk_error *err) {
+    const pk_attn_shape *a = &m->blocks[il].attn;
+    pk_layer *L = &m->layers[il];
+    const int64_t D = m->hp.n_embd, hd = a->head_dim, hdv = a->head_dim_v;
+    const int64_t q_out = (int64_t)a->n_head * hd, k_out = (int64_t)a->n_head_kv * hd;
+    const int64_t v_out = (int64_t)a->n_head_kv * hdv;
+    if (a->v_from_k && hd != hdv)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: layer %d has no attn_v.weight, but its value head dim %lld != key "
+                         "head dim %lld", m->path, il, (long long)hdv, (long long)hd);
+    const char *vs = a->v_from_k ? NULL : "attn_v.weight", *vb = a->v_from_k ? NULL : "attn_v.bias";
+    const int full = a->qk_norm == PK_QK_NORM_FULL;
+    const pk_tensor_spec spec[] = {
+        {&L->wq, "attn_q.weight", 1, 2, {D, a->out_gate ? 2 * q_out : q_out}, 0},
+        {&L->wk, "attn_k.weight", 1, 2, {D, k_out}, 0},
+        {&L->wv, vs, 1, 2, {D, v_out}, 0},
+        {&L->wo, "attn_output.weight", 1, 2, {a->n_head * hdv, D}, 0},
+        {&L->bq, "attn_q.bias", a->bias, 1, {q_out}, 0},
+        {&L->bk, "attn_k.bias", a->bias, 1, {k_out}, 0},
+        {&L->bv, vb, a->bias, 1, {v_out}, 0},
+        {&L->bo, "attn_output.bias", a->out_bias, 1, {D}, 0},
+        {&L->attn_sinks, a->sinks ? "attn_sinks.weight" : NULL, 1, 1, {a->n_head}, 0},
+        {&L->q_norm, "attn_q_norm.weight", a->qk_norm, 1, {full ? q_out : hd}, 0},
+        {&L->k_norm, "attn_k_norm.weight", a->qk_norm, 1, {full ? k_out : hd}, 0},
+    };
+    return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
+}
+
+/* keys and values of every position, n_head_kv heads of each */
+static void att_memory(const pk_model *m, const pk_block *b, pk_kv_need *out) {
+    const pk_attn_shape *a = &b->attn;
+    *out = (pk_kv_need){.kind = PK_MEM_KV, .n_head_kv = a->n_head_kv, .k_dim = a->n_head_kv * a->head_dim,
+                        .v_dim = a->n_head_kv * a->head_dim_v};
+}
+
+/* q, k, v in one call of 3 jobs; the output projection reads slot ATT */
+static void att_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
+    att_ws w;
+    const size_t bytes = att_layout(c, &b->attn, NULL, &w);
+    pk_scratch_raise(s, (int64_t)bytes, PK_SLOT_ATT, (int64_t)c->n_batch * b->attn.n_head * b->attn.head_dim_v, 3,
+                     3 * (int64_t)c->n_batch);
+}
+
+static int att_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
+    const pk_attn_shape *a = &b->attn;
+    char hd[32], win[32], rs[48] = "", sc_s[32];
+    if (a->head_dim_v == a->head_dim) snprintf(hd, sizeof hd, "%d", a->head_dim);
+    else snprintf(hd, sizeof hd, "%d/%d", a->head_dim, a->head_dim_v);
+    snprintf(win, sizeof win, ", window %d", a->window);
+    const pk_rope_scaling *sc = &m->rope[a->rope].scaling;
+    if (sc->ext_factor != 0.0f || sc->freq_scale != 1.0f)
+        snprintf(rs, sizeof rs, " %s x%g", sc->ext_factor != 0.0f ? "yarn" : "linear", 1.0 / sc->freq_scale);
+    /* a score scale from the file (Granite's attention.scale) */
+    snprintf(sc_s, sizeof sc_s, ", scale %g", a->scale);
+    return snprintf(buf, cap, "attention(%s%d q / %d kv heads, head %s, rope %d dims%s%s%s%s%s%s%s%s)",
+                    a->out_gate ? "gated, " : "", a->n_head, a->n_head_kv, hd, a->n_rot, rs,
+                    a->qk_norm == PK_QK_NORM_FULL ? ", full-width q/k norm" : a->qk_norm ? ", q/k norm" : "",
+                    a->v_from_k ? ", v = k" : "", a->v_norm ? ", v norm" : "",
+                    a->window ? win : "", a->sinks ? ", sinks" : "", a->bias ? ", biases" : "",
+                    m->hp.attn_scale > 0 ? sc_s : "");
+}
+
+const pk_block_kind pk_mixer_attention = {"attention", att_bind, att_memory, att_scratch, att_forward, att_describe};

@@ -1,0 +1,317 @@
+/* engine/kinds/deltanet.c - the Gated DeltaNet mixer of hybrid architectures (Qwen3.5 /
+ * POCKET-35B's linear-attention layers), for a batch of tokens.
+ *
+ * For the layer input h of each token:
+ *   qkv = attn_qkv . h,  z = attn_gate . h,
+ *   beta = sigmoid(ssm_beta . h),  g = softplus(ssm_alpha . h + dt_bias) * ssm_a
+ *   c = silu(causal depthwise conv over the last `conv` qkv rows)
+ *   q, k, v = split(c); q, k L2-normalised per head, q scaled by 1/sqrt(state)
+ *   per v head j (using q/k head kh(j)), state S (key x value):
+ *     S = exp(g) S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q
+ *   o_j = rmsnorm(o_j, ssm_norm) * silu(z_j);  out = ssm_out . o
+ * The projections run batched (weights read once per batch) and the conv
+ * steps through the batch. Decoding (fewer than PK_DN_CHUNK_MIN tokens)
+ * applies the recurrence token by token; a prompt batch uses the chunked
+ * form of the same delta rule (WY representation, chunks of PK_DN_CHUNK):
+ * within a chunk with entry state S0 and G_r = sum_{i<=r} g_i,
+ *   T = (I + A)^-1, A_ri = beta_r exp(G_r - G_i) k_r.k_i  (i < r)
+ *   U = T (beta V) - T (beta exp(G) K) S0           (pseudo-values)
+ *   o_r = exp(G_r) q_r S0 + sum_{i<=r} exp(G_r - G_i) (q_r.k_i) u_i
+ *   S = exp(G_last) S0 + sum_i exp(G_last - G_i) k_i u_i^T
+ * which equals the recurrence up to float rounding (tests/ref/t_qwen35_ref.sh,
+ * tests/cli/t_batch.sh). Heads are independent: each thread takes whole heads
+ * through the whole batch. The conv state and S live in the sequence memory
+ * (engine/kv.h).
+ * The head layout is the layer's (pk_ssm_shape): kh(j) = j mod k_heads for
+ * tiled v heads (qwen35*), j / r for grouped ones (qwen3next, r = v heads
+ * per k head); beta and alpha come from ssm_beta and ssm_alpha or from one
+ * ssm_ba tensor interleaved per k head, into one buffer of 2 v_heads rows
+ * per token that ba_index() reads.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "engine/context.h"
+
+/* The kind's buffers in the context's arena, for a batch of B tokens. */
+typedef struct dn_ws {
+    float *qkv;              /* (channels) projection, then conv output */
+    float *z;                /* (v_heads * state) */
+    float *ba;               /* (2 * v_heads) beta and alpha projections (ba_index) */
+    float *o;                /* (v_heads * state) */
+    float *scratch;          /* [v_heads][scratch_per]: the chunked delta rule
+                                (only for batches of PK_DN_CHUNK_MIN or more) */
+    size_t scratch_per;
+} dn_ws;
+
+static size_t dn_layout(const pk_context *c, const pk_ssm_shape *s, void *base, dn_ws *w) {
+    pk_arena ar = {base, 0};
+    const size_t B = (size_t)c->n_batch, VD = (size_t)s->v_heads * s->state;
+    w->qkv = pk_arena_take(&ar, B * s->channels, sizeof(float));
+    w->z = pk_arena_take(&ar, B * VD, sizeof(float));
+    w->ba = pk_arena_take(&ar, B * 2 * s->v_heads, sizeof(float));
+    w->o = pk_arena_take(&ar, B * VD, sizeof(float));
+    w->scratch_per = (size_t)2 * PK_DN_CHUNK * PK_DN_CHUNK + (size_t)2 * PK_DN_CHUNK * s->state + 2 * PK_DN_CHUNK;
+    w->scratch = c->n_batch >= PK_DN_CHUNK_MIN ? pk_arena_take(&ar, (size_t)s->v_heads * w->scratch_per, sizeof(float))
+                                               : NULL;
+    return ar.used;
+}
+
+static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+static float softplusf(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+/* x /= max(||x||, eps) */
+static void l2_normalize(float *x, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float norm = sqrtf((float)ss);
+    float inv = 1.0f / (norm > eps ? norm : eps);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+/* q/k head of v head j, and where j's beta sits in a token's 2 v_heads
+   beta|alpha rows (its alpha: s->alpha_off further) */
+static int k_head(const pk_ssm_shape *s, int j) { return j / s->vk_div % s->k_heads; }
+static int ba_index(const pk_ssm_shape *s, int j) {
+    const int r = s->v_heads / s->k_heads;
+    return j / r * s->ba_group + j % r;
+}
+
+typedef struct dn_task {
+    pk_context *c;
+    const pk_ssm_shape *s;
+    const dn_ws *w;
+    int layer;
+} dn_task;
+
+
+/* Tokens b0..b0+n-1 of v head j in the chunked form (see the top comment);
+ * leaves the outputs (before the gated norm) in ws->o and the state in S.
+ * The products over the chunk run as F32 matrix products (pk_sgemm_fn):
+ * K K^T, T (beta exp(G) K), T (beta V), W S0, Q S0, Q K^T, P U and K'^T U;
+ * only the triangular inverse is a loop here. */
+static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, float *S) {
+    pk_context *c = t->c;
+    const pk_ssm_shape *sh = t->s;
+    const dn_ws *ws = t->w;
+    const pk_kernels *kn = c->kern;
+    const int d = sh->state, hk = k_head(sh, j), C = sh->channels;
+    const int HV = sh->v_heads, VD = HV * d, ib = ba_index(sh, j), ia = ib + sh->alpha_off;
+    float *A = ws->scratch + (size_t)j * ws->scratch_per;   /* n x n */
+    float *T = A + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x n */
+    float *W = T + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x d */
+    float *U = W + (size_t)PK_DN_CHUNK * d;                         /* n x d */
+    float *G = U + (size_t)PK_DN_CHUNK * d, *bet = G + PK_DN_CHUNK;
+    /* this thread's: K^T (d x n), scaled rows (n x d), n x n, and d x d */
+    float *KT = pk_thread_scratch(sizeof(float) * ((size_t)2 * d * n + (size_t)n * n + (size_t)d * d));
+    if (!KT) { c->scratch_oom = 1; return; }
+    float *X = KT + (size_t)d * n, *P = X + (size_t)n * d, *Y = P + (size_t)n * n;
+    const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
+    const float *Q0 = ws->qkv + (size_t)b0 * C + (size_t)hk * d;
+    const float *K0 = ws->qkv + (size_t)b0 * C + (size_t)(sh->k_heads + hk) * d;
+    const float *V0 = ws->qkv + (size_t)b0 * C + (size_t)2 * sh->k_heads * d + (size_t)j * d;
+    float *O = ws->o + (size_t)b0 * VD + (size_t)j * d;
+    for (int i = 0; i < n; i++) {
+        const float *ba = ws->ba + (size_t)(b0 + i) * 2 * HV;
+        G[i] = (i ? G[i - 1] : 0.0f) + softplusf(ba[ia] + dt) * a;
+        bet[i] = sigmoidf(ba[ib]);
+    }
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < d; e++) KT[(size_t)e * n + i] = K0[(size_t)i * C + e];
+    kn->sgemm(n, n, d, K0, C, KT, n, P, n);                       /* P = K K^T */
+    for (int i = 0; i < n; i++)
+        for (int m = 0; m < i; m++) A[i * n + m] = bet[i] * expf(G[i] - G[m]) * P[i * n + m];
+    for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular */
+        for (int m = 0; m < i; m++) {
+            float sum = 0.0f;
+            for (int q = m; q < i; q++) sum += A[i * n + q] * T[q * n + m];
+            T[i * n + m] = -sum;
+        }
+        T[i * n + i] = 1.0f;
+        for (int m = i + 1; m < n; m++) T[i * n + m] = 0.0f;
+    }
+    for (int i = 0; i < n; i++) {       /* X = beta exp(G) K */
+        const float f = bet[i] * expf(G[i]);
+        for (int e = 0; e < d; e++) X[(size_t)i * d + e] = f * K0[(size_t)i * C + e];
+    }
+    kn->sgemm(n, d, n, T, n, X, d, W, d);                        /* W = T X */
+    for (int i = 0; i < n; i++)         /* X = beta V */
+        for (int e = 0; e < d; e++) X[(size_t)i * d + e] = bet[i] * V0[(size_t)i * C + e];
+    kn->sgemm(n, d, n, T, n, X, d, U, d);                        /* U = T X */
+    kn->sgemm(n, d, d, W, d, S, d, X, d);                        /* U -= W S0 */
+    for (int i = 0; i < n * d; i++) U[i] -= X[i];
+    kn->sgemm(n, d, d, Q0, C, S, d, O, VD);                      /* O = Q S0 ... */
+    kn->sgemm(n, n, d, Q0, C, KT, n, P, n);                      /* P = Q K^T */
+    for (int r = 0; r < n; r++) {       /* ... times exp(G_r); P masked and decayed */
+        const float eg = expf(G[r]);
+        for (int e = 0; e < d; e++) O[(size_t)r * VD + e] *= eg;
+        for (int i = 0; i <= r; i++) P[r * n + i] *= expf(G[r] - G[i]);
+        for (int i = r + 1; i < n; i++) P[r * n + i] = 0.0f;
+    }
+    kn->sgemm(n, d, n, P, n, U, d, X, d);                        /* O += P U */
+    for (int r = 0; r < n; r++)
+        for (int e = 0; e < d; e++) O[(size_t)r * VD + e] += X[(size_t)r * d + e];
+    /* state carried on: S = exp(G_last) S0 + K'^T U, K'_i = exp(G_last - G_i) k_i */
+    for (int i = 0; i < n; i++) {
+        const float f = expf(G[n - 1] - G[i]);
+        for (int e = 0; e < d; e++) KT[(size_t)e * n + i] *= f;
+    }
+    kn->sgemm(d, d, n, KT, n, U, d, Y, d);
+    const float eg = expf(G[n - 1]);
+    for (int key = 0; key < d * d; key++) S[key] = S[key] * eg + Y[key];
+}
+
+/* One v head through the batch: decay, delta-rule update, read (token by
+ * token, or chunked for prompt batches); then the gated RMSNorm. */
+static void dn_head(void *arg, int j) {
+    const dn_task *t = arg;
+    pk_context *c = t->c;
+    const pk_ssm_shape *sh = t->s;
+    const dn_ws *ws = t->w;
+    const pk_layer *L = &c->m->layers[t->layer];
+    const int d = sh->state, hk = k_head(sh, j), C = sh->channels;
+    const int VD = sh->v_heads * d, HV = sh->v_heads, ib = ba_index(sh, j), ia = ib + sh->alpha_off;
+    float *S = pk_kv_ssm(&c->kv, t->layer) + (size_t)j * d * d;   /* [key i][value] */
+    const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
+    if (c->cur_batch >= PK_DN_CHUNK_MIN) {
+        for (int b0 = 0; b0 < c->cur_batch; b0 += PK_DN_CHUNK)
+            dn_chunk(t, L, j, b0, c->cur_batch - b0 < PK_DN_CHUNK ? c->cur_batch - b0 : PK_DN_CHUNK, S);
+        for (int b = 0; b < c->cur_batch; b++) {
+            float *o = ws->o + (size_t)b * VD + (size_t)j * d;
+            const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
+            pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
+            for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
+        }
+        return;
+    }
+    for (int b = 0; b < c->cur_batch; b++) {
+        const float *qkv = ws->qkv + (size_t)b * C;
+        const float *q = qkv + (size_t)hk * d;
+        const float *k = qkv + (size_t)(sh->k_heads + hk) * d;
+        const float *v = qkv + (size_t)2 * sh->k_heads * d + (size_t)j * d;
+        float *o = ws->o + (size_t)b * VD + (size_t)j * d;
+        const float *ba = ws->ba + (size_t)b * 2 * HV;
+        const float decay = expf(softplusf(ba[ia] + dt) * a);
+        const float beta = sigmoidf(ba[ib]);
+        c->kern->delta_step(S, d, q, k, v, decay, beta, o);
+        pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
+        const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
+        for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
+    }
+}
+
+static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int il) {
+    const pk_ssm_shape *sh = &bk->ssm;
+    const int C = sh->channels, HV = sh->v_heads, d = sh->state, K = sh->conv;
+    const int B = c->cur_batch, D = c->m->hp.n_embd, VD = HV * d;
+    const float eps = c->m->hp.rms_eps;
+    dn_ws wsb;
+    const size_t used = dn_layout(c, sh, c->arena, &wsb);
+    PK_ASSERT(used <= c->arena_bytes);   /* dn_scratch asked for it */
+    (void)used;
+    const dn_ws *ws = &wsb;
+    pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
+    /* beta|alpha rows: ssm_beta then ssm_alpha, or all of ssm_ba (dn_bind
+       binds one or the other) */
+    pk_mv proj[5] = {
+        {&L->attn_qkv, 0, C, PK_SLOT_X, B, NULL, ws->qkv, C},
+        {&L->attn_z, 0, VD, PK_SLOT_X, B, NULL, ws->z, VD},
+    };
+    const pk_tensor *baw[3] = {&L->ssm_beta, &L->ssm_alpha, &L->ssm_ba};
+    const int baoff[3] = {0, HV, 0};
+    int np = 2;
+    for (int i = 0; i < 3; i++)
+        if (baw[i]->data)
+            proj[np++] = (pk_mv){baw[i], 0, baw[i]->ne[1], PK_SLOT_X, B, NULL, ws->ba + baoff[i], 2 * HV};
+    pk_matvec(c, proj, np);
+
+    /* causal depthwise conv, token by token: taps 0..K-2 on the state rows
+       (oldest first), tap K-1 on the current row; shift the state; SiLU */
+    float *st = pk_kv_conv(&c->kv, il);
+    const float *w = L->ssm_conv1d.data;
+    c->weight_bytes += (uint64_t)C * L->ssm_conv1d.row_bytes + L->ssm_dt.row_bytes +
+                       L->ssm_a.row_bytes + L->ssm_norm.row_bytes;
+    const float qscale = 1.0f / sqrtf((float)d);
+    for (int b = 0; b < B; b++) {
+        float *qkv = ws->qkv + (size_t)b * C;
+        for (int ch = 0; ch < C; ch++) {
+            const float *wc = w + (size_t)ch * K;
+            float x = qkv[ch], acc = wc[K - 1] * x;
+            for (int j = 0; j < K - 1; j++) acc += wc[j] * st[(size_t)j * C + ch];
+            for (int j = 0; j + 1 < K - 1; j++) st[(size_t)j * C + ch] = st[(size_t)(j + 1) * C + ch];
+            if (K > 1) st[(size_t)(K - 2) * C + ch] = x;
+            qkv[ch] = acc / (1.0f + expf(-acc));
+        }
+        for (int h = 0; h < sh->k_heads; h++) {
+            float *q = qkv + (size_t)h * d, *k = qkv + (size_t)(sh->k_heads + h) * d;
+            l2_normalize(q, d, eps);
+            l2_normalize(k, d, eps);
+            for (int i = 0; i < d; i++) q[i] *= qscale;
+        }
+    }
+    /* state ledger: the recurrent state is read and written once per token
+       when decoding, once per chunk of a prompt batch; the conv state once per token */
+    const uint64_t passes = B >= PK_DN_CHUNK_MIN ? (uint64_t)(B + PK_DN_CHUNK - 1) / PK_DN_CHUNK : (uint64_t)B;
+    c->state_bytes += 2 * sizeof(float) * (passes * (uint64_t)HV * (uint64_t)d * (uint64_t)d +
+                                           (uint64_t)B * (uint64_t)(K > 1 ? K - 1 : 0) * (uint64_t)C);
+    dn_task t = {c, sh, ws, il};
+    c->scratch_oom = 0;
+    if ((int64_t)B * HV * d * d < (1 << 14))
+        for (int j = 0; j < HV; j++) dn_head(&t, j);
+    else
+        pk_pool_run(c->pool, dn_head, &t, HV);
+
+    pk_act_set(c, PK_SLOT_ATT, ws->o, B, VD, 0);
+    pk_mv out = {&L->ssm_out, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
+    pk_matvec(c, &out, 1);
+    return c->scratch_oom ? PK_ERR_NOMEM : PK_OK;
+}
+
+/* ---- the kind's other methods ----------------------------------------------------- */
+
+static int dn_bind(pk_model *m, int il, pk_error *err) {
+    const pk_ssm_shape *sh = &m->blocks[il].ssm;
+    pk_layer *L = &m->layers[il];
+    if (!pk_has_tensor(m, il, "attn_qkv.weight") && pk_has_tensor(m, il, "ssm_in.weight"))
+        return pk_errorf(err, PK_ERR_UNSUPPORTED,
+                         "%s: tensor 'blk.%d.ssm_in.weight' (the fused q|k|v|z projection of old GGUF files) is not "
+                         "supported; a current conversion writes attn_qkv and attn_gate", m->path, il);
+    const int64_t D = m->hp.n_embd, C = sh->channels, HV = sh->v_heads, VD = HV * sh->state;
+    /* beta and alpha: one ssm_ba tensor, or ssm_beta and ssm_alpha */
+    const pk_tensor_spec spec[] = {
+        {&L->attn_qkv, "attn_qkv.weight", 1, 2, {D, C}, 0},
+        {&L->attn_z, "attn_gate.weight", 1, 2, {D, VD}, 0},
+        {&L->ssm_conv1d, "ssm_conv1d.weight", 1, 2, {sh->conv, C}, 1},
+        {&L->ssm_dt, "ssm_dt.bias", 1, 1, {HV}, 1},
+        {&L->ssm_a, "ssm_a", 1, 1, {HV}, 1},
+        {&L->ssm_ba, sh->ba ? "ssm_ba.weight" : NULL, 1, 2, {D, 2 * HV}, 0},
+        {&L->ssm_beta, sh->ba ? NULL : "ssm_beta.weight", 1, 2, {D, HV}, 0},
+        {&L->ssm_alpha, sh->ba ? NULL : "ssm_alpha.weight", 1, 2, {D, HV}, 0},
+        {&L->ssm_norm, "ssm_norm.weight", 1, 1, {sh->state}, 1},
+        {&L->ssm_out, "ssm_out.weight", 1, 2, {VD, D}, 0},
+    };
+    return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
+}
+
+/* the last conv - 1 conv inputs, and a state x state matrix per v head */
+static void dn_memory(const pk_model *m, const pk_block *b, pk_kv_need *out) {
+    const pk_ssm_shape *sh = &b->ssm;
+    *out = (pk_kv_need){.kind = PK_MEM_STATE, .conv_rows = sh->conv > 0 ? sh->conv - 1 : 0,
+                        .conv_dim = sh->channels, .ssm_size = sh->v_heads * sh->state * sh->state};
+}
+
+static void dn_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
+    dn_ws ws;
+    const int64_t B = c->n_batch;
+    /* the projections: up to 4 jobs (qkv, z, beta, alpha) of B rows */
+    pk_scratch_raise(s, (int64_t)dn_layout(c, &b->ssm, NULL, &ws), PK_SLOT_ATT,
+                     B * b->ssm.v_heads * b->ssm.state, 5, 4 * B);
+}
+
+static int dn_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
+    const pk_ssm_shape *sh = &b->ssm;
+    return snprintf(buf, cap, "deltanet(%d k / %d v heads, head %d, conv %d)", sh->k_heads, sh->v_heads, sh->state,
+                    sh->conv);
+}
+
+const pk_block_kind pk_mixer_deltanet = {"deltanet", dn_bind, dn_memory, dn_scratch, dn_forward, dn_describe};

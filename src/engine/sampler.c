@@ -1,0 +1,395 @@
+/* engine/sampler.c - turning a vector of logits into the next token.
+ *
+ * A chain of small steps over a candidate list {id, logit, p}, in the order of
+ * llama.cpp's default sampler chain:
+ *
+ *   repetition penalty -> top-k -> top-p -> min-p -> temperature -> pick
+ *
+ * (min-p is applied before top-p finishes, with the same result; see
+ * pk_sampler_sample.)
+ *
+ * The pick is greedy (argmax, ties to the lowest id) when temperature <= 0;
+ * greedy skips the truncation steps entirely, so it is exactly the argmax of
+ * the penalised logits. Otherwise the kept candidates are softmax'ed at the
+ * given temperature and one is drawn with a seeded xoshiro256** generator, so
+ * a given seed gives the same sequence on every platform (up to libm's exp()
+ * rounding, which can only matter when a draw lands exactly on a boundary).
+ *
+ * Tuned for large vocabularies (150k tokens) and small top-k: nothing sorts
+ * the whole vocabulary unless top-p needs it. Sorting is done lazily on a
+ * prefix: "make the first m candidates the best m, in order" by a bounded
+ * heap (O(n log m)); top-p doubles m until the nucleus is inside the sorted
+ * prefix. All buffers are allocated by pk_sampler_new; sampling allocates
+ * nothing.
+ *
+ * Non-finite logits: NaN is treated as -inf, +inf as the largest finite float.
+ * A -inf candidate is never picked, unless every logit is -inf/NaN: then the
+ * result is token 0.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "engine/sampler.h"
+
+/* ---- candidates ------------------------------------------------------ */
+
+typedef struct pk_cand {
+    int32_t id;
+    float logit;
+    double p;       /* unnormalised probability, filled by the final step */
+} pk_cand;
+
+/* The working list: c[0..n) are live; c[0..n_sorted) are the best n_sorted
+ * of them in order (best first), and every other live candidate ranks after
+ * c[n_sorted-1]. */
+typedef struct cand_list {
+    pk_cand *c;
+    int n;
+    int n_sorted;
+} cand_list;
+
+/* Total order used everywhere: higher logit first, then lower id. Making it
+ * total keeps every selection deterministic and ties resolved to low ids. */
+static int cand_before(const pk_cand *a, const pk_cand *b) {
+    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
+}
+
+static void cand_swap(pk_cand *a, pk_cand *b) {
+    pk_cand t = *a; *a = *b; *b = t;
+}
+
+/* Restore the heap property below index i of a heap of n whose root is the
+ * candidate ranked *last* (a "worst-on-top" heap). */
+static void heap_sift(pk_cand *h, int n, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && cand_before(&h[w], &h[l])) w = l;
+        if (r < n && cand_before(&h[w], &h[r])) w = r;
+        if (w == i) return;
+        cand_swap(&h[i], &h[w]);
+        i = w;
+    }
+}
+
+/* Make c[0..m) the best m live candidates in order (m is clamped to n).
+ * Only the unsorted tail is touched: O((n - n_sorted) log m). */
+static void cand_sort_prefix(cand_list *L, int m) {
+    if (m > L->n) m = L->n;
+    if (m <= L->n_sorted) return;
+    pk_cand *h = L->c + L->n_sorted;
+    int k = m - L->n_sorted, len = L->n - L->n_sorted;
+    for (int i = k / 2 - 1; i >= 0; i--) heap_sift(h, k, i);
+    for (int i = k; i < len; i++) {
+        if (cand_before(&h[i], &h[0])) {
+            cand_swap(&h[i], &h[0]);
+            heap_sift(h, k, 0);
+        }
+    }
+    /* Heap-sort: the worst goes to the back each round, best ends first. */
+    for (int end = k - 1; end > 0; end--) {
+        cand_swap(&h[0], &h[end]);
+        heap_sift(h, end, 0);
+    }
+    L->n_sorted = m;
+}
+
+/* Largest logit among the live candidates. */
+static float cand_max_logit(const cand_list *L) {
+    if (L->n_sorted > 0) return L->c[0].logit;
+    float mx = -INFINITY;
+    for (int i = 0; i < L->n; i++)
+        if (L->c[i].logit > mx) mx = L->c[i].logit;
+    return mx;
+}
+
+/* ---- the sampler object ---------------------------------------------- */
+
+struct pk_sampler {
+    pk_sampler_params p;
+    int n_vocab;
+    pk_cand *cand;      /* [n_vocab] working candidates */
+    float *work;        /* [n_vocab] penalised logits */
+    int32_t *hist;      /* [repeat_last_n] ring of accepted tokens */
+    int hist_cap, hist_len, hist_pos;
+    uint8_t *seen;      /* [n_vocab] scratch flags for distinct tokens */
+    uint64_t rng[4];    /* xoshiro256** state */
+};
+
+/* ---- RNG: xoshiro256** seeded by splitmix64 (public-domain algorithms) --- */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl64(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+static void rng_seed(pk_sampler *s, uint64_t seed) {
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+}
+
+static uint64_t rng_next(pk_sampler *s) {
+    uint64_t *st = s->rng;
+    uint64_t out = rotl64(st[1] * 5, 7) * 9;
+    uint64_t t = st[1] << 17;
+    st[2] ^= st[0]; st[3] ^= st[1]; st[1] ^= st[2]; st[0] ^= st[3];
+    st[2] ^= t;
+    st[3] = rotl64(st[3], 45);
+    return out;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static double rng_uniform(pk_sampler *s) {
+    return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- chain steps ----------------------------------------------------- */
+
+/* Repetition penalty (llama.cpp semantics) on the distinct in-vocabulary
+ * tokens among the last repeat_last_n accepted ones, applied to logits
+ * indexed by token id. */
+static void step_penalty(pk_sampler *s, float *logits) {
+    float pen = s->p.repeat_penalty;
+    if (pen == 1.0f || s->hist_len == 0) return;
+    for (int i = 0; i < s->hist_len; i++) {
+        int32_t t = s->hist[i];
+        if (t < 0 || t >= s->n_vocab || s->seen[t]) continue;
+        s->seen[t] = 1;
+        logits[t] = logits[t] > 0 ? logits[t] / pen : logits[t] * pen;
+    }
+    for (int i = 0; i < s->hist_len; i++) {
+        int32_t t = s->hist[i];
+        if (t >= 0 && t < s->n_vocab) s->seen[t] = 0;
+    }
+}
+
+/* NaN -> -inf, +inf -> FLT_MAX, in place. */
+static void step_sanitize(float *logits, int n) {
+    for (int i = 0; i < n; i++) {
+        float l = logits[i];
+        if (isnan(l)) logits[i] = -INFINITY;
+        else if (l == INFINITY) logits[i] = FLT_MAX;
+    }
+}
+
+/* Greedy pick: argmax, ties to the lowest id, 0 if nothing is finite. */
+static int32_t pick_greedy(const float *logits, int n) {
+    int32_t best = -1;
+    float bl = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (logits[i] > bl) { bl = logits[i]; best = i; }
+    }
+    return best < 0 ? 0 : best;
+}
+
+/* Build the candidate list from the finite logits (-inf ones never win). */
+static void step_candidates(pk_sampler *s, const float *logits, cand_list *L) {
+    int n = 0;
+    for (int i = 0; i < s->n_vocab; i++) {
+        if (logits[i] == -INFINITY) continue;
+        s->cand[n].id = i;
+        s->cand[n].logit = logits[i];
+        s->cand[n].p = 0;
+        n++;
+    }
+    L->c = s->cand;
+    L->n = n;
+    L->n_sorted = 0;
+}
+
+/* Keep the k best candidates. */
+static void step_top_k(cand_list *L, int k) {
+    if (k <= 0 || k >= L->n) return;
+    cand_sort_prefix(L, k);
+    L->n = k;
+}
+
+/* Softmax mass of the live candidates at temperature 1, relative to the
+ * largest: sum of exp(logit - max). top-p needs it before min-p runs. */
+static double cand_mass(const cand_list *L) {
+    double mx = cand_max_logit(L), sum = 0;
+    for (int i = 0; i < L->n; i++) sum += exp((double)L->c[i].logit - mx);
+    return sum;
+}
+
+/* Keep the smallest best-first prefix whose softmax mass reaches top_p of
+ * mass (cand_mass of the list top-p is defined on); at least one. */
+static void step_top_p(cand_list *L, float top_p, double mass) {
+    if (top_p >= 1.0f || L->n <= 1) return;
+    double mx = cand_max_logit(L), target = (double)top_p * mass, cum = 0;
+    int i = 0, m = L->n_sorted > 64 ? L->n_sorted : 64;
+    for (;;) {
+        cand_sort_prefix(L, m);
+        for (; i < L->n_sorted; i++) {
+            cum += exp((double)L->c[i].logit - mx);
+            if (cum >= target) { L->n = i + 1; return; }
+        }
+        if (L->n_sorted >= L->n) return;   /* not reached: keep everything */
+        m = L->n_sorted > L->n / 2 ? L->n : 2 * L->n_sorted;
+    }
+}
+
+/* Keep candidates whose probability is at least min_p times the largest,
+ * i.e. logit >= max + ln(min_p). The order survives, and so does the sorted
+ * prefix: if a sorted candidate fails, every later one fails too. */
+static void step_min_p(cand_list *L, float min_p) {
+    if (min_p <= 0.0f || L->n <= 1) return;
+    double cut = (double)cand_max_logit(L) + log((double)min_p);
+    int n = 0;
+    for (int i = 0; i < L->n; i++) {
+        if ((double)L->c[i].logit >= cut) L->c[n++] = L->c[i];
+    }
+    L->n = n;
+    if (L->n_sorted > n) L->n_sorted = n;
+}
+
+/* Temperature and softmax: p = exp((logit - max) / temp), unnormalised;
+ * computed in double so a tiny temperature cannot overflow. Returns the sum. */
+static double step_temperature(cand_list *L, float temp) {
+    double mx = cand_max_logit(L), sum = 0;
+    for (int i = 0; i < L->n; i++) {
+        L->c[i].p = exp(((double)L->c[i].logit - mx) / (double)temp);
+        sum += L->c[i].p;
+    }
+    return sum;
+}
+
+/* Draw one candidate in proportion to p. */
+static int32_t pick_dist(pk_sampler *s, const cand_list *L, double sum) {
+    double u = rng_uniform(s) * sum, acc = 0;
+    int last = 0;
+    for (int i = 0; i < L->n; i++) {
+        if (L->c[i].p <= 0) continue;
+        acc += L->c[i].p;
+        last = i;
+        if (u < acc) return L->c[i].id;
+    }
+    return L->c[last].id;   /* u fell past the rounded total */
+}
+
+/* ---- public API -------------------------------------------------------- */
+
+/* The defaults documented in engine/sampler.h. */
+pk_sampler_params pk_sampler_default_params(void) {
+    pk_sampler_params p;
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.repeat_penalty = 1.0f;
+    p.repeat_last_n = 64;
+    p.seed = 0xC0FFEE;
+    return p;
+}
+
+/* Validate p and allocate every buffer a sample call needs. Returns NULL with
+ * PK_ERR_ARG (message names the parameter and value) on bad parameters, or
+ * PK_ERR_NOMEM. temperature <= 0 (greedy), top_k <= 0 and repeat_last_n <= 0
+ * (off) are valid; top_p must be in (0, 1], min_p in [0, 1], repeat_penalty
+ * > 0, all finite. */
+pk_sampler *pk_sampler_new(const pk_sampler_params *p, int n_vocab, pk_error *err) {
+    if (!p) { pk_errorf(err, PK_ERR_ARG, "sampler: params is NULL"); return NULL; }
+    if (n_vocab <= 0) {
+        pk_errorf(err, PK_ERR_ARG, "sampler: n_vocab = %d, must be > 0", n_vocab);
+        return NULL;
+    }
+    if (!isfinite(p->temperature)) {
+        pk_errorf(err, PK_ERR_ARG, "sampler: temperature = %g, must be finite",
+                  (double)p->temperature);
+        return NULL;
+    }
+    if (!(p->top_p > 0.0f && p->top_p <= 1.0f)) {
+        pk_errorf(err, PK_ERR_ARG, "sampler: top_p = %g, must be in (0, 1]",
+                  (double)p->top_p);
+        return NULL;
+    }
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
+        pk_errorf(err, PK_ERR_ARG, "sampler: min_p = %g, must be in [0, 1]",
+                  (double)p->min_p);
+        return NULL;
+    }
+    if (!(p->repeat_penalty > 0.0f) || !isfinite(p->repeat_penalty)) {
+        pk_errorf(err, PK_ERR_ARG, "sampler: repeat_penalty = %g, must be finite and > 0",
+                  (double)p->repeat_penalty);
+        return NULL;
+    }
+    pk_sampler *s = pk_calloc(1, sizeof *s);
+    if (!s) { pk_errorf(err, PK_ERR_NOMEM, "sampler: out of memory"); return NULL; }
+    s->p = *p;
+    s->n_vocab = n_vocab;
+    s->hist_cap = p->repeat_last_n > 0 ? p->repeat_last_n : 0;
+    s->cand = pk_calloc((size_t)n_vocab, sizeof *s->cand);
+    s->work = pk_calloc((size_t)n_vocab, sizeof *s->work);
+    s->seen = pk_calloc((size_t)n_vocab, 1);
+    s->hist = s->hist_cap ? pk_calloc((size_t)s->hist_cap, sizeof *s->hist) : NULL;
+    if (!s->cand || !s->work || !s->seen || (s->hist_cap && !s->hist)) {
+        pk_errorf(err, PK_ERR_NOMEM,
+                  "sampler: out of memory (n_vocab = %d, repeat_last_n = %d)",
+                  n_vocab, p->repeat_last_n);
+        pk_sampler_free(s);
+        return NULL;
+    }
+    rng_seed(s, p->seed);
+    return s;
+}
+
+/* Free s and its buffers; NULL is a no-op. */
+void pk_sampler_free(pk_sampler *s) {
+    if (!s) return;
+    free(s->cand);
+    free(s->work);
+    free(s->seen);
+    free(s->hist);
+    free(s);
+}
+
+/* Pick the next token from logits[n_vocab] (not modified); see the file
+ * comment for the chain and the handling of non-finite logits. Always
+ * returns an id in [0, n_vocab). */
+int32_t pk_sampler_sample(pk_sampler *s, const float *logits) {
+    float *w = s->work;
+    memcpy(w, logits, (size_t)s->n_vocab * sizeof *w);
+    step_penalty(s, w);
+    step_sanitize(w, s->n_vocab);
+    if (s->p.temperature <= 0.0f) return pick_greedy(w, s->n_vocab);
+
+    cand_list L;
+    step_candidates(s, w, &L);
+    if (L.n == 0) return 0;
+    step_top_k(&L, s->p.top_k);
+    /* top-p then min-p, as in llama.cpp. Both keep a best-first prefix (and
+     * min-p's cut, relative to the max, is unchanged by top-p), so the result
+     * is the shorter prefix whichever runs first, provided top-p measures
+     * mass over the set it would have seen. Running the O(n) min-p filter
+     * first saves sorting a tail that min-p would drop anyway. */
+    double mass = s->p.top_p < 1.0f ? cand_mass(&L) : 0;
+    step_min_p(&L, s->p.min_p);
+    step_top_p(&L, s->p.top_p, mass);
+    double sum = step_temperature(&L, s->p.temperature);
+    return pick_dist(s, &L, sum);
+}
+
+/* Record token in the repetition window (the oldest falls out when it is
+ * full). Ids outside the vocabulary are kept in the window but never
+ * penalised. */
+void pk_sampler_accept(pk_sampler *s, int32_t token) {
+    if (s->hist_cap == 0) return;
+    s->hist[s->hist_pos] = token;
+    s->hist_pos = (s->hist_pos + 1) % s->hist_cap;
+    if (s->hist_len < s->hist_cap) s->hist_len++;
+}
+
+/* Forget every accepted token and reseed the RNG with seed. */
+void pk_sampler_reset(pk_sampler *s, uint64_t seed) {
+    s->hist_len = 0;
+    s->hist_pos = 0;
+    rng_seed(s, seed);
+}

@@ -1,0 +1,151 @@
+/* kernels/kernels.h - the per-ISA compute kernels behind one table.
+ *
+ * A matrix row of weights of type T is multiplied with an activation vector
+ * that has been converted once to T's vec_dot_type (F32 for F32 weights, F16
+ * for F16, BF16 for BF16, Q8_0 for Q8_0, ...). Each ISA (scalar reference,
+ * AVX2, AVX-512) fills the same table; pk_kernels_get() picks the best one the
+ * CPU supports at run time from the one declared list in kernels/kernels.c. Results
+ * of every variant are tested against the reference (tests/unit/test_kernels*.c,
+ * tests/unit/test_gemm.c). POCKET_KERNELS=NAME forces a variant of that list.
+ */
+#ifndef PK_KERNELS_H
+#define PK_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "quant/quant.h"
+
+/* s = dot(row w of n weights of type T, x of n activations of vec_dot_type(T)) */
+typedef void (*pk_vec_dot_fn)(int64_t n, float *s, const void *w, const void *x);
+/* y[r] = dot(row r, x) for r in [0, nrows); rows are row_bytes apart. */
+typedef void (*pk_gemv_fn)(int64_t n, int64_t nrows, float *y, const void *w,
+                           size_t row_bytes, const void *x);
+/* Several tokens at once (prompt processing): for t < ntok and r < nrows,
+ * y[t * y_stride + r] = dot(row r, x[t]); rows are row_bytes apart, x[t]
+ * points to token t's activations. Reads each weight once for all tokens. */
+typedef void (*pk_gemm_fn)(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y_stride,
+                           const void *w, size_t row_bytes, const void *const *x);
+/* F32: C[m * ldc + n] = sum over k < K of A[m * lda + k] * B[k * ldb + n],
+ * for m < M, n < N (C overwritten). Every C element is one sum in order of
+ * k, whatever M and N: a row's result does not depend on the other rows of
+ * the call (batched and one-token attention agree bitwise). */
+typedef void (*pk_sgemm_fn)(int M, int N, int K, const float *A, int64_t lda, const float *B,
+                            int64_t ldb, float *C, int64_t ldc);
+/* Convert n floats to an activation type (n a multiple of its block size).
+ * Every variant is bit-exact with the reference from_float for finite input.
+ * Q8_0 activations fed to vec_dot/gemv must keep qs in [-127, 127] (as every
+ * Q8_0 quantizer produces; the AVX2 kernel relies on it); weights may use
+ * the full int8 range. */
+typedef void (*pk_quantize_fn)(const float *x, void *y, int64_t n);
+/* One Gated DeltaNet recurrence step of one head (engine/kinds/deltanet.c): the state S
+ * is d x d floats, [key i][value e]; with decay and beta of this token,
+ *   S = decay S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q.
+ * Variants may reassociate (e.g. o = decay S0^T q + delta (k.q)): results
+ * agree with the reference to float rounding. */
+typedef void (*pk_delta_step_fn)(float *S, int d, const float *q, const float *k, const float *v,
+                                 float decay, float beta, float *o);
+
+/* Attention over a typed KV cache (engine/kv.h): nk positions, one row of type T
+ * per position, rows `stride` bytes apart, n elements of a head per row (n a
+ * multiple of T's block size); queries and probabilities are F32.
+ * kq (scores): S[m * lds + p] = dot(Q[m * ldq ...], key row p) for m < M,
+ *   p < nk. Each element is one dot product computed the same way whatever
+ *   M and nk are.
+ * pv (values): O[m * ldo + e] = sum over p < nk of P[m * ldp + p] * value
+ *   row p [e], for m < M, e < n (O overwritten). Each element is one sum in
+ *   order of p, and a zero P adds nothing (exactly), so a query's result
+ *   does not depend on the other queries of the call or on trailing zero
+ *   probabilities: batched and one-token attention agree bitwise.
+ * Type by type the numerics (what is exact, where rounding enters) are
+ * stated in kernels/ref.c; variants reassociate within a row's dot
+ * product (kq) and may fuse multiply-adds, agreeing with the reference to
+ * float rounding. F32 caches use sgemm (keys transposed) instead. */
+typedef void (*pk_att_kq_fn)(int M, int nk, int n, const float *Q, int64_t ldq, const void *K,
+                             size_t stride, float *S, int64_t lds);
+typedef void (*pk_att_pv_fn)(int M, int nk, int n, const float *P, int64_t ldp, const void *V,
+                             size_t stride, float *O, int64_t ldo);
+
+typedef struct pk_kernels {
+    const char *isa;                          /* variant name (kernels/kernels.c list) */
+    pk_vec_dot_fn vec_dot[PK_TYPE_COUNT];     /* by weight type; NULL: unsupported */
+    pk_gemv_fn gemv[PK_TYPE_COUNT];           /* by weight type; NULL: unsupported */
+    pk_quantize_fn quantize[PK_TYPE_COUNT];   /* by activation type */
+    /* optional multi-token kernels, by weight type; NULL: gemv per token */
+    pk_gemm_fn gemm[PK_TYPE_COUNT];
+    /* F32 matrix product for attention (scores and values) */
+    pk_sgemm_fn sgemm;
+    /* x[i] = exp(x[i] - sub) (softmax); g[i] = silu(g[i]) * u[i] (SwiGLU) */
+    void (*exp_sub)(float *x, int64_t n, float sub);
+    void (*silu_mul)(float *g, const float *u, int64_t n);
+    /* g[i] = gelu(g[i]) * u[i] (GeGLU), ggml's FP16 table: bitwise
+       pk_gelu_mul (kernels/gelu.h) in every variant */
+    void (*gelu_mul)(float *g, const float *u, int64_t n);
+    /* x[i] = cap tanh(x[i] / cap), the final logit soft-cap (x scaled by
+       1 / cap first, as ggml); within 3e-7 of tanh relative, +-inf give
+       +-cap, NaN stays NaN */
+    void (*softcap)(float *x, int64_t n, float cap);
+    pk_delta_step_fn delta_step;              /* Gated DeltaNet decode step */
+    /* attention over F16 / Q8_0 caches, by cache element type; NULL: unsupported */
+    pk_att_kq_fn att_kq[PK_TYPE_COUNT];
+    pk_att_pv_fn att_pv[PK_TYPE_COUNT];
+} pk_kernels;
+
+/* The selected kernel table (decided once, thread-safe). */
+const pk_kernels *pk_kernels_get(void);
+/* A specific variant, or NULL if not compiled in or the CPU lacks it. */
+const pk_kernels *pk_kernels_by_name(const char *isa);
+/* The variants usable on this CPU, best last; returns the count. */
+int pk_kernels_list(const pk_kernels **out, int max);
+
+/* Per-ISA tables (kernels/ref.c, kernels/x86/avx2.c, kernels/x86/avx512.c,
+ * kernels/arm/neon.c, kernels/arm/dotprod.c). A file compiled without its ISA's
+ * flags (another CPU family) defines an empty table, never selected. */
+extern const pk_kernels pk_kernels_ref_table;
+extern const pk_kernels pk_kernels_avx2_table;
+extern const pk_kernels pk_kernels_avx512_table;
+extern const pk_kernels pk_kernels_neon_table;      /* ARMv8.0 Advanced SIMD */
+extern const pk_kernels pk_kernels_dotprod_table;   /* ARMv8.2 sdot/udot + fp16 */
+/* Multi-token kernels of the AVX2 variant (kernels/x86/avx2_gemm.c) and of the
+ * i8mm variant (kernels/arm/i8mm.c: the dotprod table with smmla gemms). */
+extern const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT];
+/* The same kernels built with AVX-VNNI (kernels/x86/avxvnni.c), the gemm
+ * entries of the avxvnni variant (the avx2 table otherwise). */
+extern const pk_gemm_fn pk_gemm_avxvnni[PK_TYPE_COUNT];
+extern const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT];
+/* The AVX2 Gated DeltaNet step (kernels/x86/avx2_deltanet.c; NULL when built
+ * without AVX2), in the avx2 table and inherited by avx512 and amx. */
+extern const pk_delta_step_fn pk_delta_step_avx2;
+/* The AVX2 attention kernels over typed KV caches (kernels/x86/avx2_att.c; NULL
+ * entries when built without AVX2), merged into the avx2 table like the
+ * DeltaNet step and inherited by avx512 and amx. */
+extern const pk_att_kq_fn pk_att_kq_avx2[PK_TYPE_COUNT];
+extern const pk_att_pv_fn pk_att_pv_avx2[PK_TYPE_COUNT];
+/* The positions p0 <= p < p1 where some of the M probability rows P, P +
+ * ldp, ... is nonzero (-0 counts as zero), in order into idx; returns their
+ * count (kernels/ref.c; the SIMD att_pv kernels skip the others). */
+int pk_att_live(int M, const float *P, int64_t ldp, int p0, int p1, int *idx);
+/* The AVX-512 F16 values kernel (kernels/x86/avx512_att.c), in the avx512 table
+ * (the other attention entries are inherited from avx2). */
+void pk_avx512_att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
+                          float *O, int64_t ldo);
+/* The same for ARMv8.0 NEON (kernels/arm/neon_att.c), merged into the neon
+ * table and inherited by dotprod and i8mm. */
+extern const pk_att_kq_fn pk_att_kq_neon[PK_TYPE_COUNT];
+extern const pk_att_pv_fn pk_att_pv_neon[PK_TYPE_COUNT];
+/* AVX2 sgemm, exp_sub, silu_mul and softcap (kernels/x86/avx2_gemm.c), used by the avx2
+ * table (and inherited by the tables that leave these entries NULL). */
+void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                   float *C, int64_t ldc);
+void pk_avx2_exp_sub(float *x, int64_t n, float sub);
+void pk_avx2_silu_mul(float *g, const float *u, int64_t n);
+void pk_avx2_softcap(float *x, int64_t n, float cap);
+/* Multi-token kernels of the AVX-512 variant (kernels/x86/avx512_gemm.c),
+ * merged into its table; NULL entries fall back to gemv per token. */
+extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];
+/* AMX-INT8 multi-token kernels (kernels/x86/amx.c), used by the "amx" variant
+ * (the AVX-512 table with these gemm entries) once pk_amx_enable() - which
+ * asks Linux for the tile state - has returned 1. */
+extern const pk_gemm_fn pk_gemm_amx[PK_TYPE_COUNT];
+int pk_amx_enable(void);
+
+#endif

@@ -1,0 +1,212 @@
+/* kernels/x86/avx2.c - the AVX2 + FMA + F16C kernel table (Haswell and later,
+ * Zen 1 and later). Compiled with -mavx2 -mfma -mf16c (see the Makefile);
+ * only called after kernels/kernels.c has checked the CPU.
+ *
+ * Tuned for: single-token decode, where a gemv streams each weight matrix from
+ * DRAM once per token. The float gemvs (F32, F16, BF16, here) take 4 rows at
+ * a time so one activation load (and conversion) feeds 4 weight streams, and
+ * keep 2 independent accumulators per row so FMA latency never stalls the
+ * loads (no software prefetch: a 4-row group of float rows is larger than
+ * L1 and the hardware prefetcher follows these long streams). The
+ * block-quantized gemvs (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4,
+ * Q2_K..Q6_K, IQ4_XS) come from one 4-row driver with software prefetch in
+ * kernels/x86/avx2_gemv.h (see its header for their tuning and numerics).
+ *
+ * Numerics: float sums are reassociated (8 lanes x several accumulators), so
+ * results differ from the reference by rounding only. Block products are
+ * exact int32 per block, provided activations are in [-127, 127] (what every
+ * Q8 quantizer produces); Q8_0 weights may use the full int8 range.
+ * Activation quantizers are bit-exact with the reference for finite input
+ * (Q8_0, Q8_K and Q8_1 from kernels/x86/quant_ops.h, shared with AVX-512).
+ */
+#include <string.h>
+#include "kernels/gelu.h"
+#include "kernels/kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* ---- loads of 8 elements as floats, and scalar tails ------------------- */
+
+static inline __m256 ld8_f32(const float *p) { return _mm256_loadu_ps(p); }
+static inline float ld1_f32(const float *p) { return *p; }
+
+static inline __m256 ld8_f16(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+static inline float ld1_f16(const uint16_t *p) { return _cvtsh_ss(*p); }
+
+static inline __m256 ld8_bf16(const uint16_t *p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+static inline float ld1_bf16(const uint16_t *p) { return pk_bf16_to_fp32(*p); }
+
+/* vec_dot and 4-row gemv for a float-like element type T (block size 1).
+ * Main loop: 32 elements, 4 accumulators; then 8 at a time; then scalars. */
+#define FLOAT_KERNELS(SFX, T)                                                   \
+static void vec_dot_##SFX(int64_t n, float *s, const void *vw, const void *vx) { \
+    const T *w = vw, *x = vx;                                                   \
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                 \
+    int64_t i = 0;                                                              \
+    for (; i + 32 <= n; i += 32) {                                              \
+        a0 = _mm256_fmadd_ps(ld8_##SFX(w + i), ld8_##SFX(x + i), a0);           \
+        a1 = _mm256_fmadd_ps(ld8_##SFX(w + i + 8), ld8_##SFX(x + i + 8), a1);   \
+        a2 = _mm256_fmadd_ps(ld8_##SFX(w + i + 16), ld8_##SFX(x + i + 16), a2); \
+        a3 = _mm256_fmadd_ps(ld8_##SFX(w + i + 24), ld8_##SFX(x + i + 24), a3); \
+    }                                                                           \
+    for (; i + 8 <= n; i += 8)                                                  \
+        a0 = _mm256_fmadd_ps(ld8_##SFX(w + i), ld8_##SFX(x + i), a0);           \
+    float sum = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))); \
+    for (; i < n; i++) sum += ld1_##SFX(w + i) * ld1_##SFX(x + i);              \
+    *s = sum;                                                                   \
+}                                                                               \
+static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      \
+                       size_t rb, const void *vx) {                             \
+    const T *x = vx;                                                            \
+    int64_t r = 0;                                                              \
+    for (; r + 4 <= nrows; r += 4) {                                            \
+        const T *w0 = (const T *)((const char *)vw + (size_t)r * rb);           \
+        const T *w1 = (const T *)((const char *)w0 + rb);                       \
+        const T *w2 = (const T *)((const char *)w1 + rb);                       \
+        const T *w3 = (const T *)((const char *)w2 + rb);                       \
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;             \
+        __m256 a2 = a0, b2 = a0, a3 = a0, b3 = a0;                              \
+        int64_t i = 0;                                                          \
+        for (; i + 16 <= n; i += 16) {                                          \
+            __m256 x0 = ld8_##SFX(x + i), x1 = ld8_##SFX(x + i + 8);            \
+            a0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i), x0, a0);                    \
+            b0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i + 8), x1, b0);                \
+            a1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i), x0, a1);                    \
+            b1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i + 8), x1, b1);                \
+            a2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i), x0, a2);                    \
+            b2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i + 8), x1, b2);                \
+            a3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i), x0, a3);                    \
+            b3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i + 8), x1, b3);                \
+        }                                                                       \
+        for (; i + 8 <= n; i += 8) {                                            \
+            __m256 x0 = ld8_##SFX(x + i);                                       \
+            a0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i), x0, a0);                    \
+            a1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i), x0, a1);                    \
+            a2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i), x0, a2);                    \
+            a3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i), x0, a3);                    \
+        }                                                                       \
+        float s0 = hsum8(_mm256_add_ps(a0, b0)), s1 = hsum8(_mm256_add_ps(a1, b1)); \
+        float s2 = hsum8(_mm256_add_ps(a2, b2)), s3 = hsum8(_mm256_add_ps(a3, b3)); \
+        for (; i < n; i++) {                                                    \
+            float xi = ld1_##SFX(x + i);                                        \
+            s0 += ld1_##SFX(w0 + i) * xi; s1 += ld1_##SFX(w1 + i) * xi;         \
+            s2 += ld1_##SFX(w2 + i) * xi; s3 += ld1_##SFX(w3 + i) * xi;         \
+        }                                                                       \
+        y[r] = s0; y[r + 1] = s1; y[r + 2] = s2; y[r + 3] = s3;                 \
+    }                                                                           \
+    for (; r < nrows; r++)                                                      \
+        vec_dot_##SFX(n, &y[r], (const char *)vw + (size_t)r * rb, vx);         \
+}
+
+FLOAT_KERNELS(f32, float)
+FLOAT_KERNELS(f16, uint16_t)
+FLOAT_KERNELS(bf16, uint16_t)
+
+/* ---- activation quantizers (bit-exact with quant/quant.c) ----------------------- */
+
+static void quantize_f32(const float *x, void *y, int64_t n) {
+    memcpy(y, x, (size_t)n * sizeof(float));
+}
+
+static void quantize_f16(const float *x, void *vy, int64_t n) {
+    uint16_t *y = vy;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) y[i] = pk_fp32_to_fp16(x[i]);
+}
+
+/* Round-to-nearest-even by integer arithmetic (as quant/quant.c), NaN made quiet. */
+static inline __m256i bf16_round8(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    return _mm256_blendv_epi8(r, q, nan);
+}
+
+static void quantize_bf16(const float *x, void *vy, int64_t n) {
+    uint16_t *y = vy;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i lo = bf16_round8(_mm256_loadu_ps(x + i));
+        __m256i hi = bf16_round8(_mm256_loadu_ps(x + i + 8));
+        __m256i p = _mm256_packus_epi32(lo, hi);        /* lane-interleaved */
+        p = _mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0));
+        _mm256_storeu_si256((__m256i *)(y + i), p);
+    }
+    for (; i < n; i++) y[i] = pk_fp32_to_bf16(x[i]);
+}
+
+/* ---- GELU: ggml's FP16 table (kernels/gelu.h), 8 lanes ---------------------------
+ * The input rounded to fp16 by vcvtps2ph (to nearest even, NaN kept quiet
+ * with its upper payload: pk_fp32_to_fp16's rounding), the table entry
+ * gathered, the cut-offs blended in: bitwise pk_gelu_mul. */
+static void gelu_mul(float *g, const float *u, int64_t n) {
+    const float *tab = pk_gelu_table();
+    const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+        __m256 t = _mm256_i32gather_ps(tab, h, 4);
+        t = _mm256_blendv_ps(t, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));             /* x >= 10: x * u */
+        t = _mm256_mul_ps(t, _mm256_loadu_ps(u + i));
+        _mm256_storeu_ps(g + i, _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LE_OQ), t));   /* x <= -10: 0 */
+    }
+    if (i < n) pk_gelu_mul(g + i, u + i, n - i);
+}
+
+/* ---- block-quantized types ------------------------------------------------ */
+
+/* the Q8_0 / Q8_K / Q8_1 activation quantizers (shared with the AVX-512
+ * table); its block kernels are replaced by kernels/x86/avx2_gemv.h */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "kernels/x86/quant_ops.h"
+#pragma GCC diagnostic pop
+#include "kernels/x86/avx2_gemv.h"
+
+const pk_kernels pk_kernels_avx2_table = {
+    .isa = "avx2",
+    .sgemm = pk_avx2_sgemm,
+    .exp_sub = pk_avx2_exp_sub,
+    .silu_mul = pk_avx2_silu_mul,
+    .gelu_mul = gelu_mul,
+    .softcap = pk_avx2_softcap,
+    .vec_dot = {
+        [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
+        [PK_TYPE_BF16] = vec_dot_bf16,
+        GV_VEC_DOT_ENTRIES
+    },
+    .gemv = {
+        [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,
+        [PK_TYPE_BF16] = gemv_bf16,
+        GV_GEMV_ENTRIES
+    },
+    .quantize = {
+        [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,
+        [PK_TYPE_BF16] = quantize_bf16, [PK_TYPE_Q8_0] = quantize_q8_0_x,
+        QX_QUANTIZE_ENTRIES
+    },
+};
+
+#else  /* compiler without AVX2: an empty table, never selected */
+const pk_kernels pk_kernels_avx2_table = { .isa = "avx2" };
+#endif

@@ -1,0 +1,1160 @@
+/* kernels/x86/avx2_gemm.c - AVX2 multi-token kernels for prompt processing, and
+ * the AVX2 F32 matrix product (sgemm), exp_sub and silu_mul of the AVX2
+ * table. Entries of pk_gemm_avx2 left NULL fall back to the gemv kernel per
+ * token (kernels/kernels.h). Compiled with -mavx2 -mfma -mf16c (the Makefile's
+ * kernels_avx2_% rule); only called after kernels/kernels.c has checked the CPU.
+ *
+ * Tuned for: prompt processing (compute-bound) on AVX2 machines without
+ * AVX-512 or VNNI, where the int8 multiply ports (vpmaddubsw, vpmaddwd: two
+ * per cycle on Intel, fewer on AMD Zen 2/3) are the bottleneck. The design
+ * cuts the multiplies per weight-token product rather than the loads:
+ *   - the reduction dimension is cut into k-blocks (1024 elements) so that a
+ *     tile of tokens' activations (16 or 32 for the K-quants: TK_MAX below,
+ *     8 for the 32-element block types) stays in or near L1; per (k-block,
+ *     token tile) the activations are prepared once in a stack buffer, in
+ *     the byte order the weight decoder produces, and shared by every row;
+ *   - each weight row's super-block (or group of 4 blocks) is decoded once
+ *     per (k-block, token tile) into eight 256-bit registers of levels and
+ *     applied to every token of the tile (1 row x 16 or 32 tokens,
+ *     accumulators in L1: the 16 ymm registers hold the decoded row);
+ *   - K-quants: the decoded registers are byte-permuted (unpack stages,
+ *     shuffle ports) so that several registers carry the same sub-block in
+ *     the same 16-bit lane; the vpmaddubsw products of those registers are
+ *     summed in int16 before one vpmaddwd with the sub-block scales: per
+ *     super-block and token, Q4_K takes 8 vpmaddubsw + 1 vpmaddwd (sum of
+ *     eight: 8 * 2 * 15 * 127 = 30480 < 2^15), Q5_K 8 + 2 (sum of four:
+ *     4 * 2 * 31 * 127 < 2^15), Q6_K 8 + 2 (four registers, the -32 level
+ *     offset subtracted in int16 - wrapping, as the true sum of 8 products
+ *     fits: 8 * 32 * 127 < 2^15), Q3_K 8 + 1 (eight, offset -4), Q2_K 8 + 1
+ *     (eight);
+ *     the mins (Q2_K, Q4_K, Q5_K) are subtracted in float as dmin * m times
+ *     (d * bsums) of the activations, prepared once per token; the
+ *     super-block factor d * dx of all the tile's tokens takes two
+ *     multiplies per row super-block;
+ *   - IQ4_XS (signed levels): int16 on both sides, levels times the
+ *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
+ *   - Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
+ *     activations widened once per token tile, products by vpmaddwd (no
+ *     sign fix-up per token); four blocks' sums are reduced with horizontal
+ *     adds and scaled with one float multiply-add;
+ *   - MXFP4, Q5_0, Q4_0 (signed levels within -16..15): 8 rows at a time,
+ *     decoded row-interleaved (kernels/x86/ri8.h) once per (k-block, tile
+ *     of up to 64 tokens); vpmaddubsw (AVX-VNNI: vpdpbusd) of one token's 4
+ *     activations + 128, broadcast, with the signed levels gives the 8 rows
+ *     side by side, so the accumulator lanes are rows (no horizontal adds);
+ *     each row's -128 * level sum, computed once per decoded block, seeds
+ *     the int32 sums;
+ *   - Q8_0: AVX-VNNI as MXFP4 (vpdpbusd does not saturate); AVX2 8 rows at
+ *     a time with the signed levels widened to int16 and vpmaddwd against
+ *     int16 activations (vpmaddubsw pairs of 8-bit levels could saturate):
+ *     16 vpmaddwd per block, token and 8 rows.
+ * The activations must be in [-127, 127] (every Q8_0 / Q8_K / Q8_1
+ * quantizer's output): the int16 sums above rely on it.
+ *
+ * Memory: a prompt's expert matrices come from RAM, read once per token
+ * tile as short runs of each row (one k-block), which the hardware
+ * prefetcher picks up late; every kernel prefetches the rows it decodes
+ * next (pf_rows: per-row kernels ~2 KB / 4+ rows ahead, 8-row kernels the
+ * next 8 rows).
+ *
+ * Numerics: within a block or super-block every product and sum is exact
+ * int32, as in the reference (IQ4_XS: the reference's super-block isum
+ * itself); the K-quant mins are applied in float (as the AVX-512 gemm), the
+ * 32-element types' block sums are converted as two exact halves. Only
+ * the float accumulation across blocks differs from the reference
+ * (reassociated, within the tolerance of tests/unit/test_gemm.c). F16, BF16 and
+ * F32 have no gemm here: tests/cli/t_batch.sh wants batched logits of F16 / F32
+ * models bitwise equal to one-token decoding, i.e. the gemv's summation
+ * order (see kernels/x86/avx512_gemm.c).
+ *
+ * sgemm: 4 rows x 24 columns of C in 12 ymm accumulators, one FMA per k in
+ * order from zero (masked loads for a column tail): every element is the
+ * same sum whatever M, N and its position in the tile, so batched and
+ * one-token attention agree bitwise. exp_sub / silu_mul: 8 lanes of
+ * exp(x) = 2^k e^r with a degree-6 polynomial (as kernels/x86/avx512.c), 2^k
+ * applied in two halves so that results down to the subnormal range and
+ * x = 88.7 are right.
+ */
+#include <math.h>
+#include <string.h>
+#include "kernels/kernels.h"
+
+/* Built twice: here as the avx2 variant's pk_gemm_avx2, and by
+ * kernels/x86/avxvnni.c (PK_VNNI256, -mavxvnni) as pk_gemm_avxvnni, where the
+ * int8 products of the x86_dpbusd calls are single VEX vpdpbusd. The F32
+ * sgemm, exp_sub and silu_mul are only in the first. */
+#ifdef PK_VNNI256
+#define PK_GEMM_TABLE pk_gemm_avxvnni
+#else
+#define PK_GEMM_TABLE pk_gemm_avx2
+#endif
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && (!defined(PK_VNNI256) || defined(__AVXVNNI__))
+#include <immintrin.h>
+#include "kernels/x86/ri8.h"
+
+#define GI static inline __attribute__((always_inline))
+
+enum {
+    TK = 16,      /* tokens per tile, IQ4_XS (the K-quants: TK_Q*_K below) */
+    KBK = 4,      /* K-quant super-blocks per k-block (1024 elements) */
+    TQ = 8,       /* tokens per tile, 32-element block types */
+    KBQ = 32,     /* 32-element blocks per k-block (a multiple of 4) */
+};
+/* The per-row K-quant kernels' token tile: TK_MAX tokens on rows of up to
+   3 super-blocks (an expert's down matrix: 768 or 512 columns), on longer
+   rows TK_Q*_K (-D for trials). A tile's prepared activations take TK x
+   KBK x 416 bytes: 32 x 4 (53 KB) overflows a 48 KB L1, which Q4_K and
+   Q5_K bear, Q6_K does not, and Q2_K / Q3_K measured both ways
+   (bench/README.md, "The AVX2 K-quant prompt kernels' token tile") */
+#define TK_MAX 32
+#ifndef TK_Q2_K
+#define TK_Q2_K 16
+#endif
+#ifndef TK_Q3_K
+#define TK_Q3_K 16
+#endif
+#ifndef TK_Q4_K
+#define TK_Q4_K 32
+#endif
+#ifndef TK_Q5_K
+#define TK_Q5_K 32
+#endif
+#ifndef TK_Q6_K
+#define TK_Q6_K 16
+#endif
+
+GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
+
+GI float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+GI __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+GI __m256i mb(__m256i w, const int8_t *x) { return _mm256_maddubs_epi16(w, ld(x)); }
+
+/* Software prefetch of `bytes` at p in each of `rows` rows rb apart: the
+ * weights a kernel decodes next, ahead of their decode (a prompt's experts
+ * come from memory, read once per token tile in short strided runs that the
+ * hardware prefetcher picks up late). */
+GI void pf_rows(const void *p, size_t rb, int rows, size_t bytes) {
+    for (int r = 0; r < rows; r++)
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + (size_t)r * rb + o, _MM_HINT_T0);
+}
+/* the 8-row kernels: the next group's `bytes` of each row (of the `left`
+ * rows after this group, 8 at most), wr this group's first row */
+GI void pf_next8(const uint8_t *wr, size_t rb, int64_t left, size_t bytes) {
+    pf_rows(wr + 8 * rb, rb, left < 8 ? (int)left : 8, bytes);
+}
+
+/* ---- byte permutations shared by weights and activations -------------------
+ * Applied to the 8 registers of natural order (register k = elements 32k ..
+ * 32k + 31 of a super-block) of both the decoded weights and the
+ * activations, so products still pair the right elements. Each stage is a
+ * pair of unpacks (a bijection on bytes). */
+GI void st16(__m256i *a, __m256i *b) {
+    __m256i lo = _mm256_unpacklo_epi16(*a, *b), hi = _mm256_unpackhi_epi16(*a, *b);
+    *a = lo; *b = hi;
+}
+GI void st32(__m256i *a, __m256i *b) {
+    __m256i lo = _mm256_unpacklo_epi32(*a, *b), hi = _mm256_unpackhi_epi32(*a, *b);
+    *a = lo; *b = hi;
+}
+GI void st64(__m256i *a, __m256i *b) {
+    __m256i lo = _mm256_unpacklo_epi64(*a, *b), hi = _mm256_unpackhi_epi64(*a, *b);
+    *a = lo; *b = hi;
+}
+/* kind 1: a 32-bit transpose per half within registers 0..3 and 4..7: every
+ * register of a group carries dwords [0 1 2 3] (input indices within the
+ * group) in each half. With 16-element sub-blocks (register k = subs 2k |
+ * 2k + 1) registers 0..3 carry int16 lanes of subs [0 0 2 2 4 4 6 6 | 1 1 3
+ * 3 5 5 7 7], registers 4..7 the same plus 8. */
+GI void perm1(__m256i v[8]) {
+    st32(&v[0], &v[1]); st32(&v[2], &v[3]); st32(&v[4], &v[5]); st32(&v[6], &v[7]);
+    st64(&v[0], &v[2]); st64(&v[1], &v[3]); st64(&v[4], &v[6]); st64(&v[5], &v[7]);
+}
+/* kind 2: registers 0..3 carry lanes [0 1 2 3 0 1 2 3] (input indices) in
+ * each half, registers 4..7 [4 5 6 7 4 5 6 7]. */
+GI void perm2(__m256i v[8]) {
+    st16(&v[0], &v[1]); st16(&v[2], &v[3]); st16(&v[4], &v[5]); st16(&v[6], &v[7]);
+    st32(&v[0], &v[2]); st32(&v[1], &v[3]); st32(&v[4], &v[6]); st32(&v[5], &v[7]);
+}
+/* kind 3: a 16-bit transpose per half: every register carries lanes
+ * [0 1 2 3 4 5 6 7] (input indices) in each half. */
+GI void perm3(__m256i v[8]) {
+    perm2(v);
+    st64(&v[0], &v[4]); st64(&v[1], &v[5]); st64(&v[2], &v[6]); st64(&v[3], &v[7]);
+}
+
+/* The K-quants: the per-row kernels below (KQ_GEMM) in both variants, and
+ * under AVX-VNNI also the 8-row interleaved ones of kernels/x86/kri8.h
+ * (PK_K8_AVX2 builds those into the AVX2 variant too, for trials). There
+ * an entry takes the per-row kernel for few tokens, k8_min_tok: the 8-row
+ * kernel decodes 8 rows' super-block once per token tile, which pays only
+ * over enough tokens, and an MoE expert's share of a prompt is often
+ * fewer (about 10 per expert in Qwen3-Next's 512-token prompt); the
+ * per-row kernel's cost per row and token (a horizontal sum and store) is
+ * amortized over n, so its lead lasts longer on long rows. The counts were
+ * chosen on an Intel Xeon with AVX-VNNI and checked on Zen 5 (bench/README.md,
+ * "K-quant prompt kernels by token count"). */
+#if (defined(X86_VNNI256) || defined(PK_K8_AVX2)) && !defined(PK_NO_K8)
+#define K8_ON 1
+#endif
+/* ---- K-quants x Q8_K -------------------------------------------------------- */
+
+/* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
+ * 3: Q4_K, 4: Q3_K, 5: Q2_K): the levels permuted (kind 1 perm1, 2 perm2,
+ * 3-5 perm3); P = d * bsums (kind 5: per 16, kinds 2-3: per 32); the level
+ * offsets' int16 lane sums c (kind 1: 32 * the lane's activations summed
+ * over registers 0..3 | 4..7; kind 4: 4 * the sum over all 8 registers);
+ * and d. */
+typedef struct {
+    int8_t q[256];
+    float P[16];
+    int16_t c[32];
+    float d;
+    float pad[7];
+} xk;
+
+static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int kb, xk *X, float *D) {
+    for (int i = 0; i < kb * tk; i++) D[i] = 0.0f;
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < kb; b++) {
+            const pk_block_q8_K *s = &xs[t][b];
+            xk *o = &X[t * kb + b];
+            __m256i v[8];
+            for (int k = 0; k < 8; k++) v[k] = ld(s->qs + 32 * k);
+            if (kind == 1) perm1(v);
+            else if (kind == 2) perm2(v);
+            else if (kind >= 3) perm3(v);
+            for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(o->q + 32 * k), v[k]);
+            if (kind == 1) {   /* 32 * pair sums, summed over 4 registers: |.| <= 32512 */
+                const __m256i k32 = _mm256_set1_epi8(32);
+                __m256i ca = _mm256_setzero_si256(), cb = ca;
+                for (int k = 0; k < 4; k++) {
+                    ca = _mm256_add_epi16(ca, _mm256_maddubs_epi16(k32, v[k]));
+                    cb = _mm256_add_epi16(cb, _mm256_maddubs_epi16(k32, v[k + 4]));
+                }
+                _mm256_store_si256((__m256i *)o->c, ca);
+                _mm256_store_si256((__m256i *)(o->c + 16), cb);
+            } else if (kind == 4) {   /* 4 * pair sums over 8 registers: |.| <= 8128 */
+                const __m256i k4 = _mm256_set1_epi8(4);
+                __m256i c = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k4, v[k]));
+                _mm256_store_si256((__m256i *)o->c, c);
+            }
+            __m256i bs = ld(s->bsums);
+            __m256 d = _mm256_set1_ps(s->d);
+            if (kind == 5) {
+                _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
+                                          _mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs)))));
+                _mm256_store_ps(o->P + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
+                                              _mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1)))));
+            } else {
+                _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
+                                          _mm256_madd_epi16(bs, _mm256_set1_epi16(1)))));
+            }
+            o->d = s->d;
+            D[b * tk + t] = s->d;
+        }
+}
+
+
+/* y[t * ys] (+)= the sum of acc[t] */
+static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, int first) {
+    for (int t = 0; t < nt; t++) {
+        float v = hsum8(acc[t]);
+        y[t * ys] = first ? v : y[t * ys] + v;
+    }
+}
+
+/* The driver: per k-block and token tile, prepare; per row, decode each
+ * super-block (DECODE, which defines the registers BODY uses and the weight
+ * scale dwf), form dd[t] = dwf * d of every token (a multiply per 8), and
+ * run BODY for every token (xp: its prepared block, acc[t]: its
+ * accumulator). */
+#ifndef KQ_PFB
+#define KQ_PFB 2304   /* bytes of k-blocks prefetched ahead: 4 rows of 4 Q4_K super-blocks */
+#endif
+/* the rows ahead whose k-block of `bytes` is prefetched: 4 or more, ~KQ_PFB
+ * bytes (Intel Xeon model 207, bench/ab_gemm with cold weights: Q4_K 10 x
+ * 512 x 2048 +18%, 32 x 768 x 2048 +7%; 2 rows ahead gained less:
+ * bench/README.md) */
+GI int64_t kq_pf(size_t bytes) {
+    int64_t r = (int64_t)(KQ_PFB / bytes);
+    return r < 4 ? 4 : r > 16 ? 16 : r;
+}
+#define KQ_GEMM(T, WT, KIND, TKL, DECODE, BODY)                                     \
+GI void gemm_tile_##T(const int TKT, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, \
+                      const void *w, size_t rb, const void *const *x) {             \
+    xk X[TK_MAX * KBK] __attribute__((aligned(32)));                                \
+    float D[KBK * TK_MAX] __attribute__((aligned(32))), dd[TK_MAX] __attribute__((aligned(32))); \
+    int64_t nb = n / PK_QK_K;                                                       \
+    for (int64_t k0 = 0; k0 < nb; k0 += KBK) {                                      \
+        int kb = nb - k0 < KBK ? (int)(nb - k0) : KBK;                              \
+        for (int64_t t0 = 0; t0 < ntok; t0 += TKT) {                                \
+            int nt = ntok - t0 < TKT ? (int)(ntok - t0) : TKT;                      \
+            const pk_block_q8_K *xs[TK_MAX];                                        \
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0; \
+            prep_k(KIND, TKT, nt, xs, kb, X, D);                                    \
+            const int64_t pfr = kq_pf((size_t)kb * sizeof(WT));                     \
+            for (int64_t r = 0; r < nrows; r++) {                                   \
+                const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0; \
+                if (r + pfr < nrows) pf_rows((const char *)wr + pfr * rb, rb, 1, (size_t)kb * sizeof(WT)); \
+                __m256 acc[TK_MAX];                                                 \
+                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();          \
+                for (int b = 0; b < kb; b++) {                                      \
+                    const WT *wb = wr + b;                                          \
+                    DECODE                                                          \
+                    const __m256 dwv = _mm256_set1_ps(dwf);                         \
+                    for (int i = 0; i < nt; i += 8)                                 \
+                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TKT + i))); \
+                    for (int t = 0; t < nt; t++) {                                  \
+                        const xk *xp = &X[t * kb + b];                              \
+                        BODY                                                        \
+                    }                                                               \
+                }                                                                   \
+                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);                   \
+            }                                                                       \
+        }                                                                           \
+    }                                                                               \
+}                                                                                   \
+static void gemm_row_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, \
+                         const void *w, size_t rb, const void *const *x) {          \
+    if (n <= 3 * PK_QK_K) gemm_tile_##T(TK_MAX, n, nrows, ntok, y, ys, w, rb, x);   \
+    else gemm_tile_##T(TKL, n, nrows, ntok, y, ys, w, rb, x);                       \
+}                                                                                   \
+KQ_ENTRY(T)
+
+#ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
+#include "kernels/x86/kri8.h"
+enum { K8_ID_q2_K = K8_Q2_K, K8_ID_q3_K = K8_Q3_K, K8_ID_q4_K = K8_Q4_K, K8_ID_q5_K = K8_Q5_K, K8_ID_q6_K = K8_Q6_K };
+/* the token count from which type T's 8-row kernel (K8_Q*) is faster, for rows of n */
+GI int64_t k8_min_tok(int T, int64_t n) {
+    if (T == K8_Q4_K) return n >= 1024 ? 10 : 6;
+    if (T == K8_Q2_K || T == K8_Q6_K) return n >= 1024 ? 16 : n >= 768 ? 8 : 6;
+    return 16;   /* Q3_K, Q5_K */
+}
+#define KQ_ENTRY(T)                                                                 \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                     const void *w, size_t rb, const void *const *x) {              \
+    if (ntok >= k8_min_tok(K8_ID_##T, n))                                           \
+        k8_gemm(K8_ID_##T, n, nrows, ntok, y, ys, w, rb, x);                        \
+    else                                                                            \
+        gemm_row_##T(n, nrows, ntok, y, ys, w, rb, x);                              \
+}
+#else
+#define KQ_ENTRY(T)                                                                 \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                     const void *w, size_t rb, const void *const *x) {              \
+    gemm_row_##T(n, nrows, ntok, y, ys, w, rb, x);                                  \
+}
+#endif
+
+/* sum of 4 vpmaddubsw products (v[i..i+3] with the prepared q) in int16 */
+#define MB4(i) _mm256_add_epi16(_mm256_add_epi16(mb(v[i], xp->q + 32 * (i)), mb(v[i + 1], xp->q + 32 * (i) + 32)), \
+                                _mm256_add_epi16(mb(v[i + 2], xp->q + 32 * (i) + 64), mb(v[i + 3], xp->q + 32 * (i) + 96)))
+
+/* Q4_K: natural register 2h = low nibbles of qs[32h..], 2h+1 = high nibbles
+ * (sub-blocks 2h, 2h+1); after perm3 lane i of every register is sub-block i. */
+#define Q4K_DECODE                                                                  \
+    uint8_t sc[8], mn[8];                                                           \
+    pk_get_scales_mins_k4(wb->scales, sc, mn);                                      \
+    const __m256i S = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc))); \
+    const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)mn))), \
+                                      _mm256_set1_ps(f16f(wb->dmin)));              \
+    const float dwf = f16f(wb->d);                                  \
+    __m256i v[8];                                                                   \
+    for (int h = 0; h < 4; h++) {                                                   \
+        __m256i q = ld(wb->qs + 32 * h);                                            \
+        v[2 * h] = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));                     \
+        v[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F)); \
+    }                                                                               \
+    perm3(v);
+#define Q4K_BODY                                                                    \
+    __m256i s16 = _mm256_add_epi16(MB4(0), MB4(4));                                 \
+    __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S));                       \
+    acc[t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[t]), acc[t]); \
+    acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
+KQ_GEMM(q4_K, pk_block_q4_K, 3, TK_Q4_K, Q4K_DECODE, Q4K_BODY)
+
+/* Q5_K: Q4_K plus the fifth bit k of qh[l] for natural register k; perm2:
+ * registers 0..3 lanes [0 1 2 3 0 1 2 3] (sub-blocks), 4..7 [4 5 6 7 ...]. */
+GI __m256i bit_to(__m256i q, const int from, const int to, int mask) {
+    __m256i s = from < to ? _mm256_slli_epi16(q, to - from) : from > to ? _mm256_srli_epi16(q, from - to) : q;
+    return _mm256_and_si256(s, _mm256_set1_epi8((char)mask));
+}
+#define Q5K_DECODE                                                                  \
+    uint8_t sc[8], mn[8];                                                           \
+    pk_get_scales_mins_k4(wb->scales, sc, mn);                                      \
+    const __m128i sc16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc));   \
+    const __m256i SA = _mm256_broadcastsi128_si256(_mm_unpacklo_epi64(sc16, sc16)); \
+    const __m256i SB = _mm256_broadcastsi128_si256(_mm_unpackhi_epi64(sc16, sc16)); \
+    const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)mn))), \
+                                      _mm256_set1_ps(f16f(wb->dmin)));              \
+    const float dwf = f16f(wb->d);                                  \
+    __m256i v[8];                                                                   \
+    const __m256i qh = ld(wb->qh);                                                  \
+    for (int h = 0; h < 4; h++) {                                                   \
+        __m256i q = ld(wb->qs + 32 * h);                                            \
+        v[2 * h] = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));                     \
+        v[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F)); \
+    }                                                                               \
+    v[0] = _mm256_or_si256(v[0], bit_to(qh, 0, 4, 0x10));                           \
+    v[1] = _mm256_or_si256(v[1], bit_to(qh, 1, 4, 0x10));                           \
+    v[2] = _mm256_or_si256(v[2], bit_to(qh, 2, 4, 0x10));                           \
+    v[3] = _mm256_or_si256(v[3], bit_to(qh, 3, 4, 0x10));                           \
+    v[4] = _mm256_or_si256(v[4], bit_to(qh, 4, 4, 0x10));                           \
+    v[5] = _mm256_or_si256(v[5], bit_to(qh, 5, 4, 0x10));                           \
+    v[6] = _mm256_or_si256(v[6], bit_to(qh, 6, 4, 0x10));                           \
+    v[7] = _mm256_or_si256(v[7], bit_to(qh, 7, 4, 0x10));                           \
+    perm2(v);
+#define Q5K_BODY                                                                    \
+    __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(MB4(0), SA), _mm256_madd_epi16(MB4(4), SB)); \
+    __m256 f = _mm256_cvtepi32_ps(i32);                                             \
+    acc[t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[t]), acc[t]); \
+    acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
+KQ_GEMM(q5_K, pk_block_q5_K, 2, TK_Q5_K, Q5K_DECODE, Q5K_BODY)
+
+/* The int16 lane scales of 16-element sub-blocks (Q6_K, Q3_K) from their 16
+ * int8 scales, in the lane order of a permutation (the sub-block of lane i
+ * is idx[i]). */
+GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, idx)); }
+
+/* Q6_K: natural register 4h + k (elements 128h + 32k + l): low nibble from
+ * ql[64h + 32(k & 1) + l] (high nibble for k >= 2), bits 4-5 from bits 2k of
+ * qh[32h + l]; levels 0..63. After perm1 four registers share each lane's
+ * sub-block: their vpmaddubsw products (each <= 2 * 63 * 127) are summed in
+ * int16 and the -32 offset (c) subtracted, wrapping: the true sum of 8
+ * products (q - 32) x is within 8 * 32 * 127 < 2^15, so it comes out exact;
+ * then one vpmaddwd per 4 registers. */
+#define Q6K_DECODE                                                                  \
+    const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);               \
+    const __m256i SA = lane_scales(sc8, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7)); \
+    const __m256i SB = lane_scales(sc8, _mm_setr_epi8(8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15)); \
+    const float dwf = f16f(wb->d);                                  \
+    __m256i v[8];                                                                   \
+    for (int h = 0; h < 2; h++) {                                                   \
+        __m256i la = ld(wb->ql + 64 * h), lb = ld(wb->ql + 64 * h + 32), qh = ld(wb->qh + 32 * h); \
+        const __m256i m4 = _mm256_set1_epi8(0x0F);                                  \
+        v[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(la, m4), bit_to(qh, 0, 4, 0x30)); \
+        v[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(lb, m4), bit_to(qh, 2, 4, 0x30)); \
+        v[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), bit_to(qh, 4, 4, 0x30)); \
+        v[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4), bit_to(qh, 6, 4, 0x30)); \
+    }                                                                               \
+    perm1(v);
+#define Q6K_BODY                                                                    \
+    __m256i sa = _mm256_sub_epi16(MB4(0), _mm256_load_si256((const __m256i *)xp->c));        \
+    __m256i sb = _mm256_sub_epi16(MB4(4), _mm256_load_si256((const __m256i *)(xp->c + 16))); \
+    __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(sa, SA), _mm256_madd_epi16(sb, SB));    \
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(&dd[t]), acc[t]);
+KQ_GEMM(q6_K, pk_block_q6_K, 1, TK_Q6_K, Q6K_DECODE, Q6K_BODY)
+
+/* Q3_K: natural register 4h + k: bits 2k of qs[32h + l] and bit 4h + k of
+ * hmask[l] as bit 2: levels 0..7; 6-bit scales minus 32 unpacked with
+ * 32-bit word operations. After perm3 all 8 registers share each lane's
+ * sub-block: products summed in int16 (<= 8 * 2 * 7 * 127), the -4 offset
+ * (c) subtracted, one vpmaddwd. */
+#define Q3K_DECODE                                                                  \
+    uint32_t a0, a1, a2;                                                            \
+    memcpy(&a0, wb->scales, 4); memcpy(&a1, wb->scales + 4, 4); memcpy(&a2, wb->scales + 8, 4); \
+    const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32(                                \
+        (int)((a0 & 0x0F0F0F0Fu) | (a2 & 0x03030303u) << 4),                        \
+        (int)((a1 & 0x0F0F0F0Fu) | ((a2 >> 2) & 0x03030303u) << 4),                 \
+        (int)(((a0 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 4) & 0x03030303u) << 4),          \
+        (int)(((a1 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 6) & 0x03030303u) << 4)), _mm_set1_epi8(32)); \
+    const __m256i S = lane_scales(sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)); \
+    const float dwf = f16f(wb->d);                                  \
+    __m256i v[8];                                                                   \
+    const __m256i hm = ld(wb->hmask);                                               \
+    for (int h = 0; h < 2; h++) {                                                   \
+        __m256i q = ld(wb->qs + 32 * h);                                            \
+        const __m256i m2 = _mm256_set1_epi8(3);                                     \
+        v[4 * h + 0] = _mm256_and_si256(q, m2);                                     \
+        v[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), m2);               \
+        v[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m2);               \
+        v[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), m2);               \
+    }                                                                               \
+    v[0] = _mm256_or_si256(v[0], bit_to(hm, 0, 2, 0x04));                           \
+    v[1] = _mm256_or_si256(v[1], bit_to(hm, 1, 2, 0x04));                           \
+    v[2] = _mm256_or_si256(v[2], bit_to(hm, 2, 2, 0x04));                           \
+    v[3] = _mm256_or_si256(v[3], bit_to(hm, 3, 2, 0x04));                           \
+    v[4] = _mm256_or_si256(v[4], bit_to(hm, 4, 2, 0x04));                           \
+    v[5] = _mm256_or_si256(v[5], bit_to(hm, 5, 2, 0x04));                           \
+    v[6] = _mm256_or_si256(v[6], bit_to(hm, 6, 2, 0x04));                           \
+    v[7] = _mm256_or_si256(v[7], bit_to(hm, 7, 2, 0x04));                           \
+    perm3(v);
+#define Q3K_BODY                                                                    \
+    __m256i s16 = _mm256_sub_epi16(_mm256_add_epi16(MB4(0), MB4(4)), _mm256_load_si256((const __m256i *)xp->c)); \
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S)), _mm256_broadcast_ss(&dd[t]), acc[t]);
+KQ_GEMM(q3_K, pk_block_q3_K, 4, TK_Q3_K, Q3K_DECODE, Q3K_BODY)
+
+/* Q2_K: natural register 4h + k = bits 2k of qs[32h + l] (sub-blocks 2r |
+ * 2r + 1 of register r); after perm3 the 8 registers' products (each lane
+ * <= 2 * 3 * 127) are summed in int16, then one vpmaddwd with the 4-bit
+ * scales; the mins in float against d * bsums. */
+#define Q2K_DECODE                                                                  \
+    const __m128i s8 = _mm_loadu_si128((const __m128i *)wb->scales);                \
+    const __m256i S = lane_scales(_mm_and_si128(s8, _mm_set1_epi8(0x0F)),            \
+                                  _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)); \
+    const __m128i m8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F));   \
+    const __m256 dmin = _mm256_set1_ps(f16f(wb->dmin));                             \
+    const __m256 mins0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)), dmin); \
+    const __m256 mins1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m8, 8))), dmin); \
+    const float dwf = f16f(wb->d);                                                  \
+    __m256i v[8];                                                                   \
+    for (int h = 0; h < 2; h++) {                                                   \
+        __m256i q = ld(wb->qs + 32 * h);                                            \
+        const __m256i m2 = _mm256_set1_epi8(3);                                     \
+        v[4 * h + 0] = _mm256_and_si256(q, m2);                                     \
+        v[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), m2);               \
+        v[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m2);               \
+        v[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), m2);               \
+    }                                                                               \
+    perm3(v);
+#define Q2K_BODY                                                                    \
+    __m256i s16 = _mm256_add_epi16(MB4(0), MB4(4));                                 \
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S)), _mm256_broadcast_ss(&dd[t]), acc[t]); \
+    acc[t] = _mm256_fnmadd_ps(mins0, _mm256_load_ps(xp->P), acc[t]);                \
+    acc[t] = _mm256_fnmadd_ps(mins1, _mm256_load_ps(xp->P + 8), acc[t]);
+KQ_GEMM(q2_K, pk_block_q2_K, 5, TK_Q2_K, Q2K_DECODE, Q2K_BODY)
+
+/* IQ4_XS: the signed non-linear levels do not fit vpmaddubsw's unsigned
+ * operand, so both sides are int16: levels times their sub-block scale
+ * (ls - 32) at decode (|127 * 32| < 2^15), activations widened once per
+ * token tile, vpmaddwd products summed in int32 over the super-block (the
+ * reference's isum exactly: |sum| <= 256 * 4064 * 127 < 2^31). A row's
+ * super-block is decoded in two halves of 8 registers. */
+enum { KBX = 4 };   /* IQ4_XS super-blocks per k-block (int16 activations) */
+typedef struct {
+    int16_t q[256];
+    float d;
+    float pad[7];
+} xk16;
+
+static void prep_k16(int nt, const pk_block_q8_K *const *xs, int kb, xk16 *X, float *D) {
+    for (int i = 0; i < KBX * TK; i++) D[i] = 0.0f;
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < kb; b++) {
+            const pk_block_q8_K *s = &xs[t][b];
+            xk16 *o = &X[t * kb + b];
+            for (int k = 0; k < 16; k++)
+                _mm256_store_si256((__m256i *)(o->q + 16 * k),
+                                   _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(s->qs + 16 * k))));
+            o->d = s->d;
+            D[b * TK + t] = s->d;
+        }
+}
+
+static void gemm_iq4_xs(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                        const void *w, size_t rb, const void *const *x) {
+    xk16 X[TK * KBX] __attribute__((aligned(32)));
+    float D[KBX * TK] __attribute__((aligned(32))), dd[TK] __attribute__((aligned(32)));
+    __m256i isum[TK];
+    const __m128i m4 = _mm_set1_epi8(0x0F), lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
+    int64_t nb = n / PK_QK_K;
+    for (int64_t k0 = 0; k0 < nb; k0 += KBX) {
+        int kb = nb - k0 < KBX ? (int)(nb - k0) : KBX;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TK) {
+            int nt = ntok - t0 < TK ? (int)(ntok - t0) : TK;
+            const pk_block_q8_K *xs[TK];
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
+            prep_k16(nt, xs, kb, X, D);
+            for (int64_t r = 0; r < nrows; r++) {
+                const pk_block_iq4_xs *wr = (const pk_block_iq4_xs *)((const char *)w + (size_t)r * rb) + k0;
+                __m256 acc[TK];
+                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+                for (int b = 0; b < kb; b++) {
+                    const pk_block_iq4_xs *wb = wr + b;
+                    const __m256 dwv = _mm256_set1_ps(f16f(wb->d));
+                    for (int i = 0; i < nt; i += 8)
+                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + i)));
+                    for (int half = 0; half < 2; half++) {
+                        __m256i W[8];
+                        for (int j = 0; j < 4; j++) {
+                            const int sb = 4 * half + j;
+                            int ls = ((wb->scales_l[sb / 2] >> 4 * (sb % 2)) & 0xF) | ((wb->scales_h >> 2 * sb) & 3) << 4;
+                            const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
+                            __m128i q = _mm_loadu_si128((const __m128i *)(wb->qs + 16 * sb));
+                            W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4))), sc);
+                            W[2 * j + 1] = _mm256_mullo_epi16(
+                                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4))), sc);
+                        }
+                        for (int t = 0; t < nt; t++) {
+                            const int16_t *q = X[t * kb + b].q + 128 * half;
+                            __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(W[0], ld(q)), _mm256_madd_epi16(W[1], ld(q + 16)));
+                            __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(W[2], ld(q + 32)), _mm256_madd_epi16(W[3], ld(q + 48)));
+                            __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(W[4], ld(q + 64)), _mm256_madd_epi16(W[5], ld(q + 80)));
+                            __m256i s3 = _mm256_add_epi32(_mm256_madd_epi16(W[6], ld(q + 96)), _mm256_madd_epi16(W[7], ld(q + 112)));
+                            __m256i s = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
+                            if (half == 0) isum[t] = s;
+                            else acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], s)),
+                                                          _mm256_broadcast_ss(&dd[t]), acc[t]);
+                        }
+                    }
+                }
+                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);
+            }
+        }
+    }
+}
+
+/* ---- 32-element blocks x Q8_0 / Q8_1 -----------------------------------------
+ * Per token and group of 4 blocks: the 128 activations widened to int16,
+ * the 4 scales as [d0 d1 d2 d3 | d0 d1 d2 d3] (the lane order of the
+ * reduced sums) and, for Q8_1, the 4 s = d * sum(qs) as [s0..s3 | 0 0 0 0]. */
+typedef struct {
+    int16_t q[128];
+    float d[8];
+    float s[8];
+} xq;
+
+static void prep_q8(int nt, const void *const *x, int64_t k0, int q81, int nbk, int ng, xq *X) {
+    const size_t bsz = q81 ? sizeof(pk_block_q8_1) : sizeof(pk_block_q8_0), qoff = q81 ? 4 : 2;
+    for (int t = 0; t < nt; t++) {
+        const uint8_t *base = (const uint8_t *)x[t] + (size_t)k0 * bsz;
+        for (int g = 0; g < ng; g++) {
+            xq *o = &X[t * ng + g];
+            for (int j = 0; j < 4; j++) {
+                int b = 4 * g + j;
+                if (b < nbk) {
+                    const uint8_t *blk = base + (size_t)b * bsz;
+                    __m256i q = ld(blk + qoff);
+                    _mm256_store_si256((__m256i *)(o->q + 32 * j), _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
+                    _mm256_store_si256((__m256i *)(o->q + 32 * j + 16),
+                                       _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
+                    uint16_t d, s = 0;
+                    memcpy(&d, blk, 2);
+                    if (q81) memcpy(&s, blk + 2, 2);
+                    o->d[j] = o->d[j + 4] = f16f(d);
+                    o->s[j] = f16f(s);
+                } else {
+                    _mm256_store_si256((__m256i *)(o->q + 32 * j), _mm256_setzero_si256());
+                    _mm256_store_si256((__m256i *)(o->q + 32 * j + 16), _mm256_setzero_si256());
+                    o->d[j] = o->d[j + 4] = 0.0f;
+                    o->s[j] = 0.0f;
+                }
+                o->s[j + 4] = 0.0f;
+            }
+        }
+    }
+}
+
+/* [v0 v1 v2 v3 | v0 v1 v2 v3] from 4 fp16 values */
+GI __m256 f16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+    uint64_t u = (uint64_t)a | (uint64_t)b << 16 | (uint64_t)c << 32 | (uint64_t)d << 48;
+    __m128 f = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)u));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(f), f, 1);
+}
+
+/* 16 int8 levels (elements 0..15 | 16..31 of a block) to two int16 registers */
+GI void widen2(__m128i lo, __m128i hi, __m256i *w) {
+    w[0] = _mm256_cvtepi8_epi16(lo);
+    w[1] = _mm256_cvtepi8_epi16(hi);
+}
+
+/* 5th bits of a Q5 block (bit j of qh: element j) as 0x10 bytes: elements
+ * 0..15 in lo, 16..31 in hi */
+GI void q5_high(const uint8_t *qhp, __m128i *lo, __m128i *hi) {
+    uint32_t qh;
+    memcpy(&qh, qhp, 4);
+    const __m128i bits = _mm_set1_epi64x((long long)0x8040201008040201ull);
+    __m128i v = _mm_cvtsi32_si128((int)qh);
+    __m128i b0 = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+    __m128i b1 = _mm_shuffle_epi8(v, _mm_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    *lo = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(b0, bits), bits), _mm_set1_epi8(0x10));
+    *hi = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(b1, bits), bits), _mm_set1_epi8(0x10));
+}
+
+/* Decoders: 4 blocks -> W[8] (int16 levels, natural order), dw (scales) and
+ * mw (Q4_1 / Q5_1 offsets), both in the [x0..x3 | x0..x3] order. */
+GI void dec_q4_1(const pk_block_q4_1 *b, __m256i *W, __m256 *dw, __m256 *mw) {
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (int j = 0; j < 4; j++) {
+        __m128i q = _mm_loadu_si128((const __m128i *)b[j].qs);
+        widen2(_mm_and_si128(q, m4), _mm_and_si128(_mm_srli_epi16(q, 4), m4), W + 2 * j);
+    }
+    *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
+    *mw = f16x4(b[0].m, b[1].m, b[2].m, b[3].m);
+}
+GI void dec_q5_1(const pk_block_q5_1 *b, __m256i *W, __m256 *dw, __m256 *mw) {
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (int j = 0; j < 4; j++) {
+        __m128i q = _mm_loadu_si128((const __m128i *)b[j].qs), hl, hh;
+        q5_high(b[j].qh, &hl, &hh);
+        widen2(_mm_or_si128(_mm_and_si128(q, m4), hl), _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 4), m4), hh), W + 2 * j);
+    }
+    *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
+    *mw = f16x4(b[0].m, b[1].m, b[2].m, b[3].m);
+}
+/* the 32 nibbles at qs through the 16 int8 levels of lut (IQ4_NL, MXFP4) */
+GI void tab_levels(const uint8_t *qs, __m128i lut, __m256i *w) {
+    const __m128i m4 = _mm_set1_epi8(0x0F), q = _mm_loadu_si128((const __m128i *)qs);
+    widen2(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4)),
+           _mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4)), w);
+}
+GI void dec_iq4_nl(const pk_block_iq4_nl *b, __m256i *W, __m256 *dw, __m256 *mw) {
+    const __m128i lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
+    for (int j = 0; j < 4; j++) tab_levels(b[j].qs, lut, W + 2 * j);
+    *dw = f16x4(b[0].d, b[1].d, b[2].d, b[3].d);
+    (void)mw;
+}
+/* 4 blocks x one token: the blocks' int32 sums as [b0 b1 b2 b3 | b0 b1 b2 b3]
+ * halves (each lane an exact partial sum) */
+GI __m256i dot4(const __m256i *W, const int16_t *q) {
+    __m256i p[4];
+    for (int j = 0; j < 4; j++)
+        p[j] = _mm256_add_epi32(_mm256_madd_epi16(W[2 * j], ld(q + 32 * j)),
+                                _mm256_madd_epi16(W[2 * j + 1], ld(q + 32 * j + 16)));
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+}
+
+#define Q32_GEMM(T, WT, Q81)                                                        \
+static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
+                     const void *w, size_t rb, const void *const *x) {              \
+    xq X[TQ * KBQ / 4] __attribute__((aligned(32)));                                \
+    int64_t nb = n / 32;                                                            \
+    for (int64_t k0 = 0; k0 < nb; k0 += KBQ) {                                      \
+        int nbk = nb - k0 < KBQ ? (int)(nb - k0) : KBQ, ng = (nbk + 3) / 4;         \
+        for (int64_t t0 = 0; t0 < ntok; t0 += TQ) {                                 \
+            int nt = ntok - t0 < TQ ? (int)(ntok - t0) : TQ;                        \
+            prep_q8(nt, x + t0, k0, Q81, nbk, ng, X);                               \
+            const int64_t pfr = kq_pf((size_t)nbk * sizeof(WT));                    \
+            for (int64_t r = 0; r < nrows; r++) {                                   \
+                const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0; \
+                if (r + pfr < nrows) pf_rows((const char *)wr + pfr * rb, rb, 1, (size_t)nbk * sizeof(WT)); \
+                __m256 acc[TQ];                                                     \
+                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();          \
+                for (int g = 0; g < ng; g++) {                                      \
+                    const WT *wb = wr + 4 * g;                                      \
+                    WT tail[4];                                                     \
+                    if (4 * g + 4 > nbk) {  /* zero blocks past the end */          \
+                        memset(tail, 0, sizeof tail);                               \
+                        memcpy(tail, wb, (size_t)(nbk - 4 * g) * sizeof(WT));       \
+                        wb = tail;                                                  \
+                    }                                                               \
+                    __m256i W[8];                                                   \
+                    __m256 dw, mw = _mm256_setzero_ps();                            \
+                    dec_##T(wb, W, &dw, &mw);                                       \
+                    for (int t = 0; t < nt; t++) {                                  \
+                        const xq *xp = &X[t * ng + g];                              \
+                        __m256 f = _mm256_cvtepi32_ps(dot4(W, xp->q));              \
+                        acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(dw, _mm256_load_ps(xp->d)), acc[t]); \
+                        if (Q81) acc[t] = _mm256_fmadd_ps(mw, _mm256_load_ps(xp->s), acc[t]); \
+                    }                                                               \
+                }                                                                   \
+                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);                   \
+            }                                                                       \
+        }                                                                           \
+    }                                                                               \
+}
+Q32_GEMM(q4_1, pk_block_q4_1, 1)
+Q32_GEMM(q5_1, pk_block_q5_1, 1)
+Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
+
+/* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 8 rows at a time ------------------------------
+ * Rows in groups of 8, decoded row-interleaved with signed levels and their
+ * seeds (kernels/x86/ri8.h) once per (k-block, tile of up to RITS tokens)
+ * into a stack buffer; the tile's activations are prepared once per
+ * k-block as x + 128 (unsigned bytes, token-minor per block) with their
+ * scales. Per block and token then, seeded with the rows' -128 * level sum:
+ *   - AVX-VNNI: 8 vpdpbusd (activations u8 x levels s8), one int32 chain
+ *     per token, RIT tokens in flight;
+ *   - AVX2: 8 vpmaddubsw (no saturation: |pair| <= 2 * 255 * 16), summed
+ *     in int16 with the int16 seed by wrapping adds: exact, as the true sum
+ *     of each int16 lane (16 elements, |.| <= 16 * 127 * 16 = 32512) fits,
+ *     then 1 vpmaddwd; each level register is loaded once for the RIT
+ *     tokens (4-10% faster than a token at a time on one core,
+ *     bench/README.md);
+ * then one convert and one multiply-add into the 8 rows' float
+ * accumulators. Q8_0 takes this path under AVX-VNNI (its own decode). */
+#ifndef RIT
+#ifdef X86_VNNI256
+#define RIT 6     /* tokens per inner tile: independent int32 chains */
+#else
+#define RIT 8     /* Zen 5, ab_gemm: +13-25% MXFP4, +3-11% Q5_0, +11-23% Q4_0 over 4 (bench/README.md) */
+#endif
+#endif
+#ifndef RITS
+#define RITS 64   /* tokens per prepared tile at most */
+#endif
+#ifndef RIKB
+#define RIKB 32   /* blocks per k-block at most (1024 elements) */
+#endif
+/* per k-block and tile: activations X[b][t] + 128 (32 bytes) and scales */
+typedef struct { uint8_t x[RIKB][RITS][32]; float d[RIKB][RITS]; } ri_act;
+
+/* The tile's nt tokens (at xs[t], nbk blocks) into A. */
+GI void ri_prep(int nt, const pk_block_q8_0 *const *xs, int nbk, ri_act *A) {
+    const __m256i k80 = _mm256_set1_epi8((char)0x80);
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < nbk; b++) {
+            _mm256_store_si256((__m256i *)A->x[b][t], _mm256_xor_si256(ld(xs[t][b].qs), k80));
+            A->d[b][t] = _cvtsh_ss(xs[t][b].d);
+        }
+}
+
+/* Part i of n split into parts of sizes differing by at most one: its start. */
+GI int64_t ri_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
+
+/* y[t * ys + r] (+)= lane r of acc[t], t < NT, r < nr (8 rows side by side) */
+GI void ri_store(const int NT, const __m256 *acc, float *y, int64_t ys, int nr, int first) {
+    for (int t = 0; t < NT; t++) {
+        float *yt = y + t * ys;
+        if (nr == 8) {
+            _mm256_storeu_ps(yt, first ? acc[t] : _mm256_add_ps(acc[t], _mm256_loadu_ps(yt)));
+        } else {
+            float v[8];
+            _mm256_storeu_ps(v, acc[t]);
+            for (int r = 0; r < nr; r++) yt[r] = first ? v[r] : yt[r] + v[r];
+        }
+    }
+}
+
+/* NT tokens (from t0 of A) x the 8 rows of W over nbk blocks. */
+GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, float *y, int64_t ys, int nr,
+                int first) {
+    __m256 acc[RIT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int b = 0; b < nbk; b++) {
+        const ri8 *wb = &W[b];
+        const uint8_t(*xb)[32] = A->x[b] + t0;
+        __m256i s[RIT];
+#define RIX(t, j) _mm256_set1_epi32(ri_x4((const int8_t *)xb[t] + 4 * (j)))
+#ifdef X86_VNNI256   /* one int32 chain per token */
+        for (int t = 0; t < NT; t++) s[t] = wb->c;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m256i q = _mm256_load_si256(&wb->q[j]);
+            for (int t = 0; t < NT; t++) s[t] = x86_dpbusd(s[t], RIX(t, j), q);
+        }
+#else                /* the seed and the 8 products summed in int16 (wrapping adds), then one vpmaddwd;
+                        each level register loaded once for the NT tokens */
+        __m256i p[RIT];
+        for (int t = 0; t < NT; t++) p[t] = wb->c;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m256i q = _mm256_load_si256(&wb->q[j]);
+            for (int t = 0; t < NT; t++) {
+                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(RIX(t, j), q));
+                __asm__("" : "+x"(p[t]));   /* else gcc reassociates the sums: 8 NT products stored first */
+            }
+        }
+        for (int t = 0; t < NT; t++) s[t] = _mm256_madd_epi16(p[t], _mm256_set1_epi16(1));
+#endif
+#undef RIX
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(wb->d, _mm256_set1_ps(A->d[b][t0 + t])),
+                                     acc[t]);
+    }
+    ri_store(NT, acc, y, ys, nr, first);
+}
+
+GI void gemm_ri(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    ri8 W[RIKB];
+    ri_act A __attribute__((aligned(32)));
+    /* k-blocks and token tiles of balanced sizes: no short tail tile */
+    int64_t nb = n / 32, nkb = (nb + RIKB - 1) / RIKB, kbs = (nb + nkb - 1) / nkb;
+    int64_t ntt = (ntok + RITS - 1) / RITS;
+    for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
+        int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
+        for (int64_t tt = 0; tt < ntt; tt++) {
+            int64_t t0 = ri_part(ntok, ntt, tt);
+            int nts = (int)(ri_part(ntok, ntt, tt + 1) - t0);
+            const pk_block_q8_0 *xs[RITS];
+            for (int t = 0; t < nts; t++) xs[t] = (const pk_block_q8_0 *)x[t0 + t] + k0;
+            ri_prep(nts, xs, nbk, &A);
+            const int nin = (nts + RIT - 1) / RIT;
+            for (int64_t r0 = 0; r0 < nrows; r0 += 8) {
+                int nr = nrows - r0 < 8 ? (int)(nrows - r0) : 8;
+                const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * ri_bsize(T);
+                pf_next8(wr, rb, nrows - r0 - 8, (size_t)nbk * ri_bsize(T));
+                ri8_decode(T, wr, rb, nr, nbk, W);
+                float *yr = y + t0 * ys + r0;
+                for (int i = 0; i < nin; i++) {
+                    int t = (int)ri_part(nts, nin, i), nt = (int)ri_part(nts, nin, i + 1) - t;
+#define RIC(NT) ri_tile(NT, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0)
+                    switch (nt) {
+                    case 1: RIC(1); break;
+                    case 2: RIC(2); break;
+                    case 3: RIC(3); break;
+#if RIT > 4
+                    case 4: RIC(4); break;
+                    case 5: RIC(5); break;
+#endif
+#if RIT > 6
+                    case 6: RIC(6); break;
+                    case 7: RIC(7); break;
+#endif
+                    default: RIC(RIT); break;
+                    }
+#undef RIC
+                }
+            }
+        }
+    }
+}
+RI_ENTRY(mxfp4, gemm_ri, RI_MXFP4)
+RI_ENTRY(q5_0, gemm_ri, RI_Q5_0)
+RI_ENTRY(q4_0, gemm_ri, RI_Q4_0)
+
+/* ---- Q8_0 x Q8_0 --------------------------------------------------------------
+ * Under AVX-VNNI: gemm_ri above (signed levels x activations + 128, seeded).
+ * AVX2: vpmaddubsw pairs of Q8_0's levels could saturate (2 * 128 * 255 for
+ * levels x activations + 128), so 8 rows at a time in int16 with vpmaddwd:
+ * the signed levels of ri8_decode sign-extended, against the activations
+ * widened once per token tile (exact, no offset). Per ri8 register q[j]
+ * (rows' elements 4j .. 4j + 3) the two unpacks give rows 0, 1 | 4, 5 and
+ * 2, 3 | 6, 7, each row's 4 elements in two dwords; one broadcast of the
+ * token's 4 int16 activations serves both, and one vphaddd per block and
+ * token leaves rows 0..7 in order. Per block, token and 8 rows: 16
+ * vpmaddwd, no horizontal sums per row. */
+#ifdef X86_VNNI256
+RI_ENTRY(q8_0, gemm_ri, RI_Q8_0)
+#else
+enum {
+    Q8T = 4,      /* tokens per inner tile */
+    Q8TS = 32,    /* tokens per prepared tile */
+    Q8KB = 16,    /* blocks per k-block at most (512 elements) */
+};
+typedef struct { __m256i lo[8], hi[8]; __m256 d; } q8ri;
+typedef struct { int16_t q[32]; } q8x16;
+
+GI void q8_tile(const int NT, const q8ri *W, int nbk, const q8x16 *X, const float *dx, float *y, int64_t ys,
+                int nr, int first) {
+    __m256 acc[Q8T];
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int b = 0; b < nbk; b++) {
+        const q8ri *wb = &W[b];
+        __m256i sl[Q8T], sh[Q8T];
+        for (int t = 0; t < NT; t++) sl[t] = sh[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int j = 0; j < 8; j++) {
+            const __m256i wl = wb->lo[j], wh = wb->hi[j];
+            for (int t = 0; t < NT; t++) {
+                int64_t a;
+                memcpy(&a, X[t * Q8KB + b].q + 4 * j, 8);
+                const __m256i xa = _mm256_set1_epi64x(a);
+                sl[t] = _mm256_add_epi32(sl[t], _mm256_madd_epi16(wl, xa));
+                sh[t] = _mm256_add_epi32(sh[t], _mm256_madd_epi16(wh, xa));
+            }
+        }
+        for (int t = 0; t < NT; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(sl[t], sh[t])),
+                                     _mm256_mul_ps(wb->d, _mm256_set1_ps(dx[t * Q8KB + b])), acc[t]);
+    }
+    ri_store(NT, acc, y, ys, nr, first);
+}
+
+static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
+                      const void *const *x) {
+    q8ri W[Q8KB];
+    ri8 R[Q8KB];
+    q8x16 X[Q8TS * Q8KB];
+    float dx[Q8TS * Q8KB];
+    int64_t nb = n / 32, nkb = (nb + Q8KB - 1) / Q8KB, kbs = (nb + nkb - 1) / nkb;
+    for (int64_t k0 = 0; k0 < nb; k0 += kbs) {
+        int nbk = nb - k0 < kbs ? (int)(nb - k0) : (int)kbs;
+        for (int64_t t0 = 0; t0 < ntok; t0 += Q8TS) {
+            int nts = ntok - t0 < Q8TS ? (int)(ntok - t0) : Q8TS;
+            for (int t = 0; t < nts; t++) {
+                const pk_block_q8_0 *xs = (const pk_block_q8_0 *)x[t0 + t] + k0;
+                for (int b = 0; b < nbk; b++) {
+                    __m256i q = ld(xs[b].qs);
+                    _mm256_storeu_si256((__m256i *)X[t * Q8KB + b].q, _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)));
+                    _mm256_storeu_si256((__m256i *)(X[t * Q8KB + b].q + 16),
+                                        _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)));
+                    dx[t * Q8KB + b] = _cvtsh_ss(xs[b].d);
+                }
+            }
+            for (int64_t r0 = 0; r0 < nrows; r0 += 8) {
+                int nr = nrows - r0 < 8 ? (int)(nrows - r0) : 8;
+                const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * rb + (size_t)k0 * sizeof(pk_block_q8_0);
+                pf_next8(wr, rb, nrows - r0 - 8, (size_t)nbk * sizeof(pk_block_q8_0));
+                ri8_decode(RI_Q8_0, wr, rb, nr, nbk, R);
+                for (int b = 0; b < nbk; b++) {
+                    W[b].d = R[b].d;
+                    for (int j = 0; j < 8; j++) {   /* sign-extended: the byte in the high half, shifted down */
+                        W[b].lo[j] = _mm256_srai_epi16(_mm256_unpacklo_epi8(_mm256_setzero_si256(), R[b].q[j]), 8);
+                        W[b].hi[j] = _mm256_srai_epi16(_mm256_unpackhi_epi8(_mm256_setzero_si256(), R[b].q[j]), 8);
+                    }
+                }
+                float *yr = y + t0 * ys + r0;
+                int t = 0;
+#define Q8C(NT) q8_tile(NT, W, nbk, X + t * Q8KB, dx + t * Q8KB, yr + t * ys, ys, nr, k0 == 0)
+                for (; t + Q8T <= nts; t += Q8T) Q8C(Q8T);
+                switch (nts - t) {
+                case 1: Q8C(1); break;
+                case 2: Q8C(2); break;
+                case 3: Q8C(3); break;
+                default: break;
+                }
+#undef Q8C
+            }
+        }
+    }
+}
+#endif
+
+const pk_gemm_fn PK_GEMM_TABLE[PK_TYPE_COUNT] = {
+    [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,
+    [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
+    [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
+    [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
+};
+
+#ifndef PK_VNNI256
+/* ---- F32 matrix product (attention, the chunked delta rule) ------------------- */
+
+/* R rows (<= 4) x NV vectors of 8 columns; the last vector masked by mk
+ * when MASK. One FMA per k, in order, from zero. */
+GI void sg_tile(const int R, const int NV, const int MASK, int K, const float *A, int64_t lda,
+                const float *B, int64_t ldb, float *C, int64_t ldc, __m256i mk) {
+    __m256 acc[4][3];
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < NV; j++) acc[r][j] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        __m256 b[3];
+        const float *bk = B + (int64_t)k * ldb;
+        for (int j = 0; j < NV; j++)
+            b[j] = MASK && j == NV - 1 ? _mm256_maskload_ps(bk + 8 * j, mk) : _mm256_loadu_ps(bk + 8 * j);
+        for (int r = 0; r < R; r++) {
+            __m256 a = _mm256_broadcast_ss(A + r * lda + k);
+            for (int j = 0; j < NV; j++) acc[r][j] = _mm256_fmadd_ps(a, b[j], acc[r][j]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < NV; j++) {
+            if (MASK && j == NV - 1) _mm256_maskstore_ps(C + r * ldc + 8 * j, mk, acc[r][j]);
+            else _mm256_storeu_ps(C + r * ldc + 8 * j, acc[r][j]);
+        }
+}
+
+#define SG_ROWS(NV, MASK)                                                            \
+    do {                                                                             \
+        int m = 0;                                                                   \
+        for (; m + 4 <= M; m += 4) sg_tile(4, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); \
+        switch (M - m) {                                                             \
+        case 3: sg_tile(3, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break; \
+        case 2: sg_tile(2, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break; \
+        case 1: sg_tile(1, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break; \
+        default: break;                                                              \
+        }                                                                            \
+    } while (0)
+
+void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                   int64_t ldc) {
+    for (int n0 = 0; n0 < N; n0 += 24) {
+        int nc = N - n0 < 24 ? N - n0 : 24;
+        int nv = (nc + 7) / 8, rem = nc - 8 * (nv - 1);
+        __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        if (rem == 8) {
+            if (nv == 3) SG_ROWS(3, 0);
+            else if (nv == 2) SG_ROWS(2, 0);
+            else SG_ROWS(1, 0);
+        } else {
+            if (nv == 3) SG_ROWS(3, 1);
+            else if (nv == 2) SG_ROWS(2, 1);
+            else SG_ROWS(1, 1);
+        }
+    }
+}
+
+/* ---- exp, SwiGLU ------------------------------------------------------------------ */
+
+/* exp(x) = 2^k e^r, k = round(x / ln 2), r = x - k ln 2 (ln 2 in two parts),
+ * e^r by its degree-6 Taylor polynomial (|r| <= ln 2 / 2: relative error
+ * below 2e-7); 2^k as 2^(k/2) * 2^(k - k/2), both normal floats. x below
+ * -104 gives 0, above 88.72284 +inf, NaN stays NaN. */
+GI __m256 exp8(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-104.0f), hi = _mm256_set1_ps(88.72284f);
+    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145752f), xc);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.42860677e-6f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i ki = _mm256_cvtps_epi32(k);
+    __m256i k1 = _mm256_srai_epi32(ki, 1), k2 = _mm256_sub_epi32(ki, k1);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, _mm256_set1_epi32(127)), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, _mm256_set1_epi32(127)), 23));
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+GI __m256i tail_mask(int64_t k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+void pk_avx2_exp_sub(float *x, int64_t n, float sub) {
+    const __m256 s = _mm256_set1_ps(sub);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+    if (i < n) {
+        __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(x + i, m, exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), s)));
+    }
+}
+
+GI __m256 silu8(__m256 v, __m256 u) {
+    __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), v));
+    return _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+void pk_avx2_silu_mul(float *g, const float *u, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(g + i, silu8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
+    if (i < n) {
+        __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(g + i, m, silu8(_mm256_maskload_ps(g + i, m), _mm256_maskload_ps(u + i, m)));
+    }
+}
+
+/* tanh(y): for |y| < 0.625 the odd polynomial y + y^3 P(y^2) (a
+ * least-squares fit in relative error, below 8e-8 there); above, sign(y)
+ * (1 - 2 / (e^(2|y|) + 1)) by exp8 (below 3e-7). +-inf give +-1 (exp8
+ * saturates to +inf), NaN stays NaN (it takes the second form), -0 stays
+ * -0: both forms on |y|, then y's sign. */
+GI __m256 tanh8(__m256 y) {
+    const __m256 sgn = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+    const __m256 a = _mm256_andnot_ps(sgn, y), z = _mm256_mul_ps(y, y);
+    __m256 p = _mm256_set1_ps(-5.69198560e-3f);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06262916e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37353195e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33313820e-1f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332807e-1f));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), a, a);
+    const __m256 e = exp8(_mm256_add_ps(a, a));
+    const __m256 big = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+    const __m256 t = _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+    return _mm256_or_ps(t, _mm256_and_ps(y, sgn));   /* tanh(|y|), y's sign (also of -0) */
+}
+
+void pk_avx2_softcap(float *x, int64_t n, float cap) {
+    const __m256 inv = _mm256_set1_ps(1.0f / cap), c = _mm256_set1_ps(cap);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(tanh8(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv)), c));
+    if (i < n) {
+        __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(tanh8(_mm256_mul_ps(_mm256_maskload_ps(x + i, m), inv)), c));
+    }
+}
+
+#endif  /* !PK_VNNI256 */
+
+#else  /* compiler without AVX2 (or AVX-VNNI): no entries, never selected */
+const pk_gemm_fn PK_GEMM_TABLE[PK_TYPE_COUNT] = {0};
+#endif

@@ -1,0 +1,347 @@
+/* quant/quant.h - tensor element types (ggml numbering, as stored in GGUF), their
+ * block layouts, and the scalar reference conversions to and from float.
+ *
+ * Each quantized type packs `blck` consecutive elements of a row into a block
+ * of `type_size` bytes; a row of n elements (n % blck == 0) takes
+ * n / blck * type_size bytes. The reference functions here are the
+ * definition of each format: SIMD kernels (kernels/kernels.h) are tested against them.
+ */
+#ifndef PK_QUANT_H
+#define PK_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+enum pk_type {
+    PK_TYPE_F32 = 0, PK_TYPE_F16 = 1, PK_TYPE_Q4_0 = 2, PK_TYPE_Q4_1 = 3,
+    PK_TYPE_Q5_0 = 6, PK_TYPE_Q5_1 = 7, PK_TYPE_Q8_0 = 8, PK_TYPE_Q8_1 = 9,
+    PK_TYPE_Q2_K = 10, PK_TYPE_Q3_K = 11, PK_TYPE_Q4_K = 12, PK_TYPE_Q5_K = 13,
+    PK_TYPE_Q6_K = 14, PK_TYPE_Q8_K = 15, PK_TYPE_IQ2_XXS = 16,
+    PK_TYPE_IQ2_XS = 17, PK_TYPE_IQ3_XXS = 18, PK_TYPE_IQ1_S = 19,
+    PK_TYPE_IQ4_NL = 20, PK_TYPE_IQ3_S = 21, PK_TYPE_IQ2_S = 22,
+    PK_TYPE_IQ4_XS = 23, PK_TYPE_I8 = 24, PK_TYPE_I16 = 25, PK_TYPE_I32 = 26,
+    PK_TYPE_I64 = 27, PK_TYPE_F64 = 28, PK_TYPE_IQ1_M = 29, PK_TYPE_BF16 = 30,
+    PK_TYPE_TQ1_0 = 34, PK_TYPE_TQ2_0 = 35, PK_TYPE_MXFP4 = 39,
+    PK_TYPE_COUNT = 40
+};
+
+typedef void (*pk_to_float_fn)(const void *src, float *dst, int64_t n);
+typedef void (*pk_from_float_fn)(const float *src, void *dst, int64_t n);
+
+typedef struct pk_type_traits {
+    const char *name;           /* "F16", "Q8_0", ... ; NULL: unknown type id */
+    int blck;                   /* elements per block */
+    size_t type_size;           /* bytes per block */
+    int vec_dot_type;           /* activation type a dot product wants, -1: none */
+    pk_to_float_fn to_float;    /* reference dequantize; NULL if unsupported */
+    pk_from_float_fn from_float;/* reference quantize; NULL if unsupported */
+} pk_type_traits;
+
+/* Traits of a type id; NULL if the id is not a known ggml type. Known types
+ * with to_float == NULL are recognised (sizes known) but not computable. */
+const pk_type_traits *pk_type_get(int type);
+const char *pk_type_name(int type);       /* "?" for unknown ids */
+/* Bytes of a row of n elements, 0 if n is not a multiple of the block size
+ * or the type is unknown. */
+size_t pk_row_size(int type, int64_t n);
+/* Byte alignment a tensor of this type needs in memory: the _Alignof of its
+ * element or block struct (F32: 4, F16/BF16 and the blocks with fp16 scales:
+ * 2). Every block size is a multiple of it, so a tensor whose first byte is
+ * aligned has every row and block aligned. 1 for unknown ids. */
+size_t pk_type_align(int type);
+
+/* ---- scalar conversions ---------------------------------------------- */
+float pk_fp16_to_fp32(uint16_t h);
+uint16_t pk_fp32_to_fp16(float f);        /* round to nearest even */
+float pk_bf16_to_fp32(uint16_t h);
+uint16_t pk_fp32_to_bf16(float f);        /* round to nearest even, NaN kept */
+
+/* ---- block formats ---------------------------------------------------- */
+#define PK_QK8_0 32
+/* Q8_0: 32 weights as int8 with one fp16 scale: 8.5 bits per weight.
+ * w[i] = d * qs[i]. */
+typedef struct {
+    uint16_t d;                 /* fp16 scale */
+    int8_t qs[PK_QK8_0];
+} pk_block_q8_0;
+_Static_assert(sizeof(pk_block_q8_0) == 2 + PK_QK8_0, "wrong q8_0 block size");
+
+/* Legacy 32-element blocks. Elements j and j + 16 of a block share byte
+ * qs[j] (low nibble: j, high nibble: j + 16). For the 5-bit types, bit j of
+ * the little-endian 32-bit word qh is the fifth bit of element j. */
+#define PK_QK4_0 32
+/* Q4_0: w[j] = d * (q[j] - 8), q in [0, 15]: 4.5 bits per weight. */
+typedef struct {
+    uint16_t d;                 /* fp16 scale */
+    uint8_t qs[PK_QK4_0 / 2];   /* nibbles */
+} pk_block_q4_0;
+_Static_assert(sizeof(pk_block_q4_0) == 2 + PK_QK4_0 / 2, "wrong q4_0 block size");
+
+#define PK_QK4_1 32
+/* Q4_1: w[j] = d * q[j] + m, q in [0, 15]: 5 bits per weight. */
+typedef struct {
+    uint16_t d;                 /* fp16 scale */
+    uint16_t m;                 /* fp16 minimum (offset) */
+    uint8_t qs[PK_QK4_1 / 2];
+} pk_block_q4_1;
+_Static_assert(sizeof(pk_block_q4_1) == 4 + PK_QK4_1 / 2, "wrong q4_1 block size");
+
+#define PK_QK5_0 32
+/* Q5_0: w[j] = d * (q[j] - 16), q in [0, 31]: 5.5 bits per weight. */
+typedef struct {
+    uint16_t d;
+    uint8_t qh[4];              /* fifth bits, little-endian uint32 */
+    uint8_t qs[PK_QK5_0 / 2];   /* low nibbles */
+} pk_block_q5_0;
+_Static_assert(sizeof(pk_block_q5_0) == 6 + PK_QK5_0 / 2, "wrong q5_0 block size");
+
+#define PK_QK5_1 32
+/* Q5_1: w[j] = d * q[j] + m, q in [0, 31]: 6 bits per weight. */
+typedef struct {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qh[4];
+    uint8_t qs[PK_QK5_1 / 2];
+} pk_block_q5_1;
+_Static_assert(sizeof(pk_block_q5_1) == 8 + PK_QK5_1 / 2, "wrong q5_1 block size");
+
+#define PK_QK8_1 32
+/* Q8_1 (activations for Q4_1 / Q5_1): x[j] = d * qs[j]; s = fp16(d * sum(qs))
+ * with the unrounded float d, so the weight offsets m multiply one number. */
+typedef struct {
+    uint16_t d;
+    uint16_t s;
+    int8_t qs[PK_QK8_1];
+} pk_block_q8_1;
+_Static_assert(sizeof(pk_block_q8_1) == 4 + PK_QK8_1, "wrong q8_1 block size");
+
+/* K-quants: super-blocks of 256 elements made of 16 or 8 sub-blocks, each
+ * with a 4-, 6- or 8-bit scale (and min) relative to fp16 super-scales. */
+#define PK_QK_K 256
+#define PK_K_SCALE_SIZE 12
+
+/* Q2_K: 16 sub-blocks of 16. w = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4),
+ * q in [0, 3]: 2.625 bits per weight. Element 128h + 32k + l (h < 2, k < 4,
+ * l < 32) is bits 2k..2k+1 of qs[32h + l]; its sub-block is (128h + 32k + l) / 16. */
+typedef struct {
+    uint8_t scales[PK_QK_K / 16];   /* low nibble: scale, high nibble: min */
+    uint8_t qs[PK_QK_K / 4];
+    uint16_t d;                     /* fp16 super-scale of the scales */
+    uint16_t dmin;                  /* fp16 super-scale of the mins */
+} pk_block_q2_K;
+_Static_assert(sizeof(pk_block_q2_K) == 4 + PK_QK_K / 16 + PK_QK_K / 4, "wrong q2_K block size");
+
+/* Q3_K: 16 sub-blocks of 16. w = d * (sc[s] - 32) * (q - 4), q in [0, 7]:
+ * 3.4375 bits per weight. The low two bits of q sit as in Q2_K; the third is
+ * bit (e / 32) of hmask[e % 32] for element e. The 6-bit sc[s]: low nibble is
+ * nibble (s / 8) of scales[s % 8]; high two bits are bits 2(s/4)..2(s/4)+1
+ * of scales[8 + s % 4]. */
+typedef struct {
+    uint8_t hmask[PK_QK_K / 8];
+    uint8_t qs[PK_QK_K / 4];
+    uint8_t scales[12];
+    uint16_t d;
+} pk_block_q3_K;
+_Static_assert(sizeof(pk_block_q3_K) == 2 + PK_QK_K / 4 + PK_QK_K / 8 + 12, "wrong q3_K block size");
+
+/* Q4_K: 8 sub-blocks of 32. w = d * sc[s] * q - dmin * m[s], q in [0, 15]:
+ * 4.5 bits per weight. Element 64h + l (l < 32) is the low nibble of
+ * qs[32h + l], element 64h + 32 + l its high nibble. 6-bit sc/m packing: see
+ * pk_get_scale_min_k4. */
+typedef struct {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[PK_K_SCALE_SIZE];
+    uint8_t qs[PK_QK_K / 2];
+} pk_block_q4_K;
+_Static_assert(sizeof(pk_block_q4_K) == 4 + PK_K_SCALE_SIZE + PK_QK_K / 2, "wrong q4_K block size");
+
+/* Q5_K: Q4_K plus a fifth bit: bit 2h of qh[l] for element 64h + l, bit
+ * 2h + 1 for element 64h + 32 + l. q in [0, 31]: 5.5 bits per weight. */
+typedef struct {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[PK_K_SCALE_SIZE];
+    uint8_t qh[PK_QK_K / 8];
+    uint8_t qs[PK_QK_K / 2];
+} pk_block_q5_K;
+_Static_assert(sizeof(pk_block_q5_K) == 4 + PK_K_SCALE_SIZE + PK_QK_K / 8 + PK_QK_K / 2,
+               "wrong q5_K block size");
+
+/* Q6_K: 16 sub-blocks of 16. w = d * scales[s] * (q - 32), q in [0, 63]:
+ * 6.5625 bits per weight. For element 128h + 32k + l: the low nibble comes
+ * from ql[64h + l + 32(k & 1)] (low nibble for k < 2, high for k >= 2), the
+ * top two bits are bits 2k..2k+1 of qh[32h + l]. */
+typedef struct {
+    uint8_t ql[PK_QK_K / 2];
+    uint8_t qh[PK_QK_K / 4];
+    int8_t scales[PK_QK_K / 16];
+    uint16_t d;
+} pk_block_q6_K;
+_Static_assert(sizeof(pk_block_q6_K) == 2 + PK_QK_K / 16 + 3 * PK_QK_K / 4, "wrong q6_K block size");
+
+/* Q8_K (activations for the K-quants and IQ4_XS): x = d * qs with a float
+ * d; bsums[g] = sum of qs[16g .. 16g + 15] (for the mins / offsets). */
+typedef struct {
+    float d;
+    int8_t qs[PK_QK_K];
+    int16_t bsums[PK_QK_K / 16];
+} pk_block_q8_K;
+_Static_assert(sizeof(pk_block_q8_K) == 4 + PK_QK_K + PK_QK_K / 8, "wrong q8_K block size");
+
+/* IQ4_NL: 32 elements, w[j] = d * pk_iq4nl_values[q[j]], nibbles as Q4_0. */
+#define PK_QK4_NL 32
+typedef struct {
+    uint16_t d;
+    uint8_t qs[PK_QK4_NL / 2];
+} pk_block_iq4_nl;
+_Static_assert(sizeof(pk_block_iq4_nl) == 2 + PK_QK4_NL / 2, "wrong iq4_nl block size");
+
+/* IQ4_XS: 8 sub-blocks of 32, w = d * (ls[s] - 32) * pk_iq4nl_values[q]:
+ * 4.25 bits per weight. ls[s] = nibble (s % 2) of scales_l[s / 2] | bits
+ * 2s..2s+1 of scales_h << 4. Sub-block s uses qs[16s .. 16s + 15] with the
+ * IQ4_NL nibble order. */
+typedef struct {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[PK_QK_K / 64];
+    uint8_t qs[PK_QK_K / 2];
+} pk_block_iq4_xs;
+_Static_assert(sizeof(pk_block_iq4_xs) == 4 + PK_QK_K / 64 + PK_QK_K / 2, "wrong iq4_xs block size");
+
+/* The 16 non-linear levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl). */
+extern const int8_t pk_iq4nl_values[16];
+
+/* MXFP4 (OCP microscaling FP4, the gpt-oss experts): 32 E2M1 values sharing
+ * one E8M0 exponent: 4.25 bits per weight. w[j] = pk_mxfp4_values[q[j]] *
+ * 2^(e - 128), nibbles as Q4_0 (element j: low nibble of qs[j], element
+ * j + 16: its high nibble). The levels are twice the E2M1 values {0, 0.5,
+ * 1, 1.5, 2, 3, 4, 6}, bit 3 their sign, so the scale is half of E8M0's
+ * 2^(e - 127) (ggml's GGML_E8M0_TO_FP32_HALF); e = 0 and 1 give the
+ * float32 subnormals 2^-128 and 2^-127, e = 255 is 2^127 (not NaN: ggml
+ * does not special-case it). */
+#define PK_QK_MXFP4 32
+typedef struct {
+    uint8_t e;                  /* E8M0 shared exponent */
+    uint8_t qs[PK_QK_MXFP4 / 2];/* nibbles: bit 3 sign, bits 0-2 E2M1 magnitude */
+} pk_block_mxfp4;
+_Static_assert(sizeof(pk_block_mxfp4) == 1 + PK_QK_MXFP4 / 2, "wrong mxfp4 block size");
+
+/* The 16 MXFP4 levels, 2 x E2M1 (ggml's kvalues_mxfp4): 0 1 2 3 4 6 8 12,
+ * then the same negated (code 8 is -0 = 0). */
+extern const int8_t pk_mxfp4_values[16];
+
+/* The scale of an MXFP4 block: 2^(e - 128) exactly, as a float. */
+#define PK_E8M0_HALF_BITS(e) ((e) < 2 ? 0x00200000u << (e) : (uint32_t)((e) - 1) << 23)
+static inline float pk_e8m0_half(uint8_t e) {
+    uint32_t u = PK_E8M0_HALF_BITS(e);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+/* The same as float bits for every e: a table the SIMD kernels load lanes
+ * from (fewer instructions than computing them with the subnormals). */
+extern const uint32_t pk_e8m0_half_bits[256];
+
+/* 6-bit scale and min j (0..7) of a Q4_K / Q5_K block's 12 scale bytes:
+ * j < 4: sc = q[j] & 63, m = q[j + 4] & 63; j >= 4: low nibbles from
+ * q[j + 4], top two bits from bits 6-7 of q[j - 4] (sc) and q[j] (m). */
+static inline void pk_get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* All 8 scales and mins of a Q4_K / Q5_K block at once (the values of
+ * pk_get_scale_min_k4 for j = 0..7), with 32-bit word operations. */
+static inline void pk_get_scales_mins_k4(const uint8_t *q, uint8_t sc[8], uint8_t m[8]) {
+    uint32_t u0, u1, u2;
+    memcpy(&u0, q, 4); memcpy(&u1, q + 4, 4); memcpy(&u2, q + 8, 4);
+    uint32_t a = u0 & 0x3f3f3f3fu, b = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+    uint32_t c = u1 & 0x3f3f3f3fu, d = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+    memcpy(sc, &a, 4); memcpy(sc + 4, &b, 4);
+    memcpy(m, &c, 4); memcpy(m + 4, &d, 4);
+}
+
+/* The inverse: pack 8 six-bit scales ls[] and mins lm[] (each <= 63) into
+ * the 12 scale bytes q[] of a Q4_K / Q5_K block. */
+static inline void pk_set_scale_min_k4(uint8_t *q, const uint8_t ls[8], const uint8_t lm[8]) {
+    for (int j = 0; j < 12; j++) q[j] = 0;
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            q[j] = ls[j];
+            q[j + 4] = lm[j];
+        } else {
+            q[j + 4] = (uint8_t)((ls[j] & 0xF) | (lm[j] & 0xF) << 4);
+            q[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
+            q[j] |= (uint8_t)((lm[j] >> 4) << 6);
+        }
+    }
+}
+
+/* The 16 signed 6-bit sub-block scales (sc - 32) of a Q3_K block. */
+static inline void pk_q3_K_scales(const uint8_t *scales, int8_t out[16]) {
+    for (int s = 0; s < 16; s++) {
+        int lo = (scales[s % 8] >> (4 * (s / 8))) & 0xF;
+        int hi = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+        out[s] = (int8_t)((lo | hi << 4) - 32);
+    }
+}
+
+/* ---- quantizers with an importance weight per column ------------------
+ * Row quantizers (n a multiple of the block size) taking an optional array
+ * `imp` of n non-negative per-column importances (an imatrix row); imp ==
+ * NULL gives exactly the type's from_float, which matches ggml's
+ * quantize_row_<type>_ref byte for byte. Which types use imp: see the
+ * per-file comments (quant/legacy.c, quant/kquant.c, quant/iquant.c). */
+void pk_quantize_q4_0(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q4_1(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q5_0(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q5_1(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q2_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q3_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q4_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q5_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_q6_K(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq4_nl(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq4_xs(const float *src, void *dst, int64_t n, const float *imp);
+/* IQ4_NL as llama-quantize writes it (ggml's quantize_iq4_nl: 7 extra scale
+ * trials per block); from_float is the faster quantize_row_iq4_nl_ref. */
+void pk_quantize_iq4_nl_full(const float *src, void *dst, int64_t n, const float *imp);
+
+/* Reference conversions of the types above (used by the type table). */
+void pk_q4_0_to_float(const void *src, float *dst, int64_t n);
+void pk_q4_1_to_float(const void *src, float *dst, int64_t n);
+void pk_q5_0_to_float(const void *src, float *dst, int64_t n);
+void pk_q5_1_to_float(const void *src, float *dst, int64_t n);
+void pk_q8_1_to_float(const void *src, float *dst, int64_t n);
+void pk_q8_1_from_float(const float *src, void *dst, int64_t n);
+void pk_q2_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q3_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q4_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q5_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q6_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q8_K_to_float(const void *src, float *dst, int64_t n);
+void pk_q8_K_from_float(const float *src, void *dst, int64_t n);
+void pk_iq4_nl_to_float(const void *src, float *dst, int64_t n);
+void pk_iq4_xs_to_float(const void *src, float *dst, int64_t n);
+void pk_mxfp4_to_float(const void *src, float *dst, int64_t n);
+void pk_q4_0_from_float(const float *src, void *dst, int64_t n);
+void pk_q4_1_from_float(const float *src, void *dst, int64_t n);
+void pk_q5_0_from_float(const float *src, void *dst, int64_t n);
+void pk_q5_1_from_float(const float *src, void *dst, int64_t n);
+void pk_q2_K_from_float(const float *src, void *dst, int64_t n);
+void pk_q3_K_from_float(const float *src, void *dst, int64_t n);
+void pk_q4_K_from_float(const float *src, void *dst, int64_t n);
+void pk_q5_K_from_float(const float *src, void *dst, int64_t n);
+void pk_q6_K_from_float(const float *src, void *dst, int64_t n);
+void pk_iq4_nl_from_float(const float *src, void *dst, int64_t n);
+void pk_iq4_xs_from_float(const float *src, void *dst, int64_t n);
+void pk_mxfp4_from_float(const float *src, void *dst, int64_t n);
+
+#endif

@@ -1,0 +1,130 @@
+#!/bin/sh
+# Batched prompt processing must give the logits of one-token-at-a-time
+# decoding: the batch changes how often weights are read, not the maths.
+# That holds for every row's logits (pk_decode_all) and for the last row's
+# alone (pk_decode: the last layer's FFN computed for that row only). Each
+# row is computed by the same kernels in the same order, so the outputs must
+# be bitwise identical, for every architecture family, thread count and a
+# batch size that does not divide the prompt, and KV cache type (F16, the
+# default, on every model; F32 and Q8_0 on some: Q8_0 needs head dims that
+# are multiples of 32) - except the Gated DeltaNet's chunked delta rule
+# (prompt batches of 8+ tokens), equal up to rounding.
+# Run once per kernel variant usable on this CPU (the list `pocket --help`
+# prints), each forced with POCKET_KERNELS; $BATCH_VARIANTS, if set, names
+# the variants to run instead (each must be usable: tests/lib/run_aarch64.sh
+# gives each emulated CPU the variants the smaller CPUs lack).
+# $POCKET_RUN, if set, prefixes every pocket binary (e.g. "qemu-aarch64 -L
+# SYSROOT -cpu max" for a cross build: tests/lib/run_aarch64.sh).
+set -eu
+BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
+T="$BUILD/tests/tool_logits"
+RUN=${POCKET_RUN:-}
+tmp="$BUILD/tmp/batch"; rm -rf "$tmp"; mkdir -p "$tmp"
+"$PYTHON" tests/lib/gen_model.py mixtral "$tmp/mixtral.gguf" --seed 1 >/dev/null
+"$PYTHON" tests/lib/gen_model.py qwen3 "$tmp/qwen3.gguf" --seed 2 >/dev/null
+# gpt-oss: sliding windows of 4 (45 tokens cross them), sinks, biases, YaRN
+"$PYTHON" tests/lib/gen_model.py gpt-oss "$tmp/gptoss-f32.gguf" --seed 7 >/dev/null
+cp ../shared/fixtures/gpt-oss/tiny-gpt-oss.gguf "$tmp/gptoss.gguf"
+"$PYTHON" tests/lib/gen_model.py deepseek2 "$tmp/ds2-qlora.gguf" --seed 1 --q-lora 24 --vocab 300 >/dev/null
+"$PYTHON" tests/lib/gen_model.py qwen2moe "$tmp/qwen2moe.gguf" --seed 1 >/dev/null
+"$PYTHON" tests/lib/gen_model.py olmoe "$tmp/olmoe.gguf" --seed 1 >/dev/null
+"$PYTHON" tests/lib/gen_model.py granitemoe "$tmp/granitemoe.gguf" --seed 1 --shared-ff 24 >/dev/null
+$RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
+    { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
+$RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/mxfp4.gguf" Q8_0 --tensor-type "_exps=MXFP4" \
+    >/dev/null 2>&1 || { echo "FAIL: pocket quantize Q8_0 with MXFP4 experts"; exit 1; }
+variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
+[ -n "$variants" ] || { echo "FAIL: no usable kernel variant in pocket --help"; exit 1; }
+if [ -n "${BATCH_VARIANTS:-}" ]; then
+    for v in $BATCH_VARIANTS; do
+        echo "$variants" | grep -qx "$v" || { echo "FAIL: BATCH_VARIANTS names '$v', not usable here (usable:" $variants")"; exit 1; }
+    done
+    variants=$BATCH_VARIANTS
+fi
+run_variant() {
+ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
+for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \
+           ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:f16 ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:q8_0 \
+           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 ../shared/fixtures/gemma4/tiny-gemma4.gguf:f16 \
+           ../shared/fixtures/gemma4/tiny-gemma4.gguf:f32 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0" \
+           "$tmp/gptoss-f32.gguf:f16" "$tmp/gptoss-f32.gguf:f32" "$tmp/gptoss-f32.gguf:q8_0" \
+           ../shared/fixtures/deepseek2/tiny-deepseek2.gguf:f16 ../shared/fixtures/deepseek2/tiny-deepseek2.gguf:f32 \
+           "$tmp/ds2-qlora.gguf:f16" \
+           "$tmp/qwen2moe.gguf:f16" "$tmp/olmoe.gguf:f16" "$tmp/olmoe.gguf:q8_0" "$tmp/granitemoe.gguf:f16"; do
+    m=${mkv%:*}; kv=${mkv##*:}
+    $RUN "$T" -t 1 -b 1 -ctk $kv -ctv $kv "$m" "$tmp/one.f32" "$ids"
+    for cfg in "-t 1 -b 16" "-t 2 -b 64" "-t 2 -b 7"; do
+        $RUN "$T" $cfg -ctk $kv -ctv $kv "$m" "$tmp/batch.f32" "$ids"
+        if cmp -s "$tmp/one.f32" "$tmp/batch.f32"; then continue; fi
+        # Gated DeltaNet prompt batches (>= 8 tokens) use the chunked form of
+        # the delta rule: equal to the recurrence up to float rounding
+        case "$m:$cfg" in
+        *qwen35*:*-b\ 16|*qwen35*:*-b\ 64|*qwen3next*:*-b\ 16|*qwen3next*:*-b\ 64)
+            "$PYTHON" - "$tmp/one.f32" "$tmp/batch.f32" "$cfg" <<'PY' || exit 1
+import sys
+import numpy as np
+a, b = (np.fromfile(f, dtype="<f4").reshape(45, -1) for f in sys.argv[1:3])
+d = float(np.abs(a - b).max())
+print(f"     chunked delta rule ({sys.argv[3]}): max |diff| {d:.2e} vs one token at a time")
+sys.exit(0 if d < 1e-4 * max(1.0, float(np.abs(a).max())) and (a.argmax(1) == b.argmax(1)).all() else 1)
+PY
+            ;;
+        *) echo "FAIL: $m: logits with $cfg differ from one token at a time"; exit 1 ;;
+        esac
+    done
+    # The last token's logits alone (pk_decode): the last layer's FFN for
+    # that row only, and none in the batches before the last (-b 7)
+    for cfg in "-t 1 -b 64" "-t 2 -b 7"; do
+        $RUN "$T" -last $cfg -ctk $kv -ctv $kv "$m" "$tmp/last.f32" "$ids"
+        tail -c "$(wc -c < "$tmp/last.f32")" "$tmp/one.f32" > "$tmp/one_last.f32"
+        [ -s "$tmp/last.f32" ] && cmp -s "$tmp/one_last.f32" "$tmp/last.f32" && continue
+        case "$m:$cfg" in
+        *qwen35*:*-b\ 64|*qwen3next*:*-b\ 64)
+            "$PYTHON" - "$tmp/one_last.f32" "$tmp/last.f32" "$cfg" <<'PY' || exit 1
+import sys
+import numpy as np
+a, b = (np.fromfile(f, dtype="<f4") for f in sys.argv[1:3])
+d = float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
+print(f"     last token only, chunked delta rule ({sys.argv[3]}): max |diff| {d:.2e} vs one token at a time")
+sys.exit(0 if d < 1e-4 * max(1.0, float(np.abs(a).max())) and a.argmax() == b.argmax() else 1)
+PY
+            ;;
+        *) echo "FAIL: $m: the last token's logits (pk_decode) with $cfg differ from one token at a time"; exit 1 ;;
+        esac
+    done
+    echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time (bitwise, or within 1e-4 for chunked DeltaNet); the last token's alone likewise (batches of 64 and 7)"
+done
+# Quantized weights: prompt batches go through the multi-token (gemm)
+# kernels, whose float summation order differs from gemv's, so batched and
+# one-at-a-time logits agree to float tolerance rather than bitwise (the same
+# size of difference as between the AVX2 and AVX-512 gemv kernels). A
+# rounding difference can also flip a near-tie in a router's top-k, and
+# that token's logits then differ by more (on the Q4_K_M model, 6-7% of the
+# largest logit for one token, with any summation order, the reference's
+# included; avx2, avxvnni and avx512 each have 2-4 such tokens at 1-7%,
+# the rest at 0.1-0.6%): so the bound is per token - the median within
+# 0.5% of the largest logit, at least 90 of the 100 within 1%, every token
+# within 15%, the argmax the same on at least 95.
+for q in "q4km:Q4_K_M kjv" "mxfp4:Q8_0+MXFP4 kjv" "gptoss:tiny-gpt-oss (MXFP4 experts)"; do
+    ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 4000) for i in range(100)))")
+    $RUN "$T" -t 2 -b 1 "$tmp/${q%%:*}.gguf" "$tmp/one.f32" "$ids"
+    $RUN "$T" -t 2 -b 64 "$tmp/${q%%:*}.gguf" "$tmp/batch.f32" "$ids"
+    "$PYTHON" - "$tmp/one.f32" "$tmp/batch.f32" "${q#*:}" <<'PY'
+import sys
+import numpy as np
+a, b = (np.fromfile(f, dtype="<f4").reshape(-1, 4096) for f in sys.argv[1:3])
+per = np.abs(a - b).max(1) / np.abs(a).max()     # per token, of the largest logit
+d, med, within = float(per.max()), float(np.median(per)), int((per < 0.01).sum())
+agree = (a.argmax(1) == b.argmax(1)).mean()
+ok = med < 0.005 and within >= 90 and d < 0.15 and agree >= 0.95
+print(f"{'ok  ' if ok else 'FAIL'} [{__import__('os').environ['POCKET_KERNELS']}] {sys.argv[3]}: 100 tokens batched vs one at a time: "
+      f"median |diff| {100 * med:.2f}% of max |logit|, {within} within 1%, max {100 * d:.2f}%, argmax agree {100 * agree:.0f}%")
+sys.exit(0 if ok else 1)
+PY
+done
+}
+for v in $variants; do
+    POCKET_KERNELS=$v; export POCKET_KERNELS
+    run_variant
+done
+echo "variants tested:" $variants

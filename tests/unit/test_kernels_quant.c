@@ -1,0 +1,812 @@
+/* test_kernels_quant.c - the block-quantized weight types (Q4_0, Q4_1, Q5_0,
+ * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4) and their activation types (Q8_1, Q8_K):
+ * formats (quant_*.c) and every usable kernel table (kernels_*.c).
+ *
+ * Checks, per type: the type table; dequantization of blocks with known
+ * contents, against hand-computed values and against an independent
+ * element-by-element decoder written from the layouts documented in quant/quant.h
+ * (so scale/min packing is checked bit by bit); quantize -> dequantize RMS
+ * error bounds; quantizer output identical to llama.cpp's reference
+ * quantizers (hashes of ggml's quantize_row_*_ref output on fixed inputs);
+ * for every ISA table: vec_dot and gemv against an exact double dot of the
+ * dequantized data on random / zero / max-magnitude / outlier data (this is
+ * also the llama.cpp compatibility check: the kernels compute what
+ * dequantize-then-dot computes, to float rounding), MXFP4 also at the
+ * extreme E8M0 exponents (0..4, 250..255), and the activation quantizers
+ * bit-exact against the reference.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testhelp.h"
+#include "quant/quant.h"
+#include "kernels/kernels.h"
+
+/* ---- deterministic data ---------------------------------------------------- */
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+static uint64_t rnd64(void) {                     /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; } /* [-1,1) */
+/* roughly normal: sum of 4 uniforms */
+static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254f; }
+
+static uint16_t f16(float f) { return pk_fp32_to_fp16(f); }
+static double h2d(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return pk_fp16_to_fp32(h); }
+
+static const int8_t iq4_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
+                                       1, 13, 25, 38, 53, 69, 89, 113 };
+/* E2M1 magnitudes (MXFP4: code bit 3 is the sign, the scale 2^(e - 127)) */
+static const double e2m1[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
+
+/* ---- the types under test ---------------------------------------------------- */
+
+static const struct { int t, act, blck; size_t size; double rms_bound; } types[] = {
+    /* rms_bound: RMS(x - deq(q(x))) / RMS(x) for roughly normal data */
+    { PK_TYPE_Q4_0, PK_TYPE_Q8_0, 32, 18, 0.125 },
+    { PK_TYPE_Q4_1, PK_TYPE_Q8_1, 32, 20, 0.105 },
+    { PK_TYPE_Q5_0, PK_TYPE_Q8_0, 32, 22, 0.062 },
+    { PK_TYPE_Q5_1, PK_TYPE_Q8_1, 32, 24, 0.052 },
+    { PK_TYPE_Q2_K, PK_TYPE_Q8_K, 256, 84, 0.36 },
+    { PK_TYPE_Q3_K, PK_TYPE_Q8_K, 256, 110, 0.19 },
+    { PK_TYPE_Q4_K, PK_TYPE_Q8_K, 256, 144, 0.095 },
+    { PK_TYPE_Q5_K, PK_TYPE_Q8_K, 256, 176, 0.048 },
+    { PK_TYPE_Q6_K, PK_TYPE_Q8_K, 256, 210, 0.025 },
+    { PK_TYPE_IQ4_NL, PK_TYPE_Q8_0, 32, 18, 0.11 },
+    { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
+    { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
+};
+enum { NTYPES = sizeof types / sizeof *types };
+
+/* ---- an independent decoder: element e of one block as a - b ----------------
+ * (a: the scaled level, b: the subtracted min/offset, both exact in double),
+ * written from the layout comments in quant/quant.h. */
+static void elem(int t, const uint8_t *p, int e, double *a, double *b) {
+    *b = 0;
+    switch (t) {
+    case PK_TYPE_Q4_0: case PK_TYPE_IQ4_NL: {
+        int q = e < 16 ? p[2 + e] & 15 : p[2 + e - 16] >> 4;
+        *a = h2d(p) * (t == PK_TYPE_Q4_0 ? q - 8 : iq4_levels[q]);
+        break;
+    }
+    case PK_TYPE_Q4_1: {
+        int q = e < 16 ? p[4 + e] & 15 : p[4 + e - 16] >> 4;
+        *a = h2d(p) * q; *b = -h2d(p + 2);
+        break;
+    }
+    case PK_TYPE_Q5_0: case PK_TYPE_Q5_1: {
+        int off = t == PK_TYPE_Q5_0 ? 2 : 4;
+        uint32_t qh = p[off] | p[off + 1] << 8 | p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
+        const uint8_t *qs = p + off + 4;
+        int q = (e < 16 ? qs[e] & 15 : qs[e - 16] >> 4) | (int)((qh >> e) & 1) << 4;
+        if (t == PK_TYPE_Q5_0) *a = h2d(p) * (q - 16);
+        else { *a = h2d(p) * q; *b = -h2d(p + 2); }
+        break;
+    }
+    case PK_TYPE_Q8_1:
+        *a = h2d(p) * (int8_t)p[4 + e];
+        break;
+    case PK_TYPE_Q2_K: {
+        int h = e / 128, k = e % 128 / 32, l = e % 32, s = e / 16;
+        int q = (p[16 + 32 * h + l] >> 2 * k) & 3;
+        *a = h2d(p + 80) * (p[s] & 15) * q; *b = h2d(p + 82) * (p[s] >> 4);
+        break;
+    }
+    case PK_TYPE_Q3_K: {
+        int h = e / 128, k = e % 128 / 32, l = e % 32, s = e / 16;
+        int q = ((p[32 + 32 * h + l] >> 2 * k) & 3) + 4 * ((p[e % 32] >> (e / 32)) & 1) - 4;
+        const uint8_t *sc = p + 96;
+        int lo = (sc[s % 8] >> 4 * (s / 8)) & 15, hi = (sc[8 + s % 4] >> 2 * (s / 4)) & 3;
+        *a = h2d(p + 108) * ((lo | hi << 4) - 32) * q;
+        break;
+    }
+    case PK_TYPE_Q4_K: case PK_TYPE_Q5_K: {
+        int s = e / 32, h = e / 64, l = e % 32;
+        const uint8_t *sc = p + 4;
+        int scale, min;
+        if (s < 4) { scale = sc[s] & 63; min = sc[s + 4] & 63; }
+        else {
+            scale = (sc[s + 4] & 15) | (sc[s - 4] >> 6) << 4;
+            min = (sc[s + 4] >> 4) | (sc[s] >> 6) << 4;
+        }
+        const uint8_t *qs = p + 16 + (t == PK_TYPE_Q5_K ? 32 : 0);
+        int q = e % 64 < 32 ? qs[32 * h + l] & 15 : qs[32 * h + l] >> 4;
+        if (t == PK_TYPE_Q5_K) q |= ((p[16 + l] >> (e / 32)) & 1) << 4;
+        *a = h2d(p) * scale * q; *b = h2d(p + 2) * min;
+        break;
+    }
+    case PK_TYPE_Q6_K: {
+        int h = e / 128, k = e % 128 / 32, l = e % 32;
+        int lo = p[64 * h + l + 32 * (k & 1)];
+        lo = k < 2 ? lo & 15 : lo >> 4;
+        int q = (lo | ((p[128 + 32 * h + l] >> 2 * k) & 3) << 4) - 32;
+        *a = h2d(p + 208) * (int8_t)p[192 + e / 16] * q;
+        break;
+    }
+    case PK_TYPE_Q8_K: {
+        float d;
+        memcpy(&d, p, 4);
+        *a = (double)d * (int8_t)p[4 + e];
+        break;
+    }
+    case PK_TYPE_MXFP4: {
+        int q = e < 16 ? p[1 + e] & 15 : p[1 + e - 16] >> 4;
+        *a = (q & 8 ? -1 : 1) * ldexp(e2m1[q & 7], p[0] - 127);
+        break;
+    }
+    case PK_TYPE_IQ4_XS: {
+        int s = e / 32, j = e % 32;
+        uint16_t sh = (uint16_t)(p[2] | p[3] << 8);
+        int ls = ((p[4 + s / 2] >> 4 * (s % 2)) & 15) | ((sh >> 2 * s) & 3) << 4;
+        int byte = p[8 + 16 * s + j % 16];
+        *a = h2d(p) * (ls - 32) * iq4_levels[j < 16 ? byte & 15 : byte >> 4];
+        break;
+    }
+    default: *a = NAN;
+    }
+}
+
+/* offsets of the fp16 scales of each type, to keep random blocks finite */
+static void sane_scales(int t, uint8_t *p) {
+    static const struct { int t; int off[2]; } tab[] = {
+        { PK_TYPE_Q4_0, { 0, -1 } }, { PK_TYPE_IQ4_NL, { 0, -1 } }, { PK_TYPE_Q4_1, { 0, 2 } },
+        { PK_TYPE_Q5_0, { 0, -1 } }, { PK_TYPE_Q5_1, { 0, 2 } }, { PK_TYPE_Q8_1, { 0, 2 } },
+        { PK_TYPE_Q2_K, { 80, 82 } }, { PK_TYPE_Q3_K, { 108, -1 } }, { PK_TYPE_Q4_K, { 0, 2 } },
+        { PK_TYPE_Q5_K, { 0, 2 } }, { PK_TYPE_Q6_K, { 208, -1 } }, { PK_TYPE_IQ4_XS, { 0, -1 } },
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
+        if (tab[i].t == t)
+            for (int k = 0; k < 2; k++)
+                if (tab[i].off[k] >= 0) {
+                    uint16_t h = f16(ldexpf(1.0f + rndf() * 0.5f, (int)(rnd64() % 12) - 8));
+                    if (rnd64() & 1) h |= 0x8000;
+                    memcpy(p + tab[i].off[k], &h, 2);
+                }
+    if (t == PK_TYPE_Q8_K) { float d = ldexpf(1.0f + rndf() * 0.5f, -7); memcpy(p, &d, 4); }
+    if (t == PK_TYPE_MXFP4) p[0] = (uint8_t)(127 + (int)(rnd64() % 12) - 8);   /* 2^-9 .. 2^2 */
+}
+
+static int type_blck(int t) { return pk_type_get(t)->blck; }
+
+/* ---- type table ------------------------------------------------------------------ */
+
+static void test_traits(void) {
+    for (int i = 0; i < NTYPES; i++) {
+        const pk_type_traits *tt = pk_type_get(types[i].t);
+        TEST_CHECK(tt && tt->to_float && tt->from_float && tt->vec_dot_type == types[i].act &&
+                   tt->blck == types[i].blck && tt->type_size == types[i].size,
+                   "traits of %s", pk_type_name(types[i].t));
+        TEST_CHECK(pk_kernels_ref_table.vec_dot[types[i].t] && pk_kernels_ref_table.gemv[types[i].t],
+                   "reference kernels for %s", pk_type_name(types[i].t));
+    }
+    static const int acts[] = { PK_TYPE_Q8_1, PK_TYPE_Q8_K };
+    for (int i = 0; i < 2; i++) {
+        const pk_type_traits *tt = pk_type_get(acts[i]);
+        TEST_CHECK(tt->to_float && tt->from_float && tt->vec_dot_type == -1 &&
+                   pk_kernels_ref_table.quantize[acts[i]], "activation type %s", tt->name);
+    }
+    TEST_CHECK(sizeof(pk_block_q8_K) == 292 && sizeof(pk_block_q8_1) == 36, "activation sizes");
+}
+
+/* ---- hand-built blocks -------------------------------------------------------------- */
+
+/* known values, computed by hand from the format definitions */
+static void test_known_blocks(void) {
+    float out[256];
+    int bad;
+
+    pk_block_q4_0 q40 = { f16(0.5f), { 0 } };
+    q40.qs[0] = 0x1F; q40.qs[15] = 0x80;       /* e0 = 15, e16 = 1, e15 = 0, e31 = 8 */
+    pk_type_get(PK_TYPE_Q4_0)->to_float(&q40, out, 32);
+    TEST_CHECK(out[0] == 3.5f && out[16] == -3.5f && out[15] == -4.0f && out[31] == 0.0f &&
+               out[1] == -4.0f, "Q4_0 known values");
+
+    pk_block_q4_1 q41 = { f16(0.25f), f16(-1.0f), { 0 } };
+    q41.qs[3] = 0xF2;                           /* e3 = 2, e19 = 15 */
+    pk_type_get(PK_TYPE_Q4_1)->to_float(&q41, out, 32);
+    TEST_CHECK(out[3] == -0.5f && out[19] == 2.75f && out[0] == -1.0f, "Q4_1 known values");
+
+    pk_block_q5_0 q50 = { f16(1.0f), { 0x01, 0, 0, 0x80 }, { 0 } };   /* bits 0 and 31 */
+    q50.qs[0] = 0x0F; q50.qs[15] = 0xF0;
+    pk_type_get(PK_TYPE_Q5_0)->to_float(&q50, out, 32);
+    TEST_CHECK(out[0] == 15.0f && out[31] == 15.0f && out[15] == -16.0f && out[16] == -16.0f,
+               "Q5_0 known values (%g %g %g %g)", out[0], out[31], out[15], out[16]);
+
+    pk_block_q5_1 q51 = { f16(2.0f), f16(0.5f), { 0, 0, 1, 0 }, { 0 } };   /* bit 16 */
+    q51.qs[0] = 0x30;                           /* e0 = 0, e16 = 3 | 16 */
+    pk_type_get(PK_TYPE_Q5_1)->to_float(&q51, out, 32);
+    TEST_CHECK(out[0] == 0.5f && out[16] == 38.5f, "Q5_1 known values");
+
+    /* Q2_K: sub-block 0 scale 3 min 2; sub-block 9 scale 15 min 15 */
+    pk_block_q2_K q2 = { { 0 }, { 0 }, f16(0.5f), f16(0.25f) };
+    q2.scales[0] = 0x23; q2.scales[9] = 0xFF;
+    q2.qs[0] = 0xE4;                            /* e0 = 0, e32 = 1, e64 = 2, e96 = 3 */
+    q2.qs[32 + 16] = 0x0C;                      /* element 128 + 32 + 16 = 176 (sub 11) = 3 */
+    q2.qs[16 + 1] = 0x03;                       /* element 17 (sub 1) */
+    q2.qs[32 + 1 + 16] = 0x30;                  /* element 128 + 64 + 17 = 209 (sub 13) */
+    q2.qs[9] = 0x00;
+    q2.qs[32 + 9] = 0x02;                       /* element 128 + 0 + 9 = 137? sub 8 */
+    pk_type_get(PK_TYPE_Q2_K)->to_float(&q2, out, 256);
+    TEST_CHECK(out[0] == -0.5f && out[1] == -0.5f, "Q2_K sub-block 0 (%g)", out[0]);
+    /* element 144 + 2 is sub-block 9: scale 15, min 15, q of qs[32 + 16 + 2] bits 0-1 */
+    q2.qs[32 + 18] = 0x02;
+    pk_type_get(PK_TYPE_Q2_K)->to_float(&q2, out, 256);
+    TEST_CHECK(out[146] == 0.5f * 15 * 2 - 0.25f * 15 && out[145] == -3.75f,
+               "Q2_K sub-block 9 (%g)", out[146]);
+
+    /* Q3_K: d = 1; sub-block s scale = s - 10 (6-bit code s + 22) */
+    pk_block_q3_K q3;
+    memset(&q3, 0, sizeof q3);
+    q3.d = f16(1.0f);
+    for (int s = 0; s < 16; s++) {
+        int code = s + 22;
+        q3.scales[s % 8] |= (uint8_t)((code & 15) << 4 * (s / 8));
+        q3.scales[8 + s % 4] |= (uint8_t)((code >> 4) << 2 * (s / 4));
+    }
+    q3.qs[5] = 0x03;          /* e5: low 3, hmask bit 0 of hmask[5] set -> 3 + 4 - 4 = 3 */
+    q3.hmask[5] = 0x01;
+    q3.qs[32 + 20] = 0x40;    /* element 128 + 64 + 20 = 212 (sub 13): low 0, no high -> -4 */
+    pk_type_get(PK_TYPE_Q3_K)->to_float(&q3, out, 256);
+    TEST_CHECK(out[5] == -10.0f * 3 && out[212] == 3.0f * -4 && out[0] == -10.0f * -4 &&
+               out[255] == 5.0f * -4, "Q3_K known values (%g %g %g %g)", out[5], out[212], out[0], out[255]);
+
+    /* Q4_K / Q5_K: scales 1,2,3,4,40,50,60,63 mins 0,1,2,3,17,33,48,63 */
+    static const int ksc[8] = { 1, 2, 3, 4, 40, 50, 60, 63 }, kmn[8] = { 0, 1, 2, 3, 17, 33, 48, 63 };
+    uint8_t packed[12] = { 0 };
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) { packed[j] = (uint8_t)ksc[j]; packed[j + 4] = (uint8_t)kmn[j]; }
+        else {
+            packed[j + 4] = (uint8_t)((ksc[j] & 15) | (kmn[j] & 15) << 4);
+            packed[j - 4] |= (uint8_t)((ksc[j] >> 4) << 6);
+            packed[j] |= (uint8_t)((kmn[j] >> 4) << 6);
+        }
+    }
+    pk_block_q4_K q4;
+    q4.d = f16(1.0f); q4.dmin = f16(0.5f);
+    memcpy(q4.scales, packed, 12);
+    memset(q4.qs, 0x5A, sizeof q4.qs);          /* low nibble 10, high 5 */
+    pk_type_get(PK_TYPE_Q4_K)->to_float(&q4, out, 256);
+    TEST_CHECK(out[0] == 10.0f && out[32] == 9.5f && out[128] == 391.5f && out[225] == 283.5f &&
+               out[200] == 600.0f - 24.0f, "Q4_K known values (%g %g %g %g %g)",
+               out[0], out[32], out[128], out[225], out[200]);
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        pk_get_scale_min_k4(j, packed, &sc, &m);
+        TEST_CHECK(sc == ksc[j] && m == kmn[j], "pk_get_scale_min_k4(%d)", j);
+    }
+    pk_block_q5_K q5;
+    q5.d = f16(1.0f); q5.dmin = f16(0.5f);
+    memcpy(q5.scales, packed, 12);
+    memset(q5.qs, 0x5A, sizeof q5.qs);
+    memset(q5.qh, 0, sizeof q5.qh);
+    q5.qh[3] = 0x80;                            /* bit 7: element 64 * 3 + 32 + 3 = 227 */
+    pk_type_get(PK_TYPE_Q5_K)->to_float(&q5, out, 256);
+    TEST_CHECK(out[227] == 63.0f * 21 - 31.5f && out[226] == 283.5f, "Q5_K known values (%g)", out[227]);
+
+    pk_block_q6_K q6;
+    memset(&q6, 0, sizeof q6);
+    q6.d = f16(0.5f);
+    for (int s = 0; s < 16; s++) q6.scales[s] = (int8_t)(s % 2 ? -(s + 1) : s + 1);
+    q6.ql[0] = 0xF3;           /* e0 low 3, e64 low 15 */
+    q6.qh[0] = 0xC6;           /* e0 hi 2 -> 35, e32 hi 1 -> 16, e64 hi 0, e96 hi 3 -> 48 */
+    q6.ql[32 + 1] = 0x07;      /* e33 low 7 (hi of qh[1] = 0) -> 7 */
+    pk_type_get(PK_TYPE_Q6_K)->to_float(&q6, out, 256);
+    /* e0: scale 1 * (35 - 32) = 3; e32 (sub 2, scale 3): 16 - 32 = -16;
+     * e64 (sub 4, scale 5): 15 - 32; e96 (sub 6, scale 7): 48 - 32; e33: 7 - 32 (scale 3) */
+    TEST_CHECK(out[0] == 1.5f && out[32] == 0.5f * 3 * -16 && out[64] == 0.5f * 5 * -17 &&
+               out[96] == 0.5f * 7 * 16 && out[33] == 0.5f * 3 * -25 && out[16] == 0.5f * -2 * -32,
+               "Q6_K known values (%g %g %g %g %g %g)", out[0], out[32], out[64], out[96], out[33], out[16]);
+
+    pk_block_iq4_nl nl = { f16(0.5f), { 0 } };
+    nl.qs[0] = 0xF0; nl.qs[7] = 0x78;
+    pk_type_get(PK_TYPE_IQ4_NL)->to_float(&nl, out, 32);
+    TEST_CHECK(out[0] == -63.5f && out[16] == 56.5f && out[7] == 0.5f && out[23] == -5.0f,
+               "IQ4_NL known values");
+
+    pk_block_iq4_xs xs;
+    memset(&xs, 0, sizeof xs);
+    xs.d = f16(0.25f);
+    /* ls: sub-block 0 -> 33 (+1), sub-block 5 -> 0 (-32), sub-block 7 -> 63 (+31) */
+    xs.scales_l[0] = 0x01 | 0x00; xs.scales_h = (uint16_t)(2 << 0 | 3 << 14);
+    xs.scales_l[2] = 0x00;        /* sub-block 5 high nibble 0, h bits 0 */
+    xs.scales_l[3] = 0xF0;        /* sub-block 7 low bits 15 */
+    memset(xs.qs, 0x8F, sizeof xs.qs);          /* low 15 (113), high 8 (1) */
+    pk_type_get(PK_TYPE_IQ4_XS)->to_float(&xs, out, 256);
+    TEST_CHECK(out[0] == 0.25f * 1 * 113 && out[16] == 0.25f && out[5 * 32] == 0.25f * -32 * 113 &&
+               out[7 * 32 + 31] == 0.25f * 31 && out[32] == 0.25f * -32 * 113,
+               "IQ4_XS known values (%g %g %g %g)", out[0], out[16], out[160], out[255]);
+
+    /* MXFP4: e = 128 is d = 1; code 7 = 12, 15 = -12, 8 = -0, 9 = -1, 1 = 1 */
+    pk_block_mxfp4 mx = { 128, { 0 } };
+    mx.qs[0] = 0xF7; mx.qs[3] = 0x98; mx.qs[15] = 0x1A;
+    pk_type_get(PK_TYPE_MXFP4)->to_float(&mx, out, 32);
+    TEST_CHECK(out[0] == 12.0f && out[16] == -12.0f && out[3] == 0.0f && out[19] == -1.0f &&
+               out[15] == -2.0f && out[31] == 1.0f && out[1] == 0.0f,
+               "MXFP4 known values (%g %g %g %g %g %g)", out[0], out[16], out[3], out[19], out[15], out[31]);
+    /* every exponent: 2^(e - 128) exactly (and in the kernels' table),
+     * subnormal for e = 0, 1; 12 * 2^126
+     * and 8 * 2^126 overflow (inf, as ggml) */
+    bad = 0;
+    for (int e = 0; e < 256; e++) {
+        pk_block_mxfp4 b = { (uint8_t)e, { 0 } };
+        b.qs[0] = 0x71; b.qs[1] = 0xE6;       /* e0: 1, e16: 12, e1: 8, e17: -8 */
+        pk_type_get(PK_TYPE_MXFP4)->to_float(&b, out, 32);
+        double d = ldexp(1.0, e - 128);
+        float tf;
+        memcpy(&tf, &pk_e8m0_half_bits[e], 4);
+        bad += out[0] != (float)d || pk_e8m0_half((uint8_t)e) != (float)d || tf != (float)d;
+        bad += out[16] != (12 * d > 3.4028234663852886e38 ? INFINITY : (float)(12 * d));
+        bad += out[1] != (8 * d > 3.4028234663852886e38 ? INFINITY : (float)(8 * d));
+        bad += out[17] != -out[1];
+    }
+    TEST_CHECK(bad == 0, "MXFP4 scale 2^(e - 128) for all 256 exponents (%d wrong)", bad);
+    /* quantizer corner cases: a value halfway between two levels takes the
+     * one nearer zero; amax = 0 gives e = 0; amax 2^-127 wraps the exponent
+     * to 254 (x86-64's conversion of ggml's float, all codes 0); amax 6
+     * gives e = 2 - 2 + 127, d = 0.5 */
+    float xm[32] = { 0 };
+    xm[0] = 6.0f; xm[1] = 0.25f; xm[2] = -0.25f; xm[3] = 0.75f; xm[4] = 5.0f; xm[5] = -2.5f;
+    xm[16] = 0.26f; xm[17] = -5.1f;
+    pk_type_get(PK_TYPE_MXFP4)->from_float(xm, &mx, 32);
+    TEST_CHECK(mx.e == 127 && (mx.qs[0] & 15) == 7 && (mx.qs[1] & 15) == 0 && (mx.qs[2] & 15) == 0 &&
+               (mx.qs[3] & 15) == 1 && (mx.qs[4] & 15) == 6 && (mx.qs[5] & 15) == 12 &&
+               (mx.qs[0] >> 4) == 1 && (mx.qs[1] >> 4) == 15,
+               "MXFP4 quantizer levels and ties (e %d, qs %02x %02x %02x %02x %02x %02x)", mx.e,
+               mx.qs[0], mx.qs[1], mx.qs[2], mx.qs[3], mx.qs[4], mx.qs[5]);
+    memset(xm, 0, sizeof xm);
+    pk_type_get(PK_TYPE_MXFP4)->from_float(xm, &mx, 32);
+    TEST_CHECK(mx.e == 0 && mx.qs[0] == 0, "MXFP4 zeros: e = 0");
+    xm[9] = 0x1p-127f; xm[10] = -0x1p-128f;
+    pk_type_get(PK_TYPE_MXFP4)->from_float(xm, &mx, 32);
+    TEST_CHECK(mx.e == 254 && mx.qs[9] == 0 && mx.qs[10] == 0, "MXFP4 tiny block: e wraps to %d", mx.e);
+
+    pk_block_q8_K q8k;
+    memset(&q8k, 0, sizeof q8k);
+    q8k.d = 0.125f; q8k.qs[0] = -128; q8k.qs[255] = 127;
+    pk_type_get(PK_TYPE_Q8_K)->to_float(&q8k, out, 256);
+    TEST_CHECK(out[0] == -16.0f && out[255] == 15.875f && out[1] == 0.0f, "Q8_K known values");
+
+    pk_block_q8_1 q81 = { f16(0.5f), f16(3.0f), { 0 } };
+    q81.qs[31] = -7;
+    pk_type_get(PK_TYPE_Q8_1)->to_float(&q81, out, 32);
+    TEST_CHECK(out[31] == -3.5f && out[0] == 0.0f, "Q8_1 known values");
+
+    /* random bytes against the independent decoder */
+    static const int all[] = { PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q8_1,
+                               PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
+                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4 };
+    for (size_t ti = 0; ti < sizeof all / sizeof *all; ti++) {
+        int t = all[ti];
+        const pk_type_traits *tt = pk_type_get(t);
+        enum { NB = 64 };
+        uint8_t *blk = malloc(NB * tt->type_size);
+        float *f = malloc(NB * (size_t)tt->blck * sizeof(float));
+        for (size_t i = 0; i < NB * tt->type_size; i++) blk[i] = (uint8_t)rnd64();
+        for (int b = 0; b < NB; b++) sane_scales(t, blk + b * tt->type_size);
+        tt->to_float(blk, f, (int64_t)NB * tt->blck);
+        bad = 0;
+        for (int b = 0; b < NB; b++)
+            for (int e = 0; e < tt->blck; e++) {
+                double a, m;
+                elem(t, blk + b * tt->type_size, e, &a, &m);
+                double got = f[b * tt->blck + e];
+                if (!(fabs(got - (a - m)) <= (fabs(a) + fabs(m)) * 0x1p-22)) {
+                    if (!bad++)
+                        fprintf(stderr, "  %s block %d elem %d: got %.9g want %.9g\n", tt->name, b, e,
+                                got, a - m);
+                }
+            }
+        TEST_CHECK(bad == 0, "%s: random blocks decode as documented (%d wrong)", tt->name, bad);
+        free(blk); free(f);
+    }
+}
+
+/* ---- round trip ------------------------------------------------------------------------ */
+
+static void test_round_trip(void) {
+    enum { N = 256 * 64 };
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    void *q = malloc(N * 2);
+    for (int i = 0; i < N; i++) x[i] = rndn() * ldexpf(1.0f, (i / 256) % 9 - 4);
+    for (int ti = 0; ti < NTYPES; ti++) {
+        const pk_type_traits *tt = pk_type_get(types[ti].t);
+        tt->from_float(x, q, N);
+        tt->to_float(q, y, N);
+        /* per 256-block relative RMS, averaged (scales vary by block) */
+        double rel = 0, worst = 0;
+        for (int b = 0; b < N / 256; b++) {
+            double se = 0, sx = 0;
+            for (int i = b * 256; i < b * 256 + 256; i++) {
+                se += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+                sx += (double)x[i] * x[i];
+            }
+            double r = sqrt(se / sx);
+            rel += r / (N / 256);
+            if (r > worst) worst = r;
+        }
+        TEST_CHECK(rel < types[ti].rms_bound && worst < 1.5 * types[ti].rms_bound,
+                   "%s round trip: relative RMS error %.4f (worst block %.4f), bound %.3f",
+                   tt->name, rel, worst, types[ti].rms_bound);
+        /* zeros stay zeros; a constant row is close */
+        float z[256] = { 0 }, zo[256];
+        tt->from_float(z, q, 256);
+        tt->to_float(q, zo, 256);
+        int nz = 0;
+        for (int i = 0; i < 256; i++) nz += zo[i] != 0.0f;
+        TEST_CHECK(nz == 0, "%s: zeros round-trip to zeros", tt->name);
+        /* one outlier: it is kept to within its block's step */
+        for (int i = 0; i < 256; i++) z[i] = rndf() * 1e-3f;
+        z[77] = 100.0f;
+        tt->from_float(z, q, 256);
+        tt->to_float(q, zo, 256);
+        TEST_CHECK(fabsf(zo[77] - 100.0f) < 100.0f * 2 * (float)types[ti].rms_bound,
+                   "%s: outlier kept (%g)", tt->name, zo[77]);
+    }
+    free(x); free(y); free(q);
+}
+
+/* ---- byte compatibility with llama.cpp's reference quantizers ------------------------------ */
+
+/* a fixed input: integer hash -> [-1, 1), per-256 scale 2^(b % 7 - 3), a
+ * spike every 97 elements, every 11th 32-block zero */
+static void gold_input(float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t h = (uint32_t)i * 2654435761u;
+        h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+        float v = (float)(h >> 8) * 0x1p-23f - 1.0f;
+        v *= ldexpf(1.0f, (i / 256) % 7 - 3);
+        if (i % 97 == 0) v *= 6.0f;
+        if ((i / 32) % 11 == 10) v = 0.0f;
+        x[i] = v;
+    }
+}
+static uint64_t fnv1a(const uint8_t *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+
+static void test_ggml_bytes(void) {
+    /* FNV-1a of ggml's quantize_row_<type>_ref(gold_input, 4096 elements)
+     * (ggml-quants.c built with -ffp-contract=off) */
+    static const struct { int t; uint64_t h; } gold[] = {
+{ PK_TYPE_Q4_0, 0xf54863c3506f5a57ull },
+        { PK_TYPE_Q4_1, 0x578dfe01196c2866ull },
+        { PK_TYPE_Q5_0, 0x6ef42b56f29772baull },
+        { PK_TYPE_Q5_1, 0xac255046d823657cull },
+        { PK_TYPE_Q8_0, 0xbd29554107ae010dull },
+        { PK_TYPE_Q8_1, 0xf7059c1e6eba1814ull },
+        { PK_TYPE_Q2_K, 0x1cc1ce160fd65b8cull },
+        { PK_TYPE_Q3_K, 0xae2789b933bbd0ecull },
+        { PK_TYPE_Q4_K, 0x6059325c069c1e2eull },
+        { PK_TYPE_Q5_K, 0x5c9a14f7be8a2453ull },
+        { PK_TYPE_Q6_K, 0x0354acd7ee6e220aull },
+        { PK_TYPE_Q8_K, 0x5b75b96828bd4e55ull },
+        { PK_TYPE_IQ4_NL, 0xf5671a0127552b2aull },
+        { PK_TYPE_IQ4_XS, 0x0fd673ac3dd492dcull },
+        { -PK_TYPE_IQ4_NL, 0xba891499f3a2fc39ull },
+        /* ggml-org/ggml d99724f2 quantize_row_mxfp4_ref, built as above */
+        { PK_TYPE_MXFP4, 0x068c9ff39cda89d9ull },
+    };
+    enum { N = 4096 };
+    float *x = malloc(N * sizeof(float));
+    uint8_t *q = malloc(N * 2);
+    gold_input(x, N);
+    for (size_t i = 0; i < sizeof gold / sizeof *gold; i++) {
+        size_t sz = pk_row_size(abs(gold[i].t), N);
+        memset(q, 0, sz);
+        if (gold[i].t == -PK_TYPE_IQ4_NL) pk_quantize_iq4_nl_full(x, q, N, NULL);
+        else pk_type_get(gold[i].t)->from_float(x, q, N);
+        uint64_t h = fnv1a(q, sz);
+        TEST_CHECK(h == gold[i].h, "%s%s quantizer bytes match ggml (hash %016llx)",
+                   pk_type_name(abs(gold[i].t)), gold[i].t < 0 ? " (full)" : "",
+                   (unsigned long long)h);
+    }
+    /* imp == NULL is the reference; imp given changes nothing where unused */
+    float *imp = malloc(N * sizeof(float));
+    uint8_t *q2 = malloc(N * 2);
+    for (int i = 0; i < N; i++) imp[i] = 1.0f + (float)(i % 5);
+    static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); } fns[] = {
+        { PK_TYPE_Q4_0, pk_quantize_q4_0 }, { PK_TYPE_Q4_1, pk_quantize_q4_1 },
+        { PK_TYPE_Q5_0, pk_quantize_q5_0 }, { PK_TYPE_Q5_1, pk_quantize_q5_1 },
+        { PK_TYPE_Q2_K, pk_quantize_q2_K }, { PK_TYPE_Q3_K, pk_quantize_q3_K },
+        { PK_TYPE_Q4_K, pk_quantize_q4_K }, { PK_TYPE_Q5_K, pk_quantize_q5_K },
+        { PK_TYPE_Q6_K, pk_quantize_q6_K }, { PK_TYPE_IQ4_NL, pk_quantize_iq4_nl },
+        { PK_TYPE_IQ4_XS, pk_quantize_iq4_xs },
+    };
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+        size_t sz = pk_row_size(fns[i].t, N);
+        pk_type_get(fns[i].t)->from_float(x, q, N);
+        fns[i].fn(x, q2, N, NULL);
+        TEST_CHECK(memcmp(q, q2, sz) == 0, "%s: pk_quantize(imp = NULL) == from_float",
+                   pk_type_name(fns[i].t));
+        /* with imp: still a valid encoding of x (round trip close) */
+        fns[i].fn(x, q2, N, imp);
+        float *y = malloc(N * sizeof(float));
+        pk_type_get(fns[i].t)->to_float(q2, y, N);
+        double se = 0, sx = 0;
+        for (int j = 0; j < N; j++) { se += (x[j] - y[j]) * (double)(x[j] - y[j]); sx += (double)x[j] * x[j]; }
+        TEST_CHECK(sqrt(se / sx) < 0.5, "%s with imp: round trip %.3f", pk_type_name(fns[i].t),
+                   sqrt(se / sx));
+        free(y);
+    }
+    free(x); free(q); free(q2); free(imp);
+}
+
+/* ---- kernels against exact double sums ------------------------------------------------------ */
+
+enum { D_RANDOM, D_ZEROS, D_MAX, D_OUTLIER, D_RAW, D_COUNT };
+static const char *dname[D_COUNT] = { "random", "zeros", "max", "outlier", "raw-bytes" };
+
+/* max magnitude: 3e4 keeps fp16 scales finite; Q8_1's s = fp16(d * sum q)
+ * overflows past |sum x| = 65504, so its users get 1e3 */
+static float max_mag = 3e4f;
+
+static void fill(float *v, int64_t n, int kind) {
+    for (int64_t i = 0; i < n; i++) {
+        switch (kind) {
+        case D_ZEROS: v[i] = 0.0f; break;
+        case D_MAX: v[i] = (rnd64() & 1) ? max_mag : -max_mag; break;
+        case D_OUTLIER: v[i] = rndf() * 1e-3f; break;
+        default: v[i] = rndn(); break;
+        }
+    }
+    if (kind == D_OUTLIER) v[rnd64() % (uint64_t)n] = 1e4f;
+}
+
+/* Raw weight rows: random bytes with sane fp16 scales (exercises every
+ * level and scale code, incl. ones no quantizer writes). */
+static void fill_raw(int t, uint8_t *w, int64_t n) {
+    const pk_type_traits *tt = pk_type_get(t);
+    int64_t nb = n / tt->blck;
+    for (size_t i = 0; i < (size_t)nb * tt->type_size; i++) w[i] = (uint8_t)rnd64();
+    for (int64_t b = 0; b < nb; b++) sane_scales(t, w + b * tt->type_size);
+}
+
+/* exact dot of the dequantized weights with the dequantized activations,
+ * and the sum of |a| + |b| terms times |x| (the decoder's split) */
+static void exact_dot(int t, int64_t n, const uint8_t *w, const void *x, double *dot, double *mag) {
+    const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
+    float *xf = malloc((size_t)n * sizeof(float));
+    tx->to_float(x, xf, n);
+    double s = 0, m = 0;
+    for (int64_t e = 0; e < n; e++) {
+        double a, b;
+        elem(t, w + (e / tw->blck) * tw->type_size, (int)(e % tw->blck), &a, &b);
+        s += (a - b) * xf[e];
+        m += (fabs(a) + fabs(b)) * fabs(xf[e]);
+    }
+    /* Q8_1 carries s = fp16(d * sum q) for the weight offsets: ggml's dot
+     * uses it in place of d16 * sum q, a difference of up to ~2^-10 relative */
+    if (tw->vec_dot_type == PK_TYPE_Q8_1) {
+        const pk_block_q8_1 *xb = x;
+        size_t mo = 2;                                /* offset of m in Q4_1 / Q5_1 */
+        for (int64_t b = 0; b < n / 32; b++) {
+            uint16_t mh;
+            memcpy(&mh, w + b * tw->type_size + mo, 2);
+            int sum = 0;
+            for (int j = 0; j < 32; j++) sum += xb[b].qs[j];
+            double exact_part = pk_fp16_to_fp32(mh) * pk_fp16_to_fp32(xb[b].d) * sum;
+            double ggml_part = (double)pk_fp16_to_fp32(mh) * pk_fp16_to_fp32(xb[b].s);
+            s += ggml_part - exact_part;
+            m += fabs(ggml_part);
+        }
+    }
+    *dot = s; *mag = m;
+    free(xf);
+}
+
+static int close_enough(double got, double exact, double mag, int64_t n, int blck) {
+    /* float sums over blocks + a few roundings per block term */
+    double tol = ((double)n / blck + 16) * 0x1p-23 * mag + 1e-30;
+    return fabs(got - exact) <= tol;
+}
+
+static void test_dot_type(const pk_kernels *k, int t, int64_t n, int kind) {
+    const pk_type_traits *tw = pk_type_get(t);
+    int xt = tw->vec_dot_type;
+    size_t rs = pk_row_size(t, n), xs = pk_row_size(xt, n);
+    static const int rows_list[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    enum { MAXR = 9 };
+    size_t pad = 3 * tw->type_size;                 /* rows not densely packed */
+    size_t rb = rs + pad;
+    uint8_t *w = malloc(rb * MAXR + 64);
+    void *x = malloc(xs);
+    float *f = malloc((size_t)n * sizeof(float));
+    max_mag = xt == PK_TYPE_Q8_1 ? 1e3f : 3e4f;
+    for (int r = 0; r < MAXR; r++) {
+        if (kind == D_RAW) fill_raw(t, w + r * rb, n);
+        else { fill(f, n, kind); tw->from_float(f, w + r * rb, n); }
+        memset(w + r * rb + rs, 0xAB, pad);
+    }
+    fill(f, n, kind == D_RAW ? D_RANDOM : kind);
+    pk_type_get(xt)->from_float(f, x, n);
+
+    double ex[MAXR], mg[MAXR];
+    int bad_dot = 0, bad_gemv = 0, bad_ref = 0;
+    for (int r = 0; r < MAXR; r++) {
+        exact_dot(t, n, w + r * rb, x, &ex[r], &mg[r]);
+        float s = NAN, sr = NAN;
+        k->vec_dot[t](n, &s, w + r * rb, x);
+        pk_kernels_ref_table.vec_dot[t](n, &sr, w + r * rb, x);
+        if (!close_enough(s, ex[r], mg[r], n, tw->blck) && !bad_dot++)
+            fprintf(stderr, "  %s %s vec_dot n=%lld %s row %d: got %.9g want %.9g (mag %.3g)\n",
+                    k->isa, tw->name, (long long)n, dname[kind], r, s, ex[r], mg[r]);
+        if (!close_enough(sr, ex[r], mg[r], n, tw->blck) && !bad_ref++)
+            fprintf(stderr, "  ref %s vec_dot n=%lld %s row %d: got %.9g want %.9g\n",
+                    tw->name, (long long)n, dname[kind], r, sr, ex[r]);
+        if (kind == D_ZEROS) bad_dot += s != 0.0f;
+    }
+    for (size_t ri = 0; ri < sizeof rows_list / sizeof *rows_list; ri++) {
+        int nr = rows_list[ri];
+        float y[MAXR + 1];
+        for (int r = 0; r <= MAXR; r++) y[r] = -12345.0f;
+        k->gemv[t](n, nr, y, w, rb, x);
+        for (int r = 0; r < nr; r++)
+            if (!close_enough(y[r], ex[r], mg[r], n, tw->blck) && !bad_gemv++)
+                fprintf(stderr, "  %s %s gemv n=%lld rows=%d %s row %d: got %.9g want %.9g\n",
+                        k->isa, tw->name, (long long)n, nr, dname[kind], r, y[r], ex[r]);
+        if (nr < MAXR + 1 && y[nr] != -12345.0f) bad_gemv++;
+    }
+    TEST_CHECK(bad_dot == 0, "%s %s vec_dot n=%lld %s: %d rows wrong", k->isa, tw->name,
+               (long long)n, dname[kind], bad_dot);
+    TEST_CHECK(bad_ref == 0, "ref %s vec_dot agrees with dequantize-then-dot n=%lld %s",
+               tw->name, (long long)n, dname[kind]);
+    TEST_CHECK(bad_gemv == 0, "%s %s gemv n=%lld %s: %d wrong", k->isa, tw->name,
+               (long long)n, dname[kind], bad_gemv);
+    free(w); free(x); free(f);
+    max_mag = 3e4f;
+}
+
+static void test_kernels_dot(const pk_kernels *k) {
+    static const int64_t nk[] = { 256, 512, 1792, 2816 };         /* 1, 2, 7, 11 blocks */
+    static const int64_t nl[] = { 32, 64, 96, 224, 2816 };        /* 1, 2, 3, 7, 88 */
+    for (int ti = 0; ti < NTYPES; ti++) {
+        int t = types[ti].t;
+        const int64_t *ns = type_blck(t) == 256 ? nk : nl;
+        int cnt = type_blck(t) == 256 ? 4 : 5;
+        for (int i = 0; i < cnt; i++)
+            for (int kind = 0; kind < D_COUNT; kind++) test_dot_type(k, t, ns[i], kind);
+    }
+}
+
+/* MXFP4 at the ends of the E8M0 range: random levels with exponents 0..5
+ * (subnormal and tiny scales) against activations with fp16 scales 2^10 ..
+ * 2^15, and 246..254 (2^118 .. 2^126) against fp16 subnormal scales (2^-24
+ * .. 2^-22), so every d_w * d_x is a normal float and every sum finite;
+ * vec_dot and gemv over 1..9 rows (rows padded apart) against the exact
+ * double dot. */
+static void test_mxfp4_extreme(const pk_kernels *k) {
+    static const int64_t ns[] = { 32, 96, 2816 };
+    enum { MAXR = 9 };
+    for (int hi = 0; hi < 2; hi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+            const int64_t n = ns[ni], nb = n / PK_QK_MXFP4;
+            const size_t rb = (size_t)nb * sizeof(pk_block_mxfp4) + 5;
+            uint8_t *w = malloc(rb * MAXR);
+            pk_block_q8_0 *x = malloc((size_t)nb * sizeof *x);
+            for (size_t i = 0; i < rb * MAXR; i++) w[i] = (uint8_t)rnd64();
+            for (int r = 0; r < MAXR; r++)
+                for (int64_t b = 0; b < nb; b++)
+                    w[r * rb + (size_t)b * sizeof(pk_block_mxfp4)] =
+                        (uint8_t)(hi ? 246 + rnd64() % 9 : rnd64() % 6);
+            for (int64_t b = 0; b < nb; b++) {
+                x[b].d = (uint16_t)(hi ? 1 + rnd64() % 4 : 0x6400 + rnd64() % 0x1400);
+                for (int j = 0; j < 32; j++) x[b].qs[j] = (int8_t)((int)(rnd64() % 255) - 127);
+            }
+            int bad = 0;
+            double ex[MAXR], mg[MAXR];
+            for (int r = 0; r < MAXR; r++) {
+                float s = NAN;
+                exact_dot(PK_TYPE_MXFP4, n, w + r * rb, x, &ex[r], &mg[r]);
+                k->vec_dot[PK_TYPE_MXFP4](n, &s, w + r * rb, x);
+                if (!close_enough(s, ex[r], mg[r], n, PK_QK_MXFP4) && !bad++)
+                    fprintf(stderr, "  %s MXFP4 vec_dot n=%lld %s row %d: got %.9g want %.9g\n", k->isa,
+                            (long long)n, hi ? "high" : "low", r, s, ex[r]);
+            }
+            for (int nr = 1; nr <= MAXR; nr++) {
+                float y[MAXR + 1];
+                for (int r = 0; r <= MAXR; r++) y[r] = -12345.0f;
+                k->gemv[PK_TYPE_MXFP4](n, nr, y, w, rb, x);
+                for (int r = 0; r < nr; r++)
+                    if (!close_enough(y[r], ex[r], mg[r], n, PK_QK_MXFP4) && !bad++)
+                        fprintf(stderr, "  %s MXFP4 gemv n=%lld rows=%d %s row %d: got %.9g want %.9g\n",
+                                k->isa, (long long)n, nr, hi ? "high" : "low", r, y[r], ex[r]);
+                if (nr < MAXR && y[nr] != -12345.0f) bad++;
+            }
+            TEST_CHECK(bad == 0, "%s MXFP4 %s exponents n=%lld: %d wrong", k->isa, hi ? "high" : "low",
+                       (long long)n, bad);
+            free(w); free(x);
+        }
+}
+
+/* ---- activation quantizers bit-exact ---------------------------------------------------------- */
+
+static void check_quant_exact(const pk_kernels *k, int type, const float *x, int64_t n,
+                              const char *what) {
+    size_t sz = pk_row_size(type, n);
+    unsigned char *a = malloc(sz), *b = malloc(sz);
+    memset(a, 0x5a, sz); memset(b, 0xa5, sz);
+    pk_type_get(type)->from_float(x, a, n);
+    k->quantize[type](x, b, n);
+    size_t at = sz;
+    for (size_t i = 0; i < sz; i++) if (a[i] != b[i]) { at = i; break; }
+    TEST_CHECK(at == sz, "%s quantize %s n=%lld (%s): differs at byte %zu", k->isa,
+               pk_type_name(type), (long long)n, what, at);
+    free(a); free(b);
+}
+
+static void test_kernels_quant(const pk_kernels *k) {
+    enum { N = 256 * 40 };
+    float *x = malloc(N * sizeof(float));
+    static const int64_t ns[] = { 256, 512, 2816, N };
+    static const int acts[] = { PK_TYPE_Q8_K, PK_TYPE_Q8_1 };
+    for (int ai = 0; ai < 2; ai++) {
+        int t = acts[ai];
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+            int64_t n = ns[i];
+            for (int64_t b = 0; b < n / 32; b++) {
+                float scale = ldexpf(1.0f, (int)(rnd64() % 40) - 20);
+                for (int j = 0; j < 32; j++) x[b * 32 + j] = rndf() * scale;
+                if (b % 3 == 1) x[b * 32 + (int)(rnd64() % 32)] = -30.0f * scale;
+                if (b % 5 == 2) for (int j = 0; j < 32; j++) x[b * 32 + j] = 0.0f;
+                if (b % 7 == 3) {              /* amax 127: many exact .5 ties */
+                    for (int j = 0; j < 32; j++) x[b * 32 + j] = (float)((int)(rnd64() % 253) - 126) + 0.5f;
+                    x[b * 32] = (b & 1) ? 127.0f : -127.0f;
+                }
+            }
+            check_quant_exact(k, t, x, n, "mixed");
+            /* equal magnitudes of both signs: the first one decides Q8_K's sign */
+            for (int64_t j = 0; j < n; j++) x[j] = rndf();
+            for (int64_t b = 0; b < n / 256; b++) {
+                x[b * 256 + 100] = (b & 1) ? 2.0f : -2.0f;
+                x[b * 256 + 200] = (b & 1) ? -2.0f : 2.0f;
+            }
+            check_quant_exact(k, t, x, n, "sign ties");
+            fill(x, n, D_MAX);
+            check_quant_exact(k, t, x, n, "max");
+            fill(x, n, D_OUTLIER);
+            check_quant_exact(k, t, x, n, "outlier");
+            fill(x, n, D_ZEROS);
+            check_quant_exact(k, t, x, n, "zeros");
+            for (int64_t j = 0; j < n; j++) x[j] = (j % 32 == 5) ? 3.4e38f : rndf();
+            check_quant_exact(k, t, x, n, "huge");
+            for (int64_t j = 0; j < n; j++) x[j] = j % 32 ? rndf() * 1e-36f : 1e-36f;
+            check_quant_exact(k, t, x, n, "tiny");
+        }
+    }
+    /* Q8_K bsums are the sums of qs, and |qs| <= 127 */
+    pk_block_q8_K *q = malloc(sizeof(pk_block_q8_K) * 4);
+    for (int j = 0; j < 1024; j++) x[j] = rndn() * 3;
+    k->quantize[PK_TYPE_Q8_K](x, q, 1024);
+    int bad = 0;
+    for (int b = 0; b < 4; b++)
+        for (int g = 0; g < 16; g++) {
+            int s = 0;
+            for (int j = 0; j < 16; j++) { s += q[b].qs[16 * g + j]; bad += q[b].qs[16 * g + j] == -128; }
+            bad += s != q[b].bsums[g];
+        }
+    TEST_CHECK(bad == 0, "%s Q8_K bsums and range", k->isa);
+    free(q);
+    free(x);
+}
+
+int main(void) {
+    test_traits();
+    test_known_blocks();
+    test_round_trip();
+    test_ggml_bytes();
+    const pk_kernels *list[8];
+    int nl = pk_kernels_list(list, 8);
+    for (int i = 0; i < nl; i++) {
+        fprintf(stderr, "kernels: %s\n", list[i]->isa);
+        test_kernels_dot(list[i]);
+        test_mxfp4_extreme(list[i]);
+        test_kernels_quant(list[i]);
+    }
+    return TEST_REPORT();
+}

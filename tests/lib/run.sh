@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run every test program (build/tests/test_*) and test script (tests/ref/t_*.sh, tests/cli/t_*.sh)
+# Run every test program (build/tests/test_*) and test script (tests/{unit,ref,cli}/t_*.sh)
 # from the project root; print one line per test and a closing
 # "N passed, N failed" line. Exit status is non-zero if any test failed.
 BUILD=${BUILD:-build}
@@ -7,7 +7,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 export BUILD PYTHON
 pass=0; fail=0; failed=""
 mkdir -p "$BUILD/logs"
-for t in "$BUILD"/tests/test_* tests/ref/t_*.sh tests/cli/t_*.sh; do
+for t in "$BUILD"/tests/test_* tests/unit/t_*.sh tests/ref/t_*.sh tests/cli/t_*.sh; do
     [ -x "$t" ] || [ "${t%.sh}" != "$t" ] || continue
     name=$(basename "$t")
     log="$BUILD/logs/$name.log"

@@ -362,6 +362,165 @@ int pk_chat_reasoning_feed(pk_chat_reasoning *r, const char *text, size_t n, int
 const char *pk_chat_reasoning_content(const pk_chat_reasoning *r, size_t *len);
 const char *pk_chat_reasoning_text(const pk_chat_reasoning *r, size_t *len);
 
+/* A short human-readable CPU name into buf[cap] (always NUL-terminated, no
+ * tabs or control characters): /proc/cpuinfo's "model name" (x86) or, on
+ * AArch64 Linux, "Hardware"/"Model" lines, else "aarch64 (implementer 0x41
+ * part 0xd0c)"; machdep.cpu.brand_string on Apple; "unknown" when nothing
+ * says. */
+void pk_cpu_name(char *buf, size_t cap);
+
+/* ---- Quantization (src/offline/quantize.c) -------------------------------
+ * Convert a GGUF model to another weight type mix ("preset"),
+ * as llama.cpp's llama-quantize does, writing a new GGUF file.
+ *
+ * Presets (llama.cpp names, case-insensitive): F32 F16 BF16 Q8_0 Q6_K Q5_K_M
+ * Q5_K_S Q5_0 Q5_1 Q4_K_M Q4_K_S Q4_0 Q4_1 Q3_K_L Q3_K_M Q3_K_S Q2_K IQ4_XS
+ * IQ4_NL, and pocket's MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
+ * attention, shared experts, dense FFNs, token embeddings and output at
+ * Q6_K, with attn_v and shared experts at Q8_0; router (ffn_gate_inp) and
+ * norms kept as they are.
+ *
+ * For the llama.cpp presets each tensor gets the type llama-quantize picks:
+ * 1-D tensors, norms and the router keep their input type; output.weight
+ * (and a tied token_embd) goes to Q6_K; the *_M presets give attn_v and
+ * ffn_down more bits on some layers; rows whose length is not a multiple of
+ * the block size fall back (Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1,
+ * Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, then F16). Tensors are written in
+ * llama-quantize's order (by layer, then by name). With the same input,
+ * preset and no importance matrix the tensor data equals llama-quantize's
+ * bit for bit, given reference quantizers that match ggml's.
+ * MXFP4 tensors (gpt-oss experts) are copied unchanged under every preset
+ * (llama-quantize would dequantize and re-quantize them); an override that
+ * names one converts it like any other tensor.
+ */
+typedef struct pk_quantize_params {
+    const char *preset;              /* target mix, e.g. "Q4_K_M" (required) */
+    int n_threads;                   /* <= 0: all online cores */
+    /* Per-tensor overrides "PATTERN=TYPE" (llama-quantize --tensor-type),
+     * checked in order, the first match wins. PATTERN is searched anywhere in
+     * the tensor name; '*' matches any run of characters, '?' one character,
+     * a leading '^' / trailing '$' anchors it to the start / end of the name;
+     * other characters are literal ('.' too). TYPE is a type name (q4_k,
+     * Q8_0, f16, ...). Overrides apply only to tensors a preset may quantize
+     * (not norms, 1-D tensors, the router); each must match at least one. */
+    const char *const *overrides;
+    int n_overrides;
+    /* Importance matrix hook (may be NULL): for a tensor about to be
+     * quantized, return ne[0] * ne[2] floats (per expert, per column), or
+     * NULL for none; *n receives the count. */
+    const float *(*imatrix)(void *ud, const char *tensor_name, int64_t *n);
+    void *imatrix_ud;
+    /* Called before each tensor is processed: i in [0, n), the tensor's name
+     * and the type it is written as. */
+    void (*progress)(void *ud, int i, int n, const char *name, const char *type);
+    void *progress_ud;
+    /* Only decide the types (progress is called for each tensor); read the
+     * input, write nothing, and do not require the quantizers to exist. */
+    int dry_run;
+} pk_quantize_params;
+
+pk_quantize_params pk_quantize_default_params(void);
+
+/* Quantize the GGUF file `in` into `out` (written as out.tmp, renamed on
+ * success; out is left untouched on failure). Metadata is copied, with
+ * general.file_type set to the preset's llama.cpp ftype number,
+ * general.quantization_version = 2, and pocket.quantize.preset /
+ * pocket.quantize.overrides recording the request.
+ * Errors: PK_ERR_ARG (unknown preset, bad override, override matching
+ * nothing), PK_ERR_IO / PK_ERR_FORMAT (reading in, writing out: the message
+ * names the file), PK_ERR_UNSUPPORTED (a tensor type with no reference
+ * quantizer or dequantizer yet, split files; names the type and tensor),
+ * PK_ERR_NOMEM. */
+int pk_quantize_file(const char *in, const char *out, const pk_quantize_params *p,
+                     pk_error *err);
+
+/* Number of presets, and the name of preset i (NULL when out of range), for
+ * help texts. */
+int pk_quantize_n_presets(void);
+const char *pk_quantize_preset_name(int i);
+
+/* ---- Importance matrices (src/offline/imatrix.c) ---------------------------
+ * Importance matrices: per weight matrix and per input column,
+ * the mean square of the activations that column multiplies, collected
+ * while the model runs over calibration text, then used to weight the
+ * quantization error (pk_quantize_params.imatrix).
+ *
+ * Collection follows llama.cpp's llama-imatrix: every matrix-vector product
+ * of a tensor whose name starts with "blk." is recorded (attention, router,
+ * dense and shared FFNs, experts); output.weight only when asked
+ * (process_output); token embeddings never (they are row lookups). For a
+ * tensor with ne[2] > 1 (merged experts, ffn_*_exps) statistics are kept per
+ * expert, and only the experts a token was routed to see it: counts[e] is
+ * the number of tokens expert e processed. Dense tensors have one count.
+ *
+ * File format: llama.cpp's GGUF imatrix (what llama-imatrix writes by default
+ * and llama-quantize --imatrix reads), so files go both ways:
+ *   general.type        string  "imatrix"
+ *   imatrix.datasets    [string] calibration files
+ *   imatrix.chunk_count u32     chunks processed
+ *   imatrix.chunk_size  u32     tokens per chunk
+ * and per collected tensor NAME, in name order:
+ *   NAME.in_sum2  F32 [ne0, n_mat]  sum over tokens of x[j]^2
+ *   NAME.counts   F32 [1, n_mat]    tokens seen (per expert)
+ *   NAME.in_sum   F32 [ne0, n_mat]  sum of x[j] (newer llama.cpp; optional
+ *                                   when reading)
+ * (trailing dimensions of 1 are dropped from n_dims, as ggml writes them).
+ *
+ * Lookup (the quantizer's view): mean square per column, in_sum2 / count,
+ * per expert; an expert with count 0 (no calibration token was routed to it)
+ * gets importance 1 for every column - uniform, i.e. the plain weighted
+ * error without column preferences, exactly what llama-quantize does.
+ */
+typedef struct pk_imatrix pk_imatrix;
+
+/* An empty matrix (to collect into). */
+int pk_imatrix_new(pk_imatrix **out, pk_error *err);
+void pk_imatrix_free(pk_imatrix *im);
+
+/* Start recording every matrix-vector product of context c into im (replaces
+ * any observer c had); process_output also records output.weight. im must
+ * outlive the attachment. Detach before freeing either. */
+void pk_imatrix_attach(pk_imatrix *im, pk_context *c, int process_output);
+void pk_imatrix_detach(pk_context *c);
+/* Collection cannot fail inside the forward pass; a failure (out of memory,
+ * a non-finite activation, a tensor seen with two different shapes) is kept
+ * and reported here: PK_OK, or the first error with its message. */
+int pk_imatrix_status(const pk_imatrix *im, pk_error *err);
+
+/* Metadata written by pk_imatrix_save: one more calibration file name, and
+ * the chunks processed / their size (chunk_count adds to what was loaded). */
+int pk_imatrix_add_dataset(pk_imatrix *im, const char *name, pk_error *err);
+void pk_imatrix_set_chunks(pk_imatrix *im, uint32_t chunk_count, uint32_t chunk_size);
+
+/* Write im as a GGUF imatrix file (PATH.tmp then renamed). PK_ERR_ARG if
+ * nothing was collected, PK_ERR_IO naming the file. */
+int pk_imatrix_save(const pk_imatrix *im, const char *path, pk_error *err);
+
+/* Read a GGUF imatrix file (llama.cpp's or ours). Entries for some of a
+ * model's tensors may be missing (lookup then returns NULL for them); an
+ * entry's in_sum is optional; old-style files with one count for a 3-D
+ * entry have it broadcast to every expert. Errors: PK_ERR_IO (unreadable),
+ * PK_ERR_FORMAT (not GGUF, general.type not "imatrix", an entry with in_sum2
+ * but no counts or the reverse, wrong tensor type, sizes that do not match,
+ * negative or non-finite counts), naming the file and the tensor. */
+int pk_imatrix_load(const char *path, pk_imatrix **out, pk_error *err);
+
+/* The importances of a tensor, in the shape pk_quantize_params.imatrix wants:
+ * ne0 * n_mat floats (expert-major), *n set to that count; NULL (and *n = 0)
+ * when the matrix has no entry for tensor_name. imatrix is a pk_imatrix *.
+ * The array stays valid until pk_imatrix_free; not thread-safe against
+ * concurrent collection. */
+const float *pk_imatrix_lookup(void *imatrix, const char *tensor_name, int64_t *n);
+
+/* ---- inspection ------------------------------------------------------------ */
+int pk_imatrix_n_entries(const pk_imatrix *im);
+/* Entry i (in name order): its tensor name, columns, matrices (experts) and
+ * counts (n_mat values). Returns PK_ERR_ARG for i out of range. */
+int pk_imatrix_entry(const pk_imatrix *im, int i, const char **name, int64_t *ne0,
+                     int64_t *n_mat, const int64_t **counts);
+uint32_t pk_imatrix_chunk_count(const pk_imatrix *im);
+uint32_t pk_imatrix_chunk_size(const pk_imatrix *im);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "bandwidth.h"
-#include "core/platform.h"
+#include "pocket.h"
 
 /* ---- CPU model -------------------------------------------------------------------- */
 

@@ -17,7 +17,7 @@ typedef struct bw_result {
     int cached;        /* 1: read from the cache file */
 } bw_result;
 
-/* The CPU model, into buf[cap]: pk_cpu_name (src/core/platform.h) - "model
+/* The CPU model, into buf[cap]: pk_cpu_name (include/pocket.h) - "model
  * name" of /proc/cpuinfo on x86 Linux, the board, SoC or core (MIDR) on
  * AArch64 Linux, machdep.cpu.brand_string on Apple, else "unknown". */
 void bw_cpu_model(char *buf, size_t cap);

@@ -1,6 +1,6 @@
 /* cmd_imatrix.c - `pocket imatrix`: collect an importance matrix over a
  * calibration text, as llama.cpp's llama-imatrix does, and save it in the
- * GGUF imatrix format (src/offline/imatrix.h) for `pocket quantize --imatrix` or
+ * GGUF imatrix format (include/pocket.h) for `pocket quantize --imatrix` or
  * llama-quantize. */
 #include <math.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "offline/imatrix.h"
+#include "pocket.h"
 
 static const char *imatrix_help =
     "usage: pocket imatrix [-m MODEL] -f CALIB.txt [-o OUT.gguf] [-c CTX] [--chunks N] [-t N]\n"

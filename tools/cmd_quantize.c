@@ -6,8 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "offline/imatrix.h"
-#include "offline/quantize.h"
+#include "pocket.h"
 
 static void help(void) {
     printf("usage: pocket quantize IN.gguf OUT.gguf TYPE [options]\n"

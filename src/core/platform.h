@@ -54,11 +54,6 @@ enum {
 };
 unsigned pk_arm_features(void);
 
-/* A short human-readable CPU name into buf[cap] (always NUL-terminated, no
- * tabs or control characters): /proc/cpuinfo's "model name" (x86) or, on
- * AArch64 Linux, "Hardware"/"Model" lines, else "aarch64 (implementer 0x41
- * part 0xd0c)"; machdep.cpu.brand_string on Apple; "unknown" when nothing
- * says. */
-void pk_cpu_name(char *buf, size_t cap);
+/* pk_cpu_name (a short CPU name for reports) is public: include/pocket.h. */
 
 #endif

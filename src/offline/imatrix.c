@@ -1,5 +1,5 @@
 /* offline/imatrix.c - collect, save, load and look up importance matrices (contract
- * and file format in offline/imatrix.h).
+ * and file format in include/pocket.h).
  *
  * Entries are kept in an array sorted by tensor name (the file's order, and
  * binary search for lookups). Sums are accumulated in double and written as
@@ -16,7 +16,7 @@
 #include "core/common.h"
 #include "engine/context.h"
 #include "gguf/gguf.h"
-#include "offline/imatrix.h"
+#include "pocket.h"
 #include "quant/quant.h"
 
 typedef struct entry {

@@ -1,5 +1,5 @@
 /* offline/quantize.c - pk_quantize_file: requantize a GGUF model to a preset type mix
- * (see offline/quantize.h for the presets and the contract).
+ * (see include/pocket.h for the presets and the contract).
  *
  * Steps: parse the request (preset, overrides); open the input; decide every
  * tensor's output type with llama-quantize's rules (same tensor order, same
@@ -30,7 +30,7 @@
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "quant/imat.h"
-#include "offline/quantize.h"
+#include "pocket.h"
 
 #define SLAB_BYTES (32u << 20)        /* output bytes converted per batch */
 #define GRAB_ELEMS 16384              /* elements a thread claims at a time */

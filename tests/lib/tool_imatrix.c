@@ -11,9 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "offline/imatrix.h"
 #include "pocket.h"
-#include "offline/quantize.h"
 
 static int fail(const char *msg) {
     fprintf(stderr, "error: %s\n", msg);

@@ -4,7 +4,8 @@
 #   kernels, text <- model <- engine <- offline
 # (kernels/x86 and kernels/arm never include each other; include/pocket.h
 # and system headers are open to all). Every `#include "..."` of every file
-# in src/ is checked; a breach prints FILE:LINE and what it includes.
+# in src/ is checked; a breach prints FILE:LINE and what it includes. The CLI
+# (tools/) uses only the public API: it includes pocket.h and its own headers.
 allowed() {
     case $1 in
         core) echo "core" ;;
@@ -43,6 +44,14 @@ for f in $(find src -name '*.[ch]' | sort); do
     done </tmp/layers.$$
     rm -f /tmp/layers.$$
 done
+for f in $(find tools -name '*.[ch]' | sort); do
+    grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | while IFS= read -r line; do
+        inc=$(echo "$line" | sed 's/^[0-9]*:[^"]*"\([^"]*\)".*/\1/')
+        [ "$inc" = pocket.h ] || [ -e "tools/$inc" ] || echo "$f:${line%%:*}: the CLI includes $inc (only pocket.h and tools/ headers)"
+    done
+done >/tmp/layers-tools.$$
+t=$(wc -l </tmp/layers-tools.$$); cat /tmp/layers-tools.$$; rm -f /tmp/layers-tools.$$
+bad=$((bad + t))
 echo "t_layers: $n includes checked, $bad breaches"
 [ $n -gt 100 ] || { echo "FAIL: too few includes found ($n): is this the project root?"; exit 1; }
 [ $bad -eq 0 ]

@@ -17,6 +17,7 @@
 #include "testhelp.h"
 #include "core/platform.h"
 #include "core/threads.h"
+#include "pocket.h"
 
 #define ROUNDS 20000
 

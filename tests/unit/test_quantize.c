@@ -28,7 +28,7 @@
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
-#include "offline/quantize.h"
+#include "pocket.h"
 #include "testhelp.h"
 
 #define MODEL "models/kjv-moe-f16.gguf"

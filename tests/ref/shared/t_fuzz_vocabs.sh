@@ -12,4 +12,5 @@ dirs=fuzz/corpus/tokenizer
 [ -d fuzz/regress/tokenizer ] && dirs="$dirs fuzz/regress/tokenizer"
 # shellcheck disable=SC2086 # the directories are words
 POCKET_FUZZ_VOCABS="$POCKET_SHARED/tokenizer" "$BUILD/fuzz/fuzz_tokenizer" $dirs
-echo "t_fuzz_vocabs: replayed over $(ls "$POCKET_SHARED"/tokenizer/*.gguf | wc -l) vocabularies of $POCKET_SHARED/tokenizer and the repository's"
+set -- "$POCKET_SHARED"/tokenizer/*.gguf
+echo "t_fuzz_vocabs: replayed over the $# vocabularies of $POCKET_SHARED/tokenizer and the repository's"

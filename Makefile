@@ -76,7 +76,7 @@ ISA_avx512  = -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq \
 ISA_dotprod = -march=armv8.2-a+dotprod+fp16
 ISA_i8mm    = -march=armv8.2-a+dotprod+fp16+i8mm
 
-.PHONY: all deps demo test sanitize clean install bench test-aarch64 aarch64-deps aarch64-sysroot
+.PHONY: all deps demo test test-shared sanitize clean install bench test-aarch64 aarch64-deps aarch64-sysroot
 all: deps $(CLI) $(TEST_BIN) $(TOOL_BIN) $(FUZZ_REPLAY)
 
 # Headers are probed through the compiler, so a sysroot or another
@@ -145,11 +145,21 @@ demo: all
 test: all
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/lib/run.sh
 
-# The sanitizer run scores fewer perplexity windows (POCKET_TEST_QUICK) and
-# has the PK_ASSERT contracts on. SAN_BUILD names its build directory.
+# `make test-shared`: the tests against the reference files in ../shared
+# (POCKET_SHARED=DIR names another directory) that the repository does not
+# carry: llama.cpp's tokenizer vocabularies (1-6 MB each) and its perplexity
+# over the whole held-out text, and that the repository's copies
+# (tests/data) are ../shared's files; see tests/README.md.
+POCKET_SHARED ?= ../shared
+test-shared: all
+	@[ -d "$(POCKET_SHARED)" ] || { echo "make test-shared: $(POCKET_SHARED) not found (the reference files the tests read; POCKET_SHARED=DIR names another directory)"; exit 1; }
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) POCKET_SHARED=$(POCKET_SHARED) sh tests/lib/run.sh tests/ref/shared/t_*.sh
+
+# The sanitizer run has the PK_ASSERT contracts on. SAN_BUILD names its
+# build directory.
 SAN_BUILD ?= build-san
 sanitize:
-	POCKET_TEST_QUICK=1 $(MAKE) BUILD=$(SAN_BUILD) ASSERTS=1 OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	$(MAKE) BUILD=$(SAN_BUILD) ASSERTS=1 OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
 # ---- fuzzing -------------------------------------------------------------------

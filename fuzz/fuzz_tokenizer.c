@@ -1,8 +1,12 @@
 /* fuzz_tokenizer.c - libFuzzer harness: text -> tokens -> text, on every
- * vocabulary of ../shared/tokenizer/ (llama.cpp's test vocabularies), the
- * bundled model (models/kjv-moe-f16.gguf) and the toy gemma4 vocabulary
- * (tests/data/vocab/), found relative to the project root as the tests do (run
- * from there).
+ * vocabulary of the directory $POCKET_FUZZ_VOCABS (unset: ../shared/tokenizer/,
+ * llama.cpp's test vocabularies; set but empty: none), the bundled model
+ * (models/kjv-moe-f16.gguf) and the toy gemma4 vocabulary (tests/data/vocab/),
+ * found relative to the project root as the tests do (run from there). A
+ * directory named in $POCKET_FUZZ_VOCABS that cannot be opened or holds no
+ * .gguf file is an error (exit 1). tests/cli/t_fuzz_regress.sh replays with
+ * it empty, so that an input picks the same vocabulary wherever it runs;
+ * `make test-shared` with ../shared/tokenizer (tests/ref/shared/t_fuzz_vocabs.sh).
  *
  * The first byte picks the vocabulary and the flags (add_special,
  * parse_special); the rest is the text. Tokenize, then turn every id back
@@ -64,22 +68,32 @@ static void add_vocab(const char *path) {
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    DIR *d = opendir("../shared/tokenizer");
+    const char *env = getenv("POCKET_FUZZ_VOCABS");
+    const char *dir = env ? env : "../shared/tokenizer";
+    DIR *d = *dir ? opendir(dir) : NULL;
+    if (env && *env && !d) {
+        fprintf(stderr, "fuzz_tokenizer: cannot open POCKET_FUZZ_VOCABS=%s\n", env);
+        exit(1);
+    }
     struct dirent *e;
-    char names[MAX_VOCABS][300];   /* the directory (20) + a file name (< 256) */
+    char names[MAX_VOCABS][800];   /* the directory (< 512) + a file name (< 256) */
     int n = 0;
     while (d && (e = readdir(d)) && n < MAX_VOCABS - 1) {
         size_t l = strlen(e->d_name);
         if (l > 5 && l < 256 && !strcmp(e->d_name + l - 5, ".gguf"))
-            snprintf(names[n++], sizeof names[0], "../shared/tokenizer/%.255s", e->d_name);
+            snprintf(names[n++], sizeof names[0], "%.511s/%.255s", dir, e->d_name);
     }
     if (d) closedir(d);
+    if (env && *env && n == 0) {
+        fprintf(stderr, "fuzz_tokenizer: no .gguf vocabulary in POCKET_FUZZ_VOCABS=%s\n", env);
+        exit(1);
+    }
     qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
     for (int i = 0; i < n; i++) add_vocab(names[i]);
     add_vocab("models/kjv-moe-f16.gguf");
     add_vocab("tests/data/vocab/ggml-vocab-gemma4-toy.gguf");
     if (n_vocabs < 2) {
-        fprintf(stderr, "fuzz_tokenizer: found %d vocabularies; run from the project root with ../shared beside it\n", n_vocabs);
+        fprintf(stderr, "fuzz_tokenizer: found %d vocabularies; run from the project root\n", n_vocabs);
         exit(1);
     }
     return 0;

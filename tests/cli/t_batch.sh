@@ -20,11 +20,15 @@ BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
 T="$BUILD/tests/tool_logits"
 RUN=${POCKET_RUN:-}
 tmp="$BUILD/tmp/batch"; rm -rf "$tmp"; mkdir -p "$tmp"
+# the llama.cpp fixture models (tests/data/fixtures, rebuilt into $BUILD/fixtures)
+. tests/lib/fixtures.sh
+Q35=$(fixture_model qwen35moe); Q3N=$(fixture_model qwen3next); G4=$(fixture_model gemma4)
+GPTOSS=$(fixture_model gpt-oss); DS2=$(fixture_model deepseek2)
 "$PYTHON" tests/lib/gen_model.py mixtral "$tmp/mixtral.gguf" --seed 1 >/dev/null
 "$PYTHON" tests/lib/gen_model.py qwen3 "$tmp/qwen3.gguf" --seed 2 >/dev/null
 # gpt-oss: sliding windows of 4 (45 tokens cross them), sinks, biases, YaRN
 "$PYTHON" tests/lib/gen_model.py gpt-oss "$tmp/gptoss-f32.gguf" --seed 7 >/dev/null
-cp ../shared/fixtures/gpt-oss/tiny-gpt-oss.gguf "$tmp/gptoss.gguf"
+cp "$GPTOSS" "$tmp/gptoss.gguf"
 "$PYTHON" tests/lib/gen_model.py deepseek2 "$tmp/ds2-qlora.gguf" --seed 1 --q-lora 24 --vocab 300 >/dev/null
 "$PYTHON" tests/lib/gen_model.py qwen2moe "$tmp/qwen2moe.gguf" --seed 1 >/dev/null
 "$PYTHON" tests/lib/gen_model.py olmoe "$tmp/olmoe.gguf" --seed 1 >/dev/null
@@ -44,11 +48,9 @@ fi
 run_variant() {
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
 for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \
-           ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:f16 ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf:q8_0 \
-           ../shared/fixtures/qwen3next/tiny-qwen3next.gguf:f16 ../shared/fixtures/gemma4/tiny-gemma4.gguf:f16 \
-           ../shared/fixtures/gemma4/tiny-gemma4.gguf:f32 "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0" \
+           "$Q35:f16" "$Q35:q8_0" "$Q3N:f16" "$G4:f16" "$G4:f32" "$tmp/mixtral.gguf:f16" "$tmp/mixtral.gguf:f32" "$tmp/qwen3.gguf:f16" "$tmp/qwen3.gguf:q8_0" \
            "$tmp/gptoss-f32.gguf:f16" "$tmp/gptoss-f32.gguf:f32" "$tmp/gptoss-f32.gguf:q8_0" \
-           ../shared/fixtures/deepseek2/tiny-deepseek2.gguf:f16 ../shared/fixtures/deepseek2/tiny-deepseek2.gguf:f32 \
+           "$DS2:f16" "$DS2:f32" \
            "$tmp/ds2-qlora.gguf:f16" \
            "$tmp/qwen2moe.gguf:f16" "$tmp/olmoe.gguf:f16" "$tmp/olmoe.gguf:q8_0" "$tmp/granitemoe.gguf:f16"; do
     m=${mkv%:*}; kv=${mkv##*:}

@@ -54,7 +54,9 @@ expect_blocks "layers 0, 3-4: deltanet(2 k / 4 v heads, head 16, conv 4) + dense
 expect_ok "pocket info (gpt-oss)" "$P" info "$tmp/gptoss.gguf"
 expect_blocks "layers 0-1, 3-4: attention(4 q / 2 kv heads, head 32, rope 32 dims yarn x8, window 4, sinks, biases) + moe(top-3 of 8, ff 32, softmax of top-k, biases, swiglu-oai limit 7); layers 2, 5: attention(4 q / 2 kv heads, head 32, rope 32 dims yarn x8, sinks, biases) + moe(top-3 of 8, ff 32, softmax of top-k, biases, swiglu-oai limit 7)"
 # latent attention with a dense first layer; the q LoRA
-expect_ok "pocket info (deepseek2 fixture)" "$P" info ../shared/fixtures/deepseek2/tiny-deepseek2.gguf
+. tests/lib/fixtures.sh
+DS2=$(fixture_model deepseek2) || { echo "FAIL: cannot rebuild the deepseek2 fixture"; exit 1; }
+expect_ok "pocket info (deepseek2 fixture)" "$P" info "$DS2"
 expect_blocks "layers 0: mla(4 heads, q/k 16 + rope 8, latent 32, v 20) + dense(ff 96); layers 1-3: mla(4 heads, q/k 16 + rope 8, latent 32, v 20) + moe(top-3 of 8, ff 24, sigmoid, selection bias, weights x 2.5, shared ff 48)"
 "$PYTHON" tests/lib/gen_model.py deepseek2 "$tmp/ds2.gguf" --q-lora 24 --dense-lead 0 --gating softmax --no-bias --w-scale 1 >/dev/null
 expect_ok "pocket info (deepseek2, q LoRA)" "$P" info "$tmp/ds2.gguf"

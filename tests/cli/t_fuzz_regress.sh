@@ -4,8 +4,12 @@
 # inputs of past findings (fuzz/regress/NAME): each must run to the end.
 # Under `make sanitize` this is ASan + UBSan + PK_ASSERT on those inputs, so
 # the bugs the fuzzers found stay fixed without clang or libFuzzer.
+# fuzz_tokenizer runs on the repository's vocabularies only
+# (POCKET_FUZZ_VOCABS empty), the same wherever it runs; on llama.cpp's in
+# ../shared too: tests/ref/shared/t_fuzz_vocabs.sh (make test-shared).
 set -u
 BUILD=${BUILD:-build}
+POCKET_FUZZ_VOCABS=; export POCKET_FUZZ_VOCABS
 fails=0; n=0
 for h in "$BUILD"/fuzz/fuzz_*; do
     [ -x "$h" ] || continue

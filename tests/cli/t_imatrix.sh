@@ -18,7 +18,7 @@
 set -eu
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
 P="$BUILD/pocket"; TOOL="$BUILD/tests/tool_imatrix"; M=models/kjv-moe-f16.gguf
-CAL=../shared/text/calib.txt; VAL=../shared/text/valid.txt
+CAL=tests/data/text/calib.txt; VAL=tests/data/text/valid.txt
 tmp="$BUILD/tmp/imatrix"; rm -rf "$tmp"; mkdir -p "$tmp"
 fail() { echo "FAIL: $*"; exit 1; }
 

@@ -4,7 +4,7 @@
 # vocabulary, a corrupt file and mismatched text are refused with one line.
 set -eu
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
-P="$BUILD/pocket"; M=models/kjv-moe-f16.gguf; T=../shared/text/valid.txt
+P="$BUILD/pocket"; M=models/kjv-moe-f16.gguf; T=tests/data/text/valid.txt
 tmp="$BUILD/tmp/kld"; rm -rf "$tmp"; mkdir -p "$tmp"
 "$P" perplexity -m "$M" -f "$T" -c 128 --chunks 3 -t 2 --kl-divergence-base "$tmp/base.kld" >"$tmp/base.out" 2>/dev/null
 "$P" perplexity -m "$M" --kl-divergence "$tmp/base.kld" -t 2 >"$tmp/self.out" 2>/dev/null

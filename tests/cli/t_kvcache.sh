@@ -19,8 +19,9 @@
 # t_batch.sh, the kernels in test_kv.
 set -u
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
-P="$BUILD/pocket"; M=models/kjv-moe-f16.gguf; T=../shared/text/valid.txt
-FIX=../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf
+P="$BUILD/pocket"; M=models/kjv-moe-f16.gguf; T=tests/data/text/valid.txt
+. tests/lib/fixtures.sh
+FIX=$(fixture_model qwen35moe) || { echo "FAIL: cannot rebuild the qwen35moe fixture"; exit 1; }
 tmp="$BUILD/tmp/kvcache"; rm -rf "$tmp"; mkdir -p "$tmp"
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }

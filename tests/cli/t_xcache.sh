@@ -13,6 +13,9 @@ BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
 T="$BUILD/tests/tool_logits"
 RUN=${POCKET_RUN:-}
 tmp="$BUILD/tmp/xcache"; rm -rf "$tmp"; mkdir -p "$tmp"
+# the llama.cpp fixture models (tests/data/fixtures, rebuilt into $BUILD/fixtures)
+. tests/lib/fixtures.sh
+Q35=$(fixture_model qwen35moe); Q3N=$(fixture_model qwen3next); GPTOSS=$(fixture_model gpt-oss)
 "$PYTHON" tests/lib/gen_model.py mixtral "$tmp/mixtral.gguf" --seed 3 >/dev/null
 "$PYTHON" tests/lib/gen_model.py qwen3next "$tmp/q3n-merged.gguf" --seed 4 --merged-gate-up >/dev/null
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
@@ -24,9 +27,8 @@ ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 250) for i in range(40)))
 n_exp() { $RUN "$BUILD/pocket" info "$1" | sed -n 's/.*MoE: \([0-9]*\) experts.*/\1/p'; }
 for v in $variants; do
     POCKET_KERNELS=$v; export POCKET_KERNELS
-    for m in models/kjv-moe-f16.gguf "$tmp/q4km.gguf" ../shared/fixtures/qwen35moe/tiny-qwen35moe.gguf \
-             ../shared/fixtures/qwen3next/tiny-qwen3next.gguf "$tmp/q3n-merged.gguf" "$tmp/mixtral.gguf" \
-             ../shared/fixtures/gpt-oss/tiny-gpt-oss.gguf; do
+    for m in models/kjv-moe-f16.gguf "$tmp/q4km.gguf" "$Q35" "$Q3N" "$tmp/q3n-merged.gguf" "$tmp/mixtral.gguf" \
+             "$GPTOSS"; do
         E=$(n_exp "$m")
         [ -n "$E" ] || { echo "FAIL: $m: no expert count in pocket info"; exit 1; }
         for cfg in "-t 1 -b 1" "-t 2 -b 16" "-t 2 -b 40"; do

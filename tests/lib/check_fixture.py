@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """check_fixture.py - compare logits with the llama.cpp reference JSON files of
-../shared/fixtures/ARCH (qwen35moe, qwen3next, gpt-oss, gemma4, deepseek2; format: prompt_ids,
-prompt_rows[i].{argmax, top}, steps[s].{id, top}, gen_ids; see that
-directory's README).
+tests/data/fixtures/ARCH (qwen35moe, qwen3next, gpt-oss, gemma4, deepseek2;
+copies of ../shared/fixtures/ARCH's; format: prompt_ids, prompt_rows[i].{argmax,
+top}, steps[s].{id, top}, gen_ids; see ../shared/fixtures/ARCH/README.md).
 
 usage:
   check_fixture.py                     validate tests/lib/ref_forward.py on the
@@ -22,7 +22,9 @@ usage:
                                        token at a time) vs REF.json
   options: --tol T (default 1e-3), --abs-tol T (|ours - ref| <= T instead
   of the relative test; gemma4's default: 0.1, see ACCEPT), --arch ARCH (default qwen35moe: the
-  files tiny-ARCH.*), --fixture-dir DIR (default ../shared/fixtures/ARCH)
+  files tiny-ARCH.*), --fixture-dir DIR (default tests/data/fixtures/ARCH),
+  --model FILE (the fixture model; default DIR/tiny-ARCH.gguf; tests/lib/
+  fixtures.sh rebuilds it into $BUILD/fixtures)
 
 Row i of the logits is the distribution after the i-th fed token. Prompt row
 i is compared with prompt_rows[i], greedy step s with row n_prompt - 1 + s.
@@ -41,7 +43,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-FIXTURES = os.path.join(HERE, "..", "..", "..", "shared", "fixtures")
+FIXTURES = os.path.join(HERE, "..", "data", "fixtures")
 
 
 def fixture_files(arch):
@@ -161,11 +163,12 @@ def main(argv):
     a_tol, margin = ACCEPT.get(arch, (None, 0.0))
     abs_tol = a_tol if abs_tol is None else abs_tol
     fdir = pop_opt(args, "--fixture-dir", os.path.join(FIXTURES, arch))
+    model = pop_opt(args, "--model", os.path.join(fdir, fixture_files(arch)[0]))
     spec = pop_opt(args, "--deltanet", "recurrent")
     if not args:
         if arch == "gemma4":
-            return validate_gemma4(fdir, tol, abs_tol, margin)
-        return validate_all(fdir, arch, tol, abs_tol)
+            return validate_gemma4(fdir, model, tol, abs_tol, margin)
+        return validate_all(fdir, model, arch, tol, abs_tol)
     cmd = args[0]
     if cmd == "ids" and len(args) == 2:
         print(",".join(str(i) for i in teacher_ids(json.load(open(args[1])))))
@@ -193,11 +196,10 @@ def main(argv):
     return 2
 
 
-def fixture_runs(fdir, arch):
+def fixture_runs(fdir, model, arch):
     """(model path, [(json name, reference, teacher-forced ids)]), or None
     (with a FAIL line) when the model is missing."""
-    model_name, files = fixture_files(arch)
-    model = os.path.join(fdir, model_name)
+    files = fixture_files(arch)[1]
     if not os.path.exists(model):
         print("FAIL: fixture model %s not found" % model)
         return None
@@ -208,8 +210,8 @@ def fixture_runs(fdir, arch):
     return model, runs
 
 
-def validate_all(fdir, arch, tol, abs_tol=None):
-    fx = fixture_runs(fdir, arch)
+def validate_all(fdir, model, arch, tol, abs_tol=None):
+    fx = fixture_runs(fdir, model, arch)
     if fx is None:
         return 1
     model, runs = fx
@@ -238,12 +240,12 @@ def validate_all(fdir, arch, tol, abs_tol=None):
     return 0 if all_ok else 1
 
 
-def validate_gemma4(fdir, tol, abs_tol, margin):
+def validate_gemma4(fdir, model, tol, abs_tol, margin):
     """gemma4: the numpy reference with ggml's FP16-table GELU within the
     README's acceptance, and closer to llama.cpp than the same reference
     with the exact tanh GELU by at least 2x (so the check tells the two
     apart)."""
-    fx = fixture_runs(fdir, "gemma4")
+    fx = fixture_runs(fdir, model, "gemma4")
     if fx is None:
         return 1
     model, runs = fx

@@ -1,8 +1,9 @@
 # ref_lib.sh - the outline the reference tests (t_*_ref.sh) share; sourced,
 # not run, after the script sets REF_NAME (its name without t_, e.g.
 # gemma4_ref) and, where it has a llama.cpp fixture, FIXTURE (its
-# architecture and directory: the model is $FIXTURES/tiny-$FIXTURE.gguf,
-# FIXTURES by default ../shared/fixtures/$FIXTURE, in $MODEL).
+# architecture: llama.cpp's outputs are $FIXTURES/tiny-$FIXTURE.*.json,
+# FIXTURES by default tests/data/fixtures/$FIXTURE; the model, in $MODEL, is
+# rebuilt from its spec there by tests/lib/fixtures.sh into $BUILD/fixtures).
 # It sets BUILD (default build), PYTHON, TOOL (tool_logits), RUN
 # ($POCKET_RUN: a prefix for every pocket binary, tests/lib/run_aarch64.sh),
 # TMP (a fresh directory under $BUILD/tmp), and these settings of
@@ -38,9 +39,10 @@ TOOL="$BUILD/tests/tool_logits"
 RUN=${POCKET_RUN:-}
 mkdir -p "$BUILD/tmp" || exit 1
 TMP=$(mktemp -d "$BUILD/tmp/$REF_NAME.XXXXXX") || exit 1
+. tests/lib/fixtures.sh
 if [ -n "${FIXTURE:-}" ]; then
-    FIXTURES=${FIXTURES:-../shared/fixtures/$FIXTURE}
-    MODEL="$FIXTURES/tiny-$FIXTURE.gguf"
+    FIXTURES=${FIXTURES:-tests/data/fixtures/$FIXTURE}
+    MODEL=$(fixture_model "$FIXTURE") || MODEL="$BUILD/fixtures/tiny-$FIXTURE.gguf"
 fi
 KV=f32
 BATCHES="1 64"
@@ -64,7 +66,7 @@ start() {   # start [CHECK_FIXTURE OPTIONS]
         :
     elif [ -f "$MODEL" ]; then
         echo "== step 0: the numpy reference vs llama.cpp on the fixture"
-        "$PYTHON" tests/lib/check_fixture.py --arch "$FIXTURE" --fixture-dir "$FIXTURES" "$@" \
+        "$PYTHON" tests/lib/check_fixture.py --arch "$FIXTURE" --fixture-dir "$FIXTURES" --model "$MODEL" "$@" \
             || note_fail step0 "check_fixture.py: the numpy reference disagrees with llama.cpp"
     else
         note_fail step0 "fixture $MODEL not found"
@@ -161,7 +163,7 @@ sys.exit(0 if ok else 1)' "$TMP/$rc_name.$rc_l.npy" "$TMP/$rc_name.$rc_first.npy
 }
 
 # fixture_step TOOL_OPTS CHECK_OPTS [TAG] [BITWISE] - steps B:fixture-greedy
-# and B:fixture-long150: llama.cpp's outputs ${MODEL%.gguf}.F.json
+# and B:fixture-long150: llama.cpp's outputs $FIXTURES/tiny-$FIXTURE.F.json
 # teacher-forced, pocket (tool_logits TOOL_OPTS, one thread) one token at a
 # time and as one batch on each of $variants, through tests/lib/check_fixture.py
 # CHECK_OPTS; BITWISE=1: the two are equal bitwise (step C:batch).
@@ -170,7 +172,7 @@ fixture_step() {
     [ -n "$variants" ] || kernel_variants
     for fs_f in greedy long150; do
         fs_step="B:fixture-$fs_f"
-        fs_json="${MODEL%.gguf}.$fs_f.json"
+        fs_json="$FIXTURES/tiny-$FIXTURE.$fs_f.json"
         echo "== step $fs_step (pocket vs llama.cpp on $(basename "$MODEL"), $fs_f.json teacher-forced${fs_tag:+, $fs_tag})"
         fs_ids=$("$PYTHON" tests/lib/check_fixture.py ids "$fs_json") || { note_fail "$fs_step" "cannot read $fs_json"; continue; }
         for fs_k in $variants; do

@@ -1,13 +1,17 @@
 #!/bin/sh
-# Run every test program (build/tests/test_*) and test script (tests/{unit,ref,cli}/t_*.sh)
-# from the project root; print one line per test and a closing
-# "N passed, N failed" line. Exit status is non-zero if any test failed.
+# run.sh [TEST...] - run the tests named (test programs and .sh scripts), by
+# default every test of `make test`: the test programs (build/tests/test_*)
+# and test scripts (tests/unit/t_*.sh, tests/ref/t_*.sh, tests/cli/t_*.sh; not those of
+# tests/ref/shared/, `make test-shared`'s), from the project root; print one
+# line per test and a closing "N passed, N failed" line. Exit status is
+# non-zero if any test failed.
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 export BUILD PYTHON
 pass=0; fail=0; failed=""
 mkdir -p "$BUILD/logs"
-for t in "$BUILD"/tests/test_* tests/unit/t_*.sh tests/ref/t_*.sh tests/cli/t_*.sh; do
+[ $# -gt 0 ] || set -- "$BUILD"/tests/test_* tests/unit/t_*.sh tests/ref/t_*.sh tests/cli/t_*.sh
+for t in "$@"; do
     [ -x "$t" ] || [ "${t%.sh}" != "$t" ] || continue
     name=$(basename "$t")
     log="$BUILD/logs/$name.log"

@@ -10,11 +10,14 @@
 # emulated CPU can use, against the reference), the forward-pass references
 # (numpy on the host, pocket under qemu), batch = one token at a time, the
 # bundled model's greedy continuation (llama.cpp's, as on x86), and the
-# perplexity of the first window(s), which must equal the host build's. Once:
-# the host build's perplexity over the whole text against llama.cpp's figure
-# (what ties the emulated windows to it); under -cpu max, the tokenizer and
-# chat-template tests; per CPU, `pocket bench` names the emulated CPU and
-# runs the best variant. The kernel variants each CPU ran are listed; a CPU with more
+# perplexity of the first window(s), which must equal the host build's. Under
+# -cpu max, the tokenizer and chat-template tests; per CPU, `pocket bench`
+# names the emulated CPU and runs the best variant. With $POCKET_SHARED set
+# (`make test-aarch64 POCKET_SHARED=../shared`, as CI does), also the checks
+# against its reference files: the tokenizer on llama.cpp's vocabularies
+# under -cpu max, and once the host build's perplexity over the whole text
+# against llama.cpp's figure (what ties the emulated windows to it); without,
+# a line says they were not run (make test-shared runs them on the host). The kernel variants each CPU ran are listed; a CPU with more
 # features must list every variant of a CPU with fewer.
 # Prints one line per test and "N passed, N failed"; exit status non-zero if
 # any test failed. Run from the project root.
@@ -117,9 +120,11 @@ for cpu in $CPUS; do
     suite "$cpu" "$before" >"$BUILD/cpu/$cpu.report" 2>&1 &
     before="$before $(usable "$cpu")"
 done
-# meanwhile: the host build's full-text perplexity against llama.cpp
-check "host/t_perplexity.sh" "$BUILD/logs/host-t_perplexity.sh.log" \
-    env BUILD="$HOST_BUILD" POCKET_RUN= sh tests/ref/t_perplexity.sh
+# meanwhile: the host build's whole-text perplexity against llama.cpp
+if [ -n "${POCKET_SHARED:-}" ]; then
+    check "host/t_perplexity_llama.sh" "$BUILD/logs/host-t_perplexity_llama.sh.log" \
+        env BUILD="$HOST_BUILD" sh tests/ref/shared/t_perplexity_llama.sh
+fi
 wait
 variants_all=""; prev=""; prev_cpu=""
 for cpu in $CPUS; do
@@ -151,6 +156,12 @@ done
 for name in $OTHER_TESTS; do
     check "max/$name" "$BUILD/logs/$name.log" $QEMU -L "$SYSROOT" -cpu max "$BUILD/tests/$name"
 done
+if [ -n "${POCKET_SHARED:-}" ]; then
+    check "max/test_tokenizer --vocabs" "$BUILD/logs/test_tokenizer-vocabs.log" \
+        $QEMU -L "$SYSROOT" -cpu max "$BUILD/tests/test_tokenizer" --vocabs "$POCKET_SHARED/tokenizer"
+else
+    echo "not run: POCKET_SHARED is not set (llama.cpp's vocabularies under -cpu max, the host's whole-text perplexity against llama.cpp's)"
+fi
 
 echo "kernel variants run:$variants_all"
 [ -n "$failed" ] && echo "failed:$failed"

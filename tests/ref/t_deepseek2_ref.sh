@@ -6,7 +6,7 @@
 # experts) against
 #   0. (Python side first) the independent float64 numpy reference
 #      tests/lib/ref_forward.py vs llama.cpp's outputs on
-#      ../shared/fixtures/deepseek2/tiny-deepseek2.gguf, latent attention in
+#      the fixture tiny-deepseek2.gguf (tests/data/fixtures/deepseek2), latent attention in
 #      its decompressed and its absorbed form (tests/lib/check_fixture.py);
 #   A. the numpy reference (both forms) on small random deepseek2 models
 #      written by tests/lib/gen_model.py (F32: max |pocket - ref| < 1e-3 over all
@@ -34,7 +34,7 @@
 #   D. a deepseek2 file with a missing or misshapen tensor or key gives one
 #      error line naming it, exit status 1.
 # Every failure line names its step. Run from the project root; uses $BUILD
-# (default build), $PYTHON and $FIXTURES (default ../shared/fixtures/deepseek2).
+# (default build), $PYTHON and $FIXTURES (default tests/data/fixtures/deepseek2).
 # $POCKET_RUN, if set, prefixes every pocket binary (tests/lib/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (smallest selection-score margin >= 4e-4, float32 noise

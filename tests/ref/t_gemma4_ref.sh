@@ -7,7 +7,7 @@
 # against
 #   0. (Python side first) the independent float64 numpy reference
 #      tests/lib/ref_gemma4.py (through ref_forward.py) vs llama.cpp's outputs on
-#      ../shared/fixtures/gemma4/tiny-gemma4.gguf (tests/lib/check_fixture.py:
+#      the fixture tiny-gemma4.gguf (tests/lib/check_fixture.py:
 #      within the README's 0.1, and 2x closer than with an exact GELU);
 #   A. the numpy reference on small random gemma4 models written by
 #      tests/lib/gen_model.py (F32: max |pocket - ref| < 1e-2 over all logits:
@@ -37,7 +37,7 @@
 #      logits are the mapped file's, bitwise, one token at a time and in
 #      batches.
 # Every failure line names its step. Run from the project root; uses $BUILD
-# (default build), $PYTHON and $FIXTURES (default ../shared/fixtures/gemma4).
+# (default build), $PYTHON and $FIXTURES (default tests/data/fixtures/gemma4).
 # $POCKET_RUN, if set, prefixes every pocket binary (tests/lib/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (ref_forward.py --stats: smallest top-k margin >= 1e-3).

@@ -5,7 +5,7 @@
 # MXFP4 experts) against
 #   0. (Python side first) the independent float64 numpy reference
 #      tests/lib/ref_forward.py vs llama.cpp's outputs on
-#      ../shared/fixtures/gpt-oss/tiny-gpt-oss.gguf (tests/lib/check_fixture.py),
+#      the fixture tiny-gpt-oss.gguf (tests/lib/check_fixture.py),
 #      its MXFP4 products rounding their inputs to Q8_0 as ggml's do;
 #   A. the numpy reference on small random gpt-oss models written by
 #      tests/lib/gen_model.py (max |pocket - ref| over all logits < 1e-3 for F32
@@ -26,7 +26,7 @@
 #   D. a gpt-oss file with a missing or misshapen tensor or key gives one
 #      error line naming it, exit status 1.
 # Every failure line names its step. Run from the project root; uses $BUILD
-# (default build), $PYTHON and $FIXTURES (default ../shared/fixtures/gpt-oss).
+# (default build), $PYTHON and $FIXTURES (default tests/data/fixtures/gpt-oss).
 # $POCKET_RUN, if set, prefixes every pocket binary (tests/lib/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (smallest top-k probability margin >= 1e-4, against

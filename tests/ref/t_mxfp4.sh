@@ -1,8 +1,9 @@
 #!/bin/sh
 # MXFP4 (ggml type 39, the gpt-oss experts) against the independent numpy
 # reference tests/lib/mxfp4_ref.py, through `pocket quantize`:
-#  1. dequantize: the MXFP4 experts of ../shared/fixtures/gpt-oss (made by
-#     gguf-py) converted to F32 equal the numpy decoding bit for bit;
+#  1. dequantize: the MXFP4 experts of the gpt-oss fixture (those of
+#     ../shared/fixtures/gpt-oss, made by gguf-py; rebuilt byte for byte by
+#     tests/lib/fixtures.sh) converted to F32 equal the numpy decoding bit for bit;
 #  2. quantize: floats on every rounding case (ties between levels, block
 #     maxima at and around powers of two, subnormal and huge blocks, zeros)
 #     quantized to MXFP4 equal the numpy rendering of ggml's
@@ -17,9 +18,9 @@ set -eu
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
 RUN=${POCKET_RUN:-}
 P="$BUILD/pocket"
-FX=../shared/fixtures/gpt-oss/tiny-gpt-oss.gguf
+. tests/lib/fixtures.sh
+FX=$(fixture_model gpt-oss) || { echo "FAIL: cannot rebuild the gpt-oss fixture"; exit 1; }
 tmp="$BUILD/tmp/mxfp4"; rm -rf "$tmp"; mkdir -p "$tmp"
-[ -f "$FX" ] || { echo "FAIL: $FX not found"; exit 1; }
 
 echo "== 1. dequantize: fixture MXFP4 tensors -> F32 = numpy"
 q() { $RUN "$P" quantize "$@" >"$tmp/quantize.log" 2>&1 || { echo "FAIL: pocket quantize $*"; cat "$tmp/quantize.log"; exit 1; }; }
@@ -134,7 +135,7 @@ echo "== 4. a model with MXFP4 experts: info, perplexity, bench"
 q models/kjv-moe-f16.gguf "$tmp/kjv-mx.gguf" Q8_0 --tensor-type "_exps=MXFP4"
 $RUN "$P" info "$tmp/kjv-mx.gguf" >"$tmp/info.txt"
 grep -q "MXFP4: 18" "$tmp/info.txt" || { echo "FAIL: pocket info does not list 18 MXFP4 tensors"; cat "$tmp/info.txt"; exit 1; }
-ppl() { $RUN "$P" perplexity -m "$1" -f ../shared/text/valid.txt -c 128 --chunks 6 -t 2 2>/dev/null |
+ppl() { $RUN "$P" perplexity -m "$1" -f tests/data/text/valid.txt -c 128 --chunks 6 -t 2 2>/dev/null |
         sed -n 's/^Final estimate: PPL = \([0-9.]*\).*/\1/p'; }
 a=$(ppl "$tmp/kjv-mx.gguf"); r=$(POCKET_KERNELS=ref ppl "$tmp/kjv-mx.gguf"); f=$(ppl models/kjv-moe-f16.gguf)
 echo "     PPL, 6 windows of 128: MXFP4 experts $a (reference kernels $r), F16 $f"

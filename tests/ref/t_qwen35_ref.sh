@@ -11,8 +11,8 @@
 #      ~5e-3 for t_forward_ref's qwen3moe-f16, so 2e-2 would be too tight),
 #      one token at a time and in batches of 64, the references recurrent
 #      and chunked agreeing to 1e-9;
-#   B. llama.cpp's reference outputs for ../shared/fixtures/qwen35moe/
-#      tiny-qwen35moe.gguf (greedy.json: prompt + 32 greedy tokens; long150.json:
+#   B. llama.cpp's reference outputs for the fixture tiny-qwen35moe.gguf
+#      (tests/data/fixtures/qwen35moe; greedy.json: prompt + 32 greedy tokens; long150.json:
 #      150 prompt tokens + 16 greedy tokens), teacher-forced, through
 #      tests/lib/check_fixture.py: argmax equal at every row, and each row's 20
 #      reference logits within 1e-3 * max(1, |ref|), compared by token id -
@@ -28,7 +28,7 @@
 # Step 0 validates the Python side first (gguf_py selftest; the numpy
 # reference, recurrent and chunked 64/16, against llama.cpp on the fixture).
 # Every failure line names its step. Run from the project root; uses $BUILD
-# (default build), $PYTHON and $FIXTURES (default ../shared/fixtures/qwen35moe).
+# (default build), $PYTHON and $FIXTURES (default tests/data/fixtures/qwen35moe).
 # $POCKET_RUN, if set, prefixes every pocket binary (e.g. "qemu-aarch64 -L
 # SYSROOT -cpu max" for a cross build: tests/lib/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is

@@ -4,7 +4,7 @@
 # MoE + sigmoid-gated shared expert) against
 #   0. (Python side first) the independent float64 numpy reference
 #      tests/lib/ref_forward.py vs llama.cpp's outputs on
-#      ../shared/fixtures/qwen3next/tiny-qwen3next.gguf, DeltaNet recurrent and
+#      the fixture tiny-qwen3next.gguf, DeltaNet recurrent and
 #      chunked (tests/lib/check_fixture.py);
 #   A. the numpy reference on small random qwen3next models written by
 #      tests/lib/gen_model.py (F32: max |pocket - ref| < 1e-3 over all logits;
@@ -23,7 +23,7 @@
 #   D. a qwen3next file with a missing or misshapen tensor or key gives one
 #      error line naming it, exit status 1.
 # Every failure line names its step. Run from the project root; uses $BUILD
-# (default build), $PYTHON and $FIXTURES (default ../shared/fixtures/qwen3next).
+# (default build), $PYTHON and $FIXTURES (default tests/data/fixtures/qwen3next).
 # $POCKET_RUN, if set, prefixes every pocket binary (tests/lib/run_aarch64.sh).
 # Seeds are chosen so that no router top-k decision on the sequences used is
 # close to a tie (smallest top-k probability margin >= 1e-3).

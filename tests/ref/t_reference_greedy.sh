@@ -1,14 +1,15 @@
 #!/bin/sh
-# The bundled model against llama.cpp's reference run (../shared/models/
-# kjv-moe-f16.greedy.json): pocket's argmax must equal llama.cpp's greedy token
-# at all 32 steps and the reference top-5 logits must agree within 1e-3
-# relative - with the selected kernels and with the scalar reference kernels.
+# The bundled model against llama.cpp's reference run
+# (tests/data/models/kjv-moe-f16.greedy.json, a copy of ../shared/models'):
+# pocket's argmax must equal llama.cpp's greedy token at all 32 steps and
+# the reference top-5 logits must agree within 1e-3 relative - with the
+# selected kernels and with the scalar reference kernels.
 # Then `pocket run --temp 0` must print the same continuation.
 # $POCKET_RUN, if set, prefixes every pocket binary (e.g. "qemu-aarch64 -L
 # SYSROOT -cpu max" for a cross build: tests/lib/run_aarch64.sh).
 set -eu
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
-REF=../shared/models/kjv-moe-f16.greedy.json
+REF=tests/data/models/kjv-moe-f16.greedy.json
 MODEL=models/kjv-moe-f16.gguf
 RUN=${POCKET_RUN:-}
 tmp="$BUILD/tmp/reference_greedy"; mkdir -p "$tmp"

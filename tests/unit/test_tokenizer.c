@@ -1,9 +1,14 @@
-/* test_tokenizer.c - the tokenizer against llama.cpp's test vectors
- * (../shared/tokenizer/ggml-vocab-*.gguf with .inp/.out, and the toy gemma4
- * vocabulary tests/data/vocab/ggml-vocab-gemma4-toy.gguf whose .out/.out-special
- * are llama.cpp's answers, see tests/lib/mk_gemma4_vocab.py), byte round trips,
- * the bundled KJV model, concurrent use, and error paths on small GGUF images
- * built in memory. */
+/* test_tokenizer.c - the tokenizer against llama.cpp's test vectors for the
+ * toy gemma4 vocabulary tests/data/vocab/ggml-vocab-gemma4-toy.gguf (whose
+ * .out/.out-special are llama.cpp's answers, see tests/lib/mk_gemma4_vocab.py),
+ * byte round trips and concurrent use on the bundled KJV model, and error
+ * paths on small GGUF images built in memory.
+ *
+ * test_tokenizer --vocabs DIR runs instead the tests on llama.cpp's test
+ * vocabularies DIR/ggml-vocab-*.gguf with their .inp/.out (../shared/tokenizer,
+ * 1-6 MB each, not in the repository: tests/ref/shared/t_tokenizer_vocabs.sh,
+ * `make test-shared`): every vector, byte round trips, special tokens of
+ * qwen3 / llama SPM / BERT, concurrent use of the qwen3 vocabulary. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,8 +20,7 @@
 #include "text/tokenizer.h"
 #include "text/unicode.h"
 
-#define VOCAB_DIR "../shared/tokenizer"
-#define KJV_MODEL "../shared/models/kjv-moe-f16.gguf"
+#define KJV_MODEL "models/kjv-moe-f16.gguf"
 #define GEMMA4_TOY "tests/data/vocab/ggml-vocab-gemma4-toy.gguf"
 
 /* ===================================================================== */
@@ -285,9 +289,9 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void test_all_vocabs(void) {
-    DIR *d = opendir(VOCAB_DIR);
-    TEST_CHECK(d != NULL, "cannot open %s", VOCAB_DIR);
+static void test_all_vocabs(const char *dir) {
+    DIR *d = opendir(dir);
+    TEST_CHECK(d != NULL, "cannot open %s", dir);
     if (!d) return;
     char *names[64];
     int nn = 0;
@@ -302,7 +306,7 @@ static void test_all_vocabs(void) {
     int n_vocab_tested = 0;
     for (int i = 0; i < nn; i++) {
         char path[512], inp[600];
-        snprintf(path, sizeof path, "%s/%s", VOCAB_DIR, names[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         snprintf(inp, sizeof inp, "%s.inp", path);
         FILE *fp = fopen(inp, "rb");
         if (fp) {
@@ -349,8 +353,15 @@ static void test_byte_roundtrip(const char *path) {
     pk_tokenizer_free(t);
 }
 
-static void test_qwen3_specials(void) {
-    pk_tokenizer *t = load_vocab(VOCAB_DIR "/ggml-vocab-qwen3.gguf");
+/* DIR/ggml-vocab-NAME.gguf, in a static buffer (one at a time) */
+static const char *vocab_file(const char *dir, const char *name) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf", dir, name);
+    return path;
+}
+
+static void test_qwen3_specials(const char *dir) {
+    pk_tokenizer *t = load_vocab(vocab_file(dir, "qwen3"));
     if (!t) return;
     const char *s = "<|im_start|>user\nHi<|im_end|>";
     int n;
@@ -384,8 +395,8 @@ static void test_qwen3_specials(void) {
     pk_tokenizer_free(t);
 }
 
-static void test_spm_bos(void) {
-    pk_tokenizer *t = load_vocab(VOCAB_DIR "/ggml-vocab-llama-spm.gguf");
+static void test_spm_bos(const char *dir) {
+    pk_tokenizer *t = load_vocab(vocab_file(dir, "llama-spm"));
     if (!t) return;
     int n;
     int32_t *ids = tokenize(t, "Hello", 5, 1, 0, &n);
@@ -409,8 +420,8 @@ static void test_spm_bos(void) {
     pk_tokenizer_free(t);
 }
 
-static void test_bert_special(void) {
-    pk_tokenizer *t = load_vocab(VOCAB_DIR "/ggml-vocab-bert-bge.gguf");
+static void test_bert_special(const char *dir) {
+    pk_tokenizer *t = load_vocab(vocab_file(dir, "bert-bge"));
     if (!t) return;
     int n;
     int32_t *ids = tokenize(t, "Hello", 5, 1, 0, &n);
@@ -440,10 +451,13 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static void test_threads(void) {
-    const char *path = VOCAB_DIR "/ggml-vocab-qwen3.gguf";
+/* One tokenizer (the vocabulary PATH) used by 4 threads at once on the test
+ * strings of STRINGS (a vocabulary with .inp/.out vectors) gives each string
+ * the ids of a single thread. */
+static void test_threads(const char *path, const char *strings) {
     vecs v;
-    if (!read_vectors(path, ".out", &v)) return;
+    TEST_CHECK(read_vectors(strings, ".out", &v), "cannot read the vectors of %s", strings);
+    if (!v.n) return;
     pk_tokenizer *t = load_vocab(path);
     if (!t) { free_vectors(&v); return; }
     int32_t **expect = calloc(v.n, sizeof *expect);
@@ -652,18 +666,29 @@ static void test_harmony_specials(void) {
     }
 }
 
-int main(void) {
-    test_all_vocabs();
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--vocabs")) {
+        const char *dir = argv[2];
+        char qwen3[512];
+        snprintf(qwen3, sizeof qwen3, "%s", vocab_file(dir, "qwen3"));
+        test_all_vocabs(dir);
+        test_byte_roundtrip(vocab_file(dir, "gpt-2"));
+        test_byte_roundtrip(qwen3);
+        test_qwen3_specials(dir);
+        test_spm_bos(dir);
+        test_bert_special(dir);
+        test_threads(qwen3, qwen3);
+        return TEST_REPORT();
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: test_tokenizer [--vocabs DIR]\n");
+        return 2;
+    }
     test_gemma4_toy();
     test_gemma4_no_bos();
     test_harmony_specials();
-    test_byte_roundtrip(VOCAB_DIR "/ggml-vocab-gpt-2.gguf");
-    test_byte_roundtrip(VOCAB_DIR "/ggml-vocab-qwen3.gguf");
     test_byte_roundtrip(KJV_MODEL);
-    test_qwen3_specials();
-    test_spm_bos();
-    test_bert_special();
-    test_threads();
+    test_threads(KJV_MODEL, GEMMA4_TOY);
     test_kjv();
     test_errors();
     return TEST_REPORT();

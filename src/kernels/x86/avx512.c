@@ -53,6 +53,17 @@ static inline __mmask16 tail16(int64_t k) { return (__mmask16)((1u << k) - 1); }
 
 #define FK_INLINE static inline __attribute__((always_inline))
 
+/* The non-inline entries of one type: vec_dot_NAME and gemv_NAME, which
+ * call the always-inline FAM_vec_dot / FAM_gemv of their kernel family
+ * with the constant kind K (gemv's last rows: vec_dot_NAME). */
+#define GEMV_ENTRIES(NAME, FAM, K)                                                                \
+    static void vec_dot_##NAME(int64_t n, float *s, const void *vw, const void *vx) {             \
+        FAM##_vec_dot(K, n, s, vw, vx);                                                           \
+    }                                                                                             \
+    static void gemv_##NAME(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, const void *vx) { \
+        FAM##_gemv(K, vec_dot_##NAME, n, nrows, y, vw, rb, vx);                                   \
+    }
+
 enum { FK_F32, FK_F16, FK_BF16 };   /* the element kind: float, fp16, bf16 */
 
 static inline __m512 ld16_f32(const float *p) { return _mm512_loadu_ps(p); }
@@ -106,12 +117,9 @@ FK_INLINE void fk_vec_dot(const int K, int64_t n, float *s, const void *w, const
     *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-static void vec_dot_f32(int64_t n, float *s, const void *vw, const void *vx) { fk_vec_dot(FK_F32, n, s, vw, vx); }
-static void vec_dot_f16(int64_t n, float *s, const void *vw, const void *vx) { fk_vec_dot(FK_F16, n, s, vw, vx); }
-static void vec_dot_bf16(int64_t n, float *s, const void *vw, const void *vx) { fk_vec_dot(FK_BF16, n, s, vw, vx); }
-
 /* 4 rows at a time, 2 accumulators per row; the last rows by vec_dot */
-FK_INLINE void fk_gemv(const int K, int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, const void *x) {
+FK_INLINE void fk_gemv(const int K, pk_vec_dot_fn vec_dot, int64_t n, int64_t nrows, float *y, const void *vw,
+                       size_t rb, const void *x) {
     int64_t r = 0;
     for (; r + 4 <= nrows; r += 4) {
         const void *w0 = fk_row(vw, r, rb), *w1 = fk_row(w0, 1, rb);
@@ -143,22 +151,12 @@ FK_INLINE void fk_gemv(const int K, int64_t n, int64_t nrows, float *y, const vo
         y[r + 2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
         y[r + 3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
     }
-    for (; r < nrows; r++) {
-        if (K == FK_F32) vec_dot_f32(n, &y[r], fk_row(vw, r, rb), x);
-        else if (K == FK_F16) vec_dot_f16(n, &y[r], fk_row(vw, r, rb), x);
-        else vec_dot_bf16(n, &y[r], fk_row(vw, r, rb), x);
-    }
+    for (; r < nrows; r++) vec_dot(n, &y[r], fk_row(vw, r, rb), x);
 }
 
-static void gemv_f32(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, const void *vx) {
-    fk_gemv(FK_F32, n, nrows, y, vw, rb, vx);
-}
-static void gemv_f16(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, const void *vx) {
-    fk_gemv(FK_F16, n, nrows, y, vw, rb, vx);
-}
-static void gemv_bf16(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, const void *vx) {
-    fk_gemv(FK_BF16, n, nrows, y, vw, rb, vx);
-}
+GEMV_ENTRIES(f32, fk, FK_F32)
+GEMV_ENTRIES(f16, fk, FK_F16)
+GEMV_ENTRIES(bf16, fk, FK_BF16)
 
 /* ---- F32 matrix product (attention) ------------------------------------------- */
 
@@ -291,11 +289,8 @@ FK_INLINE void q32_vec_dot(const int K, int64_t n, float *s, const void *w, cons
     *s = hsum8(_mm256_add_ps(a0, a1));
 }
 
-static void vec_dot_q8_0(int64_t n, float *s, const void *vw, const void *vx) { q32_vec_dot(Q32_Q8_0, n, s, vw, vx); }
-static void vec_dot_mxfp4(int64_t n, float *s, const void *vw, const void *vx) { q32_vec_dot(Q32_MXFP4, n, s, vw, vx); }
-
-FK_INLINE void q32_gemv(const int K, int64_t n, int64_t nrows, float *y, const void *vw, size_t rb,
-                        const pk_block_q8_0 *x) {
+FK_INLINE void q32_gemv(const int K, pk_vec_dot_fn vec_dot, int64_t n, int64_t nrows, float *y, const void *vw,
+                        size_t rb, const pk_block_q8_0 *x) {
     int64_t nb = n / 32, r = 0;
     const __m512i i0 = _mm512_inserti64x4(_mm512_set1_epi32(0), _mm256_set1_epi32(4), 1);
     const __m512i i1 = _mm512_inserti64x4(_mm512_set1_epi32(1), _mm256_set1_epi32(5), 1);
@@ -343,18 +338,11 @@ FK_INLINE void q32_gemv(const int K, int64_t n, int64_t nrows, float *y, const v
         y[r + 2] = _mm512_reduce_add_ps(a2) + hsum8(b2);
         y[r + 3] = _mm512_reduce_add_ps(a3) + hsum8(b3);
     }
-    for (; r < nrows; r++) {
-        if (K == Q32_Q8_0) vec_dot_q8_0(n, &y[r], fk_row(vw, r, rb), x);
-        else vec_dot_mxfp4(n, &y[r], fk_row(vw, r, rb), x);
-    }
+    for (; r < nrows; r++) vec_dot(n, &y[r], fk_row(vw, r, rb), x);
 }
 
-static void gemv_q8_0(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, const void *vx) {
-    q32_gemv(Q32_Q8_0, n, nrows, y, vw, rb, vx);
-}
-static void gemv_mxfp4(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, const void *vx) {
-    q32_gemv(Q32_MXFP4, n, nrows, y, vw, rb, vx);
-}
+GEMV_ENTRIES(q8_0, q32, Q32_Q8_0)
+GEMV_ENTRIES(mxfp4, q32, Q32_MXFP4)
 
 /* ---- activation quantizers (bit-exact with quant/quant.c) ----------------------- */
 

@@ -2,7 +2,7 @@
  * (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) against Q8_K activations: 16 weight rows at a time,
  * decoded row-interleaved. Not a translation unit: included by
  * kernels/x86/avx512_gemm.c inside its ISA guard, after its TT (tokens per
- * register tile) and NT_SWITCH.
+ * register tile, 8).
  *
  * Layout (kr_blk, one super-block of 16 rows, decoded on the fly into a
  * stack buffer once per (k-block, tile of up to KR_TS tokens); no second
@@ -301,9 +301,16 @@ KR_INLINE void kr_gemm(const int T, int64_t n, int64_t nrows, int64_t ntok, floa
                 float *yr = y + t0 * ys + r0;
                 for (int t = 0; t < nts; t += TT) {
                     int nt = nts - t < TT ? nts - t : TT;
-#define C(NT) kr_tile(T, NT, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0)
-                    NT_SWITCH(nt, C)
-#undef C
+                    switch (nt) {   /* NT a compile-time constant of each instance */
+                    case 1: kr_tile(T, 1, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 2: kr_tile(T, 2, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 3: kr_tile(T, 3, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 4: kr_tile(T, 4, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 5: kr_tile(T, 5, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 6: kr_tile(T, 6, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 7: kr_tile(T, 7, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    default: kr_tile(T, 8, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    }
                 }
             }
         }

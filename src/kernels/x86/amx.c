@@ -7,7 +7,7 @@
  *
  * Tuned for: prompt batches, where one weight row meets many tokens. A tile
  * product (TDPBUSD) is 16 weight rows x 64 levels times 64 levels x 16
- * tokens, 16384 multiply-adds in one instruction - about 8x what AVX-512
+ * tokens, 16384 multiply-adds in one instruction, several times what AVX-512
  * VNNI does in the same time. Per call:
  *   - activations: each 16-token tile's Q8_K levels are transposed once into
  *     the tile layout (4 consecutive levels of each token side by side),
@@ -280,36 +280,38 @@ GI void flush(int nt, const int32_t *cb, const uint8_t *a, const uint8_t *const 
     }
 }
 
-/* tile registers: 0 lo weights, 1 hi weights, 2-3 tokens, 4-7 accumulators
- * (tile t: 4 + 2t lo, 5 + 2t hi) */
-#define TILE_STEP(HI_SIGNED, TWO, NT)                                          \
-    do {                                                                       \
-        _tile_loadd(0, a + 64 * k, 256);                                       \
-        if (TWO) _tile_loadd(1, a + A_PLANE + 64 * k, 256);                    \
-        _tile_loadd(2, b[0] + 1024 * k, 64);                                   \
-        _tile_dpbusd(4, 0, 2);                                                 \
-        if (TWO) { if (HI_SIGNED) _tile_dpbssd(5, 1, 2); else _tile_dpbusd(5, 1, 2); } \
-        if ((NT) == 2) {                                                       \
-            _tile_loadd(3, b[1] + 1024 * k, 64);                               \
-            _tile_dpbusd(6, 0, 3);                                             \
-            if (TWO) { if (HI_SIGNED) _tile_dpbssd(7, 1, 3); else _tile_dpbusd(7, 1, 3); } \
-        }                                                                      \
-    } while (0)
+/* Step k (levels 64k .. 64k + 63) of a super-block: tile registers 0 lo
+ * weights, 1 hi weights (TWO planes; signed if HI_SIGNED), 2-3 tokens (NT
+ * token tiles), 4-7 accumulators (token tile t: 4 + 2t lo, 5 + 2t hi). The
+ * tile numbers are immediates, so every flag is a compile-time constant. */
+GI void tile_step(const int HI_SIGNED, const int TWO, const int NT, const uint8_t *a, const uint8_t *const *b,
+                  int k) {
+    _tile_loadd(0, a + 64 * k, 256);
+    if (TWO) _tile_loadd(1, a + A_PLANE + 64 * k, 256);
+    _tile_loadd(2, b[0] + 1024 * k, 64);
+    _tile_dpbusd(4, 0, 2);
+    if (TWO) { if (HI_SIGNED) _tile_dpbssd(5, 1, 2); else _tile_dpbusd(5, 1, 2); }
+    if (NT == 2) {
+        _tile_loadd(3, b[1] + 1024 * k, 64);
+        _tile_dpbusd(6, 0, 3);
+        if (TWO) { if (HI_SIGNED) _tile_dpbssd(7, 1, 3); else _tile_dpbusd(7, 1, 3); }
+    }
+}
 
 GI void superblock(int nt, const uint8_t *a, const uint8_t *const *b, int32_t *cb, int hi_signed,
                    int two) {
     _tile_zero(4); _tile_zero(5); _tile_zero(6); _tile_zero(7);
     if (nt == 2) {
         for (int k = 0; k < 4; k++) {
-            if (hi_signed) TILE_STEP(1, 1, 2);
-            else if (two) TILE_STEP(0, 1, 2);
-            else TILE_STEP(0, 0, 2);
+            if (hi_signed) tile_step(1, 1, 2, a, b, k);
+            else if (two) tile_step(0, 1, 2, a, b, k);
+            else tile_step(0, 0, 2, a, b, k);
         }
     } else {
         for (int k = 0; k < 4; k++) {
-            if (hi_signed) TILE_STEP(1, 1, 1);
-            else if (two) TILE_STEP(0, 1, 1);
-            else TILE_STEP(0, 0, 1);
+            if (hi_signed) tile_step(1, 1, 1, a, b, k);
+            else if (two) tile_step(0, 1, 1, a, b, k);
+            else tile_step(0, 0, 1, a, b, k);
         }
     }
     _tile_stored(4, cb, 64);
@@ -332,9 +334,20 @@ static void few_tokens(int type, int64_t n, int64_t nrows, int64_t ntok, float *
     for (int64_t t = 0; t < ntok; t++) pk_kernels_avx512_table.gemv[type](n, nrows, y + t * ys, w, rb, x[t]);
 }
 
-GI void gemm_amx(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                 const void *const *x, size_t blk, conv_fn conv, int npair, int pair32, int hi_signed,
-                 int two, int type) {
+/* The K-quant types (type: PK_TYPE_Q2_K .. PK_TYPE_Q6_K, a compile-time
+ * constant): min pairs per row (0: none), pairs over 32 levels, a signed
+ * hi plane, two planes. */
+GI int kq_npair(const int type) {
+    return type == PK_TYPE_Q2_K ? 8 : type == PK_TYPE_Q4_K || type == PK_TYPE_Q5_K ? 4 : 0;
+}
+GI int kq_pair32(const int type) { return type == PK_TYPE_Q4_K || type == PK_TYPE_Q5_K; }
+GI int kq_hi_signed(const int type) { return type == PK_TYPE_Q3_K || type == PK_TYPE_Q6_K; }
+GI int kq_two(const int type) { return type != PK_TYPE_Q2_K; }
+
+/* type's blocks are blk bytes, conv converts a row's block */
+GI void gemm_amx(const int type, size_t blk, conv_fn conv, int64_t n, int64_t nrows, int64_t ntok, float *y,
+                 int64_t ys, const void *w, size_t rb, const void *const *x) {
+    const int npair = kq_npair(type), pair32 = kq_pair32(type), hi_signed = kq_hi_signed(type), two = kq_two(type);
     const int64_t nb = n / PK_QK_K, ntt = (ntok + TOKS - 1) / TOKS;
     uint8_t *s = ntok >= MIN_TOK_KQ ? thread_scratch((size_t)(nb * A_SB + ntt * nb * B_SB) + 4 * 1024 + 2 * 1024,
                                                   CFG_KQ)
@@ -388,19 +401,18 @@ GI void gemm_amx(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, c
     }
 }
 
-/* the K-quant entries: block type, its type id, mins pairs (0: none), pairs
- * over 32 levels, signed hi plane, two planes */
-#define AMX_KQ(T, TYPE, NPAIR, PAIR32, HI_SIGNED, TWO)                                              \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, \
-                     size_t rb, const void *const *x) {                                       \
-    gemm_amx(n, nrows, ntok, y, ys, w, rb, x, sizeof(pk_block_##T), conv_##T, NPAIR, PAIR32,   \
-             HI_SIGNED, TWO, TYPE);                                                    \
-}
-AMX_KQ(q2_K, PK_TYPE_Q2_K, 8, 0, 0, 0)
-AMX_KQ(q3_K, PK_TYPE_Q3_K, 0, 0, 1, 1)
-AMX_KQ(q4_K, PK_TYPE_Q4_K, 4, 1, 0, 1)
-AMX_KQ(q5_K, PK_TYPE_Q5_K, 4, 1, 0, 1)
-AMX_KQ(q6_K, PK_TYPE_Q6_K, 0, 0, 1, 1)
+/* the K-quant entries: gemm_NAME is gemm_amx for the type TYPE, blocks
+ * pk_block_NAME, converter conv_NAME */
+#define AMX_ENTRY(NAME, TYPE)                                                                       \
+    static void gemm_##NAME(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, \
+                            size_t rb, const void *const *x) {                                      \
+        gemm_amx(TYPE, sizeof(pk_block_##NAME), conv_##NAME, n, nrows, ntok, y, ys, w, rb, x);      \
+    }
+AMX_ENTRY(q2_K, PK_TYPE_Q2_K)
+AMX_ENTRY(q3_K, PK_TYPE_Q3_K)
+AMX_ENTRY(q4_K, PK_TYPE_Q4_K)
+AMX_ENTRY(q5_K, PK_TYPE_Q5_K)
+AMX_ENTRY(q6_K, PK_TYPE_Q6_K)
 
 /* ---- Q8_0 x Q8_0 ---------------------------------------------------------------------
  * Every 32-level block has its own fp16 scale on both sides, so each block

@@ -49,7 +49,22 @@ static inline __mmask16 tail16(int64_t k) { return (__mmask16)((1u << k) - 1); }
 
 #include "kernels/x86/avx512_q32.h"
 
-/* ---- F32, F16: 16 lanes of FMA, masked tail ----------------------------- */
+/* ---- F32, F16, BF16: 16 lanes of FMA, masked tail ------------------------- */
+
+#define FK_INLINE static inline __attribute__((always_inline))
+
+/* The non-inline entries of one type: vec_dot_NAME and gemv_NAME, which
+ * call the always-inline FAM_vec_dot / FAM_gemv of their kernel family
+ * with the constant kind K (gemv's last rows: vec_dot_NAME). */
+#define GEMV_ENTRIES(NAME, FAM, K)                                                                \
+    static void vec_dot_##NAME(int64_t n, float *s, const void *vw, const void *vx) {             \
+        FAM##_vec_dot(K, n, s, vw, vx);                                                           \
+    }                                                                                             \
+    static void gemv_##NAME(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, const void *vx) { \
+        FAM##_gemv(K, vec_dot_##NAME, n, nrows, y, vw, rb, vx);                                   \
+    }
+
+enum { FK_F32, FK_F16, FK_BF16 };   /* the element kind: float, fp16, bf16 */
 
 static inline __m512 ld16_f32(const float *p) { return _mm512_loadu_ps(p); }
 static inline __m512 ldm16_f32(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
@@ -68,69 +83,80 @@ static inline __m512 ldm16_bf16(const uint16_t *p, __mmask16 m) {
     __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
     return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
-
-#define FLOAT_KERNELS(SFX, T)                                                   \
-static void vec_dot_##SFX(int64_t n, float *s, const void *vw, const void *vx) { \
-    const T *w = vw, *x = vx;                                                   \
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                 \
-    int64_t i = 0;                                                              \
-    for (; i + 64 <= n; i += 64) {                                              \
-        a0 = _mm512_fmadd_ps(ld16_##SFX(w + i), ld16_##SFX(x + i), a0);         \
-        a1 = _mm512_fmadd_ps(ld16_##SFX(w + i + 16), ld16_##SFX(x + i + 16), a1); \
-        a2 = _mm512_fmadd_ps(ld16_##SFX(w + i + 32), ld16_##SFX(x + i + 32), a2); \
-        a3 = _mm512_fmadd_ps(ld16_##SFX(w + i + 48), ld16_##SFX(x + i + 48), a3); \
-    }                                                                           \
-    for (; i + 16 <= n; i += 16)                                                \
-        a0 = _mm512_fmadd_ps(ld16_##SFX(w + i), ld16_##SFX(x + i), a0);         \
-    if (i < n) {                                                                \
-        __mmask16 m = tail16(n - i);                                            \
-        a1 = _mm512_fmadd_ps(ldm16_##SFX(w + i, m), ldm16_##SFX(x + i, m), a1); \
-    }                                                                           \
-    *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))); \
-}                                                                               \
-static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      \
-                       size_t rb, const void *vx) {                             \
-    const T *x = vx;                                                            \
-    int64_t r = 0;                                                              \
-    for (; r + 4 <= nrows; r += 4) {                                            \
-        const T *w0 = (const T *)((const char *)vw + (size_t)r * rb);           \
-        const T *w1 = (const T *)((const char *)w0 + rb);                       \
-        const T *w2 = (const T *)((const char *)w1 + rb);                       \
-        const T *w3 = (const T *)((const char *)w2 + rb);                       \
-        __m512 a0 = _mm512_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;             \
-        __m512 a2 = a0, b2 = a0, a3 = a0, b3 = a0;                              \
-        int64_t i = 0;                                                          \
-        for (; i + 32 <= n; i += 32) {                                          \
-            __m512 x0 = ld16_##SFX(x + i), x1 = ld16_##SFX(x + i + 16);         \
-            a0 = _mm512_fmadd_ps(ld16_##SFX(w0 + i), x0, a0);                   \
-            b0 = _mm512_fmadd_ps(ld16_##SFX(w0 + i + 16), x1, b0);              \
-            a1 = _mm512_fmadd_ps(ld16_##SFX(w1 + i), x0, a1);                   \
-            b1 = _mm512_fmadd_ps(ld16_##SFX(w1 + i + 16), x1, b1);              \
-            a2 = _mm512_fmadd_ps(ld16_##SFX(w2 + i), x0, a2);                   \
-            b2 = _mm512_fmadd_ps(ld16_##SFX(w2 + i + 16), x1, b2);              \
-            a3 = _mm512_fmadd_ps(ld16_##SFX(w3 + i), x0, a3);                   \
-            b3 = _mm512_fmadd_ps(ld16_##SFX(w3 + i + 16), x1, b3);              \
-        }                                                                       \
-        for (; i < n; i += 16) {                                                \
-            __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail16(n - i);      \
-            __m512 x0 = ldm16_##SFX(x + i, m);                                  \
-            a0 = _mm512_fmadd_ps(ldm16_##SFX(w0 + i, m), x0, a0);               \
-            a1 = _mm512_fmadd_ps(ldm16_##SFX(w1 + i, m), x0, a1);               \
-            a2 = _mm512_fmadd_ps(ldm16_##SFX(w2 + i, m), x0, a2);               \
-            a3 = _mm512_fmadd_ps(ldm16_##SFX(w3 + i, m), x0, a3);               \
-        }                                                                       \
-        y[r] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));                     \
-        y[r + 1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));                 \
-        y[r + 2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));                 \
-        y[r + 3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));                 \
-    }                                                                           \
-    for (; r < nrows; r++)                                                      \
-        vec_dot_##SFX(n, &y[r], (const char *)vw + (size_t)r * rb, vx);         \
+/* elements i .. i + 15 of a kind K vector as fp32; masked: the lanes of m */
+FK_INLINE __m512 fk_ld(const int K, const void *p, int64_t i) {
+    return K == FK_F32 ? ld16_f32((const float *)p + i)
+           : K == FK_F16 ? ld16_f16((const uint16_t *)p + i)
+                         : ld16_bf16((const uint16_t *)p + i);
+}
+FK_INLINE __m512 fk_ldm(const int K, const void *p, int64_t i, __mmask16 m) {
+    return K == FK_F32 ? ldm16_f32((const float *)p + i, m)
+           : K == FK_F16 ? ldm16_f16((const uint16_t *)p + i, m)
+                         : ldm16_bf16((const uint16_t *)p + i, m);
+}
+/* row r of a matrix of rows rb bytes apart */
+FK_INLINE const void *fk_row(const void *w, int64_t r, size_t rb) {
+    return (const char *)w + (size_t)r * rb;
 }
 
-FLOAT_KERNELS(f32, float)
-FLOAT_KERNELS(f16, uint16_t)
-FLOAT_KERNELS(bf16, uint16_t)
+FK_INLINE void fk_vec_dot(const int K, int64_t n, float *s, const void *w, const void *x) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_fmadd_ps(fk_ld(K, w, i), fk_ld(K, x, i), a0);
+        a1 = _mm512_fmadd_ps(fk_ld(K, w, i + 16), fk_ld(K, x, i + 16), a1);
+        a2 = _mm512_fmadd_ps(fk_ld(K, w, i + 32), fk_ld(K, x, i + 32), a2);
+        a3 = _mm512_fmadd_ps(fk_ld(K, w, i + 48), fk_ld(K, x, i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16)
+        a0 = _mm512_fmadd_ps(fk_ld(K, w, i), fk_ld(K, x, i), a0);
+    if (i < n) {
+        __mmask16 m = tail16(n - i);
+        a1 = _mm512_fmadd_ps(fk_ldm(K, w, i, m), fk_ldm(K, x, i, m), a1);
+    }
+    *s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+/* 4 rows at a time, 2 accumulators per row; the last rows by vec_dot */
+FK_INLINE void fk_gemv(const int K, pk_vec_dot_fn vec_dot, int64_t n, int64_t nrows, float *y, const void *vw,
+                       size_t rb, const void *x) {
+    int64_t r = 0;
+    for (; r + 4 <= nrows; r += 4) {
+        const void *w0 = fk_row(vw, r, rb), *w1 = fk_row(w0, 1, rb);
+        const void *w2 = fk_row(w1, 1, rb), *w3 = fk_row(w2, 1, rb);
+        __m512 a0 = _mm512_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;
+        __m512 a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            __m512 x0 = fk_ld(K, x, i), x1 = fk_ld(K, x, i + 16);
+            a0 = _mm512_fmadd_ps(fk_ld(K, w0, i), x0, a0);
+            b0 = _mm512_fmadd_ps(fk_ld(K, w0, i + 16), x1, b0);
+            a1 = _mm512_fmadd_ps(fk_ld(K, w1, i), x0, a1);
+            b1 = _mm512_fmadd_ps(fk_ld(K, w1, i + 16), x1, b1);
+            a2 = _mm512_fmadd_ps(fk_ld(K, w2, i), x0, a2);
+            b2 = _mm512_fmadd_ps(fk_ld(K, w2, i + 16), x1, b2);
+            a3 = _mm512_fmadd_ps(fk_ld(K, w3, i), x0, a3);
+            b3 = _mm512_fmadd_ps(fk_ld(K, w3, i + 16), x1, b3);
+        }
+        for (; i < n; i += 16) {
+            __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : tail16(n - i);
+            __m512 x0 = fk_ldm(K, x, i, m);
+            a0 = _mm512_fmadd_ps(fk_ldm(K, w0, i, m), x0, a0);
+            a1 = _mm512_fmadd_ps(fk_ldm(K, w1, i, m), x0, a1);
+            a2 = _mm512_fmadd_ps(fk_ldm(K, w2, i, m), x0, a2);
+            a3 = _mm512_fmadd_ps(fk_ldm(K, w3, i, m), x0, a3);
+        }
+        y[r] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));
+        y[r + 1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
+        y[r + 2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
+        y[r + 3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
+    }
+    for (; r < nrows; r++) vec_dot(n, &y[r], fk_row(vw, r, rb), x);
+}
+
+GEMV_ENTRIES(f32, fk, FK_F32)
+GEMV_ENTRIES(f16, fk, FK_F16)
+GEMV_ENTRIES(bf16, fk, FK_BF16)
 
 /* ---- F32 matrix product (attention) ------------------------------------------- */
 
@@ -220,90 +246,103 @@ static void silu_mul(float *g, const float *u, int64_t n) {
 
 /* ---- Q8_0 and MXFP4 x Q8_0 with VNNI (vocabulary: kernels/x86/avx512_q32.h) ---- */
 
+enum { Q32_Q8_0, Q32_MXFP4 };   /* the weight kind */
+
+FK_INLINE size_t q32_bsize(const int K) { return K == Q32_Q8_0 ? sizeof(pk_block_q8_0) : sizeof(pk_block_mxfp4); }
+/* block i of a row: its weights + 128 (one block in 256 bits, blocks i and
+ * i + 1 in 512 bits) and its scale */
+FK_INLINE __m256i q32_wu(const int K, const void *w, int64_t i) {
+    return K == Q32_Q8_0 ? wu_q8_0(&((const pk_block_q8_0 *)w)[i]) : wu_mxfp4(&((const pk_block_mxfp4 *)w)[i]);
+}
+FK_INLINE __m512i q32_wu2(const int K, const void *w, int64_t i) {
+    return K == Q32_Q8_0 ? wu2_q8_0(&((const pk_block_q8_0 *)w)[i]) : wu2_mxfp4(&((const pk_block_mxfp4 *)w)[i]);
+}
+FK_INLINE float q32_ws(const int K, const void *w, int64_t i) {
+    return K == Q32_Q8_0 ? ws_q8_0(&((const pk_block_q8_0 *)w)[i]) : ws_mxfp4(&((const pk_block_mxfp4 *)w)[i]);
+}
+FK_INLINE __m256 q32_ws8(const int K, const void *w0, const void *w1, const void *w2, const void *w3, int64_t i) {
+    return K == Q32_Q8_0 ? ws8_q8_0(w0, w1, w2, w3, i) : ws8_mxfp4(w0, w1, w2, w3, i);
+}
+
 /* vec_dot: 2 blocks per step in two 256-bit accumulators; gemv: 4 rows x 2
  * blocks per step, one 512-bit dot per row, the 4 rows' 8 weight scales
  * spread to [block i x 8 | block i + 1 x 8] per row, software prefetch of
  * the next 4 rows; an odd last block in 256 bits. */
-#define VNNI32_KERNELS(t, WT)                                                      \
-static void vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) {     \
-    const WT *w = vw;                                                              \
-    const pk_block_q8_0 *x = vx;                                                   \
-    int64_t nb = n / 32, i = 0;                                                    \
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0;                                      \
-    for (; i + 2 <= nb; i += 2) {                                                  \
-        __m256i x0 = ldq(&x[i]), x1 = ldq(&x[i + 1]);                              \
-        __m256i p0 = _mm256_dpbusd_epi32(q8_seed(x0), wu_##t(&w[i]), x0);          \
-        __m256i p1 = _mm256_dpbusd_epi32(q8_seed(x1), wu_##t(&w[i + 1]), x1);      \
-        __m256 d0 = _mm256_set1_ps(ws_##t(&w[i]) * _cvtsh_ss(x[i].d));             \
-        __m256 d1 = _mm256_set1_ps(ws_##t(&w[i + 1]) * _cvtsh_ss(x[i + 1].d));     \
-        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);                      \
-        a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);                      \
-    }                                                                              \
-    for (; i < nb; i++) {                                                          \
-        __m256i x0 = ldq(&x[i]);                                                   \
-        __m256i p0 = _mm256_dpbusd_epi32(q8_seed(x0), wu_##t(&w[i]), x0);          \
-        __m256 d0 = _mm256_set1_ps(ws_##t(&w[i]) * _cvtsh_ss(x[i].d));             \
-        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);                      \
-    }                                                                              \
-    *s = hsum8(_mm256_add_ps(a0, a1));                                             \
-}                                                                                  \
-static void gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw,           \
-                     size_t rb, const void *vx) {                                  \
-    const pk_block_q8_0 *x = vx;                                                   \
-    int64_t nb = n / 32, r = 0;                                                    \
-    const __m512i i0 = _mm512_inserti64x4(_mm512_set1_epi32(0), _mm256_set1_epi32(4), 1); \
-    const __m512i i1 = _mm512_inserti64x4(_mm512_set1_epi32(1), _mm256_set1_epi32(5), 1); \
-    const __m512i i2 = _mm512_inserti64x4(_mm512_set1_epi32(2), _mm256_set1_epi32(6), 1); \
-    const __m512i i3 = _mm512_inserti64x4(_mm512_set1_epi32(3), _mm256_set1_epi32(7), 1); \
-    for (; r + 4 <= nrows; r += 4) {                                               \
-        const WT *w0 = (const void *)((const char *)vw + (size_t)r * rb);          \
-        const WT *w1 = (const void *)((const char *)w0 + rb);                      \
-        const WT *w2 = (const void *)((const char *)w1 + rb);                      \
-        const WT *w3 = (const void *)((const char *)w2 + rb);                      \
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                \
-        int64_t i = 0;                                                             \
-        const char *nxt = (const char *)w0 + 4 * rb;    /* the next 4 rows */      \
-        for (; i + 2 <= nb; i += 2) {                                              \
-            /* software prefetch of the next group, 4 x 2 blocks per step */       \
-            for (size_t o = 0; o < 8 * sizeof(WT); o += 64)                        \
-                _mm_prefetch(nxt + (size_t)i * 4 * sizeof(WT) + o, _MM_HINT_T0);   \
-            __m512i xq = ldq2(&x[i]), seed = q8_seed2(xq);                         \
-            uint32_t xd = (uint32_t)x[i].d | (uint32_t)x[i + 1].d << 16;           \
-            __m256 dx = _mm256_cvtph_ps(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)xd), \
-                _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3)));   \
-            __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(ws8_##t(w0, w1, w2, w3, i), dx)); \
-            a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, wu2_##t(&w0[i]), xq)), \
-                                 _mm512_permutexvar_ps(i0, d8), a0);               \
-            a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, wu2_##t(&w1[i]), xq)), \
-                                 _mm512_permutexvar_ps(i1, d8), a1);               \
-            a2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, wu2_##t(&w2[i]), xq)), \
-                                 _mm512_permutexvar_ps(i2, d8), a2);               \
-            a3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, wu2_##t(&w3[i]), xq)), \
-                                 _mm512_permutexvar_ps(i3, d8), a3);               \
-        }                                                                          \
-        __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;                \
-        if (i < nb) {                                                              \
-            __m256i xq = ldq(&x[i]), seed = q8_seed(xq);                           \
-            float dx = _cvtsh_ss(x[i].d);                                          \
-            b0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, wu_##t(&w0[i]), xq)), \
-                               _mm256_set1_ps(ws_##t(&w0[i]) * dx));               \
-            b1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, wu_##t(&w1[i]), xq)), \
-                               _mm256_set1_ps(ws_##t(&w1[i]) * dx));               \
-            b2 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, wu_##t(&w2[i]), xq)), \
-                               _mm256_set1_ps(ws_##t(&w2[i]) * dx));               \
-            b3 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, wu_##t(&w3[i]), xq)), \
-                               _mm256_set1_ps(ws_##t(&w3[i]) * dx));               \
-        }                                                                          \
-        y[r] = _mm512_reduce_add_ps(a0) + hsum8(b0);                               \
-        y[r + 1] = _mm512_reduce_add_ps(a1) + hsum8(b1);                           \
-        y[r + 2] = _mm512_reduce_add_ps(a2) + hsum8(b2);                           \
-        y[r + 3] = _mm512_reduce_add_ps(a3) + hsum8(b3);                           \
-    }                                                                              \
-    for (; r < nrows; r++)                                                         \
-        vec_dot_##t(n, &y[r], (const char *)vw + (size_t)r * rb, vx);              \
+FK_INLINE void q32_vec_dot(const int K, int64_t n, float *s, const void *w, const pk_block_q8_0 *x) {
+    int64_t nb = n / 32, i = 0;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (; i + 2 <= nb; i += 2) {
+        __m256i x0 = ldq(&x[i]), x1 = ldq(&x[i + 1]);
+        __m256i p0 = _mm256_dpbusd_epi32(q8_seed(x0), q32_wu(K, w, i), x0);
+        __m256i p1 = _mm256_dpbusd_epi32(q8_seed(x1), q32_wu(K, w, i + 1), x1);
+        __m256 d0 = _mm256_set1_ps(q32_ws(K, w, i) * _cvtsh_ss(x[i].d));
+        __m256 d1 = _mm256_set1_ps(q32_ws(K, w, i + 1) * _cvtsh_ss(x[i + 1].d));
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
+        a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), d1, a1);
+    }
+    for (; i < nb; i++) {
+        __m256i x0 = ldq(&x[i]);
+        __m256i p0 = _mm256_dpbusd_epi32(q8_seed(x0), q32_wu(K, w, i), x0);
+        __m256 d0 = _mm256_set1_ps(q32_ws(K, w, i) * _cvtsh_ss(x[i].d));
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), d0, a0);
+    }
+    *s = hsum8(_mm256_add_ps(a0, a1));
 }
-VNNI32_KERNELS(q8_0, pk_block_q8_0)
-VNNI32_KERNELS(mxfp4, pk_block_mxfp4)
+
+FK_INLINE void q32_gemv(const int K, pk_vec_dot_fn vec_dot, int64_t n, int64_t nrows, float *y, const void *vw,
+                        size_t rb, const pk_block_q8_0 *x) {
+    int64_t nb = n / 32, r = 0;
+    const __m512i i0 = _mm512_inserti64x4(_mm512_set1_epi32(0), _mm256_set1_epi32(4), 1);
+    const __m512i i1 = _mm512_inserti64x4(_mm512_set1_epi32(1), _mm256_set1_epi32(5), 1);
+    const __m512i i2 = _mm512_inserti64x4(_mm512_set1_epi32(2), _mm256_set1_epi32(6), 1);
+    const __m512i i3 = _mm512_inserti64x4(_mm512_set1_epi32(3), _mm256_set1_epi32(7), 1);
+    for (; r + 4 <= nrows; r += 4) {
+        const void *w0 = fk_row(vw, r, rb), *w1 = fk_row(w0, 1, rb);
+        const void *w2 = fk_row(w1, 1, rb), *w3 = fk_row(w2, 1, rb);
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int64_t i = 0;
+        const char *nxt = (const char *)w0 + 4 * rb;    /* the next 4 rows */
+        for (; i + 2 <= nb; i += 2) {
+            /* software prefetch of the next group, 4 x 2 blocks per step */
+            for (size_t o = 0; o < 8 * q32_bsize(K); o += 64)
+                _mm_prefetch(nxt + (size_t)i * 4 * q32_bsize(K) + o, _MM_HINT_T0);
+            __m512i xq = ldq2(&x[i]), seed = q8_seed2(xq);
+            uint32_t xd = (uint32_t)x[i].d | (uint32_t)x[i + 1].d << 16;
+            __m256 dx = _mm256_cvtph_ps(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)xd),
+                _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3)));
+            __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(q32_ws8(K, w0, w1, w2, w3, i), dx));
+            a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, q32_wu2(K, w0, i), xq)),
+                                 _mm512_permutexvar_ps(i0, d8), a0);
+            a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, q32_wu2(K, w1, i), xq)),
+                                 _mm512_permutexvar_ps(i1, d8), a1);
+            a2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, q32_wu2(K, w2, i), xq)),
+                                 _mm512_permutexvar_ps(i2, d8), a2);
+            a3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, q32_wu2(K, w3, i), xq)),
+                                 _mm512_permutexvar_ps(i3, d8), a3);
+        }
+        __m256 b0 = _mm256_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
+        if (i < nb) {
+            __m256i xq = ldq(&x[i]), seed = q8_seed(xq);
+            float dx = _cvtsh_ss(x[i].d);
+            b0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, q32_wu(K, w0, i), xq)),
+                               _mm256_set1_ps(q32_ws(K, w0, i) * dx));
+            b1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, q32_wu(K, w1, i), xq)),
+                               _mm256_set1_ps(q32_ws(K, w1, i) * dx));
+            b2 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, q32_wu(K, w2, i), xq)),
+                               _mm256_set1_ps(q32_ws(K, w2, i) * dx));
+            b3 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_dpbusd_epi32(seed, q32_wu(K, w3, i), xq)),
+                               _mm256_set1_ps(q32_ws(K, w3, i) * dx));
+        }
+        y[r] = _mm512_reduce_add_ps(a0) + hsum8(b0);
+        y[r + 1] = _mm512_reduce_add_ps(a1) + hsum8(b1);
+        y[r + 2] = _mm512_reduce_add_ps(a2) + hsum8(b2);
+        y[r + 3] = _mm512_reduce_add_ps(a3) + hsum8(b3);
+    }
+    for (; r < nrows; r++) vec_dot(n, &y[r], fk_row(vw, r, rb), x);
+}
+
+GEMV_ENTRIES(q8_0, q32, Q32_Q8_0)
+GEMV_ENTRIES(mxfp4, q32, Q32_MXFP4)
 
 /* ---- activation quantizers (bit-exact with quant/quant.c) ----------------------- */
 

@@ -49,45 +49,7 @@ enum {
     KB_F = 1024,   /* F16 / F32 elements per k-block */
 };
 
-/* Instantiate CALL(NT) for the run-time token count nt (1..TT). */
-#define NT_SWITCH(nt, CALL)                                                    \
-    switch (nt) {                                                              \
-    case 1: CALL(1); break; case 2: CALL(2); break;                            \
-    case 3: CALL(3); break; case 4: CALL(4); break;                            \
-    case 5: CALL(5); break; case 6: CALL(6); break;                            \
-    case 7: CALL(7); break; default: CALL(8); break;                           \
-    }
-
-/* y[t * ys] (+)= the sum of acc[t], t < NT. Eight accumulators are reduced
- * together (transposing adds); fewer are padded with zeros. */
-GI void store_sums(const int NT, const __m512 *acc, float *y, int64_t ys, int first) {
-    __m512 a[8];
-    for (int t = 0; t < 8; t++) a[t] = t < NT ? acc[t] : _mm512_setzero_ps();
-    /* pairs: 256-bit halves summed -> [t0 x8 | t1 x8] */
-    __m512 p[4];
-    for (int i = 0; i < 4; i++)
-        p[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
-                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
-    /* quads: 128-bit lanes summed -> [t0 x4 | t1 x4 | t2 x4 | t3 x4] */
-    __m512 q0 = _mm512_add_ps(_mm512_shuffle_f32x4(p[0], p[1], 0x88),
-                              _mm512_shuffle_f32x4(p[0], p[1], 0xDD));
-    __m512 q1 = _mm512_add_ps(_mm512_shuffle_f32x4(p[2], p[3], 0x88),
-                              _mm512_shuffle_f32x4(p[2], p[3], 0xDD));
-    /* within 128-bit lanes: lane L -> [tL, t(4+L), tL, t(4+L)] after two steps */
-    __m512 u = _mm512_add_ps(_mm512_unpacklo_ps(q0, q1), _mm512_unpackhi_ps(q0, q1));
-    u = _mm512_add_ps(u, _mm512_permute_ps(u, 0x4E));
-    float s[16];
-    _mm512_storeu_ps(s, u);
-    for (int t = 0; t < NT; t++) {
-        float v = s[4 * (t & 3) + (t >> 2)];
-        y[t * ys] = first ? v : y[t * ys] + v;
-    }
-}
-
 /* ---- K-quants x Q8_K: 16 rows at a time (kernels/x86/avx512_kri.h) ------------------ */
-
-GI __m512i ld64(const void *p) { return _mm512_loadu_si512(p); }
-GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
 
 #include "kernels/x86/avx512_kri.h"
 RI_ENTRY(q2_K, kr_gemm, KR_Q2_K)
@@ -291,13 +253,20 @@ GI void gemm_ri16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y,
                 float *yr = y + t0 * ys + r0;
                 for (int i = 0; i < nin; i++) {
                     int t = (int)ri16_part(nts, nin, i), nt = (int)ri16_part(nts, nin, i + 1) - t;
-#define C(NT) tile_ri16(NT, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0)
-                    switch (nt) {
-                    case 1: C(1); break; case 2: C(2); break; case 3: C(3); break; case 4: C(4); break;
-                    case 5: C(5); break; case 6: C(6); break; case 7: C(7); break; case 8: C(8); break;
-                    case 9: C(9); break; case 10: C(10); break; case 11: C(11); break; default: C(12); break;
+                    switch (nt) {   /* NT a compile-time constant of each instance */
+                    case 1: tile_ri16(1, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 2: tile_ri16(2, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 3: tile_ri16(3, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 4: tile_ri16(4, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 5: tile_ri16(5, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 6: tile_ri16(6, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 7: tile_ri16(7, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 8: tile_ri16(8, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 9: tile_ri16(9, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 10: tile_ri16(10, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 11: tile_ri16(11, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
+                    default: tile_ri16(12, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0); break;
                     }
-#undef C
                 }
             }
         }
@@ -318,6 +287,32 @@ RI_ENTRY(q8_0, gemm_ri16, RI_Q8_0)
 #define PK_GEMM_FLOAT 0
 #endif
 #if PK_GEMM_FLOAT
+
+/* y[t * ys] (+)= the sum of acc[t], t < NT. Eight accumulators are reduced
+ * together (transposing adds); fewer are padded with zeros. */
+GI void store_sums(const int NT, const __m512 *acc, float *y, int64_t ys, int first) {
+    __m512 a[8];
+    for (int t = 0; t < 8; t++) a[t] = t < NT ? acc[t] : _mm512_setzero_ps();
+    /* pairs: 256-bit halves summed -> [t0 x8 | t1 x8] */
+    __m512 p[4];
+    for (int i = 0; i < 4; i++)
+        p[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+    /* quads: 128-bit lanes summed -> [t0 x4 | t1 x4 | t2 x4 | t3 x4] */
+    __m512 q0 = _mm512_add_ps(_mm512_shuffle_f32x4(p[0], p[1], 0x88),
+                              _mm512_shuffle_f32x4(p[0], p[1], 0xDD));
+    __m512 q1 = _mm512_add_ps(_mm512_shuffle_f32x4(p[2], p[3], 0x88),
+                              _mm512_shuffle_f32x4(p[2], p[3], 0xDD));
+    /* within 128-bit lanes: lane L -> [tL, t(4+L), tL, t(4+L)] after two steps */
+    __m512 u = _mm512_add_ps(_mm512_unpacklo_ps(q0, q1), _mm512_unpackhi_ps(q0, q1));
+    u = _mm512_add_ps(u, _mm512_permute_ps(u, 0x4E));
+    float s[16];
+    _mm512_storeu_ps(s, u);
+    for (int t = 0; t < NT; t++) {
+        float v = s[4 * (t & 3) + (t >> 2)];
+        y[t * ys] = first ? v : y[t * ys] + v;
+    }
+}
 
 /* One row of len elements (F32 or F16 at w) times NT F32 activation rows. */
 GI void tile_f(const int NT, int is16, const void *w, const float *const *xf, int64_t len,
@@ -365,9 +360,16 @@ GI void gemm_float(int is16, int64_t n, int64_t nrows, int64_t ntok, float *y, i
             float *yt = y + t0 * ys;
             for (int64_t r = 0; r < nrows; r++) {
                 const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * es;
-#define C(NT) tile_f(NT, is16, wr, xf, len, yt + r, ys, k0 == 0)
-                NT_SWITCH(nt, C)
-#undef C
+                switch (nt) {   /* NT a compile-time constant of each instance */
+                case 1: tile_f(1, is16, wr, xf, len, yt + r, ys, k0 == 0); break;
+                case 2: tile_f(2, is16, wr, xf, len, yt + r, ys, k0 == 0); break;
+                case 3: tile_f(3, is16, wr, xf, len, yt + r, ys, k0 == 0); break;
+                case 4: tile_f(4, is16, wr, xf, len, yt + r, ys, k0 == 0); break;
+                case 5: tile_f(5, is16, wr, xf, len, yt + r, ys, k0 == 0); break;
+                case 6: tile_f(6, is16, wr, xf, len, yt + r, ys, k0 == 0); break;
+                case 7: tile_f(7, is16, wr, xf, len, yt + r, ys, k0 == 0); break;
+                default: tile_f(8, is16, wr, xf, len, yt + r, ys, k0 == 0); break;
+                }
             }
         }
     }

@@ -2,7 +2,7 @@
  * (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) against Q8_K activations: 16 weight rows at a time,
  * decoded row-interleaved. Not a translation unit: included by
  * kernels/x86/avx512_gemm.c inside its ISA guard, after its TT (tokens per
- * register tile) and NT_SWITCH.
+ * register tile, 8).
  *
  * Layout (kr_blk, one super-block of 16 rows, decoded on the fly into a
  * stack buffer once per (k-block, tile of up to KR_TS tokens); no second
@@ -53,7 +53,8 @@ typedef struct {
 typedef struct { int32_t bp[8]; float d; } kr_act;
 
 KR_INLINE int kr_ns(const int T) { return T == KR_Q4_K || T == KR_Q5_K ? 8 : 16; }   /* sub-blocks */
-#define KR_INT(T) ((T) == KR_Q4_K || (T) == KR_Q5_K)
+/* the types whose sub-block scales multiply in int32 (kr_blk.sc) */
+KR_INLINE int kr_int(const int T) { return T == KR_Q4_K || T == KR_Q5_K; }
 KR_INLINE size_t kr_bsize(const int T) {
     return T == KR_Q2_K   ? sizeof(pk_block_q2_K)
            : T == KR_Q3_K ? sizeof(pk_block_q3_K)
@@ -189,7 +190,7 @@ KR_INLINE void kr_decode(const int T, const uint8_t *const *rows, int64_t b, kr_
     }
     const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d));
     for (int s = 0; s < kr_ns(T); s++)
-        W->sc[s] = KR_INT(T) ? _mm512_castsi512_ps(sa[s]) : _mm512_mul_ps(_mm512_cvtepi32_ps(sa[s]), dv);
+        W->sc[s] = kr_int(T) ? _mm512_castsi512_ps(sa[s]) : _mm512_mul_ps(_mm512_cvtepi32_ps(sa[s]), dv);
     W->d = dv;
     for (int k = 0; k < kr_ns(T) / 2; k++)
         W->mp[k] = _mm512_or_si512(_mm512_and_si512(m[2 * k], _mm512_set1_epi32(0xFFFF)),
@@ -241,7 +242,7 @@ KR_INLINE void kr_tile(const int T, const int NT, const kr_blk *W, int kb, const
                     __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], kr_bc(xq));
                     for (int j = 1; j < 8; j++) a = _mm512_dpbusd_epi32(a, q[j], kr_bc(xq + 4 * j));
                     is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(a, _mm512_castps_si512(wb->sc[s])));
-                } else if (KR_INT(T)) {   /* two chains of 16 elements: |a| <= 16 * 15 * 128 fits int16 */
+                } else if (kr_int(T)) {   /* two chains of 16 elements: |a| <= 16 * 15 * 128 fits int16 */
                     __m512i a0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], kr_bc(xq));
                     __m512i a1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4], kr_bc(xq + 16));
                     for (int j = 1; j < 4; j++) {
@@ -262,7 +263,7 @@ KR_INLINE void kr_tile(const int T, const int NT, const kr_blk *W, int kb, const
             const kr_act *xa = &X[t * KR_KB + b];
             __m512i im = _mm512_setzero_si512();
             for (int k = 0; k < ns / 2; k++) im = _mm512_dpwssd_epi32(im, wb->mp[k], _mm512_set1_epi32(xa->bp[k]));
-            if (KR_INT(T)) f[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(is[t]), wb->d);
+            if (kr_int(T)) f[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(is[t]), wb->d);
             f[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(im), wb->dmin, f[t]);
             acc[t] = _mm512_fmadd_ps(f[t], _mm512_set1_ps(xa->d), acc[t]);
         }
@@ -301,9 +302,16 @@ KR_INLINE void kr_gemm(const int T, int64_t n, int64_t nrows, int64_t ntok, floa
                 float *yr = y + t0 * ys + r0;
                 for (int t = 0; t < nts; t += TT) {
                     int nt = nts - t < TT ? nts - t : TT;
-#define C(NT) kr_tile(T, NT, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0)
-                    NT_SWITCH(nt, C)
-#undef C
+                    switch (nt) {   /* NT a compile-time constant of each instance */
+                    case 1: kr_tile(T, 1, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 2: kr_tile(T, 2, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 3: kr_tile(T, 3, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 4: kr_tile(T, 4, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 5: kr_tile(T, 5, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 6: kr_tile(T, 6, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    case 7: kr_tile(T, 7, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    default: kr_tile(T, 8, W, kb, xs + t, X + t * KR_KB, yr + t * ys, ys, nr, k0 == 0); break;
+                    }
                 }
             }
         }

@@ -871,8 +871,10 @@ GI void ri_store(const int NT, const __m256 *acc, float *y, int64_t ys, int nr, 
     }
 }
 
-/* a token's 4 prepared activations at 4j (of its 32 at xt), broadcast */
-GI __m256i ri_bx(const uint8_t *xt, int j) { return _mm256_set1_epi32(ri_x4((const int8_t *)xt + 4 * j)); }
+/* token t's 4 prepared activations at 4j (of the 32 at xb[t]), broadcast */
+GI __m256i ri_bx(const uint8_t (*xb)[32], int t, int j) {
+    return _mm256_set1_epi32(ri_x4((const int8_t *)xb[t] + 4 * j));
+}
 
 /* NT tokens (from t0 of A) x the 8 rows of W over nbk blocks. */
 GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, float *y, int64_t ys, int nr,
@@ -888,7 +890,7 @@ GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, fl
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             const __m256i q = _mm256_load_si256(&wb->q[j]);
-            for (int t = 0; t < NT; t++) s[t] = x86_dpbusd(s[t], ri_bx(xb[t], j), q);
+            for (int t = 0; t < NT; t++) s[t] = x86_dpbusd(s[t], ri_bx(xb, t, j), q);
         }
 #else                /* the seed and the 8 products summed in int16 (wrapping adds), then one vpmaddwd;
                         each level register loaded once for the NT tokens */
@@ -898,7 +900,7 @@ GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, fl
         for (int j = 0; j < 8; j++) {
             const __m256i q = _mm256_load_si256(&wb->q[j]);
             for (int t = 0; t < NT; t++) {
-                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(ri_bx(xb[t], j), q));
+                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(ri_bx(xb, t, j), q));
                 __asm__("" : "+x"(p[t]));   /* else gcc reassociates the sums: 8 NT products stored first */
             }
         }

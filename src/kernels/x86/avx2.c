@@ -33,87 +33,101 @@ static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-/* ---- loads of 8 elements as floats, and scalar tails ------------------- */
+/* ---- the float types: vec_dot and 4-row gemv --------------------------- */
 
-static inline __m256 ld8_f32(const float *p) { return _mm256_loadu_ps(p); }
-static inline float ld1_f32(const float *p) { return *p; }
+#define FL_INLINE static inline __attribute__((always_inline))
 
-static inline __m256 ld8_f16(const uint16_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
-static inline float ld1_f16(const uint16_t *p) { return _cvtsh_ss(*p); }
+enum { FL_F32, FL_F16, FL_BF16 };   /* the element type of a float kernel */
 
-static inline __m256 ld8_bf16(const uint16_t *p) {
-    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+FL_INLINE size_t fl_size(const int T) { return T == FL_F32 ? sizeof(float) : sizeof(uint16_t); }
+
+/* elements i .. i + 7 of p (of type T) as floats */
+FL_INLINE __m256 fl_ld8(const int T, const void *p, int64_t i) {
+    const char *e = (const char *)p + (size_t)i * fl_size(T);
+    if (T == FL_F32) return _mm256_loadu_ps((const float *)e);
+    if (T == FL_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)e));
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)e));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
-static inline float ld1_bf16(const uint16_t *p) { return pk_bf16_to_fp32(*p); }
-
-/* vec_dot and 4-row gemv for a float-like element type T (block size 1).
- * Main loop: 32 elements, 4 accumulators; then 8 at a time; then scalars. */
-#define FLOAT_KERNELS(SFX, T)                                                   \
-static void vec_dot_##SFX(int64_t n, float *s, const void *vw, const void *vx) { \
-    const T *w = vw, *x = vx;                                                   \
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                 \
-    int64_t i = 0;                                                              \
-    for (; i + 32 <= n; i += 32) {                                              \
-        a0 = _mm256_fmadd_ps(ld8_##SFX(w + i), ld8_##SFX(x + i), a0);           \
-        a1 = _mm256_fmadd_ps(ld8_##SFX(w + i + 8), ld8_##SFX(x + i + 8), a1);   \
-        a2 = _mm256_fmadd_ps(ld8_##SFX(w + i + 16), ld8_##SFX(x + i + 16), a2); \
-        a3 = _mm256_fmadd_ps(ld8_##SFX(w + i + 24), ld8_##SFX(x + i + 24), a3); \
-    }                                                                           \
-    for (; i + 8 <= n; i += 8)                                                  \
-        a0 = _mm256_fmadd_ps(ld8_##SFX(w + i), ld8_##SFX(x + i), a0);           \
-    float sum = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))); \
-    for (; i < n; i++) sum += ld1_##SFX(w + i) * ld1_##SFX(x + i);              \
-    *s = sum;                                                                   \
-}                                                                               \
-static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      \
-                       size_t rb, const void *vx) {                             \
-    const T *x = vx;                                                            \
-    int64_t r = 0;                                                              \
-    for (; r + 4 <= nrows; r += 4) {                                            \
-        const T *w0 = (const T *)((const char *)vw + (size_t)r * rb);           \
-        const T *w1 = (const T *)((const char *)w0 + rb);                       \
-        const T *w2 = (const T *)((const char *)w1 + rb);                       \
-        const T *w3 = (const T *)((const char *)w2 + rb);                       \
-        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;             \
-        __m256 a2 = a0, b2 = a0, a3 = a0, b3 = a0;                              \
-        int64_t i = 0;                                                          \
-        for (; i + 16 <= n; i += 16) {                                          \
-            __m256 x0 = ld8_##SFX(x + i), x1 = ld8_##SFX(x + i + 8);            \
-            a0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i), x0, a0);                    \
-            b0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i + 8), x1, b0);                \
-            a1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i), x0, a1);                    \
-            b1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i + 8), x1, b1);                \
-            a2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i), x0, a2);                    \
-            b2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i + 8), x1, b2);                \
-            a3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i), x0, a3);                    \
-            b3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i + 8), x1, b3);                \
-        }                                                                       \
-        for (; i + 8 <= n; i += 8) {                                            \
-            __m256 x0 = ld8_##SFX(x + i);                                       \
-            a0 = _mm256_fmadd_ps(ld8_##SFX(w0 + i), x0, a0);                    \
-            a1 = _mm256_fmadd_ps(ld8_##SFX(w1 + i), x0, a1);                    \
-            a2 = _mm256_fmadd_ps(ld8_##SFX(w2 + i), x0, a2);                    \
-            a3 = _mm256_fmadd_ps(ld8_##SFX(w3 + i), x0, a3);                    \
-        }                                                                       \
-        float s0 = hsum8(_mm256_add_ps(a0, b0)), s1 = hsum8(_mm256_add_ps(a1, b1)); \
-        float s2 = hsum8(_mm256_add_ps(a2, b2)), s3 = hsum8(_mm256_add_ps(a3, b3)); \
-        for (; i < n; i++) {                                                    \
-            float xi = ld1_##SFX(x + i);                                        \
-            s0 += ld1_##SFX(w0 + i) * xi; s1 += ld1_##SFX(w1 + i) * xi;         \
-            s2 += ld1_##SFX(w2 + i) * xi; s3 += ld1_##SFX(w3 + i) * xi;         \
-        }                                                                       \
-        y[r] = s0; y[r + 1] = s1; y[r + 2] = s2; y[r + 3] = s3;                 \
-    }                                                                           \
-    for (; r < nrows; r++)                                                      \
-        vec_dot_##SFX(n, &y[r], (const char *)vw + (size_t)r * rb, vx);         \
+/* element i of p as a float (the scalar tails) */
+FL_INLINE float fl_ld1(const int T, const void *p, int64_t i) {
+    if (T == FL_F32) return ((const float *)p)[i];
+    if (T == FL_F16) return _cvtsh_ss(((const uint16_t *)p)[i]);
+    return pk_bf16_to_fp32(((const uint16_t *)p)[i]);
 }
 
-FLOAT_KERNELS(f32, float)
-FLOAT_KERNELS(f16, uint16_t)
-FLOAT_KERNELS(bf16, uint16_t)
+/* vec_dot for element type T (block size 1). Main loop: 32 elements, 4
+ * accumulators; then 8 at a time; then scalars. */
+FL_INLINE void fl_vec_dot(const int T, int64_t n, float *s, const void *w, const void *x) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(fl_ld8(T, w, i), fl_ld8(T, x, i), a0);
+        a1 = _mm256_fmadd_ps(fl_ld8(T, w, i + 8), fl_ld8(T, x, i + 8), a1);
+        a2 = _mm256_fmadd_ps(fl_ld8(T, w, i + 16), fl_ld8(T, x, i + 16), a2);
+        a3 = _mm256_fmadd_ps(fl_ld8(T, w, i + 24), fl_ld8(T, x, i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(fl_ld8(T, w, i), fl_ld8(T, x, i), a0);
+    float sum = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++) sum += fl_ld1(T, w, i) * fl_ld1(T, x, i);
+    *s = sum;
+}
+
+static void vec_dot_f32(int64_t n, float *s, const void *w, const void *x) { fl_vec_dot(FL_F32, n, s, w, x); }
+static void vec_dot_f16(int64_t n, float *s, const void *w, const void *x) { fl_vec_dot(FL_F16, n, s, w, x); }
+static void vec_dot_bf16(int64_t n, float *s, const void *w, const void *x) { fl_vec_dot(FL_BF16, n, s, w, x); }
+
+/* 4-row gemv for element type T: 16 elements per step, 2 accumulators per
+ * row; then 8 at a time; then scalars; the row tail by vd, T's vec_dot */
+FL_INLINE void fl_gemv(const int T, pk_vec_dot_fn vd, int64_t n, int64_t nrows, float *y, const void *vw,
+                       size_t rb, const void *x) {
+    int64_t r = 0;
+    for (; r + 4 <= nrows; r += 4) {
+        const char *w0 = (const char *)vw + (size_t)r * rb, *w1 = w0 + rb, *w2 = w1 + rb, *w3 = w2 + rb;
+        __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;
+        __m256 a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16) {
+            __m256 x0 = fl_ld8(T, x, i), x1 = fl_ld8(T, x, i + 8);
+            a0 = _mm256_fmadd_ps(fl_ld8(T, w0, i), x0, a0);
+            b0 = _mm256_fmadd_ps(fl_ld8(T, w0, i + 8), x1, b0);
+            a1 = _mm256_fmadd_ps(fl_ld8(T, w1, i), x0, a1);
+            b1 = _mm256_fmadd_ps(fl_ld8(T, w1, i + 8), x1, b1);
+            a2 = _mm256_fmadd_ps(fl_ld8(T, w2, i), x0, a2);
+            b2 = _mm256_fmadd_ps(fl_ld8(T, w2, i + 8), x1, b2);
+            a3 = _mm256_fmadd_ps(fl_ld8(T, w3, i), x0, a3);
+            b3 = _mm256_fmadd_ps(fl_ld8(T, w3, i + 8), x1, b3);
+        }
+        for (; i + 8 <= n; i += 8) {
+            __m256 x0 = fl_ld8(T, x, i);
+            a0 = _mm256_fmadd_ps(fl_ld8(T, w0, i), x0, a0);
+            a1 = _mm256_fmadd_ps(fl_ld8(T, w1, i), x0, a1);
+            a2 = _mm256_fmadd_ps(fl_ld8(T, w2, i), x0, a2);
+            a3 = _mm256_fmadd_ps(fl_ld8(T, w3, i), x0, a3);
+        }
+        float s0 = hsum8(_mm256_add_ps(a0, b0)), s1 = hsum8(_mm256_add_ps(a1, b1));
+        float s2 = hsum8(_mm256_add_ps(a2, b2)), s3 = hsum8(_mm256_add_ps(a3, b3));
+        for (; i < n; i++) {
+            float xi = fl_ld1(T, x, i);
+            s0 += fl_ld1(T, w0, i) * xi; s1 += fl_ld1(T, w1, i) * xi;
+            s2 += fl_ld1(T, w2, i) * xi; s3 += fl_ld1(T, w3, i) * xi;
+        }
+        y[r] = s0; y[r + 1] = s1; y[r + 2] = s2; y[r + 3] = s3;
+    }
+    for (; r < nrows; r++)
+        vd(n, &y[r], (const char *)vw + (size_t)r * rb, x);
+}
+
+static void gemv_f32(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) {
+    fl_gemv(FL_F32, vec_dot_f32, n, nrows, y, w, rb, x);
+}
+static void gemv_f16(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) {
+    fl_gemv(FL_F16, vec_dot_f16, n, nrows, y, w, rb, x);
+}
+static void gemv_bf16(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) {
+    fl_gemv(FL_BF16, vec_dot_bf16, n, nrows, y, w, rb, x);
+}
 
 /* ---- activation quantizers (bit-exact with quant/quant.c) ----------------------- */
 

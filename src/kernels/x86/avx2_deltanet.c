@@ -19,32 +19,35 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-/* kvs[e] = sum_i S[i][e] k[i], qvs[e] = sum_i S[i][e] q[i] for e in [e0, e0 + 8 NB) */
-#define READ_BLOCK(NB)                                                           \
-    for (; e0 + 8 * (NB) <= d; e0 += 8 * (NB)) {                                 \
-        __m256 ak[NB], aq[NB];                                                   \
-        for (int b = 0; b < (NB); b++) ak[b] = aq[b] = _mm256_setzero_ps();      \
-        for (int i = 0; i < d; i++) {                                            \
-            const float *row = S + (size_t)i * d + e0;                           \
-            const __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);   \
-            for (int b = 0; b < (NB); b++) {                                     \
-                __m256 s = _mm256_loadu_ps(row + 8 * b);                         \
-                ak[b] = _mm256_fmadd_ps(s, ki, ak[b]);                           \
-                aq[b] = _mm256_fmadd_ps(s, qi, aq[b]);                           \
-            }                                                                    \
-        }                                                                        \
-        for (int b = 0; b < (NB); b++) {                                         \
-            _mm256_storeu_ps(kvs + e0 + 8 * b, ak[b]);                           \
-            _mm256_storeu_ps(qvs + e0 + 8 * b, aq[b]);                           \
-        }                                                                        \
+/* kvs[e] = sum_i S[i][e] k[i], qvs[e] = sum_i S[i][e] q[i] for e in [e0, e0 + 8 NB), for
+ * every whole block of 8 NB columns from e0 on; returns the first column left */
+static inline __attribute__((always_inline)) int read_blocks(const int NB, const float *S, int d, const float *q,
+                                                             const float *k, float *kvs, float *qvs, int e0) {
+    for (; e0 + 8 * NB <= d; e0 += 8 * NB) {
+        __m256 ak[4], aq[4];   /* NB <= 4 */
+        for (int b = 0; b < NB; b++) ak[b] = aq[b] = _mm256_setzero_ps();
+        for (int i = 0; i < d; i++) {
+            const float *row = S + (size_t)i * d + e0;
+            const __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);
+            for (int b = 0; b < NB; b++) {
+                __m256 s = _mm256_loadu_ps(row + 8 * b);
+                ak[b] = _mm256_fmadd_ps(s, ki, ak[b]);
+                aq[b] = _mm256_fmadd_ps(s, qi, aq[b]);
+            }
+        }
+        for (int b = 0; b < NB; b++) {
+            _mm256_storeu_ps(kvs + e0 + 8 * b, ak[b]);
+            _mm256_storeu_ps(qvs + e0 + 8 * b, aq[b]);
+        }
     }
+    return e0;
+}
 
 static void delta_step(float *S, int d, const float *q, const float *k, const float *v, float decay,
                        float beta, float *o) {
     float kvs[d > 0 ? d : 1], qvs[d > 0 ? d : 1], delta[d > 0 ? d : 1];
-    int e0 = 0;
-    READ_BLOCK(4)
-    READ_BLOCK(1)
+    int e0 = read_blocks(4, S, d, q, k, kvs, qvs, 0);
+    e0 = read_blocks(1, S, d, q, k, kvs, qvs, e0);
     for (; e0 < d; e0++) {
         float sk = 0.0f, sq = 0.0f;
         for (int i = 0; i < d; i++) {

@@ -189,7 +189,7 @@ GI void perm3(__m256i v[8]) {
     st64(&v[0], &v[4]); st64(&v[1], &v[5]); st64(&v[2], &v[6]); st64(&v[3], &v[7]);
 }
 
-/* The K-quants: the per-row kernels below (KQ_GEMM) in both variants, and
+/* The K-quants: the per-row kernels below (kq_tile) in both variants, and
  * under AVX-VNNI also the 8-row interleaved ones of kernels/x86/kri8.h
  * (PK_K8_AVX2 builds those into the AVX2 variant too, for trials). There
  * an entry takes the per-row kernel for few tokens, k8_min_tok: the 8-row
@@ -271,256 +271,295 @@ static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, in
     }
 }
 
-/* The driver: per k-block and token tile, prepare; per row, decode each
- * super-block (DECODE, which defines the registers BODY uses and the weight
- * scale dwf), form dd[t] = dwf * d of every token (a multiply per 8), and
- * run BODY for every token (xp: its prepared block, acc[t]: its
- * accumulator). */
-#ifndef KQ_PFB
-#define KQ_PFB 2304   /* bytes of k-blocks prefetched ahead: 4 rows of 4 Q4_K super-blocks */
-#endif
-/* the rows ahead whose k-block of `bytes` is prefetched: 4 or more, ~KQ_PFB
- * bytes (Intel Xeon model 207, bench/ab_gemm with cold weights: Q4_K 10 x
- * 512 x 2048 +18%, 32 x 768 x 2048 +7%; 2 rows ahead gained less:
- * bench/README.md) */
-GI int64_t kq_pf(size_t bytes) {
-    int64_t r = (int64_t)(KQ_PFB / bytes);
-    return r < 4 ? 4 : r > 16 ? 16 : r;
+/* sum of 4 vpmaddubsw products (v[i..i+3] with the prepared q at 32 i) in int16 */
+GI __m256i mb4(const __m256i *v, const int8_t *q) {
+    return _mm256_add_epi16(_mm256_add_epi16(mb(v[0], q), mb(v[1], q + 32)),
+                            _mm256_add_epi16(mb(v[2], q + 64), mb(v[3], q + 96)));
 }
-#define KQ_GEMM(T, WT, KIND, TKL, DECODE, BODY)                                     \
-GI void gemm_tile_##T(const int TKT, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, \
-                      const void *w, size_t rb, const void *const *x) {             \
-    xk X[TK_MAX * KBK] __attribute__((aligned(32)));                                \
-    float D[KBK * TK_MAX] __attribute__((aligned(32))), dd[TK_MAX] __attribute__((aligned(32))); \
-    int64_t nb = n / PK_QK_K;                                                       \
-    for (int64_t k0 = 0; k0 < nb; k0 += KBK) {                                      \
-        int kb = nb - k0 < KBK ? (int)(nb - k0) : KBK;                              \
-        for (int64_t t0 = 0; t0 < ntok; t0 += TKT) {                                \
-            int nt = ntok - t0 < TKT ? (int)(ntok - t0) : TKT;                      \
-            const pk_block_q8_K *xs[TK_MAX];                                        \
-            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0; \
-            prep_k(KIND, TKT, nt, xs, kb, X, D);                                    \
-            const int64_t pfr = kq_pf((size_t)kb * sizeof(WT));                     \
-            for (int64_t r = 0; r < nrows; r++) {                                   \
-                const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0; \
-                if (r + pfr < nrows) pf_rows((const char *)wr + pfr * rb, rb, 1, (size_t)kb * sizeof(WT)); \
-                __m256 acc[TK_MAX];                                                 \
-                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();          \
-                for (int b = 0; b < kb; b++) {                                      \
-                    const WT *wb = wr + b;                                          \
-                    DECODE                                                          \
-                    const __m256 dwv = _mm256_set1_ps(dwf);                         \
-                    for (int i = 0; i < nt; i += 8)                                 \
-                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TKT + i))); \
-                    for (int t = 0; t < nt; t++) {                                  \
-                        const xk *xp = &X[t * kb + b];                              \
-                        BODY                                                        \
-                    }                                                               \
-                }                                                                   \
-                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);                   \
-            }                                                                       \
-        }                                                                           \
-    }                                                                               \
-}                                                                                   \
-static void gemm_row_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, \
-                         const void *w, size_t rb, const void *const *x) {          \
-    if (n <= 3 * PK_QK_K) gemm_tile_##T(TK_MAX, n, nrows, ntok, y, ys, w, rb, x);   \
-    else gemm_tile_##T(TKL, n, nrows, ntok, y, ys, w, rb, x);                       \
-}                                                                                   \
-KQ_ENTRY(T)
 
-#ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
-#include "kernels/x86/kri8.h"
-enum { K8_ID_q2_K = K8_Q2_K, K8_ID_q3_K = K8_Q3_K, K8_ID_q4_K = K8_Q4_K, K8_ID_q5_K = K8_Q5_K, K8_ID_q6_K = K8_Q6_K };
-/* the token count from which type T's 8-row kernel (K8_Q*) is faster, for rows of n */
-GI int64_t k8_min_tok(int T, int64_t n) {
-    if (T == K8_Q4_K) return n >= 1024 ? 10 : 6;
-    if (T == K8_Q2_K || T == K8_Q6_K) return n >= 1024 ? 16 : n >= 768 ? 8 : 6;
-    return 16;   /* Q3_K, Q5_K */
-}
-#define KQ_ENTRY(T)                                                                 \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
-                     const void *w, size_t rb, const void *const *x) {              \
-    if (ntok >= k8_min_tok(K8_ID_##T, n))                                           \
-        k8_gemm(K8_ID_##T, n, nrows, ntok, y, ys, w, rb, x);                        \
-    else                                                                            \
-        gemm_row_##T(n, nrows, ntok, y, ys, w, rb, x);                              \
-}
-#else
-#define KQ_ENTRY(T)                                                                 \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
-                     const void *w, size_t rb, const void *const *x) {              \
-    gemm_row_##T(n, nrows, ntok, y, ys, w, rb, x);                                  \
-}
-#endif
-
-/* sum of 4 vpmaddubsw products (v[i..i+3] with the prepared q) in int16 */
-#define MB4(i) _mm256_add_epi16(_mm256_add_epi16(mb(v[i], xp->q + 32 * (i)), mb(v[i + 1], xp->q + 32 * (i) + 32)), \
-                                _mm256_add_epi16(mb(v[i + 2], xp->q + 32 * (i) + 64), mb(v[i + 3], xp->q + 32 * (i) + 96)))
-
-/* Q4_K: natural register 2h = low nibbles of qs[32h..], 2h+1 = high nibbles
- * (sub-blocks 2h, 2h+1); after perm3 lane i of every register is sub-block i. */
-#define Q4K_DECODE                                                                  \
-    uint8_t sc[8], mn[8];                                                           \
-    pk_get_scales_mins_k4(wb->scales, sc, mn);                                      \
-    const __m256i S = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc))); \
-    const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)mn))), \
-                                      _mm256_set1_ps(f16f(wb->dmin)));              \
-    const float dwf = f16f(wb->d);                                  \
-    __m256i v[8];                                                                   \
-    for (int h = 0; h < 4; h++) {                                                   \
-        __m256i q = ld(wb->qs + 32 * h);                                            \
-        v[2 * h] = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));                     \
-        v[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F)); \
-    }                                                                               \
-    perm3(v);
-#define Q4K_BODY                                                                    \
-    __m256i s16 = _mm256_add_epi16(MB4(0), MB4(4));                                 \
-    __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S));                       \
-    acc[t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[t]), acc[t]); \
-    acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
-KQ_GEMM(q4_K, pk_block_q4_K, 3, TK_Q4_K, Q4K_DECODE, Q4K_BODY)
-
-/* Q5_K: Q4_K plus the fifth bit k of qh[l] for natural register k; perm2:
- * registers 0..3 lanes [0 1 2 3 0 1 2 3] (sub-blocks), 4..7 [4 5 6 7 ...]. */
+/* bits `from` of q's bytes moved to bit `to`, masked by mask */
 GI __m256i bit_to(__m256i q, const int from, const int to, int mask) {
     __m256i s = from < to ? _mm256_slli_epi16(q, to - from) : from > to ? _mm256_srli_epi16(q, from - to) : q;
     return _mm256_and_si256(s, _mm256_set1_epi8((char)mask));
 }
-#define Q5K_DECODE                                                                  \
-    uint8_t sc[8], mn[8];                                                           \
-    pk_get_scales_mins_k4(wb->scales, sc, mn);                                      \
-    const __m128i sc16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc));   \
-    const __m256i SA = _mm256_broadcastsi128_si256(_mm_unpacklo_epi64(sc16, sc16)); \
-    const __m256i SB = _mm256_broadcastsi128_si256(_mm_unpackhi_epi64(sc16, sc16)); \
-    const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)mn))), \
-                                      _mm256_set1_ps(f16f(wb->dmin)));              \
-    const float dwf = f16f(wb->d);                                  \
-    __m256i v[8];                                                                   \
-    const __m256i qh = ld(wb->qh);                                                  \
-    for (int h = 0; h < 4; h++) {                                                   \
-        __m256i q = ld(wb->qs + 32 * h);                                            \
-        v[2 * h] = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));                     \
-        v[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F)); \
-    }                                                                               \
-    v[0] = _mm256_or_si256(v[0], bit_to(qh, 0, 4, 0x10));                           \
-    v[1] = _mm256_or_si256(v[1], bit_to(qh, 1, 4, 0x10));                           \
-    v[2] = _mm256_or_si256(v[2], bit_to(qh, 2, 4, 0x10));                           \
-    v[3] = _mm256_or_si256(v[3], bit_to(qh, 3, 4, 0x10));                           \
-    v[4] = _mm256_or_si256(v[4], bit_to(qh, 4, 4, 0x10));                           \
-    v[5] = _mm256_or_si256(v[5], bit_to(qh, 5, 4, 0x10));                           \
-    v[6] = _mm256_or_si256(v[6], bit_to(qh, 6, 4, 0x10));                           \
-    v[7] = _mm256_or_si256(v[7], bit_to(qh, 7, 4, 0x10));                           \
-    perm2(v);
-#define Q5K_BODY                                                                    \
-    __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(MB4(0), SA), _mm256_madd_epi16(MB4(4), SB)); \
-    __m256 f = _mm256_cvtepi32_ps(i32);                                             \
-    acc[t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[t]), acc[t]); \
-    acc[t] = _mm256_fnmadd_ps(mins, _mm256_load_ps(xp->P), acc[t]);
-KQ_GEMM(q5_K, pk_block_q5_K, 2, TK_Q5_K, Q5K_DECODE, Q5K_BODY)
+
+/* v[k] |= bit k of hb's bytes moved to bit `to` (mask: that bit), k < 8 */
+GI void or_bits(__m256i *v, __m256i hb, const int to, int mask) {
+    for (int k = 0; k < 8; k++) v[k] = _mm256_or_si256(v[k], bit_to(hb, k, to, mask));
+}
 
 /* The int16 lane scales of 16-element sub-blocks (Q6_K, Q3_K) from their 16
  * int8 scales, in the lane order of a permutation (the sub-block of lane i
  * is idx[i]). */
 GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, idx)); }
 
-/* Q6_K: natural register 4h + k (elements 128h + 32k + l): low nibble from
+/* The per-row K-quant kernels, by kind (the prep_k kind of the type) */
+enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5 };
+
+GI size_t kq_bsize(const int K) {
+    return K == KQ_Q2_K ? sizeof(pk_block_q2_K) : K == KQ_Q3_K ? sizeof(pk_block_q3_K)
+         : K == KQ_Q4_K ? sizeof(pk_block_q4_K) : K == KQ_Q5_K ? sizeof(pk_block_q5_K) : sizeof(pk_block_q6_K);
+}
+/* the token tile on rows of more than 3 super-blocks */
+GI int kq_tkl(const int K) {
+    return K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
+}
+
+/* One row's super-block, decoded: the 8 permuted level registers v, the
+ * int16 lane scales (S; Q5_K, Q6_K: SA for registers 0..3 in S, SB for
+ * 4..7), the float mins (Q4_K, Q5_K: mins0 per sub-block; Q2_K: mins0 |
+ * mins1 for sub-blocks 0..7 | 8..15, both times dmin) and d. */
+typedef struct {
+    __m256i v[8];
+    __m256i S, SB;
+    __m256 mins0, mins1;
+    float dwf;
+} kq_dec;
+
+/* Q4_K, Q5_K: the 8 nibble registers, natural register 2h = low nibbles of
+ * qs[32h..], 2h+1 = high nibbles (sub-blocks 2h, 2h+1) */
+GI void kq_nibbles(const uint8_t *qs, __m256i *v) {
+    for (int h = 0; h < 4; h++) {
+        __m256i q = ld(qs + 32 * h);
+        v[2 * h] = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+        v[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
+    }
+}
+/* Q4_K, Q5_K: the 8 sub-block mins times dmin */
+GI __m256 kq_mins8(const uint8_t *mn, uint16_t dmin) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)mn))),
+                         _mm256_set1_ps(f16f(dmin)));
+}
+/* Q3_K, Q2_K: natural register 4h + k = bits 2k of qs[32h + l] */
+GI void kq_crumbs(const uint8_t *qs, __m256i *v) {
+    for (int h = 0; h < 2; h++) {
+        __m256i q = ld(qs + 32 * h);
+        const __m256i m2 = _mm256_set1_epi8(3);
+        v[4 * h + 0] = _mm256_and_si256(q, m2);
+        v[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), m2);
+        v[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m2);
+        v[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), m2);
+    }
+}
+
+/* Q4_K: after perm3 lane i of every register is sub-block i.
+ * Q5_K: Q4_K plus the fifth bit k of qh[l] for natural register k; perm2:
+ * registers 0..3 lanes [0 1 2 3 0 1 2 3] (sub-blocks), 4..7 [4 5 6 7 ...].
+ * Q6_K: natural register 4h + k (elements 128h + 32k + l): low nibble from
  * ql[64h + 32(k & 1) + l] (high nibble for k >= 2), bits 4-5 from bits 2k of
  * qh[32h + l]; levels 0..63. After perm1 four registers share each lane's
  * sub-block: their vpmaddubsw products (each <= 2 * 63 * 127) are summed in
  * int16 and the -32 offset (c) subtracted, wrapping: the true sum of 8
  * products (q - 32) x is within 8 * 32 * 127 < 2^15, so it comes out exact;
- * then one vpmaddwd per 4 registers. */
-#define Q6K_DECODE                                                                  \
-    const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);               \
-    const __m256i SA = lane_scales(sc8, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7)); \
-    const __m256i SB = lane_scales(sc8, _mm_setr_epi8(8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15)); \
-    const float dwf = f16f(wb->d);                                  \
-    __m256i v[8];                                                                   \
-    for (int h = 0; h < 2; h++) {                                                   \
-        __m256i la = ld(wb->ql + 64 * h), lb = ld(wb->ql + 64 * h + 32), qh = ld(wb->qh + 32 * h); \
-        const __m256i m4 = _mm256_set1_epi8(0x0F);                                  \
-        v[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(la, m4), bit_to(qh, 0, 4, 0x30)); \
-        v[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(lb, m4), bit_to(qh, 2, 4, 0x30)); \
-        v[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), bit_to(qh, 4, 4, 0x30)); \
-        v[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4), bit_to(qh, 6, 4, 0x30)); \
-    }                                                                               \
-    perm1(v);
-#define Q6K_BODY                                                                    \
-    __m256i sa = _mm256_sub_epi16(MB4(0), _mm256_load_si256((const __m256i *)xp->c));        \
-    __m256i sb = _mm256_sub_epi16(MB4(4), _mm256_load_si256((const __m256i *)(xp->c + 16))); \
-    __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(sa, SA), _mm256_madd_epi16(sb, SB));    \
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(&dd[t]), acc[t]);
-KQ_GEMM(q6_K, pk_block_q6_K, 1, TK_Q6_K, Q6K_DECODE, Q6K_BODY)
-
-/* Q3_K: natural register 4h + k: bits 2k of qs[32h + l] and bit 4h + k of
+ * then one vpmaddwd per 4 registers.
+ * Q3_K: natural register 4h + k: bits 2k of qs[32h + l] and bit 4h + k of
  * hmask[l] as bit 2: levels 0..7; 6-bit scales minus 32 unpacked with
  * 32-bit word operations. After perm3 all 8 registers share each lane's
  * sub-block: products summed in int16 (<= 8 * 2 * 7 * 127), the -4 offset
- * (c) subtracted, one vpmaddwd. */
-#define Q3K_DECODE                                                                  \
-    uint32_t a0, a1, a2;                                                            \
-    memcpy(&a0, wb->scales, 4); memcpy(&a1, wb->scales + 4, 4); memcpy(&a2, wb->scales + 8, 4); \
-    const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32(                                \
-        (int)((a0 & 0x0F0F0F0Fu) | (a2 & 0x03030303u) << 4),                        \
-        (int)((a1 & 0x0F0F0F0Fu) | ((a2 >> 2) & 0x03030303u) << 4),                 \
-        (int)(((a0 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 4) & 0x03030303u) << 4),          \
-        (int)(((a1 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 6) & 0x03030303u) << 4)), _mm_set1_epi8(32)); \
-    const __m256i S = lane_scales(sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)); \
-    const float dwf = f16f(wb->d);                                  \
-    __m256i v[8];                                                                   \
-    const __m256i hm = ld(wb->hmask);                                               \
-    for (int h = 0; h < 2; h++) {                                                   \
-        __m256i q = ld(wb->qs + 32 * h);                                            \
-        const __m256i m2 = _mm256_set1_epi8(3);                                     \
-        v[4 * h + 0] = _mm256_and_si256(q, m2);                                     \
-        v[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), m2);               \
-        v[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m2);               \
-        v[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), m2);               \
-    }                                                                               \
-    v[0] = _mm256_or_si256(v[0], bit_to(hm, 0, 2, 0x04));                           \
-    v[1] = _mm256_or_si256(v[1], bit_to(hm, 1, 2, 0x04));                           \
-    v[2] = _mm256_or_si256(v[2], bit_to(hm, 2, 2, 0x04));                           \
-    v[3] = _mm256_or_si256(v[3], bit_to(hm, 3, 2, 0x04));                           \
-    v[4] = _mm256_or_si256(v[4], bit_to(hm, 4, 2, 0x04));                           \
-    v[5] = _mm256_or_si256(v[5], bit_to(hm, 5, 2, 0x04));                           \
-    v[6] = _mm256_or_si256(v[6], bit_to(hm, 6, 2, 0x04));                           \
-    v[7] = _mm256_or_si256(v[7], bit_to(hm, 7, 2, 0x04));                           \
-    perm3(v);
-#define Q3K_BODY                                                                    \
-    __m256i s16 = _mm256_sub_epi16(_mm256_add_epi16(MB4(0), MB4(4)), _mm256_load_si256((const __m256i *)xp->c)); \
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S)), _mm256_broadcast_ss(&dd[t]), acc[t]);
-KQ_GEMM(q3_K, pk_block_q3_K, 4, TK_Q3_K, Q3K_DECODE, Q3K_BODY)
-
-/* Q2_K: natural register 4h + k = bits 2k of qs[32h + l] (sub-blocks 2r |
+ * (c) subtracted, one vpmaddwd.
+ * Q2_K: natural register 4h + k = bits 2k of qs[32h + l] (sub-blocks 2r |
  * 2r + 1 of register r); after perm3 the 8 registers' products (each lane
  * <= 2 * 3 * 127) are summed in int16, then one vpmaddwd with the 4-bit
  * scales; the mins in float against d * bsums. */
-#define Q2K_DECODE                                                                  \
-    const __m128i s8 = _mm_loadu_si128((const __m128i *)wb->scales);                \
-    const __m256i S = lane_scales(_mm_and_si128(s8, _mm_set1_epi8(0x0F)),            \
-                                  _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)); \
-    const __m128i m8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F));   \
-    const __m256 dmin = _mm256_set1_ps(f16f(wb->dmin));                             \
-    const __m256 mins0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)), dmin); \
-    const __m256 mins1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m8, 8))), dmin); \
-    const float dwf = f16f(wb->d);                                                  \
-    __m256i v[8];                                                                   \
-    for (int h = 0; h < 2; h++) {                                                   \
-        __m256i q = ld(wb->qs + 32 * h);                                            \
-        const __m256i m2 = _mm256_set1_epi8(3);                                     \
-        v[4 * h + 0] = _mm256_and_si256(q, m2);                                     \
-        v[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), m2);               \
-        v[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m2);               \
-        v[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), m2);               \
-    }                                                                               \
-    perm3(v);
-#define Q2K_BODY                                                                    \
-    __m256i s16 = _mm256_add_epi16(MB4(0), MB4(4));                                 \
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, S)), _mm256_broadcast_ss(&dd[t]), acc[t]); \
-    acc[t] = _mm256_fnmadd_ps(mins0, _mm256_load_ps(xp->P), acc[t]);                \
-    acc[t] = _mm256_fnmadd_ps(mins1, _mm256_load_ps(xp->P + 8), acc[t]);
-KQ_GEMM(q2_K, pk_block_q2_K, 5, TK_Q2_K, Q2K_DECODE, Q2K_BODY)
+GI void kq_decode(const int K, const void *wv, kq_dec *o) {
+    __m256i *v = o->v;
+    if (K == KQ_Q4_K) {
+        const pk_block_q4_K *wb = wv;
+        uint8_t sc[8], mn[8];
+        pk_get_scales_mins_k4(wb->scales, sc, mn);
+        o->S = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        o->mins0 = kq_mins8(mn, wb->dmin);
+        o->dwf = f16f(wb->d);
+        kq_nibbles(wb->qs, v);
+        perm3(v);
+    } else if (K == KQ_Q5_K) {
+        const pk_block_q5_K *wb = wv;
+        uint8_t sc[8], mn[8];
+        pk_get_scales_mins_k4(wb->scales, sc, mn);
+        const __m128i sc16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc));
+        o->S = _mm256_broadcastsi128_si256(_mm_unpacklo_epi64(sc16, sc16));
+        o->SB = _mm256_broadcastsi128_si256(_mm_unpackhi_epi64(sc16, sc16));
+        o->mins0 = kq_mins8(mn, wb->dmin);
+        o->dwf = f16f(wb->d);
+        const __m256i qh = ld(wb->qh);
+        kq_nibbles(wb->qs, v);
+        or_bits(v, qh, 4, 0x10);
+        perm2(v);
+    } else if (K == KQ_Q6_K) {
+        const pk_block_q6_K *wb = wv;
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);
+        o->S = lane_scales(sc8, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7));
+        o->SB = lane_scales(sc8, _mm_setr_epi8(8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15));
+        o->dwf = f16f(wb->d);
+        for (int h = 0; h < 2; h++) {
+            __m256i la = ld(wb->ql + 64 * h), lb = ld(wb->ql + 64 * h + 32), qh = ld(wb->qh + 32 * h);
+            const __m256i m4 = _mm256_set1_epi8(0x0F);
+            v[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(la, m4), bit_to(qh, 0, 4, 0x30));
+            v[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(lb, m4), bit_to(qh, 2, 4, 0x30));
+            v[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), bit_to(qh, 4, 4, 0x30));
+            v[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4), bit_to(qh, 6, 4, 0x30));
+        }
+        perm1(v);
+    } else if (K == KQ_Q3_K) {
+        const pk_block_q3_K *wb = wv;
+        uint32_t a0, a1, a2;
+        memcpy(&a0, wb->scales, 4); memcpy(&a1, wb->scales + 4, 4); memcpy(&a2, wb->scales + 8, 4);
+        const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32(
+            (int)((a0 & 0x0F0F0F0Fu) | (a2 & 0x03030303u) << 4),
+            (int)((a1 & 0x0F0F0F0Fu) | ((a2 >> 2) & 0x03030303u) << 4),
+            (int)(((a0 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 4) & 0x03030303u) << 4),
+            (int)(((a1 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 6) & 0x03030303u) << 4)), _mm_set1_epi8(32));
+        o->S = lane_scales(sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+        o->dwf = f16f(wb->d);
+        const __m256i hm = ld(wb->hmask);
+        kq_crumbs(wb->qs, v);
+        or_bits(v, hm, 2, 0x04);
+        perm3(v);
+    } else {
+        const pk_block_q2_K *wb = wv;
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)wb->scales);
+        o->S = lane_scales(_mm_and_si128(s8, _mm_set1_epi8(0x0F)),
+                           _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+        const __m128i m8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F));
+        const __m256 dmin = _mm256_set1_ps(f16f(wb->dmin));
+        o->mins0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)), dmin);
+        o->mins1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m8, 8))), dmin);
+        o->dwf = f16f(wb->d);
+        kq_crumbs(wb->qs, v);
+        perm3(v);
+    }
+}
+
+/* acc plus one token's product with the decoded super-block k: xp its
+ * prepared block, dd the super-block factor d * dx */
+GI __m256 kq_body(const int K, const kq_dec *k, const xk *xp, const float *dd, __m256 acc) {
+    const __m256i *v = k->v;
+    if (K == KQ_Q4_K) {
+        __m256i s16 = _mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128));
+        __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
+        acc = _mm256_fmadd_ps(f, _mm256_broadcast_ss(dd), acc);
+        return _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), acc);
+    }
+    if (K == KQ_Q5_K) {
+        __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(mb4(v, xp->q), k->S),
+                                       _mm256_madd_epi16(mb4(v + 4, xp->q + 128), k->SB));
+        __m256 f = _mm256_cvtepi32_ps(i32);
+        acc = _mm256_fmadd_ps(f, _mm256_broadcast_ss(dd), acc);
+        return _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), acc);
+    }
+    if (K == KQ_Q6_K) {
+        __m256i sa = _mm256_sub_epi16(mb4(v, xp->q), _mm256_load_si256((const __m256i *)xp->c));
+        __m256i sb = _mm256_sub_epi16(mb4(v + 4, xp->q + 128), _mm256_load_si256((const __m256i *)(xp->c + 16)));
+        __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(sa, k->S), _mm256_madd_epi16(sb, k->SB));
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(dd), acc);
+    }
+    if (K == KQ_Q3_K) {
+        __m256i s16 = _mm256_sub_epi16(_mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128)),
+                                       _mm256_load_si256((const __m256i *)xp->c));
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S)), _mm256_broadcast_ss(dd), acc);
+    }
+    __m256i s16 = _mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S)), _mm256_broadcast_ss(dd), acc);
+    acc = _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), acc);
+    return _mm256_fnmadd_ps(k->mins1, _mm256_load_ps(xp->P + 8), acc);
+}
+
+/* The driver: per k-block and token tile (TKT tokens), prepare; per row,
+ * decode each super-block (kq_decode), form dd[t] = dwf * d of every token
+ * (a multiply per 8), and add every token's product (kq_body) to its
+ * accumulator acc[t]. */
+#ifndef KQ_PFB
+#define KQ_PFB 2304   /* bytes of k-blocks prefetched ahead: 4 rows of 4 Q4_K super-blocks */
+#endif
+/* the rows ahead whose k-block of `bytes` is prefetched: 4 or more, ~KQ_PFB
+ * bytes (chosen by bench/ab_gemm with cold weights; fewer rows ahead gained
+ * less: bench/README.md) */
+GI int64_t kq_pf(size_t bytes) {
+    int64_t r = (int64_t)(KQ_PFB / bytes);
+    return r < 4 ? 4 : r > 16 ? 16 : r;
+}
+GI void kq_tile(const int K, const int TKT, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                const void *w, size_t rb, const void *const *x) {
+    const size_t bs = kq_bsize(K);
+    xk X[TK_MAX * KBK] __attribute__((aligned(32)));
+    float D[KBK * TK_MAX] __attribute__((aligned(32))), dd[TK_MAX] __attribute__((aligned(32)));
+    int64_t nb = n / PK_QK_K;
+    for (int64_t k0 = 0; k0 < nb; k0 += KBK) {
+        int kb = nb - k0 < KBK ? (int)(nb - k0) : KBK;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TKT) {
+            int nt = ntok - t0 < TKT ? (int)(ntok - t0) : TKT;
+            const pk_block_q8_K *xs[TK_MAX];
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
+            prep_k(K, TKT, nt, xs, kb, X, D);
+            const int64_t pfr = kq_pf((size_t)kb * bs);
+            for (int64_t r = 0; r < nrows; r++) {
+                const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * bs;
+                if (r + pfr < nrows) pf_rows(wr + pfr * rb, rb, 1, (size_t)kb * bs);
+                __m256 acc[TK_MAX];
+                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+                for (int b = 0; b < kb; b++) {
+                    kq_dec k;
+                    kq_decode(K, wr + (size_t)b * bs, &k);
+                    const __m256 dwv = _mm256_set1_ps(k.dwf);
+                    for (int i = 0; i < nt; i += 8)
+                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TKT + i)));
+                    for (int t = 0; t < nt; t++) acc[t] = kq_body(K, &k, &X[t * kb + b], &dd[t], acc[t]);
+                }
+                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);
+            }
+        }
+    }
+}
+/* the per-row kernel of kind K: TK_MAX tokens per tile on rows of up to 3
+ * super-blocks, else kq_tkl(K); one function per type (gemm_row_*) */
+GI void kq_row(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+               size_t rb, const void *const *x) {
+    if (n <= 3 * PK_QK_K) kq_tile(K, TK_MAX, n, nrows, ntok, y, ys, w, rb, x);
+    else kq_tile(K, kq_tkl(K), n, nrows, ntok, y, ys, w, rb, x);
+}
+RI_ENTRY(row_q4_K, kq_row, KQ_Q4_K)
+RI_ENTRY(row_q5_K, kq_row, KQ_Q5_K)
+RI_ENTRY(row_q6_K, kq_row, KQ_Q6_K)
+RI_ENTRY(row_q3_K, kq_row, KQ_Q3_K)
+RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
+
+#ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
+#include "kernels/x86/kri8.h"
+GI int kq_k8(const int K) {
+    return K == KQ_Q2_K ? K8_Q2_K : K == KQ_Q3_K ? K8_Q3_K : K == KQ_Q4_K ? K8_Q4_K : K == KQ_Q5_K ? K8_Q5_K : K8_Q6_K;
+}
+/* the token count from which type T's 8-row kernel (K8_Q*) is faster, for rows of n */
+GI int64_t k8_min_tok(int T, int64_t n) {
+    if (T == K8_Q4_K) return n >= 1024 ? 10 : 6;
+    if (T == K8_Q2_K || T == K8_Q6_K) return n >= 1024 ? 16 : n >= 768 ? 8 : 6;
+    return 16;   /* Q3_K, Q5_K */
+}
+#endif
+/* the per-row kernel of kind K */
+GI pk_gemm_fn kq_row_fn(const int K) {
+    return K == KQ_Q2_K ? gemm_row_q2_K : K == KQ_Q3_K ? gemm_row_q3_K : K == KQ_Q4_K ? gemm_row_q4_K
+         : K == KQ_Q5_K ? gemm_row_q5_K : gemm_row_q6_K;
+}
+/* the gemm entry of kind K */
+#ifdef K8_ON
+GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    if (ntok >= k8_min_tok(kq_k8(K), n))
+        k8_gemm(kq_k8(K), n, nrows, ntok, y, ys, w, rb, x);
+    else
+        kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
+}
+#else
+GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
+}
+#endif
+RI_ENTRY(q4_K, kq_gemm, KQ_Q4_K)
+RI_ENTRY(q5_K, kq_gemm, KQ_Q5_K)
+RI_ENTRY(q6_K, kq_gemm, KQ_Q6_K)
+RI_ENTRY(q3_K, kq_gemm, KQ_Q3_K)
+RI_ENTRY(q2_K, kq_gemm, KQ_Q2_K)
 
 /* IQ4_XS: the signed non-linear levels do not fit vpmaddubsw's unsigned
  * operand, so both sides are int16: levels times their sub-block scale
@@ -712,48 +751,66 @@ GI __m256i dot4(const __m256i *W, const int16_t *q) {
     return _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
 }
 
-#define Q32_GEMM(T, WT, Q81)                                                        \
-static void gemm_##T(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,  \
-                     const void *w, size_t rb, const void *const *x) {              \
-    xq X[TQ * KBQ / 4] __attribute__((aligned(32)));                                \
-    int64_t nb = n / 32;                                                            \
-    for (int64_t k0 = 0; k0 < nb; k0 += KBQ) {                                      \
-        int nbk = nb - k0 < KBQ ? (int)(nb - k0) : KBQ, ng = (nbk + 3) / 4;         \
-        for (int64_t t0 = 0; t0 < ntok; t0 += TQ) {                                 \
-            int nt = ntok - t0 < TQ ? (int)(ntok - t0) : TQ;                        \
-            prep_q8(nt, x + t0, k0, Q81, nbk, ng, X);                               \
-            const int64_t pfr = kq_pf((size_t)nbk * sizeof(WT));                    \
-            for (int64_t r = 0; r < nrows; r++) {                                   \
-                const WT *wr = (const WT *)((const char *)w + (size_t)r * rb) + k0; \
-                if (r + pfr < nrows) pf_rows((const char *)wr + pfr * rb, rb, 1, (size_t)nbk * sizeof(WT)); \
-                __m256 acc[TQ];                                                     \
-                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();          \
-                for (int g = 0; g < ng; g++) {                                      \
-                    const WT *wb = wr + 4 * g;                                      \
-                    WT tail[4];                                                     \
-                    if (4 * g + 4 > nbk) {  /* zero blocks past the end */          \
-                        memset(tail, 0, sizeof tail);                               \
-                        memcpy(tail, wb, (size_t)(nbk - 4 * g) * sizeof(WT));       \
-                        wb = tail;                                                  \
-                    }                                                               \
-                    __m256i W[8];                                                   \
-                    __m256 dw, mw = _mm256_setzero_ps();                            \
-                    dec_##T(wb, W, &dw, &mw);                                       \
-                    for (int t = 0; t < nt; t++) {                                  \
-                        const xq *xp = &X[t * ng + g];                              \
-                        __m256 f = _mm256_cvtepi32_ps(dot4(W, xp->q));              \
-                        acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(dw, _mm256_load_ps(xp->d)), acc[t]); \
-                        if (Q81) acc[t] = _mm256_fmadd_ps(mw, _mm256_load_ps(xp->s), acc[t]); \
-                    }                                                               \
-                }                                                                   \
-                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);                   \
-            }                                                                       \
-        }                                                                           \
-    }                                                                               \
+/* The 32-element block types of the driver below, by kind */
+enum { Q32_Q4_1, Q32_Q5_1, Q32_IQ4_NL };
+
+GI size_t q32_bsize(const int T) {
+    return T == Q32_Q4_1 ? sizeof(pk_block_q4_1) : T == Q32_Q5_1 ? sizeof(pk_block_q5_1) : sizeof(pk_block_iq4_nl);
 }
-Q32_GEMM(q4_1, pk_block_q4_1, 1)
-Q32_GEMM(q5_1, pk_block_q5_1, 1)
-Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
+/* the decoder of type T (4 blocks at b) */
+GI void q32_dec(const int T, const void *b, __m256i *W, __m256 *dw, __m256 *mw) {
+    if (T == Q32_Q4_1) dec_q4_1(b, W, dw, mw);
+    else if (T == Q32_Q5_1) dec_q5_1(b, W, dw, mw);
+    else dec_iq4_nl(b, W, dw, mw);
+}
+
+/* Per k-block and token tile, prepare; per row and group of 4 blocks,
+ * decode (a short group from zeroed blocks past the end), then every
+ * token's 4 block sums scaled by one multiply-add (Q4_1, Q5_1: and the
+ * offsets' another). */
+GI void q32_gemm(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                 size_t rb, const void *const *x) {
+    const int q81 = T != Q32_IQ4_NL;
+    const size_t bs = q32_bsize(T);
+    xq X[TQ * KBQ / 4] __attribute__((aligned(32)));
+    int64_t nb = n / 32;
+    for (int64_t k0 = 0; k0 < nb; k0 += KBQ) {
+        int nbk = nb - k0 < KBQ ? (int)(nb - k0) : KBQ, ng = (nbk + 3) / 4;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TQ) {
+            int nt = ntok - t0 < TQ ? (int)(ntok - t0) : TQ;
+            prep_q8(nt, x + t0, k0, q81, nbk, ng, X);
+            const int64_t pfr = kq_pf((size_t)nbk * bs);
+            for (int64_t r = 0; r < nrows; r++) {
+                const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * bs;
+                if (r + pfr < nrows) pf_rows(wr + pfr * rb, rb, 1, (size_t)nbk * bs);
+                __m256 acc[TQ];
+                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+                for (int g = 0; g < ng; g++) {
+                    const void *wb = wr + (size_t)(4 * g) * bs;
+                    union { pk_block_q4_1 q4_1[4]; pk_block_q5_1 q5_1[4]; pk_block_iq4_nl iq4_nl[4]; } tail;
+                    if (4 * g + 4 > nbk) {  /* zero blocks past the end */
+                        memset(&tail, 0, 4 * bs);
+                        memcpy(&tail, wb, (size_t)(nbk - 4 * g) * bs);
+                        wb = &tail;
+                    }
+                    __m256i W[8];
+                    __m256 dw, mw = _mm256_setzero_ps();
+                    q32_dec(T, wb, W, &dw, &mw);
+                    for (int t = 0; t < nt; t++) {
+                        const xq *xp = &X[t * ng + g];
+                        __m256 f = _mm256_cvtepi32_ps(dot4(W, xp->q));
+                        acc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(dw, _mm256_load_ps(xp->d)), acc[t]);
+                        if (q81) acc[t] = _mm256_fmadd_ps(mw, _mm256_load_ps(xp->s), acc[t]);
+                    }
+                }
+                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);
+            }
+        }
+    }
+}
+RI_ENTRY(q4_1, q32_gemm, Q32_Q4_1)
+RI_ENTRY(q5_1, q32_gemm, Q32_Q5_1)
+RI_ENTRY(iq4_nl, q32_gemm, Q32_IQ4_NL)
 
 /* ---- MXFP4, Q5_0, Q4_0 x Q8_0: 8 rows at a time ------------------------------
  * Rows in groups of 8, decoded row-interleaved with signed levels and their
@@ -767,7 +824,7 @@ Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
  *     in int16 with the int16 seed by wrapping adds: exact, as the true sum
  *     of each int16 lane (16 elements, |.| <= 16 * 127 * 16 = 32512) fits,
  *     then 1 vpmaddwd; each level register is loaded once for the RIT
- *     tokens (4-10% faster than a token at a time on one core,
+ *     tokens (faster than a token at a time on one core:
  *     bench/README.md);
  * then one convert and one multiply-add into the 8 rows' float
  * accumulators. Q8_0 takes this path under AVX-VNNI (its own decode). */
@@ -775,7 +832,7 @@ Q32_GEMM(iq4_nl, pk_block_iq4_nl, 0)
 #ifdef X86_VNNI256
 #define RIT 6     /* tokens per inner tile: independent int32 chains */
 #else
-#define RIT 8     /* Zen 5, ab_gemm: +13-25% MXFP4, +3-11% Q5_0, +11-23% Q4_0 over 4 (bench/README.md) */
+#define RIT 8     /* chosen over 4 on Zen 5 by bench/ab_gemm (bench/README.md) */
 #endif
 #endif
 #ifndef RITS
@@ -814,6 +871,11 @@ GI void ri_store(const int NT, const __m256 *acc, float *y, int64_t ys, int nr, 
     }
 }
 
+/* token t's 4 prepared activations at 4j (of the 32 at xb[t]), broadcast */
+GI __m256i ri_bx(const uint8_t (*xb)[32], int t, int j) {
+    return _mm256_set1_epi32(ri_x4((const int8_t *)xb[t] + 4 * j));
+}
+
 /* NT tokens (from t0 of A) x the 8 rows of W over nbk blocks. */
 GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, float *y, int64_t ys, int nr,
                 int first) {
@@ -823,13 +885,12 @@ GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, fl
         const ri8 *wb = &W[b];
         const uint8_t(*xb)[32] = A->x[b] + t0;
         __m256i s[RIT];
-#define RIX(t, j) _mm256_set1_epi32(ri_x4((const int8_t *)xb[t] + 4 * (j)))
 #ifdef X86_VNNI256   /* one int32 chain per token */
         for (int t = 0; t < NT; t++) s[t] = wb->c;
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             const __m256i q = _mm256_load_si256(&wb->q[j]);
-            for (int t = 0; t < NT; t++) s[t] = x86_dpbusd(s[t], RIX(t, j), q);
+            for (int t = 0; t < NT; t++) s[t] = x86_dpbusd(s[t], ri_bx(xb, t, j), q);
         }
 #else                /* the seed and the 8 products summed in int16 (wrapping adds), then one vpmaddwd;
                         each level register loaded once for the NT tokens */
@@ -839,18 +900,35 @@ GI void ri_tile(const int NT, const ri8 *W, int nbk, const ri_act *A, int t0, fl
         for (int j = 0; j < 8; j++) {
             const __m256i q = _mm256_load_si256(&wb->q[j]);
             for (int t = 0; t < NT; t++) {
-                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(RIX(t, j), q));
+                p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(ri_bx(xb, t, j), q));
                 __asm__("" : "+x"(p[t]));   /* else gcc reassociates the sums: 8 NT products stored first */
             }
         }
         for (int t = 0; t < NT; t++) s[t] = _mm256_madd_epi16(p[t], _mm256_set1_epi16(1));
 #endif
-#undef RIX
         for (int t = 0; t < NT; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(wb->d, _mm256_set1_ps(A->d[b][t0 + t])),
                                      acc[t]);
     }
     ri_store(NT, acc, y, ys, nr, first);
+}
+
+/* ri_tile for nt (1 .. RIT) tokens: one specialised copy per count */
+GI void ri_tiles(int nt, const ri8 *W, int nbk, const ri_act *A, int t0, float *y, int64_t ys, int nr, int first) {
+    switch (nt) {
+    case 1: ri_tile(1, W, nbk, A, t0, y, ys, nr, first); break;
+    case 2: ri_tile(2, W, nbk, A, t0, y, ys, nr, first); break;
+    case 3: ri_tile(3, W, nbk, A, t0, y, ys, nr, first); break;
+#if RIT > 4
+    case 4: ri_tile(4, W, nbk, A, t0, y, ys, nr, first); break;
+    case 5: ri_tile(5, W, nbk, A, t0, y, ys, nr, first); break;
+#endif
+#if RIT > 6
+    case 6: ri_tile(6, W, nbk, A, t0, y, ys, nr, first); break;
+    case 7: ri_tile(7, W, nbk, A, t0, y, ys, nr, first); break;
+#endif
+    default: ri_tile(RIT, W, nbk, A, t0, y, ys, nr, first); break;
+    }
 }
 
 GI void gemm_ri(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
@@ -877,22 +955,7 @@ GI void gemm_ri(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, i
                 float *yr = y + t0 * ys + r0;
                 for (int i = 0; i < nin; i++) {
                     int t = (int)ri_part(nts, nin, i), nt = (int)ri_part(nts, nin, i + 1) - t;
-#define RIC(NT) ri_tile(NT, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0)
-                    switch (nt) {
-                    case 1: RIC(1); break;
-                    case 2: RIC(2); break;
-                    case 3: RIC(3); break;
-#if RIT > 4
-                    case 4: RIC(4); break;
-                    case 5: RIC(5); break;
-#endif
-#if RIT > 6
-                    case 6: RIC(6); break;
-                    case 7: RIC(7); break;
-#endif
-                    default: RIC(RIT); break;
-                    }
-#undef RIC
+                    ri_tiles(nt, W, nbk, &A, t, yr + t * ys, ys, nr, k0 == 0);
                 }
             }
         }
@@ -950,6 +1013,17 @@ GI void q8_tile(const int NT, const q8ri *W, int nbk, const q8x16 *X, const floa
     ri_store(NT, acc, y, ys, nr, first);
 }
 
+/* q8_tile for the nt (0 .. Q8T - 1) tokens after the full tiles: one specialised copy per count */
+GI void q8_tail(int nt, const q8ri *W, int nbk, const q8x16 *X, const float *dx, float *y, int64_t ys, int nr,
+                int first) {
+    switch (nt) {
+    case 1: q8_tile(1, W, nbk, X, dx, y, ys, nr, first); break;
+    case 2: q8_tile(2, W, nbk, X, dx, y, ys, nr, first); break;
+    case 3: q8_tile(3, W, nbk, X, dx, y, ys, nr, first); break;
+    default: break;
+    }
+}
+
 static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
                       const void *const *x) {
     q8ri W[Q8KB];
@@ -985,15 +1059,9 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
                 }
                 float *yr = y + t0 * ys + r0;
                 int t = 0;
-#define Q8C(NT) q8_tile(NT, W, nbk, X + t * Q8KB, dx + t * Q8KB, yr + t * ys, ys, nr, k0 == 0)
-                for (; t + Q8T <= nts; t += Q8T) Q8C(Q8T);
-                switch (nts - t) {
-                case 1: Q8C(1); break;
-                case 2: Q8C(2); break;
-                case 3: Q8C(3); break;
-                default: break;
-                }
-#undef Q8C
+for (; t + Q8T <= nts; t += Q8T)
+                    q8_tile(Q8T, W, nbk, X + t * Q8KB, dx + t * Q8KB, yr + t * ys, ys, nr, k0 == 0);
+                q8_tail(nts - t, W, nbk, X + t * Q8KB, dx + t * Q8KB, yr + t * ys, ys, nr, k0 == 0);
             }
         }
     }
@@ -1034,17 +1102,19 @@ GI void sg_tile(const int R, const int NV, const int MASK, int K, const float *A
         }
 }
 
-#define SG_ROWS(NV, MASK)                                                            \
-    do {                                                                             \
-        int m = 0;                                                                   \
-        for (; m + 4 <= M; m += 4) sg_tile(4, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); \
-        switch (M - m) {                                                             \
-        case 3: sg_tile(3, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break; \
-        case 2: sg_tile(2, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break; \
-        case 1: sg_tile(1, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break; \
-        default: break;                                                              \
-        }                                                                            \
-    } while (0)
+/* the M rows of C's columns n0 .. n0 + 8 NV - 1 (the last vector masked by mk
+ * when MASK): tiles of 4 rows, then the 1 to 3 left */
+GI void sg_rows(const int NV, const int MASK, int M, int K, const float *A, int64_t lda, const float *B,
+                int64_t ldb, float *C, int64_t ldc, int n0, __m256i mk) {
+    int m = 0;
+    for (; m + 4 <= M; m += 4) sg_tile(4, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk);
+    switch (M - m) {
+    case 3: sg_tile(3, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break;
+    case 2: sg_tile(2, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break;
+    case 1: sg_tile(1, NV, MASK, K, A + m * lda, lda, B + n0, ldb, C + m * ldc + n0, ldc, mk); break;
+    default: break;
+    }
+}
 
 void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
                    int64_t ldc) {
@@ -1053,13 +1123,13 @@ void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float
         int nv = (nc + 7) / 8, rem = nc - 8 * (nv - 1);
         __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         if (rem == 8) {
-            if (nv == 3) SG_ROWS(3, 0);
-            else if (nv == 2) SG_ROWS(2, 0);
-            else SG_ROWS(1, 0);
+            if (nv == 3) sg_rows(3, 0, M, K, A, lda, B, ldb, C, ldc, n0, mk);
+            else if (nv == 2) sg_rows(2, 0, M, K, A, lda, B, ldb, C, ldc, n0, mk);
+            else sg_rows(1, 0, M, K, A, lda, B, ldb, C, ldc, n0, mk);
         } else {
-            if (nv == 3) SG_ROWS(3, 1);
-            else if (nv == 2) SG_ROWS(2, 1);
-            else SG_ROWS(1, 1);
+            if (nv == 3) sg_rows(3, 1, M, K, A, lda, B, ldb, C, ldc, n0, mk);
+            else if (nv == 2) sg_rows(2, 1, M, K, A, lda, B, ldb, C, ldc, n0, mk);
+            else sg_rows(1, 1, M, K, A, lda, B, ldb, C, ldc, n0, mk);
         }
     }
 }

@@ -3,10 +3,12 @@
  * Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS x Q8_K. Not a translation unit: included by
  * kernels/x86/avx2.c inside its ISA guard (after <immintrin.h> and hsum8).
  *
- * Structure: ONE driver (GV_KERNELS below: the 4-row gemv loop with the
- * software prefetch of the next rows, the shared activation view, the fold
+ * Structure: ONE driver (gv_gemv / gv_vec_dot below: the 4-row gemv loop
+ * with the software prefetch of the next rows, the shared activation view, the fold
  * of the 4 rows' fp16 scales, and the 1-row vec_dot used for the row tail)
- * is instantiated per type with two per-type pieces:
+ * is specialised per type (a constant GV_*: always-inline functions whose
+ * tests on it fold away, one entry function per type) with two per-type
+ * pieces:
  *   - an activation view gv_x_*: what every row needs from one activation
  *     block, computed once per block for all 4 rows (its scale, the offset
  *     correction -off * pair sums for types with a level offset, bsums);
@@ -16,10 +18,10 @@
  *     sum(min_sub * bsum_sub).
  * The driver multiplies per block by d_w * d_x (the 4 rows' lanes summed
  * in int32 to [S0 S1 S2 S3] per 128-bit half, then one conversion and one
- * FMA for the 4 rows per block; times ISC, the factor of a type whose isum
- * is a multiple of the sum),
+ * FMA for the 4 rows per block; times gv_isc, the factor of a type whose
+ * isum is a multiple of the sum),
  * subtracts dmin_w * d_x * mins, or adds m_w * s_x (Q4_1, Q5_1); d_w is the
- * block's fp16 d, or for MXFP4 its E8M0 exponent's 2^(e - 128) (SC).
+ * block's fp16 d, or for MXFP4 its E8M0 exponent's 2^(e - 128) (gv_s1, gv_s4).
  *
  * Tuned for: single-token decode on AVX2-only cores (Zen 2/3, Intel client
  * parts, small VMs), where each gemv streams its matrix from DRAM once. Per
@@ -31,8 +33,8 @@
  * when rows are short) are prefetched while the current ones are computed
  * (rows are a few KB or less: the hardware prefetcher alone ramps up too
  * late on each of the 4 short streams; without the software prefetch a
- * core streams Q2_K at half the speed, and prefetching only the next group
- * of 512-column rows costs 10-20%, measured on a Xeon VM).
+ * core streams Q2_K markedly slower, and prefetching only the next group
+ * of 512-column rows is slower too: bench/README.md).
  *
  * Numerics: within a block everything is exact int32. Unsigned levels x
  * int8 activations by vpmaddubsw (int16 pair sums); level offsets (Q4_0 -8,
@@ -53,11 +55,6 @@
 
 /* ---- vocabulary -------------------------------------------------------------- */
 
-/* isum += v, kept in this order: without the empty asm gcc -O3 reassociates
- * the block's chain of adds into one tree at the end and spills the
- * products to the stack (measured: ~20% more instructions per block) */
-#define GV_ACC(isum, v) do { isum = _mm256_add_epi32(isum, v); __asm__("" : "+x"(isum)); } while (0)
-
 GV_INLINE __m256i gv_ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 /* 16 bytes at p in both 128-bit lanes (a load-only uop) */
 GV_INLINE __m256i gv_ld16x2(const void *p) {
@@ -71,6 +68,14 @@ GV_INLINE __m256i gv_nib32(const uint8_t *qs) {
     return _mm256_and_si256(_mm256_srlv_epi64(gv_ld16x2(qs), _mm256_setr_epi64x(0, 0, 4, 4)),
                             _mm256_set1_epi8(0x0F));
 }
+/* isum + v, kept in this order: without the empty asm gcc -O3 reassociates
+ * the block's chain of adds into one tree at the end and spills the
+ * products to the stack (more instructions per block) */
+GV_INLINE __m256i gv_acc(__m256i isum, __m256i v) {
+    isum = _mm256_add_epi32(isum, v);
+    __asm__("" : "+x"(isum));
+    return isum;
+}
 /* 8 int32 lanes: sums of pairs of int16 */
 GV_INLINE __m256i gv_sum16(__m256i p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
 /* int16 pair sums of w[i] * x[i], both signed, x != -128 */
@@ -78,12 +83,12 @@ GV_INLINE __m256i gv_mul_ss(__m256i w, __m256i x) {
     return _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
 }
 /* vpshufb controls, from static tables (as constants gcc rebuilt them with
- * 4 instructions each at every 4-row group, ~60 per group; with the single
- * accumulator below, rows of 512 columns gained 3-12%: bench/README.md,
- * "Decode: the K-quant gemvs' 4 rows share one accumulator"): GV_B16(j): every int16 lane = int16 j of its
- * 128-bit lane; GV_P16(k): the low lane int16 2k, the high lane int16 2k + 1;
- * GV_P8(c): the low lane byte 2c, the high lane byte 2c + 1, zero-extended
- * to int16 */
+ * 4 instructions each at every 4-row group; with the single accumulator
+ * below, rows of 512 columns are faster: bench/README.md, "Decode: the
+ * K-quant gemvs' 4 rows share one accumulator"): gv_b16(j): every int16
+ * lane = int16 j of its 128-bit lane; gv_p16(k): the low lane int16 2k, the
+ * high lane int16 2k + 1; gv_p8(c): the low lane byte 2c, the high lane
+ * byte 2c + 1, zero-extended to int16 */
 #define GV_R8(v) v, v, v, v, v, v, v, v
 #define GV_W(j) (uint16_t)((2 * (j) + 1) << 8 | 2 * (j))
 #define GV_Z(j) (uint16_t)(0x8000 | (j))
@@ -103,9 +108,9 @@ static const uint16_t gv_p8_tab[8][16] __attribute__((aligned(32))) = {
 #undef GV_R8
 #undef GV_W
 #undef GV_Z
-#define GV_B16(j) _mm256_load_si256((const __m256i *)gv_b16_tab[j])
-#define GV_P16(k) _mm256_load_si256((const __m256i *)gv_p16_tab[k])
-#define GV_P8(c) _mm256_load_si256((const __m256i *)gv_p8_tab[c])
+GV_INLINE __m256i gv_b16(int j) { return _mm256_load_si256((const __m256i *)gv_b16_tab[j]); }
+GV_INLINE __m256i gv_p16(int k) { return _mm256_load_si256((const __m256i *)gv_p16_tab[k]); }
+GV_INLINE __m256i gv_p8(int c) { return _mm256_load_si256((const __m256i *)gv_p8_tab[c]); }
 /* the fp16 after *d (dmin / m in the types that have one) */
 GV_INLINE float gv_f16_next(const uint16_t *d) { return _cvtsh_ss(gv_u16((const char *)d + 2)); }
 
@@ -199,7 +204,7 @@ GV_INLINE __m256i gk_mxfp4(const pk_block_mxfp4 *w, const gv_x *a, __m128i *ms) 
  * (pair sums <= 2 * 12 * 127). The first are multiplied by 4 * scale, the
  * second by the scale, so isum is exactly 4x the block's sum (|.| <= 4 *
  * 256 * 3 * 15 * 127 < 2^23: its float conversion is exact) and the driver
- * scales it by 1/4 (ISC). */
+ * scales it by 1/4 (gv_isc). */
 GV_INLINE __m256i gk_q2_K(const pk_block_q2_K *w, const gv_x *a, __m256i *ms) {
     const __m256i m3 = _mm256_set1_epi8(3), m12 = _mm256_set1_epi8(12), m4 = _mm256_set1_epi8(0x0F);
     __m256i s8 = gv_ld16x2(w->scales);
@@ -214,8 +219,8 @@ GV_INLINE __m256i gk_q2_K(const pk_block_q2_K *w, const gv_x *a, __m256i *ms) {
             int c = 4 * h + k;
             __m256i u = _mm256_and_si256(k < 2 ? q0 : q4, k & 1 ? m12 : m3);
             __m256i p = _mm256_maddubs_epi16(u, gv_ld(a->q + 32 * c));
-            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(k & 1 ? sc : sc4,
-                                                                  GV_P8(c))));
+            isum = gv_acc(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(k & 1 ? sc : sc4,
+                                                                  gv_p8(c))));
         }
     }
     return isum;
@@ -248,7 +253,7 @@ GV_INLINE __m256i gk_q3_K(const pk_block_q3_K *w, const gv_x *a, __m128i *ms) {
             __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3),
                                         _mm256_and_si256(gv_shl(hm, 2 - c), b4));
             __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(u, gv_ld(a->q + 32 * c)), a->nx[c]);
-            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, GV_P16(k))));
+            isum = gv_acc(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, gv_p16(k))));
         }
     }
     return isum;
@@ -265,35 +270,37 @@ GV_INLINE __m128i gv_k4_scales(const uint8_t *s) {
     return _mm_or_si128(t, _mm_and_si128(hb, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030)));
 }
 
-/* the Q4_K / Q5_K body: chunk j: lo = sub-block 2j, hi = 2j + 1 */
-#define GV_K4_BODY(LO, HI)                                                             \
-    __m128i scm = gv_k4_scales(w->scales);                                            \
-    __m256i sv = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));                 \
-    *ms = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(scm, 8)), a->bp);           \
-    __m256i isum = _mm256_setzero_si256();                                            \
-    for (int j = 0; j < 4; j++) {                                                     \
-        __m256i q = gv_ld(w->qs + 32 * j);                                            \
-        __m256i lo = LO, hi = HI;                                                     \
-        __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, gv_ld(a->q + 64 * j)),  \
-                                       _mm256_shuffle_epi8(sv, GV_B16(2 * j)));      \
-        __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, gv_ld(a->q + 64 * j + 32)), \
-                                       _mm256_shuffle_epi8(sv, GV_B16(2 * j + 1)));  \
-        GV_ACC(isum, _mm256_add_epi32(p0, p1));                      \
-    }                                                                                 \
+/* Q4_K (Q5 0) and Q5_K (Q5 1): chunk j: lo = sub-block 2j, hi = 2j + 1;
+ * Q5_K's fifth bit 2j (lo) / 2j + 1 (hi) of qh[l], moved to bit 4 */
+GV_INLINE __m256i gv_k4(const int Q5, const uint8_t *scales, const uint8_t *qs, const uint8_t *qhp, const gv_x *a,
+                        __m128i *ms) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+    const __m256i qh = Q5 ? gv_ld(qhp) : _mm256_setzero_si256();
+    __m128i scm = gv_k4_scales(scales);
+    __m256i sv = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
+    *ms = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(scm, 8)), a->bp);
+    __m256i isum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++) {
+        __m256i q = gv_ld(qs + 32 * j);
+        __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if (Q5) {
+            lo = _mm256_or_si256(lo, _mm256_and_si256(gv_shl(qh, 4 - 2 * j), b4));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(gv_shl(qh, 3 - 2 * j), b4));
+        }
+        __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, gv_ld(a->q + 64 * j)),
+                                       _mm256_shuffle_epi8(sv, gv_b16(2 * j)));
+        __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, gv_ld(a->q + 64 * j + 32)),
+                                       _mm256_shuffle_epi8(sv, gv_b16(2 * j + 1)));
+        isum = gv_acc(isum, _mm256_add_epi32(p0, p1));
+    }
     return isum;
-
-GV_INLINE __m256i gk_q4_K(const pk_block_q4_K *w, const gv_x *a, __m128i *ms) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    GV_K4_BODY(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4))
 }
 
-/* Q5_K: fifth bit 2j (lo) / 2j + 1 (hi) of qh[l], moved to bit 4 */
+GV_INLINE __m256i gk_q4_K(const pk_block_q4_K *w, const gv_x *a, __m128i *ms) {
+    return gv_k4(0, w->scales, w->qs, NULL, a, ms);
+}
 GV_INLINE __m256i gk_q5_K(const pk_block_q5_K *w, const gv_x *a, __m128i *ms) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
-    const __m256i qh = gv_ld(w->qh);
-    GV_K4_BODY(_mm256_or_si256(_mm256_and_si256(q, m4), _mm256_and_si256(gv_shl(qh, 4 - 2 * j), b4)),
-               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-                               _mm256_and_si256(gv_shl(qh, 3 - 2 * j), b4)))
+    return gv_k4(1, w->scales, w->qs, w->qh, a, ms);
 }
 
 /* Q6_K: chunk c = 4h + k: low nibble of ql[64h + 32(k & 1) + l] (k < 2) or
@@ -315,7 +322,7 @@ GV_INLINE __m256i gk_q6_K(const pk_block_q6_K *w, const gv_x *a, __m128i *ms) {
             __m256i u = _mm256_or_si256(_mm256_and_si256(k < 2 ? l : _mm256_srli_epi16(l, 4), m4),
                                         _mm256_and_si256(gv_shl(qh, 4 - 2 * k), m30));
             __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(u, gv_ld(a->q + 32 * c)), a->nx[c]);
-            GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, GV_P16(k))));
+            isum = gv_acc(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, gv_p16(k))));
         }
     }
     return isum;
@@ -341,63 +348,178 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
     for (int s = 0; s < 8; s++) {
         __m256i lv = _mm256_shuffle_epi8(tab, gv_nib32(w->qs + 16 * s));
         __m256i p = gv_mul_ss(lv, gv_ld(a->q + 32 * s));
-        GV_ACC(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, GV_B16(s))));
+        isum = gv_acc(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sv, gv_b16(s))));
     }
     return isum;
 }
 
 /* ---- the driver: vec_dot and 4-row gemv, written once -------------------------------- */
 
-/* Software prefetch of the 4 rows GV_PF_GROUPS(rb) groups ahead (the 4 * rb bytes there,
- * rows being contiguous in practice): block i of nb requests 4 blocks'
- * worth, so the whole next group is in flight while this one is computed.
- * Prefetches never fault, so running past the end of the matrix (a
- * thread's chunk: the rows after it are the next chunk's) is harmless. */
+/* the weight types, each a constant that specialises the driver */
+enum { GV_Q8_0, GV_Q4_0, GV_Q4_1, GV_Q5_0, GV_Q5_1, GV_IQ4_NL, GV_MXFP4, GV_Q2_K, GV_Q3_K, GV_Q4_K, GV_Q5_K,
+       GV_Q6_K, GV_IQ4_XS };
+
+GV_INLINE int gv_kquant(const int T) { return T >= GV_Q2_K; }   /* Q8_K activations, 256-element blocks */
+/* bytes of a weight block, of an activation block; elements of a block */
+GV_INLINE size_t gv_wsize(const int T) {
+    switch (T) {
+    case GV_Q8_0: return sizeof(pk_block_q8_0);
+    case GV_Q4_0: return sizeof(pk_block_q4_0);
+    case GV_Q4_1: return sizeof(pk_block_q4_1);
+    case GV_Q5_0: return sizeof(pk_block_q5_0);
+    case GV_Q5_1: return sizeof(pk_block_q5_1);
+    case GV_IQ4_NL: return sizeof(pk_block_iq4_nl);
+    case GV_MXFP4: return sizeof(pk_block_mxfp4);
+    case GV_Q2_K: return sizeof(pk_block_q2_K);
+    case GV_Q3_K: return sizeof(pk_block_q3_K);
+    case GV_Q4_K: return sizeof(pk_block_q4_K);
+    case GV_Q5_K: return sizeof(pk_block_q5_K);
+    case GV_Q6_K: return sizeof(pk_block_q6_K);
+    default: return sizeof(pk_block_iq4_xs);
+    }
+}
+GV_INLINE size_t gv_xsize(const int T) {
+    return gv_kquant(T) ? sizeof(pk_block_q8_K) : T == GV_Q4_1 || T == GV_Q5_1 ? sizeof(pk_block_q8_1)
+                                                                               : sizeof(pk_block_q8_0);
+}
+GV_INLINE int64_t gv_qk(const int T) { return gv_kquant(T) ? PK_QK_K : 32; }
+/* the offset of the block's fp16 d (MXFP4: 0, its E8M0 byte; see gv_da) */
+GV_INLINE size_t gv_doff(const int T) {
+    switch (T) {
+    case GV_Q8_0: return offsetof(pk_block_q8_0, d);
+    case GV_Q4_0: return offsetof(pk_block_q4_0, d);
+    case GV_Q4_1: return offsetof(pk_block_q4_1, d);
+    case GV_Q5_0: return offsetof(pk_block_q5_0, d);
+    case GV_Q5_1: return offsetof(pk_block_q5_1, d);
+    case GV_IQ4_NL: return offsetof(pk_block_iq4_nl, d);
+    case GV_Q2_K: return offsetof(pk_block_q2_K, d);
+    case GV_Q3_K: return offsetof(pk_block_q3_K, d);
+    case GV_Q4_K: return offsetof(pk_block_q4_K, d);
+    case GV_Q5_K: return offsetof(pk_block_q5_K, d);
+    case GV_Q6_K: return offsetof(pk_block_q6_K, d);
+    case GV_IQ4_XS: return offsetof(pk_block_iq4_xs, d);
+    default: return 0;
+    }
+}
+
+/* KIND 0: sum = d_w d_x isum; 1 (K-quant mins): - dmin_w d_x mins, the
+ * block kernel's mins in the low 4 int32 lanes of m4; 3: the same with
+ * the mins in 8 lanes (m8; Q2_K: its 16 mins x bsums by one vpmaddwd);
+ * 2 (Q8_1 offset): + m_w s_x. gv_isc: the factor of a type whose isum is a
+ * multiple of the sum. The d_w of MXFP4 is its E8M0 exponent's
+ * 2^(e - 128), of every other type the fp16 d (only KIND 0 has E8M0).
+ * With KIND 3 the gemv sums the 4 rows' 8-lane mins by 3 vphaddd across
+ * rows (integer sums, so the same per-block totals as 4-lane sums: the
+ * results are bitwise those of KIND 1; fewer uops per 4 rows). */
+GV_INLINE int gv_kind(const int T) {
+    return T == GV_Q4_1 || T == GV_Q5_1 ? 2 : T == GV_Q2_K ? 3 : T == GV_Q4_K || T == GV_Q5_K ? 1 : 0;
+}
+GV_INLINE int gv_has_mins(const int K) { return K == 1 || K == 3; }
+GV_INLINE float gv_isc(const int T) { return T == GV_Q2_K ? 0.25f : 1.0f; }
+
+/* a block kernel's mins: m4 (KIND 1), m8 (KIND 3) */
+typedef struct { __m128i m4; __m256i m8; } gv_mins;
+/* their 4-lane sum, and the 4 rows' totals [m0 m1 m2 m3], by KIND */
+GV_INLINE __m128i gv_ms4(const int K, const gv_mins *m) {
+    return K == 3 ? _mm_add_epi32(_mm256_castsi256_si128(m->m8), _mm256_extracti128_si256(m->m8, 1)) : m->m4;
+}
+GV_INLINE __m128i gv_hadd4(const int K, const gv_mins *m0, const gv_mins *m1, const gv_mins *m2,
+                           const gv_mins *m3) {
+    if (K == 3) {
+        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(m0->m8, m1->m8), _mm256_hadd_epi32(m2->m8, m3->m8));
+        return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    }
+    return _mm_hadd_epi32(_mm_hadd_epi32(m0->m4, m1->m4), _mm_hadd_epi32(m2->m4, m3->m4));
+}
+
+/* type T's activation view of the block at x */
+GV_INLINE void gv_view(const int T, const void *x, gv_x *a) {
+    switch (T) {
+    case GV_Q4_0: gv_x_q8_0_o8(x, a); break;
+    case GV_Q5_0: gv_x_q8_0_o16(x, a); break;
+    case GV_MXFP4: gv_x_q8_0_o12(x, a); break;
+    case GV_Q4_1: case GV_Q5_1: gv_x_q8_1(x, a); break;
+    case GV_Q2_K: gv_x_q8_K_bs(x, a); break;
+    case GV_Q3_K: gv_x_q8_K_o4(x, a); break;
+    case GV_Q4_K: case GV_Q5_K: gv_x_q8_K_bp(x, a); break;
+    case GV_Q6_K: gv_x_q8_K_o32(x, a); break;
+    case GV_IQ4_XS: gv_x_q8_K(x, a); break;
+    default: gv_x_q8_0(x, a); break;   /* Q8_0, IQ4_NL */
+    }
+}
+/* type T's block kernel on the block at w */
+GV_INLINE __m256i gv_block(const int T, const void *w, const gv_x *a, gv_mins *ms) {
+    switch (T) {
+    case GV_Q8_0: return gk_q8_0(w, a, &ms->m4);
+    case GV_Q4_0: return gk_q4_0(w, a, &ms->m4);
+    case GV_Q4_1: return gk_q4_1(w, a, &ms->m4);
+    case GV_Q5_0: return gk_q5_0(w, a, &ms->m4);
+    case GV_Q5_1: return gk_q5_1(w, a, &ms->m4);
+    case GV_IQ4_NL: return gk_iq4_nl(w, a, &ms->m4);
+    case GV_MXFP4: return gk_mxfp4(w, a, &ms->m4);
+    case GV_Q2_K: return gk_q2_K(w, a, &ms->m8);
+    case GV_Q3_K: return gk_q3_K(w, a, &ms->m4);
+    case GV_Q4_K: return gk_q4_K(w, a, &ms->m4);
+    case GV_Q5_K: return gk_q5_K(w, a, &ms->m4);
+    case GV_Q6_K: return gk_q6_K(w, a, &ms->m4);
+    default: return gk_iq4_xs(w, a, &ms->m4);
+    }
+}
+
+/* the address of the block's fp16 d, which KIND 1 and 2 read the second
+ * fp16 after (never read for MXFP4, KIND 0) */
+GV_INLINE const uint16_t *gv_da(const int T, const char *b) { return (const uint16_t *)(const void *)(b + gv_doff(T)); }
+/* The weight scale of one row's block: the fp16 d, or MXFP4's E8M0 e as
+ * 2^(e - 128) */
+GV_INLINE float gv_s1(const int T, const char *b) {
+    return T == GV_MXFP4 ? pk_e8m0_half(((const pk_block_mxfp4 *)(const void *)b)->e) : _cvtsh_ss(gv_u16(gv_da(T, b)));
+}
+/* the weight scales of 4 rows' blocks as [d0 d1 d2 d3] (MXFP4: from the
+ * 256-entry table, 4 loads, cheaper than computing them with the
+ * subnormals of e = 0, 1) */
+GV_INLINE __m128 gv_s4(const int T, const char *b0, const char *b1, const char *b2, const char *b3) {
+    if (T == GV_MXFP4) {
+        const pk_block_mxfp4 *m0 = (const void *)b0, *m1 = (const void *)b1, *m2 = (const void *)b2,
+                             *m3 = (const void *)b3;
+        return _mm_castsi128_ps(_mm_setr_epi32((int)pk_e8m0_half_bits[m0->e], (int)pk_e8m0_half_bits[m1->e],
+                                               (int)pk_e8m0_half_bits[m2->e], (int)pk_e8m0_half_bits[m3->e]));
+    }
+    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)((uint64_t)gv_u16(gv_da(T, b0)) |
+                                                      (uint64_t)gv_u16(gv_da(T, b1)) << 16 |
+                                                      (uint64_t)gv_u16(gv_da(T, b2)) << 32 |
+                                                      (uint64_t)gv_u16(gv_da(T, b3)) << 48)));
+}
+/* the fp16 d and the fp16 after it (dmin or m) of 4 rows' blocks: [d0, e0, d1, e1, ...] */
+GV_INLINE __m256 gv_dd2(const int T, const char *b0, const char *b1, const char *b2, const char *b3) {
+    return _mm256_cvtph_ps(_mm_setr_epi32((int)gv_u32(gv_da(T, b0)), (int)gv_u32(gv_da(T, b1)),
+                                          (int)gv_u32(gv_da(T, b2)), (int)gv_u32(gv_da(T, b3))));
+}
+
+/* Software prefetch of the 4 rows gv_pf_groups(rb) groups ahead (the 4 * rb
+ * bytes there, rows being contiguous in practice): block i of nb requests 4
+ * blocks' worth, so the whole next group is in flight while this one is
+ * computed. Prefetches never fault, so running past the end of the matrix
+ * (a thread's chunk: the rows after it are the next chunk's) is harmless. */
 #ifndef GV_PF_BYTES
 #define GV_PF_BYTES 4096        /* how far ahead, at least */
+#endif
+#ifndef GV_PF_HINT
+#define GV_PF_HINT _MM_HINT_T0
 #endif
 /* how many 4-row groups of rows of rb bytes ahead: at least one, and at
  * least GV_PF_BYTES (short rows, as an expert's down projection of 512 or
  * 768 columns, are a few hundred bytes: the next group alone is requested
  * too late to arrive from DRAM in time) */
-#define GV_PF_GROUPS(rb) ((GV_PF_BYTES + 4 * (rb) - 1) / (4 * (rb)))
-#ifndef GV_PF_HINT
-#define GV_PF_HINT _MM_HINT_T0
-#endif
-#define GV_PREFETCH(base, i, bs)                                                   \
-    do {                                                                           \
-        const char *p_ = (base) + (size_t)(i) * 4 * (bs);                          \
-        for (size_t o_ = 0; o_ < 4 * (bs); o_ += 64) _mm_prefetch(p_ + o_, GV_PF_HINT); \
-    } while (0)
-
-/* the fp16 scales of the 4 rows' block i: with a second fp16 after d (dmin
- * or m), [d0, e0, d1, e1, ...]; without, [d0, d1, d2, d3] */
-#define GV_DD2(W, i, SC)                                                            \
-    _mm256_cvtph_ps(_mm_setr_epi32((int)gv_u32(GV_DA_##SC(W##0[i])), (int)gv_u32(GV_DA_##SC(W##1[i])), \
-                                   (int)gv_u32(GV_DA_##SC(W##2[i])), (int)gv_u32(GV_DA_##SC(W##3[i]))))
-#define GV_DD1(W, i)                                                                \
-    _mm_cvtph_ps(_mm_cvtsi64_si128((long long)((uint64_t)W##0[i].d | (uint64_t)W##1[i].d << 16 | \
-                                               (uint64_t)W##2[i].d << 32 | (uint64_t)W##3[i].d << 48)))
-
-/* The weight scale of one row's block, and of 4 rows' block i as [d0 d1 d2
- * d3], by scale kind SC: f16 (the fp16 d) or e8m0 (MXFP4's e: 2^(e - 128),
- * from the 256-entry table: 4 loads, cheaper than computing it with the
- * subnormals of e = 0, 1). GV_DA: the address of
- * the fp16 d that KIND 1 and 2 read the second fp16 after (never read for
- * e8m0, which only comes with KIND 0). */
-#define GV_S1_f16(b) _cvtsh_ss((b).d)
-#define GV_S4_f16(W, i) GV_DD1(W, i)
-#define GV_DA_f16(b) (&(b).d)
-#define GV_S1_e8m0(b) pk_e8m0_half((b).e)
-#define GV_DA_e8m0(b) ((const uint16_t *)(const void *)&(b))
-#define GV_S4_e8m0(W, i)                                                            \
-    _mm_castsi128_ps(_mm_setr_epi32((int)pk_e8m0_half_bits[W##0[i].e], (int)pk_e8m0_half_bits[W##1[i].e], \
-                                    (int)pk_e8m0_half_bits[W##2[i].e], (int)pk_e8m0_half_bits[W##3[i].e]))
+GV_INLINE size_t gv_pf_groups(size_t rb) { return (GV_PF_BYTES + 4 * rb - 1) / (4 * rb); }
+GV_INLINE void gv_prefetch(const char *base, int64_t i, size_t bs) {
+    const char *p = base + (size_t)i * 4 * bs;
+    for (size_t o = 0; o < 4 * bs; o += 64) _mm_prefetch(p + o, GV_PF_HINT);
+}
 
 /* A compiler-only barrier between the rows' block kernels: without it gcc
  * interleaves the 4 rows to share activation loads and spills the partial
  * sums (16 ymm registers are too few); the core overlaps the rows anyway. */
-#define GV_FENCE() __asm__ volatile("" ::: "memory")
+GV_INLINE void gv_fence(void) { __asm__ volatile("" ::: "memory"); }
 
 /* the 4 rows' block sums, [S0 S1 S2 S3] in each 128-bit half (half of each
  * row's 8 lanes in each): exact in int32 (lanes < 2^24, 8 of them), so the 4
@@ -409,119 +531,103 @@ GV_INLINE __m256i gv_sum4x8(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
     return _mm256_add_epi32(_mm256_unpacklo_epi64(u0, u1), _mm256_unpackhi_epi64(u0, u1));
 }
 
-/* KIND 0: sum = d_w d_x isum; 1 (K-quant mins): - dmin_w d_x mins, the
- * block kernel's mins in the low 4 int32 lanes of *ms; 3: the same with
- * the mins in 8 lanes (Q2_K: its 16 mins x bsums by one vpmaddwd);
- * 2 (Q8_1 offset): + m_w s_x. SC: the kind of d_w (GV_S1_*), e8m0 only
- * with KIND 0; GV_KERNELS is the fp16 one. GV_MINS: the kinds with mins.
- * With KIND 3 the gemv sums the 4 rows' 8-lane mins by 3 vphaddd across
- * rows (integer sums, so the same per-block totals as 4-lane sums: the
- * results are bitwise those of KIND 1; 11 uops per 4 rows instead of 17). */
-#define GV_MINS(KIND) ((KIND) == 1 || (KIND) == 3)
-/* the type of a block kernel's mins (*ms), its zero, its 4-lane sum, and the
- * 4 rows' totals [m0 m1 m2 m3], by KIND */
-#define GV_MST(KIND) GV_MST_##KIND
-#define GV_MST_0 __m128i
-#define GV_MST_1 __m128i
-#define GV_MST_2 __m128i
-#define GV_MST_3 __m256i
-#define GV_MS0(KIND) ((GV_MST(KIND)){0})
-#define GV_MS4(KIND, m) GV_MS4_##KIND(m)
-#define GV_MS4_1(m) (m)
-#define GV_MS4_3(m) _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1))
-#define GV_MS4_0(m) (m)
-#define GV_MS4_2(m) (m)
-#define GV_HADD4(KIND, m0, m1, m2, m3) GV_HADD4_##KIND(m0, m1, m2, m3)
-#define GV_HADD4_1(m0, m1, m2, m3) _mm_hadd_epi32(_mm_hadd_epi32(m0, m1), _mm_hadd_epi32(m2, m3))
-#define GV_HADD4_3(m0, m1, m2, m3) GV_MS4_3(_mm256_hadd_epi32(_mm256_hadd_epi32(m0, m1), _mm256_hadd_epi32(m2, m3)))
-#define GV_HADD4_0 GV_HADD4_1
-#define GV_HADD4_2 GV_HADD4_1
-#define GV_KERNELS(t, WT, XT, QK, XVIEW, KIND, ISC) GV_KERNELS_SC(t, WT, XT, QK, XVIEW, KIND, ISC, f16)
-#define GV_KERNELS_SC(t, WT, XT, QK, XVIEW, KIND, ISC, SC)                                 \
-static void gv_vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) {     \
-    const WT *w = vw;                                                                 \
-    const XT *x = vx;                                                                 \
-    int64_t nb = n / (QK);                                                            \
-    __m256 acc = _mm256_setzero_ps();                                                 \
-    __m128 am = _mm_setzero_ps();                                                     \
-    for (int64_t i = 0; i < nb; i++) {                                                \
-        gv_x a;                                                                       \
-        GV_MST(KIND) ms = GV_MS0(KIND);                                               \
-        XVIEW(&x[i], &a);                                                             \
-        __m256i is = gk_##t(&w[i], &a, &ms);                                          \
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(GV_S1_##SC(w[i]) * ((ISC) * a.d)), acc); \
-        if (GV_MINS(KIND))                                                            \
-            am = _mm_fmadd_ps(_mm_cvtepi32_ps(GV_MS4(KIND, ms)), _mm_set1_ps(gv_f16_next(GV_DA_##SC(w[i])) * a.d), am); \
-        if (KIND == 2) am = _mm_add_ss(am, _mm_set_ss(gv_f16_next(GV_DA_##SC(w[i])) * a.s)); \
-    }                                                                                 \
-    __m128 h = _mm_add_ps(am, _mm_movehl_ps(am, am));                                 \
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));                                            \
-    *s = hsum8(acc) + (GV_MINS(KIND) ? -1.0f : 1.0f) * _mm_cvtss_f32(h);              \
-}                                                                                     \
-static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw, size_t rb, \
-                     const void *vx) {                                                \
-    const XT *x = vx;                                                                 \
-    int64_t nb = n / (QK), r = 0;                                                     \
-    size_t pfg = GV_PF_GROUPS(rb);                                                    \
-    for (; r + 4 <= nrows; r += 4) {                                                  \
-        const WT *w0 = (const WT *)((const char *)vw + (size_t)r * rb);               \
-        const WT *w1 = (const WT *)((const char *)w0 + rb);                           \
-        const WT *w2 = (const WT *)((const char *)w1 + rb);                           \
-        const WT *w3 = (const WT *)((const char *)w2 + rb);                           \
-        const char *nxt = (const char *)w0 + 4 * pfg * rb;                            \
-        __m256 acc = _mm256_setzero_ps();                                             \
-        __m128 am = _mm_setzero_ps();                                                 \
-        for (int64_t i = 0; i < nb; i++) {                                            \
-            gv_x a;                                                                   \
-            GV_MST(KIND) m0 = GV_MS0(KIND), m1 = m0, m2 = m0, m3 = m0;                \
-            GV_PREFETCH(nxt, i, sizeof(WT));                                          \
-            XVIEW(&x[i], &a);                                                         \
-            __m256i s0 = gk_##t(&w0[i], &a, &m0);                                     \
-            GV_FENCE();                                                               \
-            __m256i s1 = gk_##t(&w1[i], &a, &m1);                                     \
-            GV_FENCE();                                                               \
-            __m256i s2 = gk_##t(&w2[i], &a, &m2);                                     \
-            GV_FENCE();                                                               \
-            __m256i s3 = gk_##t(&w3[i], &a, &m3);                                     \
-            __m256 fd;                                                                \
-            if (KIND) {                                                               \
-                __m256 f = _mm256_mul_ps(GV_DD2(w, i, SC), KIND == 2 ?                \
-                    _mm256_setr_ps(a.d, a.s, a.d, a.s, a.d, a.s, a.d, a.s) :   \
-                    _mm256_setr_ps((ISC) * a.d, a.d, (ISC) * a.d, a.d, (ISC) * a.d, a.d, (ISC) * a.d, a.d)); \
-                fd = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)); \
-                __m128 fm = _mm256_castps256_ps128(_mm256_permutevar8x32_ps(f,          \
-                    _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7)));                       \
-                if (GV_MINS(KIND))                                                    \
-                    am = _mm_fmadd_ps(_mm_cvtepi32_ps(GV_HADD4(KIND, m0, m1, m2, m3)), fm, am); \
-                else                                                                  \
-                    am = _mm_add_ps(am, fm);                                          \
-            } else {                                                                  \
-                __m128 f = _mm_mul_ps(GV_S4_##SC(w, i), _mm_set1_ps((ISC) * a.d));    \
-                fd = _mm256_set_m128(f, f);                                           \
-            }                                                                         \
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gv_sum4x8(s0, s1, s2, s3)), fd, acc); \
-            (void)m0; (void)m1; (void)m2; (void)m3;                                   \
-        }                                                                             \
-        __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)); \
-        _mm_storeu_ps(y + r, GV_MINS(KIND) ? _mm_sub_ps(r4, am) : _mm_add_ps(r4, am)); \
-    }                                                                                 \
-    for (; r < nrows; r++)                                                            \
-        gv_vec_dot_##t(n, &y[r], (const char *)vw + (size_t)r * rb, vx);              \
+/* one row: s = w . x over n elements of type T */
+GV_INLINE void gv_vec_dot(const int T, int64_t n, float *s, const void *vw, const void *vx) {
+    const int K = gv_kind(T);
+    const size_t ws = gv_wsize(T), xs = gv_xsize(T);
+    const char *w = vw, *x = vx;
+    int64_t nb = n / gv_qk(T);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 am = _mm_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const char *b = w + (size_t)i * ws;
+        gv_x a;
+        gv_mins ms = {_mm_setzero_si128(), _mm256_setzero_si256()};
+        gv_view(T, x + (size_t)i * xs, &a);
+        __m256i is = gv_block(T, b, &a, &ms);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(gv_s1(T, b) * (gv_isc(T) * a.d)), acc);
+        if (gv_has_mins(K))
+            am = _mm_fmadd_ps(_mm_cvtepi32_ps(gv_ms4(K, &ms)), _mm_set1_ps(gv_f16_next(gv_da(T, b)) * a.d), am);
+        if (K == 2) am = _mm_add_ss(am, _mm_set_ss(gv_f16_next(gv_da(T, b)) * a.s));
+    }
+    __m128 h = _mm_add_ps(am, _mm_movehl_ps(am, am));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    *s = hsum8(acc) + (gv_has_mins(K) ? -1.0f : 1.0f) * _mm_cvtss_f32(h);
 }
 
-GV_KERNELS(q8_0, pk_block_q8_0, pk_block_q8_0, PK_QK8_0, gv_x_q8_0, 0, 1.0f)
-GV_KERNELS(q4_0, pk_block_q4_0, pk_block_q8_0, PK_QK4_0, gv_x_q8_0_o8, 0, 1.0f)
-GV_KERNELS(q4_1, pk_block_q4_1, pk_block_q8_1, PK_QK4_1, gv_x_q8_1, 2, 1.0f)
-GV_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, gv_x_q8_0_o16, 0, 1.0f)
-GV_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, gv_x_q8_1, 2, 1.0f)
-GV_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, gv_x_q8_0, 0, 1.0f)
-GV_KERNELS_SC(mxfp4, pk_block_mxfp4, pk_block_q8_0, PK_QK_MXFP4, gv_x_q8_0_o12, 0, 1.0f, e8m0)
-GV_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bs, 3, 0.25f)
-GV_KERNELS(q3_K, pk_block_q3_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_o4, 0, 1.0f)
-GV_KERNELS(q4_K, pk_block_q4_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1, 1.0f)
-GV_KERNELS(q5_K, pk_block_q5_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_bp, 1, 1.0f)
-GV_KERNELS(q6_K, pk_block_q6_K, pk_block_q8_K, PK_QK_K, gv_x_q8_K_o32, 0, 1.0f)
-GV_KERNELS(iq4_xs, pk_block_iq4_xs, pk_block_q8_K, PK_QK_K, gv_x_q8_K, 0, 1.0f)
+/* 4 rows at a time of type T; the row tail by vd, T's vec_dot */
+GV_INLINE void gv_gemv(const int T, pk_vec_dot_fn vd, int64_t n, int64_t nrows, float *y, const void *vw,
+                       size_t rb, const void *vx) {
+    const int K = gv_kind(T);
+    const float isc = gv_isc(T);
+    const size_t ws = gv_wsize(T), xs = gv_xsize(T);
+    const char *x = vx;
+    int64_t nb = n / gv_qk(T), r = 0;
+    size_t pfg = gv_pf_groups(rb);
+    for (; r + 4 <= nrows; r += 4) {
+        const char *w0 = (const char *)vw + (size_t)r * rb, *w1 = w0 + rb, *w2 = w1 + rb, *w3 = w2 + rb;
+        const char *nxt = w0 + 4 * pfg * rb;
+        __m256 acc = _mm256_setzero_ps();
+        __m128 am = _mm_setzero_ps();
+        for (int64_t i = 0; i < nb; i++) {
+            const char *b0 = w0 + (size_t)i * ws, *b1 = w1 + (size_t)i * ws, *b2 = w2 + (size_t)i * ws,
+                       *b3 = w3 + (size_t)i * ws;
+            gv_x a;
+            gv_mins m0 = {_mm_setzero_si128(), _mm256_setzero_si256()}, m1 = m0, m2 = m0, m3 = m0;
+            gv_prefetch(nxt, i, ws);
+            gv_view(T, x + (size_t)i * xs, &a);
+            __m256i s0 = gv_block(T, b0, &a, &m0);
+            gv_fence();
+            __m256i s1 = gv_block(T, b1, &a, &m1);
+            gv_fence();
+            __m256i s2 = gv_block(T, b2, &a, &m2);
+            gv_fence();
+            __m256i s3 = gv_block(T, b3, &a, &m3);
+            __m256 fd;
+            if (K) {
+                __m256 f = _mm256_mul_ps(gv_dd2(T, b0, b1, b2, b3), K == 2 ?
+                    _mm256_setr_ps(a.d, a.s, a.d, a.s, a.d, a.s, a.d, a.s) :
+                    _mm256_setr_ps(isc * a.d, a.d, isc * a.d, a.d, isc * a.d, a.d, isc * a.d, a.d));
+                fd = _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+                __m128 fm = _mm256_castps256_ps128(
+                    _mm256_permutevar8x32_ps(f, _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7)));
+                if (gv_has_mins(K))
+                    am = _mm_fmadd_ps(_mm_cvtepi32_ps(gv_hadd4(K, &m0, &m1, &m2, &m3)), fm, am);
+                else
+                    am = _mm_add_ps(am, fm);
+            } else {
+                __m128 f = _mm_mul_ps(gv_s4(T, b0, b1, b2, b3), _mm_set1_ps(isc * a.d));
+                fd = _mm256_set_m128(f, f);
+            }
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(gv_sum4x8(s0, s1, s2, s3)), fd, acc);
+        }
+        __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+        _mm_storeu_ps(y + r, gv_has_mins(K) ? _mm_sub_ps(r4, am) : _mm_add_ps(r4, am));
+    }
+    for (; r < nrows; r++)
+        vd(n, &y[r], (const char *)vw + (size_t)r * rb, vx);
+}
+
+/* the entries of type T (gv_vec_dot_t, gv_gemv_t): one line per type */
+#define GV_ENTRIES(t, T)                                                                                  \
+static void gv_vec_dot_##t(int64_t n, float *s, const void *w, const void *x) { gv_vec_dot(T, n, s, w, x); } \
+static void gv_gemv_##t(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) {    \
+    gv_gemv(T, gv_vec_dot_##t, n, nrows, y, w, rb, x);                                                    \
+}
+GV_ENTRIES(q8_0, GV_Q8_0)
+GV_ENTRIES(q4_0, GV_Q4_0)
+GV_ENTRIES(q4_1, GV_Q4_1)
+GV_ENTRIES(q5_0, GV_Q5_0)
+GV_ENTRIES(q5_1, GV_Q5_1)
+GV_ENTRIES(iq4_nl, GV_IQ4_NL)
+GV_ENTRIES(mxfp4, GV_MXFP4)
+GV_ENTRIES(q2_K, GV_Q2_K)
+GV_ENTRIES(q3_K, GV_Q3_K)
+GV_ENTRIES(q4_K, GV_Q4_K)
+GV_ENTRIES(q5_K, GV_Q5_K)
+GV_ENTRIES(q6_K, GV_Q6_K)
+GV_ENTRIES(iq4_xs, GV_IQ4_XS)
+#undef GV_ENTRIES
 
 #define GV_VEC_DOT_ENTRIES                                                              \
     [PK_TYPE_Q8_0] = gv_vec_dot_q8_0, [PK_TYPE_Q4_0] = gv_vec_dot_q4_0,                       \

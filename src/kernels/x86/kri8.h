@@ -313,6 +313,21 @@ K8_INLINE void k8_tile(const int T, const int NT, const k8_blk *W, int kb, const
     }
 }
 
+/* k8_tile for nt (1 .. K8_TT) tokens: one specialised copy per count */
+K8_INLINE void k8_tiles(const int T, int nt, const k8_blk *W, int kb, const pk_block_q8_K *const *xs,
+                        const k8_act *X, float *y, int64_t ys, int nr, int first) {
+    switch (nt) {
+    case 1: k8_tile(T, 1, W, kb, xs, X, y, ys, nr, first); break;
+    case 2: k8_tile(T, 2, W, kb, xs, X, y, ys, nr, first); break;
+    case 3: k8_tile(T, 3, W, kb, xs, X, y, ys, nr, first); break;
+    case 4: k8_tile(T, 4, W, kb, xs, X, y, ys, nr, first); break;
+    case 5: k8_tile(T, 5, W, kb, xs, X, y, ys, nr, first); break;
+    case 6: k8_tile(T, 6, W, kb, xs, X, y, ys, nr, first); break;
+    case 7: k8_tile(T, 7, W, kb, xs, X, y, ys, nr, first); break;
+    default: k8_tile(T, 8, W, kb, xs, X, y, ys, nr, first); break;
+    }
+}
+
 K8_INLINE void k8_gemm(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                        size_t rb, const void *const *x) {
     k8_blk W[K8_KB];
@@ -336,13 +351,7 @@ K8_INLINE void k8_gemm(const int T, int64_t n, int64_t nrows, int64_t ntok, floa
                 float *yr = y + t0 * ys + r0;
                 for (int t = 0; t < nts; t += K8_TT) {
                     int nt = nts - t < K8_TT ? nts - t : K8_TT;
-#define K8C(NT) k8_tile(T, NT, W, kb, xs + t, X + t * K8_KB, yr + t * ys, ys, nr, k0 == 0)
-                    switch (nt) {
-                    case 1: K8C(1); break; case 2: K8C(2); break; case 3: K8C(3); break;
-                    case 4: K8C(4); break; case 5: K8C(5); break; case 6: K8C(6); break;
-                    case 7: K8C(7); break; default: K8C(8); break;
-                    }
-#undef K8C
+                    k8_tiles(T, nt, W, kb, xs + t, X + t * K8_KB, yr + t * ys, ys, nr, k0 == 0);
                 }
             }
         }

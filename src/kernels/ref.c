@@ -264,28 +264,32 @@ static void vec_dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
     *s = sum;
 }
 
-#define GEMV_BY_VEC_DOT(name, dot)                                           \
-    static void name(int64_t n, int64_t nrows, float *y, const void *w,      \
-                     size_t row_bytes, const void *x) {                      \
-        for (int64_t r = 0; r < nrows; r++)                                  \
-            dot(n, &y[r], (const char *)w + (size_t)r * row_bytes, x);       \
+/* gemv as one vec_dot per row, rows in order */
+static inline __attribute__((always_inline)) void gemv_by(pk_vec_dot_fn dot, int64_t n, int64_t nrows, float *y,
+                                                         const void *w, size_t row_bytes, const void *x) {
+    for (int64_t r = 0; r < nrows; r++) dot(n, &y[r], (const char *)w + (size_t)r * row_bytes, x);
+}
+/* the gemv entry of type t */
+#define GEMV_ENTRY(t) \
+    static void gemv_##t(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) { \
+        gemv_by(vec_dot_##t, n, nrows, y, w, rb, x); \
     }
-GEMV_BY_VEC_DOT(gemv_f32, vec_dot_f32)
-GEMV_BY_VEC_DOT(gemv_f16, vec_dot_f16)
-GEMV_BY_VEC_DOT(gemv_bf16, vec_dot_bf16)
-GEMV_BY_VEC_DOT(gemv_q8_0, vec_dot_q8_0)
-GEMV_BY_VEC_DOT(gemv_q4_0, vec_dot_q4_0)
-GEMV_BY_VEC_DOT(gemv_q4_1, vec_dot_q4_1)
-GEMV_BY_VEC_DOT(gemv_q5_0, vec_dot_q5_0)
-GEMV_BY_VEC_DOT(gemv_q5_1, vec_dot_q5_1)
-GEMV_BY_VEC_DOT(gemv_iq4_nl, vec_dot_iq4_nl)
-GEMV_BY_VEC_DOT(gemv_mxfp4, vec_dot_mxfp4)
-GEMV_BY_VEC_DOT(gemv_q2_K, vec_dot_q2_K)
-GEMV_BY_VEC_DOT(gemv_q3_K, vec_dot_q3_K)
-GEMV_BY_VEC_DOT(gemv_q4_K, vec_dot_q4_K)
-GEMV_BY_VEC_DOT(gemv_q5_K, vec_dot_q5_K)
-GEMV_BY_VEC_DOT(gemv_q6_K, vec_dot_q6_K)
-GEMV_BY_VEC_DOT(gemv_iq4_xs, vec_dot_iq4_xs)
+GEMV_ENTRY(f32)
+GEMV_ENTRY(f16)
+GEMV_ENTRY(bf16)
+GEMV_ENTRY(q8_0)
+GEMV_ENTRY(q4_0)
+GEMV_ENTRY(q4_1)
+GEMV_ENTRY(q5_0)
+GEMV_ENTRY(q5_1)
+GEMV_ENTRY(iq4_nl)
+GEMV_ENTRY(mxfp4)
+GEMV_ENTRY(q2_K)
+GEMV_ENTRY(q3_K)
+GEMV_ENTRY(q4_K)
+GEMV_ENTRY(q5_K)
+GEMV_ENTRY(q6_K)
+GEMV_ENTRY(iq4_xs)
 
 /* Activation conversions are the reference from_float of each type. */
 static void quantize_f32(const float *x, void *y, int64_t n) {

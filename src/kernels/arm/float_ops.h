@@ -30,87 +30,104 @@ QF_INLINE float qa_h2f(uint16_t h) {
     return (float)f;
 }
 
-/* ---- 8 elements as two float32x4, and scalar tails ---------------------- */
+/* ---- the element types, as compile-time kinds --------------------------- */
 
-QF_INLINE void ld8_f32(const float *p, float32x4_t *a, float32x4_t *b) {
-    *a = vld1q_f32(p);
-    *b = vld1q_f32(p + 4);
-}
-QF_INLINE float ld1_f32(const float *p) { return *p; }
+enum { QF_F32, QF_F16, QF_BF16 };
 
-QF_INLINE void ld8_f16(const uint16_t *p, float32x4_t *a, float32x4_t *b) {
-    float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(p));
-    *a = vcvt_f32_f16(vget_low_f16(h));
-    *b = vcvt_high_f32_f16(h);
-}
-QF_INLINE float ld1_f16(const uint16_t *p) { return qa_h2f(*p); }
-
-QF_INLINE void ld8_bf16(const uint16_t *p, float32x4_t *a, float32x4_t *b) {
-    uint16x8_t h = vld1q_u16(p);
-    *a = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
-    *b = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
-}
-QF_INLINE float ld1_bf16(const uint16_t *p) { return pk_bf16_to_fp32(*p); }
-
-/* vec_dot and 4-row gemv for a float-like element type T (block size 1):
- * 16 (vec_dot) or 8 (gemv) elements per step, then scalars. */
-#define QF_KERNELS(SFX, T)                                                      \
-static void vec_dot_##SFX(int64_t n, float *s, const void *vw, const void *vx) { \
-    const T *w = vw, *x = vx;                                                   \
-    float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;                 \
-    int64_t i = 0;                                                              \
-    for (; i + 16 <= n; i += 16) {                                              \
-        float32x4_t w0, w1, w2, w3, x0, x1, x2, x3;                             \
-        ld8_##SFX(w + i, &w0, &w1); ld8_##SFX(w + i + 8, &w2, &w3);             \
-        ld8_##SFX(x + i, &x0, &x1); ld8_##SFX(x + i + 8, &x2, &x3);             \
-        a0 = vfmaq_f32(a0, w0, x0); a1 = vfmaq_f32(a1, w1, x1);                 \
-        a2 = vfmaq_f32(a2, w2, x2); a3 = vfmaq_f32(a3, w3, x3);                 \
-    }                                                                           \
-    for (; i + 8 <= n; i += 8) {                                                \
-        float32x4_t w0, w1, x0, x1;                                             \
-        ld8_##SFX(w + i, &w0, &w1); ld8_##SFX(x + i, &x0, &x1);                 \
-        a0 = vfmaq_f32(a0, w0, x0); a1 = vfmaq_f32(a1, w1, x1);                 \
-    }                                                                           \
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));    \
-    for (; i < n; i++) sum += ld1_##SFX(w + i) * ld1_##SFX(x + i);              \
-    *s = sum;                                                                   \
-}                                                                               \
-static void gemv_##SFX(int64_t n, int64_t nrows, float *y, const void *vw,      \
-                       size_t rb, const void *vx) {                             \
-    const T *x = vx;                                                            \
-    int64_t r = 0;                                                              \
-    for (; r + 4 <= nrows; r += 4) {                                            \
-        const T *w0 = (const T *)((const char *)vw + (size_t)r * rb);           \
-        const T *w1 = (const T *)((const char *)w0 + rb);                       \
-        const T *w2 = (const T *)((const char *)w1 + rb);                       \
-        const T *w3 = (const T *)((const char *)w2 + rb);                       \
-        float32x4_t a0 = vdupq_n_f32(0), b0 = a0, a1 = a0, b1 = a0;             \
-        float32x4_t a2 = a0, b2 = a0, a3 = a0, b3 = a0;                         \
-        int64_t i = 0;                                                          \
-        for (; i + 8 <= n; i += 8) {                                            \
-            float32x4_t x0, x1, u, v;                                           \
-            ld8_##SFX(x + i, &x0, &x1);                                         \
-            ld8_##SFX(w0 + i, &u, &v); a0 = vfmaq_f32(a0, u, x0); b0 = vfmaq_f32(b0, v, x1); \
-            ld8_##SFX(w1 + i, &u, &v); a1 = vfmaq_f32(a1, u, x0); b1 = vfmaq_f32(b1, v, x1); \
-            ld8_##SFX(w2 + i, &u, &v); a2 = vfmaq_f32(a2, u, x0); b2 = vfmaq_f32(b2, v, x1); \
-            ld8_##SFX(w3 + i, &u, &v); a3 = vfmaq_f32(a3, u, x0); b3 = vfmaq_f32(b3, v, x1); \
-        }                                                                       \
-        float s0 = vaddvq_f32(vaddq_f32(a0, b0)), s1 = vaddvq_f32(vaddq_f32(a1, b1)); \
-        float s2 = vaddvq_f32(vaddq_f32(a2, b2)), s3 = vaddvq_f32(vaddq_f32(a3, b3)); \
-        for (; i < n; i++) {                                                    \
-            float xi = ld1_##SFX(x + i);                                        \
-            s0 += ld1_##SFX(w0 + i) * xi; s1 += ld1_##SFX(w1 + i) * xi;         \
-            s2 += ld1_##SFX(w2 + i) * xi; s3 += ld1_##SFX(w3 + i) * xi;         \
-        }                                                                       \
-        y[r] = s0; y[r + 1] = s1; y[r + 2] = s2; y[r + 3] = s3;                 \
-    }                                                                           \
-    for (; r < nrows; r++)                                                      \
-        vec_dot_##SFX(n, &y[r], (const char *)vw + (size_t)r * rb, vx);         \
+/* elements i + o .. i + o + 7 of p (kind K) as two float32x4 */
+QF_INLINE void qf_ld8(const int K, const void *p, int64_t i, const int o, float32x4_t *a, float32x4_t *b) {
+    if (K == QF_F32) {
+        const float *f = (const float *)p + i + o;
+        *a = vld1q_f32(f);
+        *b = vld1q_f32(f + 4);
+    } else if (K == QF_F16) {
+        float16x8_t h = vreinterpretq_f16_u16(vld1q_u16((const uint16_t *)p + i + o));
+        *a = vcvt_f32_f16(vget_low_f16(h));
+        *b = vcvt_high_f32_f16(h);
+    } else {
+        uint16x8_t h = vld1q_u16((const uint16_t *)p + i + o);
+        *a = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
+        *b = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
+    }
 }
 
-QF_KERNELS(f32, float)
-QF_KERNELS(f16, uint16_t)
-QF_KERNELS(bf16, uint16_t)
+/* element i of p (kind K) as a float */
+QF_INLINE float qf_ld1(const int K, const void *p, int64_t i) {
+    if (K == QF_F32) return ((const float *)p)[i];
+    if (K == QF_F16) return qa_h2f(((const uint16_t *)p)[i]);
+    return pk_bf16_to_fp32(((const uint16_t *)p)[i]);
+}
+
+/* ---- vec_dot and 4-row gemv of the float-like types (block size 1) ------- */
+
+/* 16 elements per step, then 8, then scalars */
+QF_INLINE void qf_vec_dot(const int K, int64_t n, float *s, const void *w, const void *x) {
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        float32x4_t w0, w1, w2, w3, x0, x1, x2, x3;
+        qf_ld8(K, w, i, 0, &w0, &w1); qf_ld8(K, w, i, 8, &w2, &w3);
+        qf_ld8(K, x, i, 0, &x0, &x1); qf_ld8(K, x, i, 8, &x2, &x3);
+        a0 = vfmaq_f32(a0, w0, x0); a1 = vfmaq_f32(a1, w1, x1);
+        a2 = vfmaq_f32(a2, w2, x2); a3 = vfmaq_f32(a3, w3, x3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        float32x4_t w0, w1, x0, x1;
+        qf_ld8(K, w, i, 0, &w0, &w1); qf_ld8(K, x, i, 0, &x0, &x1);
+        a0 = vfmaq_f32(a0, w0, x0); a1 = vfmaq_f32(a1, w1, x1);
+    }
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    for (; i < n; i++) sum += qf_ld1(K, w, i) * qf_ld1(K, x, i);
+    *s = sum;
+}
+
+static void vec_dot_f32(int64_t n, float *s, const void *w, const void *x) { qf_vec_dot(QF_F32, n, s, w, x); }
+static void vec_dot_f16(int64_t n, float *s, const void *w, const void *x) { qf_vec_dot(QF_F16, n, s, w, x); }
+static void vec_dot_bf16(int64_t n, float *s, const void *w, const void *x) { qf_vec_dot(QF_BF16, n, s, w, x); }
+
+/* 4 rows at a time over the same 8 activations, 2 accumulators per row;
+ * the last rows one at a time by the kind's vec_dot */
+QF_INLINE void qf_gemv(const int K, int64_t n, int64_t nrows, float *y, const void *vw, size_t rb,
+                       const void *x) {
+    const pk_vec_dot_fn dot = K == QF_F32 ? vec_dot_f32 : K == QF_F16 ? vec_dot_f16 : vec_dot_bf16;
+    int64_t r = 0;
+    for (; r + 4 <= nrows; r += 4) {
+        const void *w0 = (const char *)vw + (size_t)r * rb;
+        const void *w1 = (const char *)w0 + rb;
+        const void *w2 = (const char *)w1 + rb;
+        const void *w3 = (const char *)w2 + rb;
+        float32x4_t a0 = vdupq_n_f32(0), b0 = a0, a1 = a0, b1 = a0;
+        float32x4_t a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            float32x4_t x0, x1, u, v;
+            qf_ld8(K, x, i, 0, &x0, &x1);
+            qf_ld8(K, w0, i, 0, &u, &v); a0 = vfmaq_f32(a0, u, x0); b0 = vfmaq_f32(b0, v, x1);
+            qf_ld8(K, w1, i, 0, &u, &v); a1 = vfmaq_f32(a1, u, x0); b1 = vfmaq_f32(b1, v, x1);
+            qf_ld8(K, w2, i, 0, &u, &v); a2 = vfmaq_f32(a2, u, x0); b2 = vfmaq_f32(b2, v, x1);
+            qf_ld8(K, w3, i, 0, &u, &v); a3 = vfmaq_f32(a3, u, x0); b3 = vfmaq_f32(b3, v, x1);
+        }
+        float s0 = vaddvq_f32(vaddq_f32(a0, b0)), s1 = vaddvq_f32(vaddq_f32(a1, b1));
+        float s2 = vaddvq_f32(vaddq_f32(a2, b2)), s3 = vaddvq_f32(vaddq_f32(a3, b3));
+        for (; i < n; i++) {
+            float xi = qf_ld1(K, x, i);
+            s0 += qf_ld1(K, w0, i) * xi; s1 += qf_ld1(K, w1, i) * xi;
+            s2 += qf_ld1(K, w2, i) * xi; s3 += qf_ld1(K, w3, i) * xi;
+        }
+        y[r] = s0; y[r + 1] = s1; y[r + 2] = s2; y[r + 3] = s3;
+    }
+    for (; r < nrows; r++) dot(n, &y[r], (const char *)vw + (size_t)r * rb, x);
+}
+
+static void gemv_f32(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) {
+    qf_gemv(QF_F32, n, nrows, y, w, rb, x);
+}
+static void gemv_f16(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) {
+    qf_gemv(QF_F16, n, nrows, y, w, rb, x);
+}
+static void gemv_bf16(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) {
+    qf_gemv(QF_BF16, n, nrows, y, w, rb, x);
+}
 
 /* ---- F32 matrix product (attention) ---------------------------------------- */
 

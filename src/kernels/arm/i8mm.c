@@ -24,8 +24,7 @@
  *   - 32-element blocks: per tile of 4 rows and 4 token pairs each block is
  *     decoded in registers and applied (8 int32 tiles, as above).
  * No weights are repacked outside the call: the only memory is ~25 KiB of
- * stack per call. Static count of the Q4_K inner loop (gcc 12 -O2): 76
- * instructions per 32 smmla, i.e. per 4 rows x 8 tokens x 32 levels.
+ * stack per call.
  * Tails: an odd last row is paired with itself and an odd last token with
  * itself (the duplicates are not stored); the token-pair count of a tile is
  * a compile-time constant of each tile instance.
@@ -164,7 +163,10 @@ typedef struct {
     float32x4_t dv, dmv;
 } wk_t;
 
-enum { T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K, T_IQ4_XS };
+/* the weight types, as compile-time kinds: the K-quants and IQ4_XS (Q8_K
+ * activations), then the 32-element blocks (Q8_0 / Q8_1) */
+enum { T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K, T_IQ4_XS,
+       T_Q8_0, T_Q4_0, T_Q4_1, T_Q5_0, T_Q5_1, T_IQ4_NL, T_MXFP4 };
 
 /* Store the 4 interleaved vectors z0..z3 of chunk c (32 elements). */
 GI void put_z(int8_t *W, int c, uint8x16_t z0, uint8x16_t z1, uint8x16_t z2, uint8x16_t z3) {
@@ -257,6 +259,13 @@ GI int8x16_t q3_scales(const uint8_t *sc) {
     return vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 4))), vdupq_n_s8(32));
 }
 
+/* Q3_K levels q - 4 of chunk c (bits 2k of z, high bit c of hz): as uint8
+ * (low2 | hbit << 2) - 4 */
+GI uint8x16_t lev3(uint8x16_t z, uint8x16_t hz, int k, int c) {
+    const uint8x16_t low2 = vandq_u8(vshlq_u8(z, vdupq_n_s8((int8_t)(-2 * k))), vdupq_n_u8(3));
+    return vsubq_u8(vorrq_u8(low2, bitc(hz, c, 4)), vdupq_n_u8(4));
+}
+
 GI void dec_q3_K(const pk_block_q3_K *A, const pk_block_q3_K *B, wk_t *o) {
     int8x16_t sa = q3_scales(A->scales), sb = q3_scales(B->scales);
     scales8(vmovl_s8(vget_low_s8(sa)), vmovl_s8(vget_low_s8(sb)), o->S);
@@ -264,7 +273,6 @@ GI void dec_q3_K(const pk_block_q3_K *A, const pk_block_q3_K *B, wk_t *o) {
     o->dv = dup2(f16f(A->d), f16f(B->d));
     o->dmv = vdupq_n_f32(0);
     o->ma[0] = o->ma[1] = vdupq_n_s8(0);
-    const uint8x16_t m2 = vdupq_n_u8(3), k4 = vdupq_n_u8(4);
     uint8x16_t ha0 = vld1q_u8(A->hmask), ha1 = vld1q_u8(A->hmask + 16);
     uint8x16_t hb0 = vld1q_u8(B->hmask), hb1 = vld1q_u8(B->hmask + 16);
     uint8x16_t h0 = zlo(ha0, hb0), h1 = zhi(ha0, hb0), h2 = zlo(ha1, hb1), h3 = zhi(ha1, hb1);
@@ -274,12 +282,17 @@ GI void dec_q3_K(const pk_block_q3_K *A, const pk_block_q3_K *B, wk_t *o) {
         uint8x16_t z0 = zlo(a0, b0), z1 = zhi(a0, b0), z2 = zlo(a1, b1), z3 = zhi(a1, b1);
         for (int k = 0; k < 4; k++) {
             int c = 4 * h + k;
-            /* q - 4 = low2 + 4 * hbit - 4: as uint8 (low2 | hbit << 2) - 4 */
-#define L3(z, hz) vsubq_u8(vorrq_u8(vandq_u8(vshlq_u8(z, vdupq_n_s8((int8_t)(-2 * k))), m2), bitc(hz, c, 4)), k4)
-            put_z(o->W, c, L3(z0, h0), L3(z1, h1), L3(z2, h2), L3(z3, h3));
-#undef L3
+            put_z(o->W, c, lev3(z0, h0, k, c), lev3(z1, h1, k, c), lev3(z2, h2, k, c), lev3(z3, h3, k, c));
         }
     }
+}
+
+/* Q6_K levels q - 32 of chunk k: (lo | ((qh >> 2k) & 3) << 4) - 32, lo the
+ * low (hi = 0) or high nibbles of z, qh of hz */
+GI uint8x16_t lev6(uint8x16_t z, uint8x16_t hz, int hi, int k) {
+    const uint8x16_t lo = hi ? vshrq_n_u8(z, 4) : vandq_u8(z, vdupq_n_u8(0x0F));
+    const uint8x16_t qh = vandq_u8(vshlq_u8(hz, vdupq_n_s8((int8_t)(4 - 2 * k))), vdupq_n_u8(3 << 4));
+    return vsubq_u8(vorrq_u8(lo, qh), vdupq_n_u8(32));
 }
 
 GI void dec_q6_K(const pk_block_q6_K *A, const pk_block_q6_K *B, wk_t *o) {
@@ -288,7 +301,6 @@ GI void dec_q6_K(const pk_block_q6_K *A, const pk_block_q6_K *B, wk_t *o) {
     o->dv = dup2(f16f(A->d), f16f(B->d));
     o->dmv = vdupq_n_f32(0);
     o->ma[0] = o->ma[1] = vdupq_n_s8(0);
-    const uint8x16_t m4 = vdupq_n_u8(0x0F), m2 = vdupq_n_u8(3 << 4), k32 = vdupq_n_u8(32);
     for (int h = 0; h < 2; h++) {
         uint8x16_t qa0 = vld1q_u8(A->qh + 32 * h), qa1 = vld1q_u8(A->qh + 32 * h + 16);
         uint8x16_t qb0 = vld1q_u8(B->qh + 32 * h), qb1 = vld1q_u8(B->qh + 32 * h + 16);
@@ -299,15 +311,15 @@ GI void dec_q6_K(const pk_block_q6_K *A, const pk_block_q6_K *B, wk_t *o) {
             uint8x16_t z0 = zlo(a0, b0), z1 = zhi(a0, b0), z2 = zlo(a1, b1), z3 = zhi(a1, b1);
             for (int hi = 0; hi < 2; hi++) {
                 int k = half + 2 * hi;
-                /* (lo | ((qh >> 2k) & 3) << 4) - 32 */
-#define L6(z, hz) vsubq_u8(vorrq_u8(hi ? vshrq_n_u8(z, 4) : vandq_u8(z, m4), \
-                                    vandq_u8(vshlq_u8(hz, vdupq_n_s8((int8_t)(4 - 2 * k))), m2)), k32)
-                put_z(o->W, 4 * h + k, L6(z0, h0), L6(z1, h1), L6(z2, h2), L6(z3, h3));
-#undef L6
+                put_z(o->W, 4 * h + k, lev6(z0, h0, hi, k), lev6(z1, h1, hi, k), lev6(z2, h2, hi, k),
+                      lev6(z3, h3, hi, k));
             }
         }
     }
 }
+
+/* the table values of the codes i */
+GI uint8x16_t tabv(int8x16_t tab, uint8x16_t i) { return vreinterpretq_u8_s8(vqtbl1q_s8(tab, i)); }
 
 GI void dec_iq4_xs(const pk_block_iq4_xs *A, const pk_block_iq4_xs *B, wk_t *o) {
     int16_t la[8], lb[8];
@@ -324,9 +336,8 @@ GI void dec_iq4_xs(const pk_block_iq4_xs *A, const pk_block_iq4_xs *B, wk_t *o) 
     for (int s = 0; s < 8; s++) {
         uint8x16_t a = vld1q_u8(A->qs + 16 * s), b = vld1q_u8(B->qs + 16 * s);
         uint8x16_t z0 = zlo(a, b), z1 = zhi(a, b);
-#define LV(i) vreinterpretq_u8_s8(vqtbl1q_s8(tab, i))
-        put_z(o->W, s, LV(vandq_u8(z0, m4)), LV(vandq_u8(z1, m4)), LV(vshrq_n_u8(z0, 4)), LV(vshrq_n_u8(z1, 4)));
-#undef LV
+        put_z(o->W, s, tabv(tab, vandq_u8(z0, m4)), tabv(tab, vandq_u8(z1, m4)), tabv(tab, vshrq_n_u8(z0, 4)),
+              tabv(tab, vshrq_n_u8(z1, 4)));
     }
 }
 
@@ -417,69 +428,6 @@ GI void tile_k(const int RP, const int NP, const int TYPE, const wk_t *wd, const
             store2x2(acc[q * 4 + p], y + 2 * p * ys + 2 * q, ys, 2 * p + 1 < nt, 2 * q + 1 < nr, first);
 }
 
-/* gemm for K-quant type KQ_T (block struct WT): per k-block and token tile
- * of up to TT_K tokens, the activations are interleaved once; per tile of 4
- * rows (2 for the last one or two) the k-block's super-blocks are decoded
- * once and applied to the token pairs, 4 pairs at a time. */
-#define KQ_GEMM(name, WT)                                                                \
-static void name(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,           \
-                 const void *w, size_t rb, const void *const *x) {                       \
-    xk_t X[TT_K / 2 * KB_K] __attribute__((aligned(16)));                                \
-    wk_t wd[2 * KB_K];                                                                   \
-    int64_t nb = n / PK_QK_K;                                                            \
-    for (int64_t k0 = 0; k0 < nb; k0 += KB_K) {                                          \
-        int kb = nb - k0 < KB_K ? (int)(nb - k0) : KB_K;                                 \
-        for (int64_t t0 = 0; t0 < ntok; t0 += TT_K) {                                    \
-            int nt = ntok - t0 < TT_K ? (int)(ntok - t0) : TT_K, np = (nt + 1) / 2;      \
-            const pk_block_q8_K *xs[TT_K];                                               \
-            for (int t = 0; t < 2 * np; t++)                                             \
-                xs[t] = (const pk_block_q8_K *)x[t0 + (t < nt ? t : nt - 1)] + k0;       \
-            prep_k(np, xs, kb, X);                                                       \
-            float *yt = y + t0 * ys;                                                     \
-            for (int64_t r = 0; r < nrows; r += 4) {                                     \
-                int nr = nrows - r < 4 ? (int)(nrows - r) : 4, rp = nr > 2 ? 2 : 1;      \
-                const void *R[4];                                                        \
-                for (int i = 0; i < 4; i++)                                              \
-                    R[i] = (const WT *)((const char *)w + (size_t)(r + (i < nr ? i : nr - 1)) * rb) + k0; \
-                for (int b = 0; b < kb; b++)                                             \
-                    for (int q = 0; q < rp; q++)                                         \
-                        decode_k(KQ_T, R[2 * q], R[2 * q + 1], b, &wd[2 * b + q]);       \
-                for (int g = 0; g < np; g += 4) {                                        \
-                    int ng = np - g < 4 ? np - g : 4, ntg = nt - 2 * g;                  \
-                    const xk_t *Xg = X + g * kb;                                         \
-                    float *yg = yt + 2 * g * ys + r;                                     \
-                    if (rp == 2) { KQ_SW(ng, KQ_CALL2) }                                 \
-                    else { KQ_SW(ng, KQ_CALL1) }                                         \
-                }                                                                        \
-            }                                                                            \
-        }                                                                                \
-    }                                                                                    \
-}
-#define KQ_SW(ng, CALL)                                                                  \
-    switch (ng) { case 1: CALL(1); break; case 2: CALL(2); break;                        \
-                  case 3: CALL(3); break; default: CALL(4); break; }
-#define KQ_CALL2(NP) tile_k(2, NP, KQ_T, wd, Xg, kb, yg, ys, nr, ntg, k0 == 0)
-#define KQ_CALL1(NP) tile_k(1, NP, KQ_T, wd, Xg, kb, yg, ys, nr, ntg, k0 == 0)
-
-#define KQ_T T_Q2_K
-KQ_GEMM(gemm_q2_K, pk_block_q2_K)
-#undef KQ_T
-#define KQ_T T_Q3_K
-KQ_GEMM(gemm_q3_K, pk_block_q3_K)
-#undef KQ_T
-#define KQ_T T_Q4_K
-KQ_GEMM(gemm_q4_K, pk_block_q4_K)
-#undef KQ_T
-#define KQ_T T_Q5_K
-KQ_GEMM(gemm_q5_K, pk_block_q5_K)
-#undef KQ_T
-#define KQ_T T_Q6_K
-KQ_GEMM(gemm_q6_K, pk_block_q6_K)
-#undef KQ_T
-#define KQ_T T_IQ4_XS
-KQ_GEMM(gemm_iq4_xs, pk_block_iq4_xs)
-#undef KQ_T
-
 /* ---- 32-element blocks x Q8_0 / Q8_1 ---------------------------------------------- */
 
 /* A token pair's block: levels interleaved, [d0 d1 d0 d1], [s0 s1 s0 s1] (Q8_1) */
@@ -510,8 +458,6 @@ static void prep_l(int np, const void *const *xs, int q81, int kb, xl_t *X) {
             }
         }
 }
-
-enum { T_Q8_0, T_Q4_0, T_Q4_1, T_Q5_0, T_Q5_1, T_IQ4_NL, T_MXFP4 };
 
 /* Byte indexes and bit masks that spread the fifth bits of rows A and B
  * (qh words in bytes 0..3 and 4..7 of a vector) to the interleaved order:
@@ -622,64 +568,137 @@ GI void tile_l(const int RP, const int NP, const int TYPE, const void *const *R,
             store2x2(acc[q][p], y + 2 * p * ys + 2 * q, ys, 2 * p + 1 < nt, 2 * q + 1 < nr, first);
 }
 
-/* gemm for 32-element type L_T (block size WBS; Q81: Q8_1 activations):
+/* ---- the gemm drivers ----------------------------------------------------------- */
+
+/* the tile of RP row pairs and NP token pairs: tile_k (wd, X an xk_t
+ * array) for the K-quants, tile_l (R, X an xl_t array) for the others */
+GI void tile(const int RP, const int NP, const int TYPE, const wk_t *wd, const void *const *R, const void *X,
+             int kb, float *y, int64_t ys, int nr, int nt, int first) {
+    if (TYPE <= T_IQ4_XS) tile_k(RP, NP, TYPE, wd, X, kb, y, ys, nr, nt, first);
+    else tile_l(RP, NP, TYPE, R, X, kb, y, ys, nr, nt, first);
+}
+
+/* the tile for ng (1..4) token pairs, the count a constant of each call */
+GI void tiles(const int RP, const int TYPE, int ng, const wk_t *wd, const void *const *R, const void *X, int kb,
+              float *y, int64_t ys, int nr, int nt, int first) {
+    switch (ng) {
+    case 1: tile(RP, 1, TYPE, wd, R, X, kb, y, ys, nr, nt, first); break;
+    case 2: tile(RP, 2, TYPE, wd, R, X, kb, y, ys, nr, nt, first); break;
+    case 3: tile(RP, 3, TYPE, wd, R, X, kb, y, ys, nr, nt, first); break;
+    default: tile(RP, 4, TYPE, wd, R, X, kb, y, ys, nr, nt, first); break;
+    }
+}
+
+/* bytes of a weight block */
+GI size_t bsize(const int TYPE) {
+    switch (TYPE) {
+    case T_Q2_K: return sizeof(pk_block_q2_K);
+    case T_Q3_K: return sizeof(pk_block_q3_K);
+    case T_Q4_K: return sizeof(pk_block_q4_K);
+    case T_Q5_K: return sizeof(pk_block_q5_K);
+    case T_Q6_K: return sizeof(pk_block_q6_K);
+    case T_IQ4_XS: return sizeof(pk_block_iq4_xs);
+    case T_Q8_0: return sizeof(pk_block_q8_0);
+    case T_Q4_0: return sizeof(pk_block_q4_0);
+    case T_Q4_1: return sizeof(pk_block_q4_1);
+    case T_Q5_0: return sizeof(pk_block_q5_0);
+    case T_Q5_1: return sizeof(pk_block_q5_1);
+    case T_IQ4_NL: return sizeof(pk_block_iq4_nl);
+    default: return sizeof(pk_block_mxfp4);
+    }
+}
+
+/* gemm for K-quant type TYPE: per k-block and token tile of up to TT_K
+ * tokens, the activations are interleaved once; per tile of 4 rows (2 for
+ * the last one or two) the k-block's super-blocks are decoded once and
+ * applied to the token pairs, 4 pairs at a time. */
+GI void gemm_k(const int TYPE, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+               size_t rb, const void *const *x) {
+    xk_t X[TT_K / 2 * KB_K] __attribute__((aligned(16)));
+    wk_t wd[2 * KB_K];
+    int64_t nb = n / PK_QK_K;
+    for (int64_t k0 = 0; k0 < nb; k0 += KB_K) {
+        int kb = nb - k0 < KB_K ? (int)(nb - k0) : KB_K;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TT_K) {
+            int nt = ntok - t0 < TT_K ? (int)(ntok - t0) : TT_K, np = (nt + 1) / 2;
+            const pk_block_q8_K *xs[TT_K];
+            for (int t = 0; t < 2 * np; t++)
+                xs[t] = (const pk_block_q8_K *)x[t0 + (t < nt ? t : nt - 1)] + k0;
+            prep_k(np, xs, kb, X);
+            float *yt = y + t0 * ys;
+            for (int64_t r = 0; r < nrows; r += 4) {
+                int nr = nrows - r < 4 ? (int)(nrows - r) : 4, rp = nr > 2 ? 2 : 1;
+                const void *R[4];
+                for (int i = 0; i < 4; i++)
+                    R[i] = (const char *)w + (size_t)(r + (i < nr ? i : nr - 1)) * rb + (size_t)k0 * bsize(TYPE);
+                for (int b = 0; b < kb; b++)
+                    for (int q = 0; q < rp; q++)
+                        decode_k(TYPE, R[2 * q], R[2 * q + 1], b, &wd[2 * b + q]);
+                for (int g = 0; g < np; g += 4) {
+                    int ng = np - g < 4 ? np - g : 4, ntg = nt - 2 * g;
+                    const xk_t *Xg = X + g * kb;
+                    float *yg = yt + 2 * g * ys + r;
+                    if (rp == 2) tiles(2, TYPE, ng, wd, R, Xg, kb, yg, ys, nr, ntg, k0 == 0);
+                    else tiles(1, TYPE, ng, wd, R, Xg, kb, yg, ys, nr, ntg, k0 == 0);
+                }
+            }
+        }
+    }
+}
+
+/* gemm for 32-element type TYPE (Q4_1, Q5_1: Q8_1 activations, else Q8_0):
  * k-blocks, token tiles of TT, tiles of 4 rows (2 for the last one or two)
  * times 4 token pairs */
-#define L_GEMM(name, WBS, Q81)                                                           \
-static void name(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,           \
-                 const void *w, size_t rb, const void *const *x) {                       \
-    xl_t X[TPMAX * KB_L] __attribute__((aligned(16)));                                   \
-    const size_t xbs = Q81 ? sizeof(pk_block_q8_1) : sizeof(pk_block_q8_0);             \
-    int64_t nb = n / 32;                                                                 \
-    for (int64_t k0 = 0; k0 < nb; k0 += KB_L) {                                          \
-        int kb = nb - k0 < KB_L ? (int)(nb - k0) : KB_L;                                 \
-        for (int64_t t0 = 0; t0 < ntok; t0 += TT) {                                      \
-            int nt = ntok - t0 < TT ? (int)(ntok - t0) : TT, np = (nt + 1) / 2;          \
-            const void *xs[TT];                                                          \
-            for (int t = 0; t < 2 * np; t++)                                             \
-                xs[t] = (const char *)x[t0 + (t < nt ? t : nt - 1)] + k0 * xbs;          \
-            prep_l(np, xs, Q81, kb, X);                                                  \
-            float *yt = y + t0 * ys;                                                     \
-            for (int64_t r = 0; r < nrows; r += 4) {                                     \
-                int nr = nrows - r < 4 ? (int)(nrows - r) : 4;                           \
-                const void *R[4];                                                        \
-                for (int i = 0; i < 4; i++)                                              \
-                    R[i] = (const char *)w + (size_t)(r + (i < nr ? i : nr - 1)) * rb + k0 * (WBS); \
-                for (int g = 0; g < np; g += 4) {                                        \
-                    int ng = np - g < 4 ? np - g : 4, ntg = nt - 2 * g;                  \
-                    const xl_t *Xg = X + g * kb;                                         \
-                    float *yg = yt + 2 * g * ys + r;                                     \
-                    if (nr > 2) { KQ_SW(ng, L_CALL2) }                                   \
-                    else { KQ_SW(ng, L_CALL1) }                                          \
-                }                                                                        \
-            }                                                                            \
-        }                                                                                \
-    }                                                                                    \
+GI void gemm_l(const int TYPE, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+               size_t rb, const void *const *x) {
+    xl_t X[TPMAX * KB_L] __attribute__((aligned(16)));
+    const int q81 = TYPE == T_Q4_1 || TYPE == T_Q5_1;
+    const size_t xbs = q81 ? sizeof(pk_block_q8_1) : sizeof(pk_block_q8_0);
+    int64_t nb = n / 32;
+    for (int64_t k0 = 0; k0 < nb; k0 += KB_L) {
+        int kb = nb - k0 < KB_L ? (int)(nb - k0) : KB_L;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TT) {
+            int nt = ntok - t0 < TT ? (int)(ntok - t0) : TT, np = (nt + 1) / 2;
+            const void *xs[TT];
+            for (int t = 0; t < 2 * np; t++)
+                xs[t] = (const char *)x[t0 + (t < nt ? t : nt - 1)] + k0 * xbs;
+            prep_l(np, xs, q81, kb, X);
+            float *yt = y + t0 * ys;
+            for (int64_t r = 0; r < nrows; r += 4) {
+                int nr = nrows - r < 4 ? (int)(nrows - r) : 4;
+                const void *R[4];
+                for (int i = 0; i < 4; i++)
+                    R[i] = (const char *)w + (size_t)(r + (i < nr ? i : nr - 1)) * rb + k0 * bsize(TYPE);
+                for (int g = 0; g < np; g += 4) {
+                    int ng = np - g < 4 ? np - g : 4, ntg = nt - 2 * g;
+                    const xl_t *Xg = X + g * kb;
+                    float *yg = yt + 2 * g * ys + r;
+                    if (nr > 2) tiles(2, TYPE, ng, NULL, R, Xg, kb, yg, ys, nr, ntg, k0 == 0);
+                    else tiles(1, TYPE, ng, NULL, R, Xg, kb, yg, ys, nr, ntg, k0 == 0);
+                }
+            }
+        }
+    }
 }
-#define L_CALL2(NP) tile_l(2, NP, L_T, R, Xg, kb, yg, ys, nr, ntg, k0 == 0)
-#define L_CALL1(NP) tile_l(1, NP, L_T, R, Xg, kb, yg, ys, nr, ntg, k0 == 0)
-
-#define L_T T_Q8_0
-L_GEMM(gemm_q8_0, sizeof(pk_block_q8_0), 0)
-#undef L_T
-#define L_T T_Q4_0
-L_GEMM(gemm_q4_0, sizeof(pk_block_q4_0), 0)
-#undef L_T
-#define L_T T_Q4_1
-L_GEMM(gemm_q4_1, sizeof(pk_block_q4_1), 1)
-#undef L_T
-#define L_T T_Q5_0
-L_GEMM(gemm_q5_0, sizeof(pk_block_q5_0), 0)
-#undef L_T
-#define L_T T_Q5_1
-L_GEMM(gemm_q5_1, sizeof(pk_block_q5_1), 1)
-#undef L_T
-#define L_T T_IQ4_NL
-L_GEMM(gemm_iq4_nl, sizeof(pk_block_iq4_nl), 0)
-#undef L_T
-#define L_T T_MXFP4
-L_GEMM(gemm_mxfp4, sizeof(pk_block_mxfp4), 0)
-#undef L_T
+/* the gemm entry of weight type t: DRIVER specialised to TYPE */
+#define I8_ENTRY(t, DRIVER, TYPE)                                                                   \
+static void gemm_##t(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb, \
+                     const void *const *x) {                                                       \
+    DRIVER(TYPE, n, nrows, ntok, y, ys, w, rb, x);                                                 \
+}
+I8_ENTRY(q2_K, gemm_k, T_Q2_K)
+I8_ENTRY(q3_K, gemm_k, T_Q3_K)
+I8_ENTRY(q4_K, gemm_k, T_Q4_K)
+I8_ENTRY(q5_K, gemm_k, T_Q5_K)
+I8_ENTRY(q6_K, gemm_k, T_Q6_K)
+I8_ENTRY(iq4_xs, gemm_k, T_IQ4_XS)
+I8_ENTRY(q8_0, gemm_l, T_Q8_0)
+I8_ENTRY(q4_0, gemm_l, T_Q4_0)
+I8_ENTRY(q4_1, gemm_l, T_Q4_1)
+I8_ENTRY(q5_0, gemm_l, T_Q5_0)
+I8_ENTRY(q5_1, gemm_l, T_Q5_1)
+I8_ENTRY(iq4_nl, gemm_l, T_IQ4_NL)
+I8_ENTRY(mxfp4, gemm_l, T_MXFP4)
 
 /* ---- F32, F16, BF16 -----------------------------------------------------------------
  * Not registered by default, as in kernels/x86/avx512_gemm.c: tests/cli/t_batch.sh
@@ -778,18 +797,9 @@ GI void gemm_float(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y
     }
 }
 
-static void gemm_f32(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                     const void *const *x) {
-    gemm_float(0, n, nrows, ntok, y, ys, w, rb, x);
-}
-static void gemm_f16(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                     const void *const *x) {
-    gemm_float(1, n, nrows, ntok, y, ys, w, rb, x);
-}
-static void gemm_bf16(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w, size_t rb,
-                      const void *const *x) {
-    gemm_float(2, n, nrows, ntok, y, ys, w, rb, x);
-}
+I8_ENTRY(f32, gemm_float, 0)
+I8_ENTRY(f16, gemm_float, 1)
+I8_ENTRY(bf16, gemm_float, 2)
 #endif
 
 const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT] = {

@@ -28,10 +28,9 @@
  * the end. Q2_K multiplies its levels by their 4-bit scales in bytes (<= 45)
  * and sums everything into one accumulator. Scale decoding (Q4_K/Q5_K 6-bit
  * packing, Q3_K, IQ4_XS) is vectorised, once per row and super-block.
- * Measured (qemu dynamic count, 64 x 4096 gemv, gcc 12 -O3): instructions
- * per weight byte with sdot Q4_K 0.61, Q8_0 0.34, Q2_K 1.30, Q6_K 0.68;
- * llama.cpp's ggml_vec_dot_*_q8_K/q8_0 built the same way 0.95, 0.54,
- * 2.07, 1.12.
+ * Each kernel is written once, as always-inline functions specialised by a
+ * constant weight kind (QA_Q8_0 ...: qa_gemv, qa_rows_dot, qa_blk) behind
+ * thin per-type entries (vec_dot_t, gemv_t).
  *
  * Numerics: within a block or super-block every product and sum is exact
  * int32 (activations in [-127, 127], as every quantizer makes them).
@@ -60,19 +59,23 @@ QA_INLINE int32x4_t qa_red4(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) 
     return vpaddq_s32(vpaddq_s32(a, b), vpaddq_s32(c, d));
 }
 
-/* the fp16 at p0..p3 (R of them) as floats in lanes 0..R-1 */
-QA_INLINE float32x4_t qa_f16x4(const int R, const uint16_t *p0, const uint16_t *p1,
-                               const uint16_t *p2, const uint16_t *p3) {
-    uint16x4_t h = vld1_dup_u16(p0);
-    if (R > 1) h = vld1_lane_u16(p1, h, 1);
-    if (R > 2) h = vld1_lane_u16(p2, h, 2);
-    if (R > 3) h = vld1_lane_u16(p3, h, 3);
+/* The R weight rows of the block kernels are w[0..R-1] (w[R..3] any valid
+ * row), each at its block 0; `at` is a byte offset into every row (block i
+ * of size bs: i * bs + the field's offset). */
+
+/* the fp16 at byte `at` of rows w[0..R-1] as floats in lanes 0..R-1 */
+QA_INLINE float32x4_t qa_f16x4(const int R, const void *const *w, size_t at) {
+    uint16x4_t h = vld1_dup_u16((const uint16_t *)((const char *)w[0] + at));
+    if (R > 1) h = vld1_lane_u16((const uint16_t *)((const char *)w[1] + at), h, 1);
+    if (R > 2) h = vld1_lane_u16((const uint16_t *)((const char *)w[2] + at), h, 2);
+    if (R > 3) h = vld1_lane_u16((const uint16_t *)((const char *)w[3] + at), h, 3);
     return vcvt_f32_f16(vreinterpret_f16_u16(h));
 }
 
-/* two adjacent fp16 (d, dmin) at p0..p3: lanes r of *d and *m */
-QA_INLINE void qa_f16x4x2(const int R, const uint16_t *p0, const uint16_t *p1, const uint16_t *p2,
-                          const uint16_t *p3, float32x4_t *d, float32x4_t *m) {
+/* two adjacent fp16 (d, dmin) at byte `at` of rows w[0..R-1]: lanes r of *d and *m */
+QA_INLINE void qa_f16x4x2(const int R, const void *const *w, size_t at, float32x4_t *d, float32x4_t *m) {
+    const uint16_t *p0 = (const uint16_t *)((const char *)w[0] + at), *p1 = (const uint16_t *)((const char *)w[1] + at);
+    const uint16_t *p2 = (const uint16_t *)((const char *)w[2] + at), *p3 = (const uint16_t *)((const char *)w[3] + at);
     uint16x8_t h = vdupq_n_u16(0);
     h = vld1q_lane_u16(p0, h, 0); h = vld1q_lane_u16(p0 + 1, h, 1);
     if (R > 1) { h = vld1q_lane_u16(p1, h, 2); h = vld1q_lane_u16(p1 + 1, h, 3); }
@@ -121,22 +124,25 @@ QA_INLINE void qa_q5_bits(const uint8_t *qh, uint8x16_t *lo, uint8x16_t *hi) {
     *hi = vtstq_u8(vqtbl1q_u8(hv, vaddq_u8(idx, vdupq_n_u8(2))), bm);
 }
 
-/* Each block kernel: R rows w[0..R-1] (block i of each), one activation
- * block x; adds row r's block result to lane r of acc. */
+/* Each block kernel: block i of the R rows w[0..R-1] (each row at its
+ * block 0, as qa_f16x4), one activation block x; adds row r's block result
+ * to lane r of acc. */
 
-QA_INLINE float32x4_t blk_q8_0(const int R, const pk_block_q8_0 *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q8_0(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_0 *x, float32x4_t acc) {
     int8x16_t x0 = vld1q_s8(x->qs), x1 = vld1q_s8(x->qs + 16);
     int32x4_t p[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < R; k++)
-        p[k] = qa_dot32(vld1q_s8(w[k][i].qs), x0, vld1q_s8(w[k][i].qs + 16), x1);
-    float32x4_t d = vmulq_n_f32(qa_f16x4(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d),
+    for (int k = 0; k < R; k++) {
+        const pk_block_q8_0 *b = (const pk_block_q8_0 *)w[k] + i;
+        p[k] = qa_dot32(vld1q_s8(b->qs), x0, vld1q_s8(b->qs + 16), x1);
+    }
+    float32x4_t d = vmulq_n_f32(qa_f16x4(R, w, i * sizeof(pk_block_q8_0) + offsetof(pk_block_q8_0, d)),
                                 qa_h2f(x->d));
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, p)), d);
 }
 
-QA_INLINE float32x4_t blk_q4_0(const int R, const pk_block_q4_0 *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q4_0(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_0 *x, float32x4_t acc) {
     int8x16_t x0 = vld1q_s8(x->qs), x1 = vld1q_s8(x->qs + 16);
     const int8x16_t m8 = vdupq_n_s8(8);
@@ -144,39 +150,40 @@ QA_INLINE float32x4_t blk_q4_0(const int R, const pk_block_q4_0 *const *w, int64
 #pragma GCC unroll 4
     for (int k = 0; k < R; k++) {
         uint8x16_t lo, hi;
-        qa_nib(w[k][i].qs, &lo, &hi);
+        qa_nib(((const pk_block_q4_0 *)w[k])[i].qs, &lo, &hi);
         p[k] = qa_dot32s(vsubq_s8(vreinterpretq_s8_u8(lo), m8), x0,
                          vsubq_s8(vreinterpretq_s8_u8(hi), m8), x1);
     }
-    float32x4_t d = vmulq_n_f32(qa_f16x4(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d),
+    float32x4_t d = vmulq_n_f32(qa_f16x4(R, w, i * sizeof(pk_block_q4_0) + offsetof(pk_block_q4_0, d)),
                                 qa_h2f(x->d));
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, p)), d);
 }
 
-/* IQ4_NL and MXFP4: the 32 codes of R rows' blocks (nibbles as Q4_0, row
- * k's at q[k]) through the 16 int8 levels of tab, against x: the rows' exact
- * block sums in lanes 0..R-1. SMALL: levels <= 12 in magnitude (MXFP4), so
- * 4 products sum below 2^15 (qa_dot32s). */
-QA_INLINE int32x4_t qa_tab_rows(const int R, const int SMALL, const uint8_t *const *q, int8x16_t tab,
+/* IQ4_NL and MXFP4: the 32 codes of R rows' blocks (nibbles as Q4_0, at
+ * byte `at` of the rows w[k]) through the 16 int8 levels of tab, against x:
+ * the rows' exact block sums in lanes 0..R-1. SMALL: levels <= 12 in
+ * magnitude (MXFP4), so 4 products sum below 2^15 (qa_dot32s). */
+QA_INLINE int32x4_t qa_tab_rows(const int R, const int SMALL, const void *const *w, size_t at, int8x16_t tab,
                                 const pk_block_q8_0 *x) {
     int8x16_t x0 = vld1q_s8(x->qs), x1 = vld1q_s8(x->qs + 16);
     int32x4_t p[4];
 #pragma GCC unroll 4
     for (int k = 0; k < R; k++) {
         uint8x16_t lo, hi;
-        qa_nib(q[k], &lo, &hi);
+        qa_nib((const uint8_t *)w[k] + at, &lo, &hi);
         p[k] = SMALL ? qa_dot32s(vqtbl1q_s8(tab, lo), x0, vqtbl1q_s8(tab, hi), x1)
                      : qa_dot32(vqtbl1q_s8(tab, lo), x0, vqtbl1q_s8(tab, hi), x1);
     }
     return qa_rows(R, p);
 }
 
-QA_INLINE float32x4_t blk_iq4_nl(const int R, const pk_block_iq4_nl *const *w, int64_t i,
+QA_INLINE float32x4_t blk_iq4_nl(const int R, const void *const *w, int64_t i,
                                  const pk_block_q8_0 *x, float32x4_t acc) {
-    const uint8_t *q[4] = { w[0][i].qs, w[1][i].qs, w[2][i].qs, w[3][i].qs };
-    float32x4_t d = vmulq_n_f32(qa_f16x4(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d),
+    float32x4_t d = vmulq_n_f32(qa_f16x4(R, w, i * sizeof(pk_block_iq4_nl) + offsetof(pk_block_iq4_nl, d)),
                                 qa_h2f(x->d));
-    return vfmaq_f32(acc, vcvtq_f32_s32(qa_tab_rows(R, 0, q, vld1q_s8(pk_iq4nl_values), x)), d);
+    int32x4_t s = qa_tab_rows(R, 0, w, i * sizeof(pk_block_iq4_nl) + offsetof(pk_block_iq4_nl, qs),
+                              vld1q_s8(pk_iq4nl_values), x);
+    return vfmaq_f32(acc, vcvtq_f32_s32(s), d);
 }
 
 /* the MXFP4 scales 2^(e - 128) of R rows' blocks in lanes 0..R-1 (from the
@@ -189,14 +196,17 @@ QA_INLINE float32x4_t qa_e8m0x4(const int R, uint8_t e0, uint8_t e1, uint8_t e2,
     return vreinterpretq_f32_u32(v);
 }
 
-QA_INLINE float32x4_t blk_mxfp4(const int R, const pk_block_mxfp4 *const *w, int64_t i,
+QA_INLINE float32x4_t blk_mxfp4(const int R, const void *const *w, int64_t i,
                                 const pk_block_q8_0 *x, float32x4_t acc) {
-    const uint8_t *q[4] = { w[0][i].qs, w[1][i].qs, w[2][i].qs, w[3][i].qs };
-    float32x4_t d = vmulq_n_f32(qa_e8m0x4(R, w[0][i].e, w[1][i].e, w[2][i].e, w[3][i].e), qa_h2f(x->d));
-    return vfmaq_f32(acc, vcvtq_f32_s32(qa_tab_rows(R, 1, q, vld1q_s8(pk_mxfp4_values), x)), d);
+    const pk_block_mxfp4 *b0 = (const pk_block_mxfp4 *)w[0] + i, *b1 = (const pk_block_mxfp4 *)w[1] + i;
+    const pk_block_mxfp4 *b2 = (const pk_block_mxfp4 *)w[2] + i, *b3 = (const pk_block_mxfp4 *)w[3] + i;
+    float32x4_t d = vmulq_n_f32(qa_e8m0x4(R, b0->e, b1->e, b2->e, b3->e), qa_h2f(x->d));
+    int32x4_t s = qa_tab_rows(R, 1, w, i * sizeof(pk_block_mxfp4) + offsetof(pk_block_mxfp4, qs),
+                              vld1q_s8(pk_mxfp4_values), x);
+    return vfmaq_f32(acc, vcvtq_f32_s32(s), d);
 }
 
-QA_INLINE float32x4_t blk_q5_0(const int R, const pk_block_q5_0 *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q5_0(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_0 *x, float32x4_t acc) {
     int8x16_t x0 = vld1q_s8(x->qs), x1 = vld1q_s8(x->qs + 16);
     const uint8x16_t m16 = vdupq_n_u8(16);
@@ -204,35 +214,36 @@ QA_INLINE float32x4_t blk_q5_0(const int R, const pk_block_q5_0 *const *w, int64
 #pragma GCC unroll 4
     for (int k = 0; k < R; k++) {
         uint8x16_t lo, hi, blo, bhi;
-        qa_nib(w[k][i].qs, &lo, &hi);
-        qa_q5_bits(w[k][i].qh, &blo, &bhi);
+        const pk_block_q5_0 *b = (const pk_block_q5_0 *)w[k] + i;
+        qa_nib(b->qs, &lo, &hi);
+        qa_q5_bits(b->qh, &blo, &bhi);
         /* q - 16 = nibble - (fifth bit ? 0 : 16) */
         int8x16_t l = vreinterpretq_s8_u8(vsubq_u8(lo, vbicq_u8(m16, blo)));
         int8x16_t h = vreinterpretq_s8_u8(vsubq_u8(hi, vbicq_u8(m16, bhi)));
         p[k] = qa_dot32s(l, x0, h, x1);
     }
-    float32x4_t d = vmulq_n_f32(qa_f16x4(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d),
+    float32x4_t d = vmulq_n_f32(qa_f16x4(R, w, i * sizeof(pk_block_q5_0) + offsetof(pk_block_q5_0, d)),
                                 qa_h2f(x->d));
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, p)), d);
 }
 
-QA_INLINE float32x4_t blk_q4_1(const int R, const pk_block_q4_1 *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q4_1(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_1 *x, float32x4_t acc) {
     int8x16_t x0 = vld1q_s8(x->qs), x1 = vld1q_s8(x->qs + 16);
     int32x4_t p[4];
 #pragma GCC unroll 4
     for (int k = 0; k < R; k++) {
         uint8x16_t lo, hi;
-        qa_nib(w[k][i].qs, &lo, &hi);
+        qa_nib(((const pk_block_q4_1 *)w[k])[i].qs, &lo, &hi);
         p[k] = qa_dot32s(vreinterpretq_s8_u8(lo), x0, vreinterpretq_s8_u8(hi), x1);
     }
     float32x4_t d, m;
-    qa_f16x4x2(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d, &d, &m);
+    qa_f16x4x2(R, w, i * sizeof(pk_block_q4_1) + offsetof(pk_block_q4_1, d), &d, &m);
     acc = vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, p)), vmulq_n_f32(d, qa_h2f(x->d)));
     return vfmaq_n_f32(acc, m, qa_h2f(x->s));
 }
 
-QA_INLINE float32x4_t blk_q5_1(const int R, const pk_block_q5_1 *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q5_1(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_1 *x, float32x4_t acc) {
     int8x16_t x0 = vld1q_s8(x->qs), x1 = vld1q_s8(x->qs + 16);
     const uint8x16_t m16 = vdupq_n_u8(16);
@@ -240,14 +251,15 @@ QA_INLINE float32x4_t blk_q5_1(const int R, const pk_block_q5_1 *const *w, int64
 #pragma GCC unroll 4
     for (int k = 0; k < R; k++) {
         uint8x16_t lo, hi, blo, bhi;
-        qa_nib(w[k][i].qs, &lo, &hi);
-        qa_q5_bits(w[k][i].qh, &blo, &bhi);
+        const pk_block_q5_1 *b = (const pk_block_q5_1 *)w[k] + i;
+        qa_nib(b->qs, &lo, &hi);
+        qa_q5_bits(b->qh, &blo, &bhi);
         int8x16_t l = vreinterpretq_s8_u8(vorrq_u8(lo, vandq_u8(blo, m16)));
         int8x16_t h = vreinterpretq_s8_u8(vorrq_u8(hi, vandq_u8(bhi, m16)));
         p[k] = qa_dot32s(l, x0, h, x1);
     }
     float32x4_t d, m;
-    qa_f16x4x2(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d, &d, &m);
+    qa_f16x4x2(R, w, i * sizeof(pk_block_q5_1) + offsetof(pk_block_q5_1, d), &d, &m);
     acc = vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, p)), vmulq_n_f32(d, qa_h2f(x->d)));
     return vfmaq_n_f32(acc, m, qa_h2f(x->s));
 }
@@ -481,35 +493,35 @@ QA_INLINE int32x4_t row_iq4_xs(const pk_block_iq4_xs *w, const pk_block_q8_K *x)
 
 /* ---- K-quant block kernels over R rows -------------------------------------- */
 
-QA_INLINE float32x4_t blk_q2_K(const int R, const pk_block_q2_K *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q2_K(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_K *x, float32x4_t acc) {
     const int16x8_t bs[2] = {vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8)};
     int32x4_t is[4], ms[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < R; k++) row_q2_K(&w[k][i], x, bs, &is[k], &ms[k]);
+    for (int k = 0; k < R; k++) row_q2_K((const pk_block_q2_K *)w[k] + i, x, bs, &is[k], &ms[k]);
     float32x4_t d, m;
-    qa_f16x4x2(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d, &d, &m);
+    qa_f16x4x2(R, w, i * sizeof(pk_block_q2_K) + offsetof(pk_block_q2_K, d), &d, &m);
     acc = vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));
     return vfmsq_f32(acc, vcvtq_f32_s32(qa_rows(R, ms)), vmulq_n_f32(m, x->d));
 }
 
-QA_INLINE float32x4_t blk_q3_K(const int R, const pk_block_q3_K *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q3_K(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_K *x, float32x4_t acc) {
     const int16x8_t bs[2] = {vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8)};
     int32x4_t is[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < R; k++) is[k] = row_q3_K(&w[k][i], x, bs);
-    float32x4_t d = qa_f16x4(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d);
+    for (int k = 0; k < R; k++) is[k] = row_q3_K((const pk_block_q3_K *)w[k] + i, x, bs);
+    float32x4_t d = qa_f16x4(R, w, i * sizeof(pk_block_q3_K) + offsetof(pk_block_q3_K, d));
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));
 }
 
-QA_INLINE float32x4_t blk_q6_K(const int R, const pk_block_q6_K *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q6_K(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_K *x, float32x4_t acc) {
     const int16x8_t bs[2] = {vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8)};
     int32x4_t is[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < R; k++) is[k] = row_q6_K(&w[k][i], x, bs);
-    float32x4_t d = qa_f16x4(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d);
+    for (int k = 0; k < R; k++) is[k] = row_q6_K((const pk_block_q6_K *)w[k] + i, x, bs);
+    float32x4_t d = qa_f16x4(R, w, i * sizeof(pk_block_q6_K) + offsetof(pk_block_q6_K, d));
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));
 }
 
@@ -526,7 +538,7 @@ QA_INLINE int32x4_t qa_q4k_chunk(const uint8_t *qs, const int8x16_t *xv) {
 }
 
 /* Q4_K: 128 activations (8 vectors) at a time, shared by the R rows */
-QA_INLINE float32x4_t blk_q4_K(const int R, const pk_block_q4_K *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q4_K(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_K *x, float32x4_t acc) {
     int32x4_t b[4][2], is[4], ms[4];
 #pragma GCC unroll 2
@@ -535,7 +547,7 @@ QA_INLINE float32x4_t blk_q4_K(const int R, const pk_block_q4_K *const *w, int64
         for (int v = 0; v < 8; v++) xv[v] = vld1q_s8(x->qs + 128 * h + 16 * v);
 #pragma GCC unroll 4
         for (int k = 0; k < R; k++) {
-            const uint8_t *qs = w[k][i].qs + 64 * h;
+            const uint8_t *qs = ((const pk_block_q4_K *)w[k])[i].qs + 64 * h;
             /* lanes: the sums of sub-blocks 4h .. 4h + 3 */
             b[k][h] = vpaddq_s32(qa_q4k_chunk(qs, xv), qa_q4k_chunk(qs + 32, xv + 4));
         }
@@ -544,95 +556,174 @@ QA_INLINE float32x4_t blk_q4_K(const int R, const pk_block_q4_K *const *w, int64
 #pragma GCC unroll 4
     for (int k = 0; k < R; k++) {
         uint8x8_t sc, m;
-        qa_k4_scales(w[k][i].scales, &sc, &m);
+        qa_k4_scales(((const pk_block_q4_K *)w[k])[i].scales, &sc, &m);
         is[k] = qa_scale8b(b[k], sc);
         ms[k] = qa_k4_mins(m, bp);
     }
     float32x4_t d, m;
-    qa_f16x4x2(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d, &d, &m);
+    qa_f16x4x2(R, w, i * sizeof(pk_block_q4_K) + offsetof(pk_block_q4_K, d), &d, &m);
     acc = vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));
     return vfmsq_f32(acc, vcvtq_f32_s32(qa_rows(R, ms)), vmulq_n_f32(m, x->d));
 }
 
-QA_INLINE float32x4_t blk_q5_K(const int R, const pk_block_q5_K *const *w, int64_t i,
+QA_INLINE float32x4_t blk_q5_K(const int R, const void *const *w, int64_t i,
                                const pk_block_q8_K *x, float32x4_t acc) {
     int16x8_t bp = vpaddq_s16(vld1q_s16(x->bsums), vld1q_s16(x->bsums + 8));
     int32x4_t is[4], ms[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < R; k++) row_q5_K(&w[k][i], x, bp, &is[k], &ms[k]);
+    for (int k = 0; k < R; k++) row_q5_K((const pk_block_q5_K *)w[k] + i, x, bp, &is[k], &ms[k]);
     float32x4_t d, m;
-    qa_f16x4x2(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d, &d, &m);
+    qa_f16x4x2(R, w, i * sizeof(pk_block_q5_K) + offsetof(pk_block_q5_K, d), &d, &m);
     acc = vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));
     return vfmsq_f32(acc, vcvtq_f32_s32(qa_rows(R, ms)), vmulq_n_f32(m, x->d));
 }
 
-QA_INLINE float32x4_t blk_iq4_xs(const int R, const pk_block_iq4_xs *const *w, int64_t i,
+QA_INLINE float32x4_t blk_iq4_xs(const int R, const void *const *w, int64_t i,
                                  const pk_block_q8_K *x, float32x4_t acc) {
     int32x4_t is[4];
 #pragma GCC unroll 4
-    for (int k = 0; k < R; k++) is[k] = row_iq4_xs(&w[k][i], x);
-    float32x4_t d = qa_f16x4(R, &w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d);
+    for (int k = 0; k < R; k++) is[k] = row_iq4_xs((const pk_block_iq4_xs *)w[k] + i, x);
+    float32x4_t d = qa_f16x4(R, w, i * sizeof(pk_block_iq4_xs) + offsetof(pk_block_iq4_xs, d));
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));
 }
 
-/* ---- vec_dot and the 4-row gemv driver, from a block kernel ------------------ */
+/* ---- vec_dot and the 4-row gemv driver, over the block kernels -------------- */
 
-/* R rows starting at row pointer w0 (rows rb bytes apart) into y[0..R-1];
- * U blocks per step share one set of prefetches (U * block >= 34 bytes). */
-#define QA_KERNELS(t, WT, XT, QK, U)                                               \
-QA_INLINE void rows_##t(const int R, int64_t nb, float *y, const char *w0, size_t rb, \
-                        const XT *x) {                                             \
-    const WT *w[4];                                                                \
-    for (int k = 0; k < 4; k++) w[k] = (const WT *)(w0 + (size_t)(k < R ? k : 0) * rb); \
-    float32x4_t acc = vdupq_n_f32(0);                                              \
-    int64_t i = 0;                                                                 \
-    for (; i + (U) <= nb; i += (U)) {                                              \
-        for (int k = 0; k < R; k++)                                                \
-            for (size_t off = 0; off == 0 || off + 64 <= (U) * sizeof(WT); off += 64) \
-                __builtin_prefetch((const char *)w[k] + QA_PF_DIST + off);         \
-        for (int u = 0; u < (U); u++) acc = blk_##t(R, w, u, &x[u], acc);          \
-        for (int k = 0; k < 4; k++) w[k] += (U);                                   \
-        x += (U);                                                                  \
-    }                                                                              \
-    for (; i < nb; i++) {                                                          \
-        acc = blk_##t(R, w, 0, x, acc);                                            \
-        for (int k = 0; k < 4; k++) w[k]++;                                        \
-        x++;                                                                       \
-    }                                                                              \
-    y[0] = vgetq_lane_f32(acc, 0);                                                 \
-    if (R > 1) y[1] = vgetq_lane_f32(acc, 1);                                      \
-    if (R > 2) y[2] = vgetq_lane_f32(acc, 2);                                      \
-    if (R > 3) y[3] = vgetq_lane_f32(acc, 3);                                      \
-}                                                                                  \
-static void vec_dot_##t(int64_t n, float *s, const void *vw, const void *vx) {     \
-    rows_##t(1, n / (QK), s, vw, 0, vx);                                           \
-}                                                                                  \
-static void gemv_##t(int64_t n, int64_t nrows, float *y, const void *vw,           \
-                     size_t rb, const void *vx) {                                  \
-    const char *w = vw;                                                            \
-    int64_t nb = n / (QK), r = 0;                                                  \
-    for (; r + 4 <= nrows; r += 4) rows_##t(4, nb, y + r, w + (size_t)r * rb, rb, vx); \
-    switch (nrows - r) {                                                           \
-    case 3: rows_##t(3, nb, y + r, w + (size_t)r * rb, rb, vx); break;             \
-    case 2: rows_##t(2, nb, y + r, w + (size_t)r * rb, rb, vx); break;             \
-    case 1: rows_##t(1, nb, y + r, w + (size_t)r * rb, rb, vx); break;             \
-    default: break;                                                                \
-    }                                                                              \
+/* the weight types of the block kernels, as compile-time kinds */
+enum { QA_Q8_0, QA_Q4_0, QA_Q4_1, QA_Q5_0, QA_Q5_1, QA_IQ4_NL, QA_MXFP4,
+       QA_Q2_K, QA_Q3_K, QA_Q4_K, QA_Q5_K, QA_Q6_K, QA_IQ4_XS };
+
+/* bytes of a weight block of kind T */
+QA_INLINE size_t qa_wsize(const int T) {
+    switch (T) {
+    case QA_Q8_0: return sizeof(pk_block_q8_0);
+    case QA_Q4_0: return sizeof(pk_block_q4_0);
+    case QA_Q4_1: return sizeof(pk_block_q4_1);
+    case QA_Q5_0: return sizeof(pk_block_q5_0);
+    case QA_Q5_1: return sizeof(pk_block_q5_1);
+    case QA_IQ4_NL: return sizeof(pk_block_iq4_nl);
+    case QA_MXFP4: return sizeof(pk_block_mxfp4);
+    case QA_Q2_K: return sizeof(pk_block_q2_K);
+    case QA_Q3_K: return sizeof(pk_block_q3_K);
+    case QA_Q4_K: return sizeof(pk_block_q4_K);
+    case QA_Q5_K: return sizeof(pk_block_q5_K);
+    case QA_Q6_K: return sizeof(pk_block_q6_K);
+    default: return sizeof(pk_block_iq4_xs);
+    }
 }
 
-QA_KERNELS(q8_0, pk_block_q8_0, pk_block_q8_0, PK_QK8_0, 2)
-QA_KERNELS(q4_0, pk_block_q4_0, pk_block_q8_0, PK_QK4_0, 4)
-QA_KERNELS(q4_1, pk_block_q4_1, pk_block_q8_1, PK_QK4_1, 3)
-QA_KERNELS(q5_0, pk_block_q5_0, pk_block_q8_0, PK_QK5_0, 3)
-QA_KERNELS(q5_1, pk_block_q5_1, pk_block_q8_1, PK_QK5_1, 3)
-QA_KERNELS(iq4_nl, pk_block_iq4_nl, pk_block_q8_0, PK_QK4_NL, 4)
-QA_KERNELS(mxfp4, pk_block_mxfp4, pk_block_q8_0, PK_QK_MXFP4, 4)
-QA_KERNELS(q2_K, pk_block_q2_K, pk_block_q8_K, PK_QK_K, 1)
-QA_KERNELS(q3_K, pk_block_q3_K, pk_block_q8_K, PK_QK_K, 1)
-QA_KERNELS(q4_K, pk_block_q4_K, pk_block_q8_K, PK_QK_K, 1)
-QA_KERNELS(q5_K, pk_block_q5_K, pk_block_q8_K, PK_QK_K, 1)
-QA_KERNELS(q6_K, pk_block_q6_K, pk_block_q8_K, PK_QK_K, 1)
-QA_KERNELS(iq4_xs, pk_block_iq4_xs, pk_block_q8_K, PK_QK_K, 1)
+/* bytes of its activation block: Q8_1 (Q4_1, Q5_1), Q8_K (the K-quants,
+ * IQ4_XS) or Q8_0 */
+QA_INLINE size_t qa_xsize(const int T) {
+    return T == QA_Q4_1 || T == QA_Q5_1 ? sizeof(pk_block_q8_1)
+         : T >= QA_Q2_K ? sizeof(pk_block_q8_K) : sizeof(pk_block_q8_0);
+}
+
+/* elements per block */
+QA_INLINE int64_t qa_qk(const int T) {
+    return T >= QA_Q2_K ? PK_QK_K : PK_QK8_0;
+}
+
+/* blocks per step of the driver, sharing one set of prefetches (steps of
+ * at least 34 bytes) */
+QA_INLINE int qa_step(const int T) {
+    switch (T) {
+    case QA_Q8_0: return 2;
+    case QA_Q4_1: case QA_Q5_0: case QA_Q5_1: return 3;
+    case QA_Q4_0: case QA_IQ4_NL: case QA_MXFP4: return 4;
+    default: return 1;
+    }
+}
+
+/* the block kernel of kind T */
+QA_INLINE float32x4_t qa_blk(const int T, const int R, const void *const *w, int64_t i, const void *x,
+                             float32x4_t acc) {
+    switch (T) {
+    case QA_Q8_0: return blk_q8_0(R, w, i, x, acc);
+    case QA_Q4_0: return blk_q4_0(R, w, i, x, acc);
+    case QA_Q4_1: return blk_q4_1(R, w, i, x, acc);
+    case QA_Q5_0: return blk_q5_0(R, w, i, x, acc);
+    case QA_Q5_1: return blk_q5_1(R, w, i, x, acc);
+    case QA_IQ4_NL: return blk_iq4_nl(R, w, i, x, acc);
+    case QA_MXFP4: return blk_mxfp4(R, w, i, x, acc);
+    case QA_Q2_K: return blk_q2_K(R, w, i, x, acc);
+    case QA_Q3_K: return blk_q3_K(R, w, i, x, acc);
+    case QA_Q4_K: return blk_q4_K(R, w, i, x, acc);
+    case QA_Q5_K: return blk_q5_K(R, w, i, x, acc);
+    case QA_Q6_K: return blk_q6_K(R, w, i, x, acc);
+    default: return blk_iq4_xs(R, w, i, x, acc);
+    }
+}
+
+/* R rows of kind T (nb blocks each) starting at w0, rows rb bytes apart,
+ * against the activation blocks vx, into y[0..R-1]; qa_step(T) blocks per
+ * step, prefetching each row QA_PF_DIST bytes ahead. */
+QA_INLINE void qa_rows_dot(const int T, const int R, int64_t nb, float *y, const char *w0, size_t rb,
+                           const void *vx) {
+    const int U = qa_step(T);
+    const size_t ws = qa_wsize(T), xs = qa_xsize(T);
+    const char *x = vx;
+    const void *w[4];
+    for (int k = 0; k < 4; k++) w[k] = w0 + (size_t)(k < R ? k : 0) * rb;
+    float32x4_t acc = vdupq_n_f32(0);
+    int64_t i = 0;
+    const size_t npf = U * ws < 128 ? 1 : U * ws / 64;   /* prefetches per row and step */
+    for (; i + (U - 1) < nb; i += U) {   /* U blocks left */
+        for (int k = 0; k < R; k++)
+            for (size_t j = 0; j < npf; j++) __builtin_prefetch((const char *)w[k] + QA_PF_DIST + 64 * j);
+        for (int u = 0; u < U; u++) acc = qa_blk(T, R, w, u, x + u * xs, acc);
+        for (int k = 0; k < 4; k++) w[k] = (const char *)w[k] + U * ws;
+        x += U * xs;
+    }
+    for (; i < nb; i++) {
+        acc = qa_blk(T, R, w, 0, x, acc);
+        for (int k = 0; k < 4; k++) w[k] = (const char *)w[k] + ws;
+        x += xs;
+    }
+    y[0] = vgetq_lane_f32(acc, 0);
+    if (R > 1) y[1] = vgetq_lane_f32(acc, 1);
+    if (R > 2) y[2] = vgetq_lane_f32(acc, 2);
+    if (R > 3) y[3] = vgetq_lane_f32(acc, 3);
+}
+
+QA_INLINE void qa_vec_dot(const int T, int64_t n, float *s, const void *w, const void *x) {
+    qa_rows_dot(T, 1, n / qa_qk(T), s, w, 0, x);
+}
+
+/* 4 rows at a time, then the last 1 to 3 together */
+QA_INLINE void qa_gemv(const int T, int64_t n, int64_t nrows, float *y, const void *vw, size_t rb,
+                       const void *x) {
+    const char *w = vw;
+    int64_t nb = n / qa_qk(T), r = 0;
+    for (; r + 4 <= nrows; r += 4) qa_rows_dot(T, 4, nb, y + r, w + (size_t)r * rb, rb, x);
+    switch (nrows - r) {
+    case 3: qa_rows_dot(T, 3, nb, y + r, w + (size_t)r * rb, rb, x); break;
+    case 2: qa_rows_dot(T, 2, nb, y + r, w + (size_t)r * rb, rb, x); break;
+    case 1: qa_rows_dot(T, 1, nb, y + r, w + (size_t)r * rb, rb, x); break;
+    default: break;
+    }
+}
+
+/* the entries of weight type t (kind T): vec_dot_t, gemv_t */
+#define QA_ENTRY(t, T)                                                                               \
+static void vec_dot_##t(int64_t n, float *s, const void *w, const void *x) { qa_vec_dot(T, n, s, w, x); } \
+static void gemv_##t(int64_t n, int64_t nrows, float *y, const void *w, size_t rb, const void *x) {     \
+    qa_gemv(T, n, nrows, y, w, rb, x);                                                               \
+}
+QA_ENTRY(q8_0, QA_Q8_0)
+QA_ENTRY(q4_0, QA_Q4_0)
+QA_ENTRY(q4_1, QA_Q4_1)
+QA_ENTRY(q5_0, QA_Q5_0)
+QA_ENTRY(q5_1, QA_Q5_1)
+QA_ENTRY(iq4_nl, QA_IQ4_NL)
+QA_ENTRY(mxfp4, QA_MXFP4)
+QA_ENTRY(q2_K, QA_Q2_K)
+QA_ENTRY(q3_K, QA_Q3_K)
+QA_ENTRY(q4_K, QA_Q4_K)
+QA_ENTRY(q5_K, QA_Q5_K)
+QA_ENTRY(q6_K, QA_Q6_K)
+QA_ENTRY(iq4_xs, QA_IQ4_XS)
+#undef QA_ENTRY
 
 /* ---- activation quantizers (bit-exact with the reference) ---------------------- */
 

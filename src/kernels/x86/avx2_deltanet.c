@@ -41,7 +41,7 @@
 
 static void delta_step(float *S, int d, const float *q, const float *k, const float *v, float decay,
                        float beta, float *o) {
-    float kvs[d > 0 ? d : 1], qvs[d > 0 ? d : 1], delta[d > 0 ? d : 1];
+    float kvs[PK_MAX_SSM_STATE], qvs[PK_MAX_SSM_STATE], delta[PK_MAX_SSM_STATE];
     int e0 = 0;
     READ_BLOCK(4)
     READ_BLOCK(1)

@@ -240,6 +240,8 @@ static void mla_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
     pk_raise(&att, B * a->kv_lora);
     pk_scratch_raise(s, (int64_t)mla_layout(c, a, NULL, &w), PK_SLOT_ATT, att, 2, 2 * B);
     pk_raise(&s->slot[PK_SLOT_FFN], B * a->q_lora);
+    pk_raise(&s->row, a->q_lora);    /* the q LoRA and latent norms (pk_rmsnorm_rows) */
+    pk_raise(&s->row, a->kv_lora);
 }
 
 static int mla_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {

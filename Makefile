@@ -13,7 +13,7 @@ CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O3
 CFLAGS  ?=
-CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wno-unused-parameter \
+CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wno-unused-parameter -Werror=vla \
            -D_GNU_SOURCE -Iinclude -Isrc -pthread -fPIC
 LDLIBS  += -lpcre2-8 -lmicrohttpd -ljansson -lm -lpthread
 PYTHON  ?= /usr/bin/python3

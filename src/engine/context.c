@@ -11,7 +11,7 @@
 #define DEFAULT_BATCH 512
 
 pk_context_params pk_context_default_params(void) {
-    pk_context_params p = {0, 0, 0, PK_CACHE_F16, PK_CACHE_F16};
+    pk_context_params p = {.n_ctx = 0, .n_threads = 0, .n_batch = 0, .type_k = PK_CACHE_F16, .type_v = PK_CACHE_F16};
     return p;
 }
 
@@ -72,11 +72,11 @@ static uint64_t act_types(const pk_model *m) {
 
 /* cos/sin of pos * theta_i for every position and i < n_rot/2,
  * theta_i = base^(-2i/n_rot) / freq_factor_i, scaled as r->scaling says
- * (model/blocks.h: linear or YaRN): the table of rope r */
-static void rope_table(pk_context *c, const pk_rope *r, float *cos_t, float *sin_t) {
+ * (model/blocks.h: linear or YaRN): the table of rope r. The factors are
+ * dequantized into ff (half floats). */
+static void rope_table(pk_context *c, const pk_rope *r, float *cos_t, float *sin_t, float *ff) {
     const int half = r->n_rot / 2;
     const pk_rope_scaling *sc = &r->scaling;
-    float ff[half > 0 ? half : 1];
     for (int i = 0; i < half; i++) ff[i] = 1.0f;
     if (r->freqs && r->freqs->data) pk_type_get(r->freqs->type)->to_float(r->freqs->data, ff, half);
     /* YaRN's correction dims: the pairs below lo keep their frequency, those
@@ -186,6 +186,7 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
     pk_raise(&need_s.slot[PK_SLOT_X], B * D);
     pk_raise(&need_s.jobs, 1);
     pk_raise(&need_s.rows, B);
+    pk_raise(&need_s.row, D);   /* the norms of D-wide rows (engine/forward.c) */
     for (int l = 0; ok && l < hp->n_layer; l++) {
         const pk_block *bk = &m->blocks[l];
         bk->mixer->scratch(c, bk, &need_s);
@@ -197,10 +198,15 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
     ALLOC(c->xb2, B * D);
     c->arena_bytes = (size_t)need_s.arena;
     ALLOC(c->arena, need_s.arena);
+    int64_t half_max = 0;   /* rope_table's frequency factors go in c->row */
     for (int r = 0; r < m->n_rope; r++) {
         ALLOC(c->rope_cos[r], (int64_t)p.n_ctx * (m->rope[r].n_rot / 2));
         ALLOC(c->rope_sin[r], (int64_t)p.n_ctx * (m->rope[r].n_rot / 2));
+        pk_raise(&half_max, m->rope[r].n_rot / 2);
     }
+    pk_raise(&need_s.row, half_max);
+    c->row_cap = need_s.row;
+    ALLOC(c->row, c->row_cap);
     ALLOC(c->logits, hp->n_vocab);
     c->n_jobs_cap = (int)need_s.jobs;
     ALLOC(c->jobs, c->n_jobs_cap);
@@ -221,7 +227,8 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
     }
     c->mem_bytes = pk_alloc_bytes - alloc0;
     if (!measure)
-        for (int r = 0; r < m->n_rope; r++) rope_table(c, &m->rope[r], c->rope_cos[r], c->rope_sin[r]);
+        for (int r = 0; r < m->n_rope; r++)
+            rope_table(c, &m->rope[r], c->rope_cos[r], c->rope_sin[r], pk_row_buf(c, m->rope[r].n_rot / 2));
     *out = c;
     return PK_OK;
 }
@@ -248,7 +255,7 @@ void pk_context_free(pk_context *c) {
     pk_kv_free(&c->kv);
     for (int s = 0; s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++) free(c->slot[s].buf[t]);
-    void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->logits, c->jobs, c->xptr, c->xptr_off};
+    void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->row, c->logits, c->jobs, c->xptr, c->xptr_off};
     for (int r = 0; r < PK_MAX_ROPE; r++) {
         free(c->rope_cos[r]);
         free(c->rope_sin[r]);

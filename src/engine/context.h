@@ -56,6 +56,10 @@ struct pk_context {
     unsigned char *arena;
     size_t arena_bytes;
     float *rope_cos[PK_MAX_ROPE], *rope_sin[PK_MAX_ROPE]; /* (n_rot/2) per position: m->rope[i]'s table */
+    float *row;                   /* (row_cap) a one-row temporary of the decoding
+                                     thread: a bias, norm weight, gate or scale row
+                                     dequantized (pk_row_buf), live within one call */
+    int64_t row_cap;
     int scratch_oom;              /* set by a chunk (attention, DeltaNet) that had no scratch */
     int cur_batch;                /* tokens in the batch being processed */
 
@@ -88,6 +92,8 @@ typedef struct pk_scratch {
     int64_t slot[PK_N_SLOTS];     /* elements each activation slot must hold */
     int64_t jobs;                 /* most jobs of one pk_matvec call */
     int64_t rows;                 /* most input rows (sum of n_tok) of one pk_matvec call */
+    int64_t row;                  /* floats of c->row: the widest row a kind dequantizes
+                                     through pk_row_buf (the context asks for D) */
 } pk_scratch;
 
 /* *need = max(*need, v) */
@@ -102,6 +108,14 @@ static inline void pk_scratch_raise(pk_scratch *s, int64_t arena, int slot, int6
     pk_raise(&s->slot[slot], slot_cap);
     pk_raise(&s->jobs, jobs);
     pk_raise(&s->rows, rows);
+}
+
+/* c->row for a row of n floats (the kind's scratch method raised
+ * pk_scratch.row to n); not for chunk functions on the pool's workers. */
+static inline float *pk_row_buf(pk_context *c, int64_t n) {
+    PK_ASSERT(n >= 0 && n <= c->row_cap);
+    (void)n;
+    return c->row;
 }
 
 /* A bump allocator over c->arena: a kind's layout function takes its
@@ -161,7 +175,8 @@ static inline void pk_act_mul(const pk_context *c, int act, float *g, const floa
 }
 void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps);
 /* rows x (n floats each, stride apart) normed with weight tensor w into
- * out; counts w's bytes once (one read per call, whatever the rows) */
+ * out; counts w's bytes once (one read per call, whatever the rows); a
+ * weight not in F32 is dequantized into c->row (n <= c->row_cap) */
 void pk_rmsnorm_rows(pk_context *c, float *out, const float *x, const pk_tensor *w, int n, int rows,
                      int64_t stride);
 /* Rotate n_rot dims at v, v + stride, ... (n rows) in place for position

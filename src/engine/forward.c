@@ -37,8 +37,8 @@ void pk_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
 void pk_rmsnorm_rows(pk_context *c, float *out, const float *x, const pk_tensor *w, int n, int rows,
                      int64_t stride) {
     const float *wf = w->data;
-    float tmp[w->type == PK_TYPE_F32 ? 1 : n];
     if (w->type != PK_TYPE_F32) {  /* norm weights are F32 in practice */
+        float *tmp = pk_row_buf(c, n);
         pk_type_get(w->type)->to_float(w->data, tmp, n);
         wf = tmp;
     }
@@ -129,7 +129,8 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     const int first = all_rows ? 0 : rows - 1, nout = rows - first;
     pk_rmsnorm_rows(c, c->xb, c->x + (size_t)first * D, &m->output_norm, D, nout, D);
     pk_act_set(c, PK_SLOT_X, c->xb, nout, D, 0);
-    pk_mv o = {&m->output, 0, hp->n_vocab, PK_SLOT_X, nout, NULL, logits, hp->n_vocab};
+    pk_mv o = {.w = &m->output, .row0 = 0, .nrows = hp->n_vocab, .slot = PK_SLOT_X, .n_tok = nout, .idx = NULL,
+               .y = logits, .y_stride = hp->n_vocab};
     pk_matvec(c, &o, 1);
     if (hp->logit_scale != 1.0f) {   /* Granite: logits / logit_scale */
         const float inv = 1.0f / hp->logit_scale;
@@ -138,7 +139,8 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     if (hp->softcap > 0) {   /* c tanh(logit / c): a vocabulary of tanh is worth the threads */
         const size_t nv = (size_t)nout * hp->n_vocab;
         const int chunks = nv < 65536 ? 1 : 8 * pk_pool_size(c->pool);
-        softcap_task st = {logits, nv, (nv + (size_t)chunks - 1) / (size_t)chunks, hp->softcap, c->kern};
+        softcap_task st = {.x = logits, .n = nv, .per = (nv + (size_t)chunks - 1) / (size_t)chunks, .cap = hp->softcap,
+                           .kern = c->kern};
         pk_pool_run(c->pool, softcap_run, &st, chunks);
     }
     /* the weight-byte ledger: every weight read is counted (pk_matvec,

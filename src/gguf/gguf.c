@@ -303,7 +303,7 @@ int gguf_parse(const uint8_t *buf, uint64_t size, const char *name, gguf_file **
     f->map = buf;
     f->size = size;
     f->fd = -1;
-    cursor cc = {buf, size, 0, name, err}, *c = &cc;
+    cursor cc = {.buf = buf, .size = size, .pos = 0, .name = name, .err = err}, *c = &cc;
     uint32_t magic = 0;
     int rc = cur_u32(c, &magic, "magic");
     if (rc) goto fail;

@@ -41,7 +41,10 @@ typedef void (*pk_quantize_fn)(const float *x, void *y, int64_t n);
  * is d x d floats, [key i][value e]; with decay and beta of this token,
  *   S = decay S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q.
  * Variants may reassociate (e.g. o = decay S0^T q + delta (k.q)): results
- * agree with the reference to float rounding. */
+ * agree with the reference to float rounding. 1 <= d <= PK_MAX_SSM_STATE
+ * (model/model.c checks ssm.state_size at load): variants keep rows of d
+ * floats on the stack. */
+#define PK_MAX_SSM_STATE 4096
 typedef void (*pk_delta_step_fn)(float *S, int d, const float *q, const float *k, const float *v,
                                  float decay, float beta, float *o);
 

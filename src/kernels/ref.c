@@ -335,8 +335,8 @@ static void softcap(float *x, int64_t n, float cap) {
 /* The recurrence as written: decay, read S^T k, update, read S^T q. */
 static void delta_step(float *S, int d, const float *q, const float *k, const float *v, float decay,
                        float beta, float *o) {
-    float kv[d > 0 ? d : 1];
-    memset(kv, 0, sizeof kv);
+    float kv[PK_MAX_SSM_STATE];
+    memset(kv, 0, (size_t)d * sizeof *kv);
     for (int i = 0; i < d; i++) {
         float *row = S + (size_t)i * d;
         for (int e = 0; e < d; e++) {

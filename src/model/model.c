@@ -91,7 +91,7 @@ static int load_hybrid_hparams(pk_model *m, const char *an, uint8_t **linear, pk
     hp->full_attn_interval = 4;
     if ((rc = get_hp(f, an, "full_attention_interval", 0, 1, 4096, &hp->full_attn_interval, err)) ||
         (rc = get_hp(f, an, "ssm.conv_kernel", 1, 1, 64, &hp->ssm_conv, err)) ||
-        (rc = get_hp(f, an, "ssm.state_size", 1, 1, 4096, &hp->ssm_state, err)) ||
+        (rc = get_hp(f, an, "ssm.state_size", 1, 1, PK_MAX_SSM_STATE, &hp->ssm_state, err)) ||
         (rc = get_hp(f, an, "ssm.group_count", 1, 1, 4096, &hp->ssm_k_heads, err)) ||
         (rc = get_hp(f, an, "ssm.time_step_rank", 1, 1, 4096, &hp->ssm_v_heads, err)) ||
         (rc = get_hp(f, an, "ssm.inner_size", 1, 1, 1 << 20, &inner, err)))

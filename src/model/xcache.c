@@ -44,6 +44,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/threads.h"
 #include "model/model.h"
 
 enum { XC_PAGE = 4096, XC_IO_THREADS = 8 };
@@ -369,7 +370,7 @@ static void enqueue(pk_xcache *xc, int il, int s, int front) {
     xc->rd_err[i] = 0;
     xc->state[i] = S_LOADING;
     for (int k = 0; k < 3; k++) {
-        struct xc_req r = {il, s, front ? 2 - k : k, front, xc->gen[i]};
+        struct xc_req r = {.il = il, .s = s, .k = front ? 2 - k : k, .demand = front, .gen = xc->gen[i]};
         xc->dm_n += front;
         if (front) {
             xc->q_head = (xc->q_head + xc->q_cap - 1) % xc->q_cap;
@@ -559,20 +560,19 @@ int pk_xcache_next(pk_xcache *xc, pk_xcache_set *set, const void **ptr, pk_xcach
 
 int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **ptr,
                       pk_xcache_stats *st, pk_error *err) {
-    int slot[n > 0 ? n : 1];
-    uint8_t taken[n > 0 ? n : 1];
-    pk_xcache_set set = {il, n, 0, ex, slot, taken};
+    /* the set's arrays: n slots, then n flags, in this thread's scratch */
+    int *slot = pk_thread_scratch((size_t)(n > 0 ? n : 1) * (sizeof(int) + 1));
+    if (!slot) return pk_errorf(err, PK_ERR_NOMEM, "expert cache: out of memory for a set of %d experts", n);
+    uint8_t *taken = (uint8_t *)(slot + (n > 0 ? n : 1));
+    pk_xcache_set set = {.il = il, .n = n, .n_taken = 0, .ex = ex, .slot = slot, .taken = taken};
     int rc = pk_xcache_begin(xc, &set, st, err);
     if (rc) return rc;
     for (int j = 0; j < n; j++) {
         const void *p[3];
         int i = pk_xcache_next(xc, &set, p, st, err);
         if (i < 0) {                             /* unpin those already returned too */
-            int got[n];
-            int ng = 0;
             for (int t = 0; t < n; t++)
-                if (taken[t]) got[ng++] = ex[t];
-            pk_xcache_release(xc, il, got, ng);
+                if (taken[t]) pk_xcache_release(xc, il, &ex[t], 1);
             return err && err->code ? err->code : PK_ERR_IO;
         }
         for (int k = 0; k < 3; k++) ptr[3 * i + k] = p[k];

@@ -45,7 +45,9 @@ uint64_t pk_xcache_plan_slot_bytes(const struct pk_model *m);
 /* Pin experts ex[0..n) (distinct, n <= slots) of layer il, reading those
  * not resident (in parallel, on the cache's I/O threads); ptr[3 * i + k] receives the data of expert ex[i]'s slice of
  * gate (k = 0), up (1) and down (2), each pointing at the expert's first
- * row. On an I/O error nothing stays pinned and err says what failed. */
+ * row. On an I/O error nothing stays pinned and err says what failed. Uses
+ * the calling thread's pk_thread_scratch (core/threads.h): not to be called
+ * while the caller holds it. */
 int pk_xcache_acquire(pk_xcache *xc, int il, const int *ex, int n, const void **ptr,
                       pk_xcache_stats *st, pk_error *err);
 void pk_xcache_release(pk_xcache *xc, int il, const int *ex, int n);

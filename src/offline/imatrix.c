@@ -379,7 +379,7 @@ int pk_imatrix_load(const char *path, pk_imatrix **out, pk_error *err) {
         int kind = has_suffix(t->name, ".in_sum2", &bl) ? 0 : has_suffix(t->name, ".counts", &bl) ? 1
                  : has_suffix(t->name, ".in_sum", &bl) ? 2 : -1;
         if (kind < 0) continue;            /* other tensors are ignored, as llama.cpp does */
-        gr[ng] = (group){t->name, bl, NULL, NULL, NULL};
+        gr[ng] = (group){.base = t->name, .base_len = bl, .sum2 = NULL, .counts = NULL, .sum = NULL};
         if (kind == 0) gr[ng].sum2 = t; else if (kind == 1) gr[ng].counts = t; else gr[ng].sum = t;
         ng++;
     }

@@ -224,7 +224,7 @@ static void bpe_add_bigram(const pk_tokenizer *t, scratch *s, int l, int r) {
     if (l < 0 || r < 0) return;
     const sym *a = &s->sy[l], *b = &s->sy[r];
     int rank = pk_tok_merge_find(t, s->buf + a->off, a->n, s->buf + b->off, b->n);
-    if (rank >= 0) heap_push(s, (bigram){ (double)rank, l, r, a->n + b->n });
+    if (rank >= 0) heap_push(s, (bigram){ .key = (double)rank, .left = l, .right = r, .size = a->n + b->n });
 }
 
 /* The token for an encoded piece, if it decodes to the piece's bytes: a
@@ -279,14 +279,14 @@ static void bpe_word(const pk_tokenizer *t, scratch *s, const char *w, size_t n,
         for (size_t off = 0; off < n; ns++) {
             size_t cl = (size_t)pk_utf8_len((uint8_t)w[off]);
             if (cl > n - off) cl = n - off;
-            s->sy[ns] = (sym){ off, (uint32_t)cl, ns - 1, off + cl < n ? ns + 1 : -1 };
+            s->sy[ns] = (sym){ .off = off, .n = (uint32_t)cl, .prev = ns - 1, .next = off + cl < n ? ns + 1 : -1 };
             off += cl;
         }
     } else {
         for (size_t i = 0; i < n; i++, ns++) {
             uint8_t b = (uint8_t)w[i];
             memcpy(s->buf + el, t->bchar[b].s, t->bchar[b].n);
-            s->sy[i] = (sym){ el, t->bchar[b].n, (int)i - 1, i + 1 < n ? (int)i + 1 : -1 };
+            s->sy[i] = (sym){ .off = el, .n = t->bchar[b].n, .prev = (int)i - 1, .next = i + 1 < n ? (int)i + 1 : -1 };
             el += t->bchar[b].n;
         }
     }
@@ -389,7 +389,7 @@ static void spm_add_bigram(const pk_tokenizer *t, scratch *s, int l, int r) {
     if (l < 0 || r < 0) return;
     uint32_t n = s->sy[l].n + s->sy[r].n;
     int32_t id = pk_tok_find(t, s->buf + s->sy[l].off, n);   /* l and r are adjacent */
-    if (id >= 0) heap_push(s, (bigram){ -(double)t->score[id], l, r, n });
+    if (id >= 0) heap_push(s, (bigram){ .key = -(double)t->score[id], .left = l, .right = r, .size = n });
 }
 
 static void spm_fragment(const pk_tokenizer *t, scratch *s, const char *text, size_t len,
@@ -411,7 +411,7 @@ static void spm_fragment(const pk_tokenizer *t, scratch *s, const char *text, si
     for (size_t off = 0; off < el; ns++) {
         size_t cl = (size_t)pk_utf8_len((uint8_t)s->buf[off]);
         if (cl > el - off) cl = el - off;
-        s->sy[ns] = (sym){ off, (uint32_t)cl, ns - 1, off + cl < el ? ns + 1 : -1 };
+        s->sy[ns] = (sym){ .off = off, .n = (uint32_t)cl, .prev = ns - 1, .next = off + cl < el ? ns + 1 : -1 };
         off += cl;
     }
     if (ns == 0) return;

@@ -33,6 +33,7 @@ typedef struct att_ws {
     float *kb;       /* (k_dim) keys before the cache */
     float *vb;       /* (v_dim) values before a typed cache (NULL for an F32
                         cache: written in place) */
+    float *sinks;    /* [n_head] sink logits (sinks; else NULL) */
 } att_ws;
 
 static size_t att_layout(const pk_context *c, const pk_attn_shape *a, void *base, att_ws *w) {
@@ -45,12 +46,15 @@ static size_t att_layout(const pk_context *c, const pk_attn_shape *a, void *base
     w->kb = pk_arena_take(&ar, B * a->n_head_kv * a->head_dim, sizeof(float));
     w->vb = c->kv.type_v != PK_TYPE_F32 ? pk_arena_take(&ar, B * a->n_head_kv * a->head_dim_v, sizeof(float))
                                         : NULL;
+    w->sinks = a->sinks ? pk_arena_take(&ar, (size_t)a->n_head, sizeof(float)) : NULL;
     return ar.used;
 }
 
+/* rows of y (n floats, stride apart) += bias b, if the layer has it (read
+ * once into c->row, counted) */
 static void add_bias(pk_context *c, float *y, const pk_tensor *b, int n, int rows, int64_t stride) {
     if (!b->data) return;
-    float tmp[n];
+    float *tmp = pk_row_buf(c, n);
     pk_get_row(c, b, 0, tmp);
     for (int r = 0; r < rows; r++)
         for (int i = 0; i < n; i++) y[r * stride + i] += tmp[i];
@@ -172,9 +176,12 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     float *vrows = tv == PK_TYPE_F32 ? pk_kv_v(&c->kv, il, pos0) : w.vb;
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv qkv[3] = {
-        {&L->wq, 0, L->wq.ne[1], PK_SLOT_X, B, NULL, gated ? w.qg : w.q, L->wq.ne[1]},
-        {&L->wk, 0, L->wk.ne[1], PK_SLOT_X, B, NULL, w.kb, kd},
-        {&L->wv, 0, L->wv.ne[1], PK_SLOT_X, B, NULL, vrows, vd},
+        {.w = &L->wq, .row0 = 0, .nrows = L->wq.ne[1], .slot = PK_SLOT_X, .n_tok = B, .idx = NULL,
+         .y = gated ? w.qg : w.q, .y_stride = L->wq.ne[1]},
+        {.w = &L->wk, .row0 = 0, .nrows = L->wk.ne[1], .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = w.kb,
+         .y_stride = kd},
+        {.w = &L->wv, .row0 = 0, .nrows = L->wv.ne[1], .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = vrows,
+         .y_stride = vd},
     };
     pk_matvec(c, qkv, a->v_from_k ? 2 : 3);
     add_bias(c, w.q, &L->bq, qd, B, qd);
@@ -228,9 +235,8 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
 
     /* chunks of up to 16 tokens per kv head, fewer if their scores would
        pass 4 MiB */
-    float sinks[a->sinks ? a->n_head : 1];
-    if (a->sinks) pk_get_row(c, &L->attn_sinks, 0, sinks);
-    att_task t = {c, a, &w, il, pos0, B, 16, 0, a->sinks ? sinks : NULL};
+    if (a->sinks) pk_get_row(c, &L->attn_sinks, 0, w.sinks);
+    att_task t = {.c = c, .a = a, .w = &w, .layer = il, .pos0 = pos0, .n = B, .tb = 16, .n_tb = 0, .sinks = w.sinks};
     while (t.tb > 1 && (int64_t)t.tb * (a->n_head / a->n_head_kv) * (pos0 + B) > (1 << 20)) t.tb /= 2;
     t.n_tb = (B + t.tb - 1) / t.tb;
     /* state ledger: each token tile reads the cached keys and values of the
@@ -250,7 +256,8 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     if (gated)
         for (int i = 0; i < B * od; i++) w.att_out[i] *= 1.0f / (1.0f + expf(-w.gate[i]));
     pk_act_set(c, PK_SLOT_ATT, w.att_out, B, od, 0);
-    pk_mv o = {&L->wo, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
+    pk_mv o = {.w = &L->wo, .row0 = 0, .nrows = D, .slot = PK_SLOT_ATT, .n_tok = B, .idx = NULL, .y = c->xb2,
+               .y_stride = D};
     pk_matvec(c, &o, 1);
     add_bias(c, c->xb2, &L->bo, D, B, D);
     return PK_OK;
@@ -292,12 +299,18 @@ static void att_memory(const pk_model *m, const pk_block *b, pk_kv_need *out) {
                         .v_dim = a->n_head_kv * a->head_dim_v};
 }
 
-/* q, k, v in one call of 3 jobs; the output projection reads slot ATT */
+/* q, k, v in one call of 3 jobs; the output projection reads slot ATT; the
+ * biases and the q / k norms are rows of at most the q, k, v or model width */
 static void att_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
     att_ws w;
-    const size_t bytes = att_layout(c, &b->attn, NULL, &w);
-    pk_scratch_raise(s, (int64_t)bytes, PK_SLOT_ATT, (int64_t)c->n_batch * b->attn.n_head * b->attn.head_dim_v, 3,
+    const pk_attn_shape *a = &b->attn;
+    const size_t bytes = att_layout(c, a, NULL, &w);
+    pk_scratch_raise(s, (int64_t)bytes, PK_SLOT_ATT, (int64_t)c->n_batch * a->n_head * a->head_dim_v, 3,
                      3 * (int64_t)c->n_batch);
+    pk_raise(&s->row, (int64_t)a->n_head * a->head_dim);
+    pk_raise(&s->row, (int64_t)a->n_head_kv * a->head_dim);
+    pk_raise(&s->row, (int64_t)a->n_head_kv * a->head_dim_v);
+    pk_raise(&s->row, c->m->hp.n_embd);
 }
 
 static int att_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
@@ -319,4 +332,5 @@ static int att_describe(const pk_model *m, const pk_block *b, char *buf, size_t 
                     m->hp.attn_scale > 0 ? sc_s : "");
 }
 
-const pk_block_kind pk_mixer_attention = {"attention", att_bind, att_memory, att_scratch, att_forward, att_describe};
+const pk_block_kind pk_mixer_attention = {.name = "attention", .bind = att_bind, .memory = att_memory,
+                                          .scratch = att_scratch, .forward = att_forward, .describe = att_describe};

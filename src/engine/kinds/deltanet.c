@@ -214,15 +214,18 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     /* beta|alpha rows: ssm_beta then ssm_alpha, or all of ssm_ba (dn_bind
        binds one or the other) */
     pk_mv proj[5] = {
-        {&L->attn_qkv, 0, C, PK_SLOT_X, B, NULL, ws->qkv, C},
-        {&L->attn_z, 0, VD, PK_SLOT_X, B, NULL, ws->z, VD},
+        {.w = &L->attn_qkv, .row0 = 0, .nrows = C, .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = ws->qkv,
+         .y_stride = C},
+        {.w = &L->attn_z, .row0 = 0, .nrows = VD, .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = ws->z,
+         .y_stride = VD},
     };
     const pk_tensor *baw[3] = {&L->ssm_beta, &L->ssm_alpha, &L->ssm_ba};
     const int baoff[3] = {0, HV, 0};
     int np = 2;
     for (int i = 0; i < 3; i++)
         if (baw[i]->data)
-            proj[np++] = (pk_mv){baw[i], 0, baw[i]->ne[1], PK_SLOT_X, B, NULL, ws->ba + baoff[i], 2 * HV};
+            proj[np++] = (pk_mv){.w = baw[i], .row0 = 0, .nrows = baw[i]->ne[1], .slot = PK_SLOT_X, .n_tok = B,
+                                 .idx = NULL, .y = ws->ba + baoff[i], .y_stride = 2 * HV};
     pk_matvec(c, proj, np);
 
     /* causal depthwise conv, token by token: taps 0..K-2 on the state rows
@@ -254,7 +257,7 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     const uint64_t passes = B >= PK_DN_CHUNK_MIN ? (uint64_t)(B + PK_DN_CHUNK - 1) / PK_DN_CHUNK : (uint64_t)B;
     c->state_bytes += 2 * sizeof(float) * (passes * (uint64_t)HV * (uint64_t)d * (uint64_t)d +
                                            (uint64_t)B * (uint64_t)(K > 1 ? K - 1 : 0) * (uint64_t)C);
-    dn_task t = {c, sh, ws, il};
+    dn_task t = {.c = c, .s = sh, .w = ws, .layer = il};
     c->scratch_oom = 0;
     if ((int64_t)B * HV * d * d < (1 << 14))
         for (int j = 0; j < HV; j++) dn_head(&t, j);
@@ -262,7 +265,8 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
         pk_pool_run(c->pool, dn_head, &t, HV);
 
     pk_act_set(c, PK_SLOT_ATT, ws->o, B, VD, 0);
-    pk_mv out = {&L->ssm_out, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
+    pk_mv out = {.w = &L->ssm_out, .row0 = 0, .nrows = D, .slot = PK_SLOT_ATT, .n_tok = B, .idx = NULL, .y = c->xb2,
+                 .y_stride = D};
     pk_matvec(c, &out, 1);
     return c->scratch_oom ? PK_ERR_NOMEM : PK_OK;
 }
@@ -314,4 +318,5 @@ static int dn_describe(const pk_model *m, const pk_block *b, char *buf, size_t c
                     sh->conv);
 }
 
-const pk_block_kind pk_mixer_deltanet = {"deltanet", dn_bind, dn_memory, dn_scratch, dn_forward, dn_describe};
+const pk_block_kind pk_mixer_deltanet = {.name = "deltanet", .bind = dn_bind, .memory = dn_memory,
+                                         .scratch = dn_scratch, .forward = dn_forward, .describe = dn_describe};

@@ -32,13 +32,15 @@ int pk_ffn_dense_run(pk_context *c, const pk_block *b, const pk_layer *L, void *
     (void)used;
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv gu[2] = {
-        {&L->ffn_gate, 0, F, PK_SLOT_X, B, NULL, w.hb, F},
-        {&L->ffn_up, 0, F, PK_SLOT_X, B, NULL, w.hb2, F},
+        {.w = &L->ffn_gate, .row0 = 0, .nrows = F, .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = w.hb,
+         .y_stride = F},
+        {.w = &L->ffn_up, .row0 = 0, .nrows = F, .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = w.hb2, .y_stride = F},
     };
     pk_matvec(c, gu, 2);
     pk_act_mul(c, b->ff.act, w.hb, w.hb2, (int64_t)B * F);
     pk_act_set(c, PK_SLOT_FFN, w.hb, B, F, 0);
-    pk_mv d = {&L->ffn_down, 0, D, PK_SLOT_FFN, B, NULL, c->xb2, D};
+    pk_mv d = {.w = &L->ffn_down, .row0 = 0, .nrows = D, .slot = PK_SLOT_FFN, .n_tok = B, .idx = NULL, .y = c->xb2,
+               .y_stride = D};
     pk_matvec(c, &d, 1);
     return PK_OK;
 }
@@ -68,4 +70,5 @@ static int dense_describe(const pk_model *m, const pk_block *b, char *buf, size_
     return snprintf(buf, cap, "dense(ff %d%s)", b->ff.n_ff, b->ff.act == PK_ACT_GELU ? ", gelu" : "");
 }
 
-const pk_block_kind pk_ffn_dense = {"dense", dense_bind, NULL, dense_scratch, dense_forward, dense_describe};
+const pk_block_kind pk_ffn_dense = {.name = "dense", .bind = dense_bind, .memory = NULL, .scratch = dense_scratch,
+                                    .forward = dense_forward, .describe = dense_describe};

@@ -48,7 +48,7 @@ static int dm_forward(pk_context *c, const pk_block *b, const pk_layer *L, int i
     int rc = pk_ffn_dense_run(c, &d, L, w.sub);
     if (rc) return rc;
     pk_rmsnorm_rows(c, w.mlp, c->xb2, &L->post_ffn_norm_1, D, B, D);
-    float sc[D];
+    float *sc = pk_row_buf(c, D);   /* the context's rows hold D */
     pk_get_row(c, &L->gate_inp_scale, 0, sc);
     for (int t = 0; t < B; t++) {   /* ggml: rms_norm, scale by 1/sqrtf(D), mul */
         float *r = w.rin + (size_t)t * D;
@@ -95,4 +95,5 @@ static int dm_describe(const pk_model *m, const pk_block *b, char *buf, size_t c
                     f->n_expert, f->n_ff, f->act == PK_ACT_GELU ? ", gelu" : "");
 }
 
-const pk_block_kind pk_ffn_dense_moe = {"dense+moe", dm_bind, NULL, dm_scratch, dm_forward, dm_describe};
+const pk_block_kind pk_ffn_dense_moe = {.name = "dense+moe", .bind = dm_bind, .memory = NULL, .scratch = dm_scratch,
+                                        .forward = dm_forward, .describe = dm_describe};

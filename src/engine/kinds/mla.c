@@ -118,7 +118,8 @@ static void per_head(pk_context *c, const pk_tensor *w, int H, int n_in, int n_o
     const int B = c->cur_batch;
     for (int h = 0; h < H; h++) {
         pk_act_set(c, PK_SLOT_ATT, x + (size_t)h * x_off, B, n_in, x_stride);
-        pk_mv mv = {w, (int64_t)h * n_out, n_out, PK_SLOT_ATT, B, NULL, y + (size_t)h * y_off, y_stride};
+        pk_mv mv = {.w = w, .row0 = (int64_t)h * n_out, .nrows = n_out, .slot = PK_SLOT_ATT, .n_tok = B, .idx = NULL,
+                    .y = y + (size_t)h * y_off, .y_stride = y_stride};
         pk_matvec(c, &mv, 1);
     }
 }
@@ -136,15 +137,16 @@ static int mla_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     /* q (directly or through the q LoRA) and [c | k_pe] */
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv in[2] = {
-        {&L->wkv_a, 0, Lw, PK_SLOT_X, B, NULL, w.kv, Lw},
-        {a->q_lora ? &L->wq_a : &L->wq, 0, a->q_lora ? a->q_lora : H * qk, PK_SLOT_X, B, NULL,
-         a->q_lora ? w.qlo : w.q, a->q_lora ? a->q_lora : H * qk},
+        {.w = &L->wkv_a, .row0 = 0, .nrows = Lw, .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = w.kv, .y_stride = Lw},
+        {.w = a->q_lora ? &L->wq_a : &L->wq, .row0 = 0, .nrows = a->q_lora ? a->q_lora : H * qk, .slot = PK_SLOT_X,
+         .n_tok = B, .idx = NULL, .y = a->q_lora ? w.qlo : w.q, .y_stride = a->q_lora ? a->q_lora : H * qk},
     };
     pk_matvec(c, in, 2);
     if (a->q_lora) {
         pk_rmsnorm_rows(c, w.qlo, w.qlo, &L->q_a_norm, a->q_lora, B, a->q_lora);
         pk_act_set(c, PK_SLOT_FFN, w.qlo, B, a->q_lora, 0);
-        pk_mv qb = {&L->wq_b, 0, H * qk, PK_SLOT_FFN, B, NULL, w.q, H * qk};
+        pk_mv qb = {.w = &L->wq_b, .row0 = 0, .nrows = H * qk, .slot = PK_SLOT_FFN, .n_tok = B, .idx = NULL, .y = w.q,
+                    .y_stride = H * qk};
         pk_matvec(c, &qb, 1);
     }
     pk_rmsnorm_rows(c, w.kv, w.kv, &L->kv_a_norm, r, B, Lw);
@@ -171,7 +173,7 @@ static int mla_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
        cached rows it reads once), by up to 4 heads when that leaves fewer
        than two chunks per thread; fewer tokens if their scores would pass
        4 MiB */
-    mla_task t = {c, a, &w, il, pos0, B, 16, 0, H, 0};
+    mla_task t = {.c = c, .a = a, .w = &w, .layer = il, .pos0 = pos0, .n = B, .tb = 16, .n_tb = 0, .hg = H, .n_hg = 0};
     for (int pass = 0; pass < 2; pass++) {
         t.tb = 16;
         while (t.tb > 1 && (int64_t)t.tb * t.hg * (pos0 + B) > (1 << 20)) t.tb /= 2;
@@ -195,7 +197,8 @@ static int mla_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     /* values: per head V_b,h o; then the output projection */
     per_head(c, &L->wv_b, H, r, dv, w.lat, r, (int64_t)H * r, w.att_out, dv, (int64_t)H * dv);
     pk_act_set(c, PK_SLOT_ATT, w.att_out, B, (int64_t)H * dv, 0);
-    pk_mv o = {&L->wo, 0, D, PK_SLOT_ATT, B, NULL, c->xb2, D};
+    pk_mv o = {.w = &L->wo, .row0 = 0, .nrows = D, .slot = PK_SLOT_ATT, .n_tok = B, .idx = NULL, .y = c->xb2,
+               .y_stride = D};
     pk_matvec(c, &o, 1);
     return PK_OK;
 }
@@ -237,6 +240,8 @@ static void mla_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
     pk_raise(&att, B * a->kv_lora);
     pk_scratch_raise(s, (int64_t)mla_layout(c, a, NULL, &w), PK_SLOT_ATT, att, 2, 2 * B);
     pk_raise(&s->slot[PK_SLOT_FFN], B * a->q_lora);
+    pk_raise(&s->row, a->q_lora);    /* the q LoRA and latent norms (pk_rmsnorm_rows) */
+    pk_raise(&s->row, a->kv_lora);
 }
 
 static int mla_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
@@ -247,4 +252,5 @@ static int mla_describe(const pk_model *m, const pk_block *b, char *buf, size_t 
                     a->kv_lora, a->head_dim_v, a->q_lora ? ql : "");
 }
 
-const pk_block_kind pk_mixer_mla = {"mla", mla_bind, mla_memory, mla_scratch, mla_forward, mla_describe};
+const pk_block_kind pk_mixer_mla = {.name = "mla", .bind = mla_bind, .memory = mla_memory, .scratch = mla_scratch,
+                                    .forward = mla_forward, .describe = mla_describe};

@@ -56,6 +56,16 @@ typedef struct moe_ws {
     float *dec_out;               /* (k + 1) x (D): one token's expert outputs and
                                      its shared expert's, decoding under a budget */
     float *hb, *hb2;              /* (F_shexp) shared expert's gate and up products */
+    float *sel_bias;              /* [n_expert] the selection bias exp_probs_b */
+    float *grp_score;             /* [n_group] group scores (group-limited routing) */
+    int *grp_keep;                /* [n_group] the groups kept */
+    float *down_scale;            /* [n_expert] per-expert output scales (ffn_down_exps.scale) */
+    int *guess;                   /* [k] the next layer's guessed experts */
+    int *ex;                      /* [n_expert] the experts of a round */
+    const void **ex_data;         /* [3 n_expert] their slices in the expert cache */
+    const void **job_data;        /* [2 n_expert] each job's weight rows (NULL: the tensor's) */
+    int *tok_slot, *tok_got;      /* [k] one decoded token's experts: cache slots, ready order */
+    uint8_t *tok_taken;           /* [k] */
 } moe_ws;
 
 static size_t moe_layout(const pk_context *c, const pk_ffn_shape *f, void *base, moe_ws *w) {
@@ -80,6 +90,18 @@ static size_t moe_layout(const pk_context *c, const pk_ffn_shape *f, void *base,
     w->dec_out = pk_arena_take(&ar, ((size_t)f->n_expert_used + 1) * D, sizeof(float));
     w->hb = S ? pk_arena_take(&ar, B * S, sizeof(float)) : NULL;
     w->hb2 = S ? pk_arena_take(&ar, B * S, sizeof(float)) : NULL;
+    const size_t G = f->n_group > 0 ? (size_t)f->n_group : 1, K = (size_t)f->n_expert_used;
+    w->sel_bias = pk_arena_take(&ar, E, sizeof(float));
+    w->grp_score = pk_arena_take(&ar, G, sizeof(float));
+    w->grp_keep = pk_arena_take(&ar, G, sizeof(int));
+    w->down_scale = pk_arena_take(&ar, E, sizeof(float));
+    w->guess = pk_arena_take(&ar, K, sizeof(int));
+    w->ex = pk_arena_take(&ar, E, sizeof(int));
+    w->ex_data = pk_arena_take(&ar, 3 * E, sizeof(void *));
+    w->job_data = pk_arena_take(&ar, 2 * E, sizeof(void *));
+    w->tok_slot = pk_arena_take(&ar, K, sizeof(int));
+    w->tok_got = pk_arena_take(&ar, K, sizeof(int));
+    w->tok_taken = pk_arena_take(&ar, K, 1);
     return ar.used;
 }
 
@@ -96,10 +118,10 @@ static void top_k(const float *p, int n, int k, int *sel) {
 }
 
 /* rows[0..n) (each of width floats) += row `row` of bias tensor b, if the
- * layer has it (read once, counted) */
+ * layer has it (read once into c->row, counted) */
 static void add_row_bias(pk_context *c, const pk_tensor *b, int64_t row, float *rows, int n, int width) {
     if (!b->data || n <= 0) return;
-    float tmp[width];
+    float *tmp = pk_row_buf(c, width);
     pk_get_row(c, b, row, tmp);
     for (int r = 0; r < n; r++)
         for (int i = 0; i < width; i++) rows[(size_t)r * width + i] += tmp[i];
@@ -133,10 +155,10 @@ static void expert_act(pk_context *c, const pk_ffn_shape *f, float *g, const flo
 /* Group-limited routing: score each of the n_group groups of consecutive
  * experts by the sum of its two largest s, and set s of every expert
  * outside the n_group_used best groups to -inf. */
-static void limit_groups(const pk_ffn_shape *f, float *s) {
+static void limit_groups(const pk_ffn_shape *f, const moe_ws *w, float *s) {
     const int G = f->n_group, n = f->n_expert / G;
-    float gs[G];
-    int keep[G], two[2];
+    float *gs = w->grp_score;
+    int *keep = w->grp_keep, two[2];
     for (int g = 0; g < G; g++) {
         top_k(s + g * n, n, 2, two);
         gs[g] = s[g * n + two[0]] + s[g * n + two[1]];
@@ -153,10 +175,11 @@ static void limit_groups(const pk_ffn_shape *f, float *s) {
 /* Router for every row: w->sel / w->sel_w get k entries per token. */
 static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const moe_ws *w) {
     const int E = f->n_expert, K = f->n_expert_used, B = c->cur_batch;
-    pk_mv r = {&L->gate_inp, 0, E, PK_SLOT_X, B, NULL, w->router, E};
+    pk_mv r = {.w = &L->gate_inp, .row0 = 0, .nrows = E, .slot = PK_SLOT_X, .n_tok = B, .idx = NULL,
+               .y = w->router, .y_stride = E};
     pk_matvec(c, &r, 1);
     add_row_bias(c, &L->gate_inp_b, 0, w->router, B, E);
-    float bias[L->exp_probs_b.data ? E : 1];
+    float *bias = w->sel_bias;
     if (L->exp_probs_b.data) pk_get_row(c, &L->exp_probs_b, 0, bias);
     for (int b = 0; b < B; b++) {
         float *p = w->router + (size_t)b * E;
@@ -184,7 +207,7 @@ static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const
         if (L->exp_probs_b.data || f->n_group) {   /* the bias chooses; the weights stay p */
             float *s = w->sel_score;
             for (int e = 0; e < E; e++) s[e] = p[e] + (L->exp_probs_b.data ? bias[e] : 0.0f);
-            if (f->n_group) limit_groups(f, s);
+            if (f->n_group) limit_groups(f, w, s);
             top_k(s, E, K, sel);
         } else {
             top_k(p, E, K, sel);
@@ -200,7 +223,8 @@ static void route(pk_context *c, const pk_ffn_shape *f, const pk_layer *L, const
     }
 }
 
-/* Decoding under a memory budget: guess the experts layer il will route
+/* Decoding under a memory budget, w the layout of layer il - 1 (of the same
+ * expert count and experts used): guess the experts layer il will route
  * this token to - its router applied to this layer's FFN input (the
  * residual stream changes little from one layer to the next) - and queue
  * their reads behind this layer's, so they overlap this layer's compute.
@@ -211,11 +235,12 @@ static void prefetch_next(pk_context *c, int il, const moe_ws *w) {
     const pk_layer *N = &c->m->layers[il];
     const int E = f->n_expert, K = f->n_expert_used;
     float *p = w->router + E;
-    pk_mv r = {&N->gate_inp, 0, E, PK_SLOT_X, 1, NULL, p, E};
+    pk_mv r = {.w = &N->gate_inp, .row0 = 0, .nrows = E, .slot = PK_SLOT_X, .n_tok = 1, .idx = NULL, .y = p,
+               .y_stride = E};
     const uint64_t b0 = c->weight_bytes;
     pk_matvec(c, &r, 1);
     c->guess_bytes += c->weight_bytes - b0;
-    int sel[K];
+    int *sel = w->guess;   /* k entries: the caller's layer has as many experts and used ones */
     top_k(p, E, K, sel);                        /* softmax and sigmoid keep the order */
     pk_xcache_prefetch(c->m->xc, il, sel, K, &c->xstats);
 }
@@ -224,20 +249,23 @@ static void prefetch_next(pk_context *c, int il, const moe_ws *w) {
 static void shared_expert(pk_context *c, const pk_layer *L, int act, const moe_ws *w, float *out) {
     const int D = c->m->hp.n_embd, S = (int)L->gate_shexp.ne[1], B = c->cur_batch;
     pk_mv gu[2] = {
-        {&L->gate_shexp, 0, S, PK_SLOT_X, B, NULL, w->hb, S},
-        {&L->up_shexp, 0, S, PK_SLOT_X, B, NULL, w->hb2, S},
+        {.w = &L->gate_shexp, .row0 = 0, .nrows = S, .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = w->hb,
+         .y_stride = S},
+        {.w = &L->up_shexp, .row0 = 0, .nrows = S, .slot = PK_SLOT_X, .n_tok = B, .idx = NULL, .y = w->hb2,
+         .y_stride = S},
     };
     pk_matvec(c, gu, 2);
     pk_act_mul(c, act, w->hb, w->hb2, (int64_t)B * S);
     pk_act_set(c, PK_SLOT_FFN, w->hb, B, S, 0);
-    pk_mv d = {&L->down_shexp, 0, D, PK_SLOT_FFN, B, NULL, out, D};
+    pk_mv d = {.w = &L->down_shexp, .row0 = 0, .nrows = D, .slot = PK_SLOT_FFN, .n_tok = B, .idx = NULL, .y = out,
+               .y_stride = D};
     pk_matvec(c, &d, 1);
 }
 
 /* c->xb2 += the shared expert's output out, times its sigmoid gate */
 static void shared_expert_add(pk_context *c, const pk_layer *L, const float *out) {
     const int D = c->m->hp.n_embd, B = c->cur_batch;
-    float g_w[L->gate_inp_shexp.data ? D : 1];
+    float *g_w = pk_row_buf(c, D);
     if (L->gate_inp_shexp.data) pk_get_row(c, &L->gate_inp_shexp, 0, g_w);
     for (int b = 0; b < B; b++) {
         float g = 1.0f;
@@ -267,12 +295,13 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
     const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     pk_xcache *xc = c->m->xc;
     float *out = w->dec_out, *sh = w->dec_out + (size_t)K * D;
-    int slot[nx], got[nx];
-    uint8_t taken[nx];
-    const void *p[3 * nx];
-    pk_mv gu[2 * nx], dn[nx];
-    const void *gd[2 * nx], *dd[nx];
-    pk_xcache_set set = {il, nx, 0, ex, slot, taken};
+    /* nx <= k: the set's arrays hold k; the slices of a round go to
+       ex_data, its jobs to c->jobs (2 per expert) and their data to job_data */
+    PK_ASSERT(nx >= 1 && nx <= K && 2 * nx <= c->n_jobs_cap);
+    int *got = w->tok_got;
+    const void **p = w->ex_data, **jd = w->job_data;
+    pk_mv *gu = c->jobs, *dn = c->jobs;
+    pk_xcache_set set = {.il = il, .n = nx, .n_taken = 0, .ex = ex, .slot = w->tok_slot, .taken = w->tok_taken};
     pk_error err = {0};
     if (pk_xcache_begin(xc, &set, &c->xstats, &err)) goto io;
     if (guess) prefetch_next(c, il + 1, w);   /* behind this layer's misses */
@@ -284,12 +313,14 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
            exp_h / exp_h2, its output in its pair's row of dec_out */
         for (int j = 0; j < m; j++) {
             const int e = ex[got[j]];
-            gu[2 * j] = (pk_mv){&L->gate_exps, e * gs, F, PK_SLOT_X, 1, NULL, w->exp_h + (size_t)j * F, F};
-            gu[2 * j + 1] = (pk_mv){&L->up_exps, (e + 1) * us - F, F, PK_SLOT_X, 1, NULL, w->exp_h2 + (size_t)j * F, F};
-            gd[2 * j] = p[3 * j];
-            gd[2 * j + 1] = (const uint8_t *)p[3 * j + 1] + (size_t)(us - F) * L->up_exps.row_bytes;
+            gu[2 * j] = (pk_mv){.w = &L->gate_exps, .row0 = e * gs, .nrows = F, .slot = PK_SLOT_X, .n_tok = 1,
+                                .idx = NULL, .y = w->exp_h + (size_t)j * F, .y_stride = F};
+            gu[2 * j + 1] = (pk_mv){.w = &L->up_exps, .row0 = (e + 1) * us - F, .nrows = F, .slot = PK_SLOT_X,
+                                    .n_tok = 1, .idx = NULL, .y = w->exp_h2 + (size_t)j * F, .y_stride = F};
+            jd[2 * j] = p[3 * j];
+            jd[2 * j + 1] = (const uint8_t *)p[3 * j + 1] + (size_t)(us - F) * L->up_exps.row_bytes;
         }
-        pk_matvec_from(c, gu, 2 * m, gd);
+        pk_matvec_from(c, gu, 2 * m, jd);
         for (int j = 0; j < m; j++) {
             const int e = ex[got[j]];
             add_row_bias(c, &L->gate_exps_b, e, w->exp_h + (size_t)j * F, 1, F);
@@ -299,11 +330,12 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
         pk_act_set(c, PK_SLOT_EXP, w->exp_h, m, F, 0);
         for (int j = 0; j < m; j++) {
             const int e = ex[got[j]];
-            dn[j] = (pk_mv){&L->down_exps, (int64_t)e * D, D, PK_SLOT_EXP, 1, w->pair_seq + j,
-                            out + (size_t)w->exp_off[e] * D, D};
-            dd[j] = p[3 * j + 2];
+            /* the gate and up jobs are done: their list and data are free */
+            dn[j] = (pk_mv){.w = &L->down_exps, .row0 = (int64_t)e * D, .nrows = D, .slot = PK_SLOT_EXP, .n_tok = 1,
+                            .idx = w->pair_seq + j, .y = out + (size_t)w->exp_off[e] * D, .y_stride = D};
+            jd[j] = p[3 * j + 2];
         }
-        pk_matvec_from(c, dn, m, dd);
+        pk_matvec_from(c, dn, m, jd);
         for (int j = 0; j < m; j++) {
             const int e = ex[got[j]];
             add_row_bias(c, &L->down_exps_b, e, out + (size_t)w->exp_off[e] * D, 1, D);
@@ -346,7 +378,7 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
     route(c, f, L, &ws);
     if (router_in) pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);   /* the experts' input */
     /* per-expert output scales (ffn_down_exps.scale) go into the pair weights */
-    float dsc[L->down_exps_scale.data ? E : 1];
+    float *dsc = ws.down_scale;
     if (L->down_exps_scale.data) pk_get_row(c, &L->down_exps_scale, 0, dsc);
 
     /* group the P = B*k (token, expert) pairs by expert (counting sort):
@@ -376,10 +408,11 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
     pk_xcache *xc = c->m->xc;
     const int R = xc ? pk_xcache_slots(xc) : E;
     const int guess = xc && B == 1 && c->n_batch >= 2 && il + 1 < c->m->hp.n_layer &&
-                      c->m->blocks[il + 1].ff.n_expert == E;
+                      c->m->blocks[il + 1].ff.n_expert == E && c->m->blocks[il + 1].ff.n_expert_used == K;
     if (guess && K > R) prefetch_next(c, il + 1, &ws);   /* else after this layer's misses are queued */
-    int ex[R];
-    const void *ptr[xc ? 3 * R : 1], *jd[2 * R];
+    PK_ASSERT(R >= 1 && R <= E);   /* ex, ex_data and job_data hold E experts' */
+    int *ex = ws.ex;
+    const void **ptr = ws.ex_data, **jd = ws.job_data;
     pk_mv *jobs = c->jobs;
     if (xc && B == 1 && K <= R) {
         int nx = 0;
@@ -404,11 +437,11 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
         int nj = 0;
         for (int i = 0; i < nx; i++) {
             const int off = exp_off[ex[i]], n = exp_count[ex[i]];
-            jobs[nj++] = (pk_mv){&L->gate_exps, ex[i] * gs, F, PK_SLOT_X, n, ws.tok_idx + off,
-                                 ws.exp_h + (size_t)off * F, F};
+            jobs[nj++] = (pk_mv){.w = &L->gate_exps, .row0 = ex[i] * gs, .nrows = F, .slot = PK_SLOT_X, .n_tok = n,
+                                 .idx = ws.tok_idx + off, .y = ws.exp_h + (size_t)off * F, .y_stride = F};
             jd[nj - 1] = xc ? ptr[3 * i] : NULL;
-            jobs[nj++] = (pk_mv){&L->up_exps, (ex[i] + 1) * us - F, F, PK_SLOT_X, n, ws.tok_idx + off,
-                                 ws.exp_h2 + (size_t)off * F, F};
+            jobs[nj++] = (pk_mv){.w = &L->up_exps, .row0 = (ex[i] + 1) * us - F, .nrows = F, .slot = PK_SLOT_X,
+                                 .n_tok = n, .idx = ws.tok_idx + off, .y = ws.exp_h2 + (size_t)off * F, .y_stride = F};
             /* the cache's copy starts at the slice's first row */
             jd[nj - 1] = xc ? (const uint8_t *)ptr[3 * i + 1] + (size_t)(us - F) * L->up_exps.row_bytes : NULL;
         }
@@ -429,8 +462,9 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
                 PK_ASSERT(n <= ws.exp_cap);   /* else no section would ever take it */
                 if (used + n > ws.exp_cap) break;
                 /* inputs: the hidden rows of pairs off..off+n-1 (slot row off - p_lo) */
-                jobs[nj++] = (pk_mv){&L->down_exps, (int64_t)ex[i] * D, D, PK_SLOT_EXP, n,
-                                     ws.pair_seq + (off - p_lo), ws.exp_out + (size_t)(off - base) * D, D};
+                jobs[nj++] = (pk_mv){.w = &L->down_exps, .row0 = (int64_t)ex[i] * D, .nrows = D, .slot = PK_SLOT_EXP,
+                                     .n_tok = n, .idx = ws.pair_seq + (off - p_lo),
+                                     .y = ws.exp_out + (size_t)(off - base) * D, .y_stride = D};
                 jd[nj - 1] = xc ? ptr[3 * i + 2] : NULL;
                 used += n;
             }
@@ -507,6 +541,10 @@ static void moe_scratch(const pk_context *c, const pk_block *b, pk_scratch *s) {
     pk_scratch_raise(s, (int64_t)moe_layout(c, f, NULL, &w), PK_SLOT_EXP, P * f->n_ff, 2 * (int64_t)f->n_expert + 8,
                      2 * P + 2 * B);
     pk_raise(&s->slot[PK_SLOT_FFN], B * f->n_ff_shexp);
+    /* c->row: the router's, the experts' and the shared gate's bias rows */
+    pk_raise(&s->row, f->n_expert);
+    pk_raise(&s->row, f->n_ff);
+    pk_raise(&s->row, c->m->hp.n_embd);
 }
 
 static int moe_describe(const pk_model *m, const pk_block *b, char *buf, size_t cap) {
@@ -527,5 +565,7 @@ static int moe_describe(const pk_model *m, const pk_block *b, char *buf, size_t 
                     f->bias ? ", biases" : "", act, b->ffn == &pk_ffn_moe_shared ? sh : "");
 }
 
-const pk_block_kind pk_ffn_moe = {"moe", moe_bind, NULL, moe_scratch, moe_forward, moe_describe};
-const pk_block_kind pk_ffn_moe_shared = {"moe(shared)", moe_shared_bind, NULL, moe_scratch, moe_forward, moe_describe};
+const pk_block_kind pk_ffn_moe = {.name = "moe", .bind = moe_bind, .memory = NULL, .scratch = moe_scratch,
+                                  .forward = moe_forward, .describe = moe_describe};
+const pk_block_kind pk_ffn_moe_shared = {.name = "moe(shared)", .bind = moe_shared_bind, .memory = NULL,
+                                         .scratch = moe_scratch, .forward = moe_forward, .describe = moe_describe};

@@ -45,7 +45,7 @@ static inline __attribute__((always_inline)) int read_blocks(const int NB, const
 
 static void delta_step(float *S, int d, const float *q, const float *k, const float *v, float decay,
                        float beta, float *o) {
-    float kvs[d > 0 ? d : 1], qvs[d > 0 ? d : 1], delta[d > 0 ? d : 1];
+    float kvs[PK_MAX_SSM_STATE], qvs[PK_MAX_SSM_STATE], delta[PK_MAX_SSM_STATE];
     int e0 = read_blocks(4, S, d, q, k, kvs, qvs, 0);
     e0 = read_blocks(1, S, d, q, k, kvs, qvs, e0);
     for (; e0 < d; e0++) {

@@ -90,6 +90,30 @@ typedef struct pk_kernels {
     pk_att_pv_fn att_pv[PK_TYPE_COUNT];
 } pk_kernels;
 
+/* Every slot of pk_kernels but isa, for code that walks them all (the merge
+ * in kernels/kernels.c, the tests): F(field) for one function, T(field) for
+ * an array by type. A slot added to pk_kernels is added here too
+ * (kernels/kernels.c checks that the sizes agree). */
+#define PK_KERNEL_SLOTS(F, T)                                                          \
+    T(vec_dot) T(gemv) T(quantize) T(gemm) F(sgemm) F(exp_sub) F(silu_mul) F(gelu_mul) \
+    F(softcap) F(delta_step) T(att_kq) T(att_pv)
+
+/* A row of the declared variant list (kernels/kernels.c). */
+typedef struct pk_kernel_variant {
+    const char *name;                 /* POCKET_KERNELS name, pocket --help's list */
+    int (*cpu)(void);                 /* can this CPU and OS run it */
+    int parent;                       /* index of the variant filling the slots the parts leave
+                                         NULL (earlier in the list); -1: none */
+    const pk_kernels *const *parts;   /* NULL-terminated partial tables, merged in order */
+} pk_kernel_variant;
+
+/* The i-th declared variant, or NULL past the end of the list. */
+const pk_kernel_variant *pk_kernel_variant_get(int i);
+/* The i-th declared variant's merged table whether or not this CPU can run
+ * it (for tests that check the merge; call through it only if usable), or
+ * NULL past the end of the list. */
+const pk_kernels *pk_kernel_variant_merged(int i);
+
 /* The selected kernel table (decided once, thread-safe). */
 const pk_kernels *pk_kernels_get(void);
 /* A specific variant, or NULL if not compiled in or the CPU lacks it. */
@@ -97,55 +121,42 @@ const pk_kernels *pk_kernels_by_name(const char *isa);
 /* The variants usable on this CPU, best last; returns the count. */
 int pk_kernels_list(const pk_kernels **out, int max);
 
-/* Per-ISA tables (kernels/ref.c, kernels/x86/avx2.c, kernels/x86/avx512.c,
- * kernels/arm/neon.c, kernels/arm/dotprod.c). A file compiled without its ISA's
- * flags (another CPU family) defines an empty table, never selected. */
-extern const pk_kernels pk_kernels_ref_table;
-extern const pk_kernels pk_kernels_avx2_table;
-extern const pk_kernels pk_kernels_avx512_table;
-extern const pk_kernels pk_kernels_neon_table;      /* ARMv8.0 Advanced SIMD */
-extern const pk_kernels pk_kernels_dotprod_table;   /* ARMv8.2 sdot/udot + fp16 */
-/* Multi-token kernels of the AVX2 variant (kernels/x86/avx2_gemm.c) and of the
- * i8mm variant (kernels/arm/i8mm.c: the dotprod table with smmla gemms). */
-extern const pk_gemm_fn pk_gemm_avx2[PK_TYPE_COUNT];
-/* The same kernels built with AVX-VNNI (kernels/x86/avxvnni.c), the gemm
- * entries of the avxvnni variant (the avx2 table otherwise). */
-extern const pk_gemm_fn pk_gemm_avxvnni[PK_TYPE_COUNT];
-extern const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT];
-/* The AVX2 Gated DeltaNet step (kernels/x86/avx2_deltanet.c; NULL when built
- * without AVX2), in the avx2 table and inherited by avx512 and amx. */
-extern const pk_delta_step_fn pk_delta_step_avx2;
-/* The AVX2 attention kernels over typed KV caches (kernels/x86/avx2_att.c; NULL
- * entries when built without AVX2), merged into the avx2 table like the
- * DeltaNet step and inherited by avx512 and amx. */
-extern const pk_att_kq_fn pk_att_kq_avx2[PK_TYPE_COUNT];
-extern const pk_att_pv_fn pk_att_pv_avx2[PK_TYPE_COUNT];
+/* The partial tables of the ISA files, one per file: each holds only the
+ * entries its file provides (the rest NULL). A variant (kernels/kernels.c)
+ * is a NULL-terminated list of these, merged in order - a slot is taken
+ * from the first part that has it (the parts of one variant never share a
+ * slot; tests/unit/test_kernels.c checks) - then its parent fills the
+ * slots still NULL. A file compiled without its ISA's flags (another CPU
+ * family, or a compiler without them) defines an all-NULL table, and a
+ * variant with such a part is never usable. */
+extern const pk_kernels pk_kernels_ref_table;      /* kernels/ref.c: every entry */
+extern const pk_kernels pk_kernels_avx2_table;     /* x86/avx2.c: vec_dot, gemv, quantize, gelu_mul */
+extern const pk_kernels pk_kernels_avx2_gemm;      /* x86/avx2_gemm.c: gemm, sgemm, exp_sub, silu_mul, softcap */
+extern const pk_kernels pk_kernels_avxvnni_gemm;   /* x86/avxvnni.c: avx2_gemm.c's gemm built with AVX-VNNI */
+extern const pk_kernels pk_kernels_avx2_att;       /* x86/avx2_att.c: att_kq, att_pv */
+extern const pk_kernels pk_kernels_avx2_deltanet;  /* x86/avx2_deltanet.c: delta_step */
+extern const pk_kernels pk_kernels_avx512_table;   /* x86/avx512.c: vec_dot, gemv, quantize, sgemm, exp_sub, silu_mul */
+extern const pk_kernels pk_kernels_avx512_gemm;    /* x86/avx512_gemm.c: gemm */
+extern const pk_kernels pk_kernels_avx512_att;     /* x86/avx512_att.c: att_pv of F16 */
+extern const pk_kernels pk_kernels_amx_gemm;       /* x86/amx.c: AMX-INT8 gemm */
+extern const pk_kernels pk_kernels_neon_table;     /* arm/neon.c: ARMv8.0 Advanced SIMD */
+extern const pk_kernels pk_kernels_neon_att;       /* arm/neon_att.c: att_kq, att_pv */
+extern const pk_kernels pk_kernels_dotprod_table;  /* arm/dotprod.c: ARMv8.2 sdot/udot + fp16 */
+extern const pk_kernels pk_kernels_i8mm_gemm;      /* arm/i8mm.c: smmla gemm */
+
 /* The positions p0 <= p < p1 where some of the M probability rows P, P +
  * ldp, ... is nonzero (-0 counts as zero), in order into idx; returns their
  * count (kernels/ref.c; the SIMD att_pv kernels skip the others). */
 int pk_att_live(int M, const float *P, int64_t ldp, int p0, int p1, int *idx);
-/* The AVX-512 F16 values kernel (kernels/x86/avx512_att.c), in the avx512 table
- * (the other attention entries are inherited from avx2). */
-void pk_avx512_att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
-                          float *O, int64_t ldo);
-/* The same for ARMv8.0 NEON (kernels/arm/neon_att.c), merged into the neon
- * table and inherited by dotprod and i8mm. */
-extern const pk_att_kq_fn pk_att_kq_neon[PK_TYPE_COUNT];
-extern const pk_att_pv_fn pk_att_pv_neon[PK_TYPE_COUNT];
-/* AVX2 sgemm, exp_sub, silu_mul and softcap (kernels/x86/avx2_gemm.c), used by the avx2
- * table (and inherited by the tables that leave these entries NULL). */
+/* AVX2 sgemm, exp_sub, silu_mul and softcap (kernels/x86/avx2_gemm.c), in the
+ * avx2 table (and inherited by the tables that leave these entries NULL). */
 void pk_avx2_sgemm(int M, int N, int K, const float *A, int64_t lda, const float *B, int64_t ldb,
                    float *C, int64_t ldc);
 void pk_avx2_exp_sub(float *x, int64_t n, float sub);
 void pk_avx2_silu_mul(float *g, const float *u, int64_t n);
 void pk_avx2_softcap(float *x, int64_t n, float cap);
-/* Multi-token kernels of the AVX-512 variant (kernels/x86/avx512_gemm.c),
- * merged into its table; NULL entries fall back to gemv per token. */
-extern const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT];
-/* AMX-INT8 multi-token kernels (kernels/x86/amx.c), used by the "amx" variant
- * (the AVX-512 table with these gemm entries) once pk_amx_enable() - which
- * asks Linux for the tile state - has returned 1. */
-extern const pk_gemm_fn pk_gemm_amx[PK_TYPE_COUNT];
+/* Asks Linux for the AMX tile state for this process (kernels/x86/amx.c);
+ * 1 when granted. The amx variant is usable only then. */
 int pk_amx_enable(void);
 
 #endif

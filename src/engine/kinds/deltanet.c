@@ -279,16 +279,18 @@ static int dn_bind(pk_model *m, int il, pk_error *err) {
     const int64_t D = m->hp.n_embd, C = sh->channels, HV = sh->v_heads, VD = HV * sh->state;
     /* beta and alpha: one ssm_ba tensor, or ssm_beta and ssm_alpha */
     const pk_tensor_spec spec[] = {
-        {&L->attn_qkv, "attn_qkv.weight", 1, 2, {D, C}, 0},
-        {&L->attn_z, "attn_gate.weight", 1, 2, {D, VD}, 0},
-        {&L->ssm_conv1d, "ssm_conv1d.weight", 1, 2, {sh->conv, C}, 1},
-        {&L->ssm_dt, "ssm_dt.bias", 1, 1, {HV}, 1},
-        {&L->ssm_a, "ssm_a", 1, 1, {HV}, 1},
-        {&L->ssm_ba, sh->ba ? "ssm_ba.weight" : NULL, 1, 2, {D, 2 * HV}, 0},
-        {&L->ssm_beta, sh->ba ? NULL : "ssm_beta.weight", 1, 2, {D, HV}, 0},
-        {&L->ssm_alpha, sh->ba ? NULL : "ssm_alpha.weight", 1, 2, {D, HV}, 0},
-        {&L->ssm_norm, "ssm_norm.weight", 1, 1, {sh->state}, 1},
-        {&L->ssm_out, "ssm_out.weight", 1, 2, {VD, D}, 0},
+        {.t = &L->attn_qkv, .suffix = "attn_qkv.weight", .required = 1, .n_dims = 2, .ne = {D, C}},
+        {.t = &L->attn_z, .suffix = "attn_gate.weight", .required = 1, .n_dims = 2, .ne = {D, VD}},
+        {.t = &L->ssm_conv1d, .suffix = "ssm_conv1d.weight", .required = 1, .n_dims = 2, .ne = {sh->conv, C},
+         .role = PK_ROLE_F32},
+        {.t = &L->ssm_dt, .suffix = "ssm_dt.bias", .required = 1, .n_dims = 1, .ne = {HV}, .role = PK_ROLE_F32},
+        {.t = &L->ssm_a, .suffix = "ssm_a", .required = 1, .n_dims = 1, .ne = {HV}, .role = PK_ROLE_F32},
+        {.t = &L->ssm_ba, .suffix = sh->ba ? "ssm_ba.weight" : NULL, .required = 1, .n_dims = 2, .ne = {D, 2 * HV}},
+        {.t = &L->ssm_beta, .suffix = sh->ba ? NULL : "ssm_beta.weight", .required = 1, .n_dims = 2, .ne = {D, HV}},
+        {.t = &L->ssm_alpha, .suffix = sh->ba ? NULL : "ssm_alpha.weight", .required = 1, .n_dims = 2, .ne = {D, HV}},
+        {.t = &L->ssm_norm, .suffix = "ssm_norm.weight", .required = 1, .n_dims = 1, .ne = {sh->state},
+         .role = PK_ROLE_F32},
+        {.t = &L->ssm_out, .suffix = "ssm_out.weight", .required = 1, .n_dims = 2, .ne = {VD, D}},
     };
     return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }

@@ -208,15 +208,15 @@ static int mla_bind(pk_model *m, int il, pk_error *err) {
     const int64_t D = m->hp.n_embd, H = a->n_head, r = a->kv_lora, ql = a->q_lora;
     const int64_t qk = a->nope + a->n_rot;
     const pk_tensor_spec spec[] = {
-        {&L->wq, ql ? NULL : "attn_q.weight", 1, 2, {D, H * qk}, 0},
-        {&L->wq_a, ql ? "attn_q_a.weight" : NULL, 1, 2, {D, ql}, 0},
-        {&L->q_a_norm, ql ? "attn_q_a_norm.weight" : NULL, 1, 1, {ql}, 0},
-        {&L->wq_b, ql ? "attn_q_b.weight" : NULL, 1, 2, {ql, H * qk}, 0},
-        {&L->wkv_a, "attn_kv_a_mqa.weight", 1, 2, {D, r + a->n_rot}, 0},
-        {&L->kv_a_norm, "attn_kv_a_norm.weight", 1, 1, {r}, 0},
-        {&L->wk_b, "attn_k_b.weight", 1, 3, {a->nope, r, H}, 0},
-        {&L->wv_b, "attn_v_b.weight", 1, 3, {r, a->head_dim_v, H}, 0},
-        {&L->wo, "attn_output.weight", 1, 2, {H * a->head_dim_v, D}, 0},
+        {.t = &L->wq, .suffix = ql ? NULL : "attn_q.weight", .required = 1, .n_dims = 2, .ne = {D, H * qk}},
+        {.t = &L->wq_a, .suffix = ql ? "attn_q_a.weight" : NULL, .required = 1, .n_dims = 2, .ne = {D, ql}},
+        {.t = &L->q_a_norm, .suffix = ql ? "attn_q_a_norm.weight" : NULL, .required = 1, .n_dims = 1, .ne = {ql}},
+        {.t = &L->wq_b, .suffix = ql ? "attn_q_b.weight" : NULL, .required = 1, .n_dims = 2, .ne = {ql, H * qk}},
+        {.t = &L->wkv_a, .suffix = "attn_kv_a_mqa.weight", .required = 1, .n_dims = 2, .ne = {D, r + a->n_rot}},
+        {.t = &L->kv_a_norm, .suffix = "attn_kv_a_norm.weight", .required = 1, .n_dims = 1, .ne = {r}},
+        {.t = &L->wk_b, .suffix = "attn_k_b.weight", .required = 1, .n_dims = 3, .ne = {a->nope, r, H}},
+        {.t = &L->wv_b, .suffix = "attn_v_b.weight", .required = 1, .n_dims = 3, .ne = {r, a->head_dim_v, H}},
+        {.t = &L->wo, .suffix = "attn_output.weight", .required = 1, .n_dims = 2, .ne = {H * a->head_dim_v, D}},
     };
     return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "core/common.h"
 #include "quant/quant.h"
 
 /* s = dot(row w of n weights of type T, x of n activations of vec_dot_type(T)) */
@@ -113,6 +114,103 @@ const pk_kernel_variant *pk_kernel_variant_get(int i);
  * it (for tests that check the merge; call through it only if usable), or
  * NULL past the end of the list. */
 const pk_kernels *pk_kernel_variant_merged(int i);
+
+/* ---- calling an entry: the contracts above, checked -------------------------
+ * Code outside kernels/ calls the entries of a table through these: each
+ * checks its entry's preconditions with PK_ASSERT (on under ASSERTS=1,
+ * `make sanitize`, `make fuzz`; nothing otherwise) and calls through the
+ * table. Sizes are in elements, row and block sizes those of
+ * quant/quant.h; "apart" means the two byte ranges do not overlap. */
+
+static inline int pk_kern_apart(const void *a, size_t na, const void *b, size_t nb) {
+    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return na == 0 || nb == 0 || x + na <= y || y + nb <= x;
+}
+/* n elements of type t are whole blocks */
+static inline int pk_kern_blocks(int t, int64_t n) {
+    const pk_type_traits *tt = pk_type_get(t);
+    return tt && n >= 0 && n % tt->blck == 0;
+}
+/* bytes of a row of n activations for weights of type t */
+static inline size_t pk_kern_act_bytes(int t, int64_t n) { return pk_row_size(pk_type_get(t)->vec_dot_type, n); }
+/* floats spanned by rows r < R of n elements, ld apart */
+static inline size_t pk_kern_span(int64_t R, int64_t n, int64_t ld) {
+    return R > 0 && n > 0 ? (size_t)((R - 1) * ld + n) * sizeof(float) : 0;
+}
+
+static inline void pk_kern_vec_dot(const pk_kernels *k, int type, int64_t n, float *s, const void *w,
+                                   const void *x) {
+    PK_ASSERT(k->vec_dot[type] && pk_kern_blocks(type, n));
+    k->vec_dot[type](n, s, w, x);
+}
+static inline void pk_kern_gemv(const pk_kernels *k, int type, int64_t n, int64_t nrows, float *y, const void *w,
+                                size_t row_bytes, const void *x) {
+    PK_ASSERT(k->gemv[type] && pk_kern_blocks(type, n) && nrows >= 0 && row_bytes >= pk_row_size(type, n));
+    PK_ASSERT(pk_kern_apart(y, (size_t)nrows * sizeof(float), x, pk_kern_act_bytes(type, n)) &&
+              pk_kern_apart(y, (size_t)nrows * sizeof(float), w, (size_t)nrows * row_bytes));
+    k->gemv[type](n, nrows, y, w, row_bytes, x);
+}
+static inline void pk_kern_gemm(const pk_kernels *k, int type, int64_t n, int64_t nrows, int64_t ntok, float *y,
+                                int64_t y_stride, const void *w, size_t row_bytes, const void *const *x) {
+    PK_ASSERT(k->gemm[type] && pk_kern_blocks(type, n) && nrows >= 0 && ntok >= 1 &&
+              row_bytes >= pk_row_size(type, n) && (ntok == 1 || y_stride >= nrows));
+    PK_ASSERT(pk_kern_apart(y, pk_kern_span(ntok, nrows, y_stride), w, (size_t)nrows * row_bytes));
+    k->gemm[type](n, nrows, ntok, y, y_stride, w, row_bytes, x);
+}
+/* type: the activation type converted to */
+static inline void pk_kern_quantize(const pk_kernels *k, int type, const float *x, void *y, int64_t n) {
+    PK_ASSERT(k->quantize[type] && pk_kern_blocks(type, n) &&
+              pk_kern_apart(x, (size_t)n * sizeof(float), y, pk_row_size(type, n)));
+    k->quantize[type](x, y, n);
+}
+static inline void pk_kern_sgemm(const pk_kernels *k, int M, int N, int K, const float *A, int64_t lda,
+                                 const float *B, int64_t ldb, float *C, int64_t ldc) {
+    PK_ASSERT(M >= 0 && N >= 0 && K >= 0 && lda >= K && ldb >= N && ldc >= N);
+    PK_ASSERT(pk_kern_apart(C, pk_kern_span(M, N, ldc), A, pk_kern_span(M, K, lda)) &&
+              pk_kern_apart(C, pk_kern_span(M, N, ldc), B, pk_kern_span(K, N, ldb)));
+    k->sgemm(M, N, K, A, lda, B, ldb, C, ldc);
+}
+static inline void pk_kern_exp_sub(const pk_kernels *k, float *x, int64_t n, float sub) {
+    PK_ASSERT(n >= 0);
+    k->exp_sub(x, n, sub);
+}
+/* silu_mul, or gelu_mul if gelu */
+static inline void pk_kern_act_mul(const pk_kernels *k, int gelu, float *g, const float *u, int64_t n) {
+    PK_ASSERT(n >= 0 && pk_kern_apart(g, (size_t)n * sizeof(float), u, (size_t)n * sizeof(float)));
+    (gelu ? k->gelu_mul : k->silu_mul)(g, u, n);
+}
+static inline void pk_kern_softcap(const pk_kernels *k, float *x, int64_t n, float cap) {
+    PK_ASSERT(n >= 0 && cap > 0.0f);
+    k->softcap(x, n, cap);
+}
+static inline void pk_kern_delta_step(const pk_kernels *k, float *S, int d, const float *q, const float *kk,
+                                      const float *v, float decay, float beta, float *o) {
+    const size_t ss = (size_t)d * (size_t)d * sizeof(float), vs = (size_t)d * sizeof(float);
+    PK_ASSERT(d > 0 && pk_kern_apart(S, ss, q, vs) && pk_kern_apart(S, ss, kk, vs) && pk_kern_apart(S, ss, v, vs) &&
+              pk_kern_apart(S, ss, o, vs));
+    k->delta_step(S, d, q, kk, v, decay, beta, o);
+}
+/* The attention entries' contract: the entry exists for the cache's element
+ * type, cache rows of n elements (whole blocks) stride bytes apart, M input
+ * rows of n_in floats ld_in apart, M output rows of n_out ld_out apart, the
+ * output apart from the input. */
+static inline int pk_kern_att_ok(int have, int type, int M, int nk, int n, const float *in, int64_t ld_in,
+                                 int64_t n_in, const float *out, int64_t ld_out, int64_t n_out, size_t stride) {
+    return have && pk_kern_blocks(type, n) && M >= 0 && nk >= 0 && ld_in >= n_in && ld_out >= n_out &&
+           stride >= pk_row_size(type, n) &&
+           pk_kern_apart(out, pk_kern_span(M, n_out, ld_out), in, pk_kern_span(M, n_in, ld_in));
+}
+/* type: the cache's element type */
+static inline void pk_kern_att_kq(const pk_kernels *k, int type, int M, int nk, int n, const float *Q, int64_t ldq,
+                                  const void *K, size_t stride, float *S, int64_t lds) {
+    PK_ASSERT(pk_kern_att_ok(k->att_kq[type] != NULL, type, M, nk, n, Q, ldq, n, S, lds, nk, stride));
+    k->att_kq[type](M, nk, n, Q, ldq, K, stride, S, lds);
+}
+static inline void pk_kern_att_pv(const pk_kernels *k, int type, int M, int nk, int n, const float *P, int64_t ldp,
+                                  const void *V, size_t stride, float *O, int64_t ldo) {
+    PK_ASSERT(pk_kern_att_ok(k->att_pv[type] != NULL, type, M, nk, n, P, ldp, nk, O, ldo, n, stride));
+    k->att_pv[type](M, nk, n, P, ldp, V, stride, O, ldo);
+}
 
 /* The selected kernel table (decided once, thread-safe). */
 const pk_kernels *pk_kernels_get(void);

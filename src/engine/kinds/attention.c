@@ -120,10 +120,10 @@ static void att_run(void *arg, int chunk) {
                (size_t)group * hd * sizeof(float));
     const pk_kv *kv = &c->kv;
     if (kv->type_k == PK_TYPE_F32)
-        c->kern->sgemm(M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
+        pk_kern_sgemm(c->kern, M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
     else   /* a typed cache, read in its type (kernels/kernels.h) */
-        c->kern->att_kq[kv->type_k](M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0), kv->att[t->layer].k_head, S,
-                                    nk);
+        pk_kern_att_kq(c->kern, kv->type_k, M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0),
+                       kv->att[t->layer].k_head, S, nk);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / group;
         const int first = a->window && last - a->window + 1 > 0 ? last - a->window + 1 : 0;
@@ -133,7 +133,7 @@ static void att_run(void *arg, int chunk) {
             sc[p] *= scale;
             if (sc[p] > mx) mx = sc[p];
         }
-        c->kern->exp_sub(sc + first, last + 1 - first, mx);
+        pk_kern_exp_sub(c->kern, sc + first, last + 1 - first, mx);
         double sum = t->sinks ? (double)expf(sink - mx) : 0.0;
         for (int p = first; p <= last; p++) sum += sc[p];
         const float inv = (float)(1.0 / sum);
@@ -142,11 +142,11 @@ static void att_run(void *arg, int chunk) {
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
     }
     if (kv->type_v == PK_TYPE_F32)
-        c->kern->sgemm(M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv, kv->att[t->layer].v_dim, O,
-                       hdv);
+        pk_kern_sgemm(c->kern, M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv,
+                      kv->att[t->layer].v_dim, O, hdv);
     else
-        c->kern->att_pv[kv->type_v](M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0), kv->att[t->layer].v_head, O,
-                                    hdv);
+        pk_kern_att_pv(c->kern, kv->type_v, M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0),
+                       kv->att[t->layer].v_head, O, hdv);
     for (int b = b0; b < b1; b++)
         memcpy(t->w->att_out + (size_t)b * od + (size_t)g * group * hdv, O + (size_t)(b - b0) * group * hdv,
                (size_t)group * hdv * sizeof(float));
@@ -189,8 +189,8 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     if (tv != PK_TYPE_F32)   /* every variant's quantizer is bit-exact with the reference */
         for (int g = 0; g < nkv; g++)
             for (int b = 0; b < B; b++)
-                c->kern->quantize[tv](vrows + (size_t)b * vd + (size_t)g * hdv,
-                                      pk_kv_vh(&c->kv, il, g, pos0 + b), hdv);
+                pk_kern_quantize(c->kern, tv, vrows + (size_t)b * vd + (size_t)g * hdv,
+                                 pk_kv_vh(&c->kv, il, g, pos0 + b), hdv);
     if (gated) /* q and gate are interleaved per head: [q_h | gate_h] */
         for (int b = 0; b < B; b++) {
             const float *qg = w.qg + (size_t)b * 2 * qd;
@@ -221,8 +221,8 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     else
         for (int g = 0; g < nkv; g++)
             for (int b = 0; b < B; b++)
-                c->kern->quantize[tk](w.kb + (size_t)b * kd + (size_t)g * hd,
-                                      pk_kv_k(&c->kv, il, g, pos0 + b), hd);
+                pk_kern_quantize(c->kern, tk, w.kb + (size_t)b * kd + (size_t)g * hd,
+                                 pk_kv_k(&c->kv, il, g, pos0 + b), hd);
 
     /* chunks of up to 16 tokens per kv head, fewer if their scores would
        pass 4 MiB */

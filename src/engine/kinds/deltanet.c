@@ -118,7 +118,7 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     }
     for (int i = 0; i < n; i++)
         for (int e = 0; e < d; e++) KT[(size_t)e * n + i] = K0[(size_t)i * C + e];
-    kn->sgemm(n, n, d, K0, C, KT, n, P, n);                       /* P = K K^T */
+    pk_kern_sgemm(kn, n, n, d, K0, C, KT, n, P, n);               /* P = K K^T */
     for (int i = 0; i < n; i++)
         for (int m = 0; m < i; m++) A[i * n + m] = bet[i] * expf(G[i] - G[m]) * P[i * n + m];
     for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular */
@@ -134,21 +134,21 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
         const float f = bet[i] * expf(G[i]);
         for (int e = 0; e < d; e++) X[(size_t)i * d + e] = f * K0[(size_t)i * C + e];
     }
-    kn->sgemm(n, d, n, T, n, X, d, W, d);                        /* W = T X */
+    pk_kern_sgemm(kn, n, d, n, T, n, X, d, W, d);                /* W = T X */
     for (int i = 0; i < n; i++)         /* X = beta V */
         for (int e = 0; e < d; e++) X[(size_t)i * d + e] = bet[i] * V0[(size_t)i * C + e];
-    kn->sgemm(n, d, n, T, n, X, d, U, d);                        /* U = T X */
-    kn->sgemm(n, d, d, W, d, S, d, X, d);                        /* U -= W S0 */
+    pk_kern_sgemm(kn, n, d, n, T, n, X, d, U, d);                /* U = T X */
+    pk_kern_sgemm(kn, n, d, d, W, d, S, d, X, d);                /* U -= W S0 */
     for (int i = 0; i < n * d; i++) U[i] -= X[i];
-    kn->sgemm(n, d, d, Q0, C, S, d, O, VD);                      /* O = Q S0 ... */
-    kn->sgemm(n, n, d, Q0, C, KT, n, P, n);                      /* P = Q K^T */
+    pk_kern_sgemm(kn, n, d, d, Q0, C, S, d, O, VD);              /* O = Q S0 ... */
+    pk_kern_sgemm(kn, n, n, d, Q0, C, KT, n, P, n);              /* P = Q K^T */
     for (int r = 0; r < n; r++) {       /* ... times exp(G_r); P masked and decayed */
         const float eg = expf(G[r]);
         for (int e = 0; e < d; e++) O[(size_t)r * VD + e] *= eg;
         for (int i = 0; i <= r; i++) P[r * n + i] *= expf(G[r] - G[i]);
         for (int i = r + 1; i < n; i++) P[r * n + i] = 0.0f;
     }
-    kn->sgemm(n, d, n, P, n, U, d, X, d);                        /* O += P U */
+    pk_kern_sgemm(kn, n, d, n, P, n, U, d, X, d);                /* O += P U */
     for (int r = 0; r < n; r++)
         for (int e = 0; e < d; e++) O[(size_t)r * VD + e] += X[(size_t)r * d + e];
     /* state carried on: S = exp(G_last) S0 + K'^T U, K'_i = exp(G_last - G_i) k_i */
@@ -156,7 +156,7 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
         const float f = expf(G[n - 1] - G[i]);
         for (int e = 0; e < d; e++) KT[(size_t)e * n + i] *= f;
     }
-    kn->sgemm(d, d, n, KT, n, U, d, Y, d);
+    pk_kern_sgemm(kn, d, d, n, KT, n, U, d, Y, d);
     const float eg = expf(G[n - 1]);
     for (int key = 0; key < d * d; key++) S[key] = S[key] * eg + Y[key];
 }
@@ -193,7 +193,7 @@ static void dn_head(void *arg, int j) {
         const float *ba = ws->ba + (size_t)b * 2 * HV;
         const float decay = expf(softplusf(ba[ia] + dt) * a);
         const float beta = sigmoidf(ba[ib]);
-        c->kern->delta_step(S, d, q, k, v, decay, beta, o);
+        pk_kern_delta_step(c->kern, S, d, q, k, v, decay, beta, o);
         pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
         const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
         for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);

@@ -90,7 +90,7 @@ static void mla_run(void *arg, int chunk) {
             const int m = (b - b0) * nh + (h - h0);
             for (int k = 0; k < L; k++) QT[(size_t)k * M + m] = q[k];
         }
-    c->kern->sgemm(nk, M, L, K, L, QT, M, ST, M);
+    pk_kern_sgemm(c->kern, nk, M, L, K, L, QT, M, ST, M);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / nh;
         float *sc = S + (size_t)m * nk, mx = -INFINITY;
@@ -98,14 +98,14 @@ static void mla_run(void *arg, int chunk) {
             sc[p] = ST[(size_t)p * M + m] * a->scale;
             if (sc[p] > mx) mx = sc[p];
         }
-        c->kern->exp_sub(sc, last + 1, mx);
+        pk_kern_exp_sub(c->kern, sc, last + 1, mx);
         double sum = 0.0;
         for (int p = 0; p <= last; p++) sum += sc[p];
         const float inv = (float)(1.0 / sum);
         for (int p = 0; p <= last; p++) sc[p] *= inv;
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
     }
-    c->kern->sgemm(M, r, nk, S, nk, K, L, O, r);
+    pk_kern_sgemm(c->kern, M, r, nk, S, nk, K, L, O, r);
     for (int b = b0; b < b1; b++)
         memcpy(t->w->lat + ((size_t)b * H + h0) * r, O + (size_t)(b - b0) * nh * r, (size_t)nh * r * sizeof(float));
 }
@@ -157,7 +157,7 @@ static int mla_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
         if (tk == PK_TYPE_F32)
             memcpy(pk_kv_lat(&c->kv, il, pos0 + b), w.kv + (size_t)b * Lw, (size_t)Lw * sizeof(float));
         else   /* every variant's quantizer is bit-exact with the reference */
-            c->kern->quantize[tk](w.kv + (size_t)b * Lw, pk_kv_lat(&c->kv, il, pos0 + b), Lw);
+            pk_kern_quantize(c->kern, tk, w.kv + (size_t)b * Lw, pk_kv_lat(&c->kv, il, pos0 + b), Lw);
     }
 
     /* absorbed queries: per head [K_b,h q_nope | q_pe] */

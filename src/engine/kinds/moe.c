@@ -121,7 +121,7 @@ static void expert_act(pk_context *c, const pk_ffn_shape *f, float *g, const flo
         float *gp = g + i0;
         const float *up = u + i0;
         for (int i = 0; i < len; i++) e[i] = alpha * -(gp[i] < lim ? gp[i] : lim);
-        c->kern->exp_sub(e, len, 0.0f);
+        pk_kern_exp_sub(c->kern, e, len, 0.0f);
         for (int i = 0; i < len; i++) {
             const float x = gp[i] < lim ? gp[i] : lim;
             const float y = up[i] < -lim ? -lim : up[i] > lim ? lim : up[i];

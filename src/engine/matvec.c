@@ -91,7 +91,8 @@ void pk_matvec_from(pk_context *c, const pk_mv *jobs, int n_jobs, const void *co
     /* the scratch lists are sized in engine/context.c: at most n_jobs_cap jobs with
        at most xptr_cap input rows in all */
     PK_ASSERT(n_jobs >= 1 && n_jobs <= c->n_jobs_cap);
-    mv_task t = {jobs, c->xptr, c->xptr_off, n_jobs, data, 0, 0, c->kern};
+    mv_task t = {.jobs = jobs, .xptr = c->xptr, .xptr_off = c->xptr_off, .n_jobs = n_jobs, .data = data,
+                 .kern = c->kern};
     uint64_t work = 0, bytes = 0;
     int np = 0;
     for (int j = 0; j < n_jobs; j++) {

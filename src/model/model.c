@@ -565,7 +565,7 @@ static void count_params(pk_model *m) {
 }
 
 pk_model_params pk_model_default_params(void) {
-    pk_model_params p = {0, 0, 0, 0, 0};
+    pk_model_params p = {.mem = 0, .n_ctx = 0, .type_k = 0, .type_v = 0, .expert_slots = 0};
     return p;
 }
 

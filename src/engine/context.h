@@ -170,8 +170,7 @@ int pk_context_measure(const pk_model *m, const pk_context_params *params, uint6
 /* g = act(g) * u, n floats (enum pk_act, model/arch.h): the kernels' SiLU or
  * ggml's FP16-table GELU (kernels/gelu.h) */
 static inline void pk_act_mul(const pk_context *c, int act, float *g, const float *u, int64_t n) {
-    if (act == PK_ACT_GELU) c->kern->gelu_mul(g, u, n);
-    else c->kern->silu_mul(g, u, n);
+    pk_kern_act_mul(c->kern, act == PK_ACT_GELU, g, u, n);
 }
 void pk_rmsnorm(float *out, const float *x, const float *w_f32, int n, float eps);
 /* rows x (n floats each, stride apart) normed with weight tensor w into

@@ -69,7 +69,7 @@ typedef struct softcap_task {
 static void softcap_run(void *arg, int chunk) {
     const softcap_task *t = arg;
     const size_t lo = (size_t)chunk * t->per, hi = lo + t->per < t->n ? lo + t->per : t->n;
-    if (lo < hi) t->kern->softcap(t->x + lo, (int64_t)(hi - lo), t->cap);
+    if (lo < hi) pk_kern_softcap(t->kern, t->x + lo, (int64_t)(hi - lo), t->cap);
 }
 
 /* ---- a batch ---------------------------------------------------------------------------- */

@@ -40,8 +40,8 @@ static const uint8_t *act_get(pk_context *c, int s, int t, size_t *row_bytes) {
         PK_ASSERT(t > 0 && t < PK_TYPE_COUNT && sl->buf[t] && *row_bytes > 0);
         PK_ASSERT(sl->n_rows * sl->row_len <= sl->cap);
         for (int64_t r = 0; r < sl->n_rows; r++)
-            c->kern->quantize[t](sl->src + r * sl->stride, (uint8_t *)sl->buf[t] + r * *row_bytes,
-                                 sl->row_len);
+            pk_kern_quantize(c->kern, t, sl->src + r * sl->stride, (uint8_t *)sl->buf[t] + r * *row_bytes,
+                             sl->row_len);
         sl->ready |= 1ull << t;
     }
     return sl->buf[t];
@@ -74,12 +74,12 @@ static void mv_run(void *arg, int chunk) {
                                       : (const uint8_t *)w->data + (size_t)(mv->row0 + r0) * w->row_bytes;
             const void *const *xp = t->xptr + t->xptr_off[j];
             if (mv->n_tok > 1 && t->kern->gemm[w->type])
-                t->kern->gemm[w->type](w->ne[0], r1 - r0, mv->n_tok, mv->y + r0, mv->y_stride, rows,
-                                       w->row_bytes, xp);
+                pk_kern_gemm(t->kern, w->type, w->ne[0], r1 - r0, mv->n_tok, mv->y + r0, mv->y_stride, rows,
+                             w->row_bytes, xp);
             else
                 for (int k = 0; k < mv->n_tok; k++)
-                    t->kern->gemv[w->type](w->ne[0], r1 - r0, mv->y + k * mv->y_stride + r0, rows,
-                                           w->row_bytes, xp[k]);
+                    pk_kern_gemv(t->kern, w->type, w->ne[0], r1 - r0, mv->y + k * mv->y_stride + r0, rows,
+                                 w->row_bytes, xp[k]);
         }
         base += mv->nrows;
     }

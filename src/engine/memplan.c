@@ -32,10 +32,6 @@ static uint64_t tensor_bytes(const pk_tensor *t) {
     return t->data ? t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]) : 0;
 }
 
-static int is_expert(const pk_layer *L, const pk_tensor *t) {
-    return t == &L->gate_exps || t == &L->up_exps || t == &L->down_exps;
-}
-
 /* Hint (and, locked = 1, lock) the pages of t's data. */
 static void hint_tensor(const pk_model *m, const pk_tensor *t, int locked) {
     if (!t->data) return;
@@ -59,19 +55,21 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
        most n_ctx distinct rows (counted once the context size is known) */
     const int tied = m->output.data == m->tok_embd.data;
     uint64_t resident = tensor_bytes(&m->output_norm) + tensor_bytes(&m->rope_freqs) + tensor_bytes(&m->output);
-    for (int il = 0; il < hp->n_layer; il++) {
-        const pk_layer *L = &m->layers[il];
-        const pk_tensor *t = (const pk_tensor *)L;
-        int moe = 0;
-        for (size_t i = 0; i < sizeof(pk_layer) / sizeof(pk_tensor); i++) {
-            if (is_expert(L, &t[i])) {
-                pl->expert_bytes += tensor_bytes(&t[i]);
-                moe |= t[i].data != NULL;
-            } else {
-                resident += tensor_bytes(&t[i]);
-            }
+    /* the blocks' tensors from the list of bound tensors (model/model.h);
+       a file tensor bound twice (a merged ffn_gate_up_exps as gate_exps and
+       up_exps) counts twice, as the expert cache's slot holds it twice (its
+       gate and up regions, model/xcache.c) */
+    int last_moe = -1;
+    for (int i = 0; i < m->n_bound; i++) {
+        const pk_bound *b = &m->bound[i];
+        if (b->layer < 0 || b->layer >= hp->n_layer) continue;   /* the model's own, above; MTP: never read */
+        if (b->role == PK_ROLE_EXPERTS) {
+            pl->expert_bytes += tensor_bytes(b->t);
+            pl->n_layer_moe += b->layer != last_moe;   /* a layer's entries are contiguous */
+            last_moe = b->layer;
+        } else {
+            resident += tensor_bytes(b->t);
         }
-        pl->n_layer_moe += moe;
     }
     pl->resident_bytes = resident;
     if (pl->n_expert && pl->n_layer_moe)
@@ -137,11 +135,9 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
         /* the embedding rows are read (and become resident) as tokens use them */
         const pk_tensor *tops[3] = {&m->output_norm, &m->output, &m->rope_freqs};
         for (int i = 0; i < 3; i++) hint_tensor(m, tops[i], 1);
-        for (int il = 0; il < hp->n_layer; il++) {
-            const pk_layer *L = &m->layers[il];
-            const pk_tensor *t = (const pk_tensor *)L;
-            for (size_t i = 0; i < sizeof(pk_layer) / sizeof(pk_tensor); i++)
-                if (!is_expert(L, &t[i])) hint_tensor(m, &t[i], 1);
+        for (int i = 0; i < m->n_bound; i++) {
+            const pk_bound *b = &m->bound[i];
+            if (b->layer >= 0 && b->layer < hp->n_layer && b->role != PK_ROLE_EXPERTS) hint_tensor(m, b->t, 1);
         }
     } else {
         pk_map_hint_sequential((void *)(uintptr_t)m->gguf->map, (size_t)m->gguf->size);

@@ -1,9 +1,11 @@
 /* kernels/kernels.c - the declared list of kernel variants and the run-time choice.
  *
- * Every variant is one row of `variants` below: its name, its own table of
- * entries (an ISA file's pk_kernels), optional multi-token (gemm) entries
- * merged over it, the parent whose entries fill the ones it leaves NULL,
- * and the CPU check that says whether this machine (and OS) can run it.
+ * Every variant is one row of `variants` below: its name, the CPU check that
+ * says whether this machine (and OS) can run it, its parent, and its parts:
+ * the partial tables of ISA files (kernels/kernels.h), merged in order,
+ * after which the parent's merged table fills the slots still NULL. A
+ * variant is usable when every part was built (has an entry), its parent
+ * is usable and the CPU check passes.
  * POCKET_KERNELS, `pocket --help`, `bench --ab` and the tests all read this
  * one list (pk_kernels_list / pk_kernel_variant_name), so a variant that is
  * not listed cannot be selected and one that is listed is tested.
@@ -47,13 +49,10 @@ static int cpu_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 }
-/* AVX-VNNI (VEX vpdpbusd): CPUID.(7,1):EAX bit 4; the variant also needs
- * its gemm file built with -mavxvnni (a compiler without it leaves the
- * table empty). */
+/* AVX-VNNI (VEX vpdpbusd): CPUID.(7,1):EAX bit 4 */
 static int cpu_avxvnni(void) {
     unsigned a, b, c, d;
-    return cpu_avx2() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1) &&
-           pk_gemm_avxvnni[PK_TYPE_Q4_0] != NULL;
+    return cpu_avx2() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
 }
 static int cpu_avx512(void) {
     return cpu_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -61,10 +60,10 @@ static int cpu_avx512(void) {
            __builtin_cpu_supports("avx512vnni");
 }
 static int cpu_amx(void) {
-    /* CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8; then Linux's permission */
+    /* CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8; then Linux's permission
+       (asked only once the amx part is known to be built: init checks first) */
     unsigned a, b, c, d;
-    return cpu_avx512() && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 3) == 3 &&
-           pk_gemm_amx[PK_TYPE_Q4_K] != NULL && pk_amx_enable();
+    return cpu_avx512() && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 3) == 3 && pk_amx_enable();
 }
 #else
 static int cpu_avx2(void) { return 0; }
@@ -108,25 +107,29 @@ static int cpu_i8mm(void) { return 0; }
 
 /* ---- the declared list ------------------------------------------------------ */
 
-typedef struct variant {
-    const char *name;
-    const pk_kernels *table;   /* the ISA file's own entries */
-    const pk_gemm_fn *gemm;    /* multi-token entries merged over the table, or NULL */
-    int parent;                /* index of the variant that fills NULL entries; -1: none */
-    int (*cpu)(void);          /* can this CPU and OS run it */
-} variant;
-
+/* Each row: name, CPU check, parent, parts (kernels/kernels.h). Parents come
+ * before their children; within a CPU family the list goes from plain to
+ * best. */
+#define PARTS(...) ((const pk_kernels *const[]){__VA_ARGS__, NULL})
 enum { V_REF, V_AVX2, V_AVXVNNI, V_AVX512, V_AMX, V_NEON, V_DOTPROD, V_I8MM, V_COUNT };
-static const variant variants[V_COUNT] = {
-    [V_REF] = {"ref", &pk_kernels_ref_table, NULL, -1, cpu_ref},
-    [V_AVX2] = {"avx2", &pk_kernels_avx2_table, pk_gemm_avx2, V_REF, cpu_avx2},
-    [V_AVXVNNI] = {"avxvnni", &pk_kernels_avx2_table, pk_gemm_avxvnni, V_AVX2, cpu_avxvnni},
-    [V_AVX512] = {"avx512", &pk_kernels_avx512_table, pk_gemm_avx512, V_AVX2, cpu_avx512},
-    [V_AMX] = {"amx", &pk_kernels_avx512_table, pk_gemm_amx, V_AVX512, cpu_amx},
-    [V_NEON] = {"neon", &pk_kernels_neon_table, NULL, V_REF, cpu_neon},
-    [V_DOTPROD] = {"dotprod", &pk_kernels_dotprod_table, NULL, V_NEON, cpu_dotprod},
-    [V_I8MM] = {"i8mm", &pk_kernels_dotprod_table, pk_gemm_i8mm, V_DOTPROD, cpu_i8mm},
+static const pk_kernel_variant variants[V_COUNT] = {
+    [V_REF] = {.name = "ref", .cpu = cpu_ref, .parent = -1, .parts = PARTS(&pk_kernels_ref_table)},
+    [V_AVX2] = {.name = "avx2", .cpu = cpu_avx2, .parent = V_REF,
+                .parts = PARTS(&pk_kernels_avx2_table, &pk_kernels_avx2_gemm, &pk_kernels_avx2_att,
+                               &pk_kernels_avx2_deltanet)},
+    [V_AVXVNNI] = {.name = "avxvnni", .cpu = cpu_avxvnni, .parent = V_AVX2, .parts = PARTS(&pk_kernels_avxvnni_gemm)},
+    [V_AVX512] = {.name = "avx512", .cpu = cpu_avx512, .parent = V_AVX2,
+                  .parts = PARTS(&pk_kernels_avx512_table, &pk_kernels_avx512_gemm, &pk_kernels_avx512_att)},
+    [V_AMX] = {.name = "amx", .cpu = cpu_amx, .parent = V_AVX512, .parts = PARTS(&pk_kernels_amx_gemm)},
+    [V_NEON] = {.name = "neon", .cpu = cpu_neon, .parent = V_REF,
+                .parts = PARTS(&pk_kernels_neon_table, &pk_kernels_neon_att)},
+    [V_DOTPROD] = {.name = "dotprod", .cpu = cpu_dotprod, .parent = V_NEON, .parts = PARTS(&pk_kernels_dotprod_table)},
+    [V_I8MM] = {.name = "i8mm", .cpu = cpu_i8mm, .parent = V_DOTPROD, .parts = PARTS(&pk_kernels_i8mm_gemm)},
 };
+
+#define SLOT_SIZE(f) +sizeof(((pk_kernels *)0)->f)
+_Static_assert(sizeof(pk_kernels) == sizeof(const char *) PK_KERNEL_SLOTS(SLOT_SIZE, SLOT_SIZE),
+               "PK_KERNEL_SLOTS (kernels/kernels.h) must name every slot of pk_kernels");
 
 static pk_kernels merged[V_COUNT];
 static int usable[V_COUNT];
@@ -134,43 +137,42 @@ static const pk_kernels *selected;
 static int env_status;             /* 0 ok / unset, 1 unknown name, 2 not usable here */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-/* Entries of out left NULL are taken from p. */
+/* Slots of out left NULL are taken from p. */
 static void fill(pk_kernels *out, const pk_kernels *p) {
-    for (int t = 0; t < PK_TYPE_COUNT; t++) {
-        if (!out->vec_dot[t]) out->vec_dot[t] = p->vec_dot[t];
-        if (!out->gemv[t]) out->gemv[t] = p->gemv[t];
-        if (!out->quantize[t]) out->quantize[t] = p->quantize[t];
-        if (!out->gemm[t]) out->gemm[t] = p->gemm[t];
-        if (!out->att_kq[t]) out->att_kq[t] = p->att_kq[t];
-        if (!out->att_pv[t]) out->att_pv[t] = p->att_pv[t];
-    }
-    if (!out->sgemm) out->sgemm = p->sgemm;
-    if (!out->exp_sub) out->exp_sub = p->exp_sub;
-    if (!out->silu_mul) out->silu_mul = p->silu_mul;
-    if (!out->gelu_mul) out->gelu_mul = p->gelu_mul;
-    if (!out->softcap) out->softcap = p->softcap;
-    if (!out->delta_step) out->delta_step = p->delta_step;
+#define FILL_ONE(f) \
+    if (!out->f) out->f = p->f;
+#define FILL_TYPED(f)                             \
+    for (int t = 0; t < PK_TYPE_COUNT; t++)       \
+        if (!out->f[t]) out->f[t] = p->f[t];
+    PK_KERNEL_SLOTS(FILL_ONE, FILL_TYPED)
+#undef FILL_ONE
+#undef FILL_TYPED
+}
+
+/* Whether p has any entry: a file built without its ISA's flags has none. */
+static int built(const pk_kernels *p) {
+    int n = 0;
+#define COUNT_ONE(f) n += p->f != NULL;
+#define COUNT_TYPED(f) \
+    for (int t = 0; t < PK_TYPE_COUNT; t++) n += p->f[t] != NULL;
+    PK_KERNEL_SLOTS(COUNT_ONE, COUNT_TYPED)
+#undef COUNT_ONE
+#undef COUNT_TYPED
+    return n > 0;
 }
 
 static void init(void) {
     /* parents come before children in the list, so one pass merges */
     for (int v = 0; v < V_COUNT; v++) {
-        const variant *d = &variants[v];
+        const pk_kernel_variant *d = &variants[v];
         pk_kernels *m = &merged[v];
-        *m = *d->table;
-        m->isa = d->name;
-        if (d->gemm)
-            for (int t = 0; t < PK_TYPE_COUNT; t++)
-                if (d->gemm[t]) m->gemm[t] = d->gemm[t];
-        if (v == V_AVX2 && !m->delta_step) m->delta_step = pk_delta_step_avx2;
-        if (v == V_AVX2 || v == V_NEON)   /* attention over typed KV caches */
-            for (int t = 0; t < PK_TYPE_COUNT; t++) {
-                if (!m->att_kq[t]) m->att_kq[t] = v == V_AVX2 ? pk_att_kq_avx2[t] : pk_att_kq_neon[t];
-                if (!m->att_pv[t]) m->att_pv[t] = v == V_AVX2 ? pk_att_pv_avx2[t] : pk_att_pv_neon[t];
-            }
+        int compiled = 1;
+        for (const pk_kernels *const *p = d->parts; *p; p++) {
+            fill(m, *p);
+            compiled &= built(*p);
+        }
         if (d->parent >= 0) fill(m, &merged[d->parent]);
-        /* an ISA file built without its flags has an empty table */
-        int compiled = d->table->vec_dot[PK_TYPE_F32] != NULL;
+        m->isa = d->name;
         usable[v] = compiled && (d->parent < 0 || usable[d->parent]) && d->cpu();
     }
     int best = V_REF;
@@ -213,6 +215,13 @@ int pk_kernels_list(const pk_kernels **out, int max) {
     for (int v = 0; v < V_COUNT && k < max; v++)
         if (usable[v]) out[k++] = &merged[v];
     return k;
+}
+
+const pk_kernel_variant *pk_kernel_variant_get(int i) { return i >= 0 && i < V_COUNT ? &variants[i] : NULL; }
+
+const pk_kernels *pk_kernel_variant_merged(int i) {
+    pthread_once(&init_once, init);
+    return i >= 0 && i < V_COUNT ? &merged[i] : NULL;
 }
 
 /* The i-th declared variant's name (whether or not this CPU can run it), or

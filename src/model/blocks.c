@@ -17,7 +17,7 @@ static int rope_index(pk_model *m, int n_rot, float base, const pk_tensor *freqs
             memcmp(&m->rope[i].scaling, sc, sizeof *sc) == 0)
             return i;
     if (m->n_rope == PK_MAX_ROPE) return -1;
-    m->rope[m->n_rope] = (pk_rope){n_rot, base, freqs, *sc};
+    m->rope[m->n_rope] = (pk_rope){.n_rot = n_rot, .base = base, .freqs = freqs, .scaling = *sc};
     return m->n_rope++;
 }
 

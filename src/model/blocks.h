@@ -13,7 +13,8 @@
  * A kind is a method table, as Redis puts epoll and kqueue behind one aeApi
  * interface:
  *   bind      bind and shape-check the layer's tensors (a table of
- *             pk_tensor_spec: suffix, required, shape; model/model.h)
+ *             pk_tensor_spec: suffix, required, shape, role; model/model.h;
+ *             what is bound joins the model's list of bound tensors)
  *   memory    what it keeps per sequence: nothing, a KV cache, or a fixed
  *             state (engine/kv.h), and its size
  *   scratch   what one forward over a batch needs of a context: working

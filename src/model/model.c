@@ -415,9 +415,9 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
 
 /* Bind tensor `name` into *t. Expected dims ne[0..n_dims), the rest 1. A
  * missing tensor is an error only if required. The type must be
- * computable (and F32 if f32). */
+ * computable (and F32 for PK_ROLE_F32). */
 static int bind(pk_model *m, pk_tensor *t, const char *name, int required, int n_dims, const int64_t *ne,
-                int f32, pk_error *err) {
+                pk_tensor_role role, pk_error *err) {
     const gguf_tensor *g = gguf_find_tensor(m->gguf, name);
     memset(t, 0, sizeof *t);
     if (!g) {
@@ -436,7 +436,7 @@ static int bind(pk_model *m, pk_tensor *t, const char *name, int required, int n
     if (!tt || !tt->to_float || tt->vec_dot_type < 0 || !k->gemv[g->type])
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which pocket cannot compute yet",
                          m->path, name, pk_type_name(g->type));
-    if (f32 && g->type != PK_TYPE_F32)
+    if (role == PK_ROLE_F32 && g->type != PK_TYPE_F32)
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s; pocket needs F32 here", m->path,
                          name, pk_type_name(g->type));
     t->name = g->name;
@@ -452,13 +452,27 @@ static void tensor_name(char *nm, size_t cap, int il, const char *suffix) {
     else snprintf(nm, cap, "blk.%d.%s", il, suffix);
 }
 
+/* Append t (bound, present) to the model's list of bound tensors. */
+static int record(pk_model *m, const pk_tensor *t, int il, pk_tensor_role role, pk_error *err) {
+    if (m->n_bound == m->cap_bound) {
+        const int cap = m->cap_bound ? 2 * m->cap_bound : 64;
+        pk_bound *nb = realloc(m->bound, (size_t)cap * sizeof *nb);
+        if (!nb) return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", m->path);
+        m->bound = nb;
+        m->cap_bound = cap;
+    }
+    m->bound[m->n_bound++] = (pk_bound){.t = t, .layer = il, .role = role};
+    return PK_OK;
+}
+
 int pk_bind_specs(pk_model *m, int il, const pk_tensor_spec *spec, int n, pk_error *err) {
     for (int i = 0; i < n; i++) {
         const pk_tensor_spec *s = &spec[i];
         if (!s->suffix) continue;
         char nm[128];
         tensor_name(nm, sizeof nm, il, s->suffix);
-        int rc = bind(m, s->t, nm, s->required, s->n_dims, s->ne, s->f32, err);
+        int rc = bind(m, s->t, nm, s->required, s->n_dims, s->ne, s->role, err);
+        if (!rc && s->t->data) rc = record(m, s->t, il, s->role, err);
         if (rc) return rc;
     }
     return PK_OK;
@@ -484,13 +498,13 @@ static int bind_layer(pk_model *m, int il, pk_error *err) {
     pk_layer *L = &m->layers[il];
     const int64_t D = m->hp.n_embd;
     const pk_tensor_spec pre[] = {
-        {&L->attn_norm, b->norm[PK_NORM_PRE_MIXER], 1, 1, {D}, 0},
-        {&L->post_mixer_norm, b->norm[PK_NORM_POST_MIXER], 1, 1, {D}, 0},
+        {.t = &L->attn_norm, .suffix = b->norm[PK_NORM_PRE_MIXER], .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &L->post_mixer_norm, .suffix = b->norm[PK_NORM_POST_MIXER], .required = 1, .n_dims = 1, .ne = {D}},
     };
     const pk_tensor_spec post[] = {
-        {&L->ffn_norm, b->norm[PK_NORM_PRE_FFN], 1, 1, {D}, 0},
-        {&L->post_ffn_norm, b->norm[PK_NORM_POST_FFN], 1, 1, {D}, 0},
-        {&L->out_scale, b->out_scale, 0, 1, {1}, 0},
+        {.t = &L->ffn_norm, .suffix = b->norm[PK_NORM_PRE_FFN], .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &L->post_ffn_norm, .suffix = b->norm[PK_NORM_POST_FFN], .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &L->out_scale, .suffix = b->out_scale, .required = 0, .n_dims = 1, .ne = {1}},
     };
     int rc;
     if ((rc = pk_bind_specs(m, il, pre, 2, err)) || (rc = b->mixer->bind(m, il, err)) ||
@@ -504,27 +518,22 @@ static int bind_nextn(pk_model *m, int i, pk_error *err) {
     struct pk_nextn *n = &m->nextn[i];
     const int64_t D = m->hp.n_embd, V = m->hp.n_vocab;
     const pk_tensor_spec spec[] = {
-        {&n->eh_proj, "nextn.eh_proj.weight", 1, 2, {2 * D, D}, 0},
-        {&n->enorm, "nextn.enorm.weight", 1, 1, {D}, 0},
-        {&n->hnorm, "nextn.hnorm.weight", 1, 1, {D}, 0},
-        {&n->embed_tokens, "nextn.embed_tokens.weight", 0, 2, {D, V}, 0},
-        {&n->shared_head_head, "nextn.shared_head_head.weight", 0, 2, {D, V}, 0},
-        {&n->shared_head_norm, "nextn.shared_head_norm.weight", 0, 1, {D}, 0},
+        {.t = &n->eh_proj, .suffix = "nextn.eh_proj.weight", .required = 1, .n_dims = 2, .ne = {2 * D, D}},
+        {.t = &n->enorm, .suffix = "nextn.enorm.weight", .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &n->hnorm, .suffix = "nextn.hnorm.weight", .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &n->embed_tokens, .suffix = "nextn.embed_tokens.weight", .required = 0, .n_dims = 2, .ne = {D, V}},
+        {.t = &n->shared_head_head, .suffix = "nextn.shared_head_head.weight", .required = 0, .n_dims = 2,
+         .ne = {D, V}},
+        {.t = &n->shared_head_norm, .suffix = "nextn.shared_head_norm.weight", .required = 0, .n_dims = 1,
+         .ne = {D}},
     };
     return pk_bind_specs(m, m->hp.n_layer + i, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }
 
-/* count_params walks pk_layer and struct pk_nextn as arrays of pk_tensor:
- * they must hold nothing else (model/model.h) */
-_Static_assert(sizeof(pk_layer) % sizeof(pk_tensor) == 0 && offsetof(pk_layer, attn_norm) == 0 &&
-               offsetof(pk_layer, ssm_out) == sizeof(pk_layer) - sizeof(pk_tensor),
-               "pk_layer must be pk_tensor fields only");
-_Static_assert(sizeof(struct pk_nextn) % sizeof(pk_tensor) == 0 &&
-               offsetof(struct pk_nextn, shared_head_norm) == sizeof(struct pk_nextn) - sizeof(pk_tensor),
-               "struct pk_nextn must be pk_tensor fields only");
-
 /* Count parameters and the weight bytes one decoded token reads: everything
- * but the unselected experts and the embedding table (one row is read). */
+ * but the unselected experts and the embedding table (one row is read).
+ * The blocks' tensors are the list of bound tensors; a file tensor bound
+ * into two fields (its entry repeats the previous one's data) counts once. */
 static void count_params(pk_model *m) {
     const pk_hparams *hp = &m->hp;
     int64_t total = nel(&m->tok_embd) + nel(&m->output_norm) + nel(&m->rope_freqs);
@@ -536,23 +545,19 @@ static void count_params(pk_model *m) {
         total += nel(&m->output);
         active += nel(&m->output);
     }
-    for (int il = 0; il < hp->n_layer; il++) {
-        const pk_tensor *t = (const pk_tensor *)&m->layers[il];
-        const pk_ffn_shape *ff = &m->blocks[il].ff;
-        for (size_t i = 0; i < sizeof(pk_layer) / sizeof(pk_tensor); i++) {
-            if (!t[i].data || (i > 0 && t[i].data == t[i - 1].data)) continue; /* merged gate_up: once */
-            const pk_layer *Ly = &m->layers[il];
-            const int exps = &t[i] == &Ly->gate_exps || &t[i] == &Ly->up_exps || &t[i] == &Ly->down_exps ||
-                             &t[i] == &Ly->gate_exps_b || &t[i] == &Ly->up_exps_b || &t[i] == &Ly->down_exps_b;
-            total += nel(&t[i]);
-            active += exps ? nel(&t[i]) / ff->n_expert * ff->n_expert_used : nel(&t[i]);
-            bytes += exps ? nbytes(&t[i]) / (uint64_t)ff->n_expert * (uint64_t)ff->n_expert_used
-                          : nbytes(&t[i]);
+    for (int i = 0; i < m->n_bound; i++) {
+        const pk_bound *b = &m->bound[i];
+        if (b->layer < 0 || (i > 0 && b->t->data == m->bound[i - 1].t->data)) continue;
+        total += nel(b->t);
+        if (b->layer >= hp->n_layer) continue;   /* MTP blocks: loaded, not read by decoding */
+        const pk_ffn_shape *ff = &m->blocks[b->layer].ff;
+        if (b->role == PK_ROLE_EXPERTS || b->role == PK_ROLE_EXPERT_BIAS) {
+            active += nel(b->t) / ff->n_expert * ff->n_expert_used;
+            bytes += nbytes(b->t) / (uint64_t)ff->n_expert * (uint64_t)ff->n_expert_used;
+        } else {
+            active += nel(b->t);
+            bytes += nbytes(b->t);
         }
-    }
-    for (int i = 0; i < hp->n_nextn; i++) {
-        const pk_tensor *t = (const pk_tensor *)&m->nextn[i];
-        for (size_t j = 0; j < sizeof(struct pk_nextn) / sizeof(pk_tensor); j++) total += nel(&t[j]);
     }
     m->n_params = total;
     m->n_params_active = active;
@@ -560,7 +565,7 @@ static void count_params(pk_model *m) {
 }
 
 pk_model_params pk_model_default_params(void) {
-    pk_model_params p = {0, 0, 0, 0, 0};
+    pk_model_params p = {.mem = 0, .n_ctx = 0, .type_k = 0, .type_v = 0, .expert_slots = 0};
     return p;
 }
 
@@ -605,10 +610,10 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
     hp->n_vocab = (int)te->ne[1];
     const int64_t D = hp->n_embd, V = hp->n_vocab;
     const pk_tensor_spec top[] = {
-        {&m->tok_embd, "token_embd.weight", 1, 2, {D, V}, 0},
-        {&m->output_norm, "output_norm.weight", 1, 1, {D}, 0},
-        {&m->output, "output.weight", 0, 2, {D, V}, 0},
-        {&m->rope_freqs, "rope_freqs.weight", 0, 1, {hp->n_rot / 2}, 0},
+        {.t = &m->tok_embd, .suffix = "token_embd.weight", .required = 1, .n_dims = 2, .ne = {D, V}},
+        {.t = &m->output_norm, .suffix = "output_norm.weight", .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &m->output, .suffix = "output.weight", .required = 0, .n_dims = 2, .ne = {D, V}},
+        {.t = &m->rope_freqs, .suffix = "rope_freqs.weight", .required = 0, .n_dims = 1, .ne = {hp->n_rot / 2}},
     };
     if ((rc = pk_bind_specs(m, -1, top, (int)(sizeof top / sizeof top[0]), err))) goto fail;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
@@ -648,6 +653,7 @@ void pk_model_free(pk_model *m) {
     pk_tokenizer_free(m->tok);
     pk_xcache_free(m->xc);
     free(m->layers);
+    free(m->bound);
     free(m->blocks);
     free(m->hp.n_head_kv_l);
     free(m->hp.swa);

@@ -22,6 +22,29 @@ typedef struct pk_tensor {
     size_t row_bytes;    /* bytes of one row of ne[0] elements */
 } pk_tensor;
 
+/* What a bound tensor is to the parameter count (count_params), the byte
+ * ledger (bytes_per_token) and the memory plan (engine/memplan.c). */
+typedef enum pk_tensor_role {
+    PK_ROLE_WEIGHT = 0,  /* read whole by every token (any type pk_matvec computes); resident */
+    PK_ROLE_F32,         /* the same, but read directly as F32 (not through pk_matvec): no
+                            other type will do */
+    PK_ROLE_EXPERTS,     /* routed experts, ne[2] = n_expert matrices: a token reads
+                            n_expert_used of them; under a budget from the expert cache,
+                            never resident */
+    PK_ROLE_EXPERT_BIAS, /* per-expert vectors, ne[1] = n_expert: a token reads n_expert_used
+                            of them; resident */
+} pk_tensor_role;
+
+/* One entry of the model's list of bound tensors: the field bound, its
+ * block (-1: the model's own tensors, n_layer + i: MTP block i) and its
+ * role. A file tensor bound into two fields (a merged ffn_gate_up_exps as
+ * gate_exps and up_exps) has two entries, one after the other. */
+typedef struct pk_bound {
+    const pk_tensor *t;
+    int layer;
+    pk_tensor_role role;
+} pk_bound;
+
 /* The file's hyperparameters (its <arch>.* keys): one value for all
  * layers. What each layer computes is its block plan (model/blocks.h), made from
  * these; the forward pass reads the plan. */
@@ -83,8 +106,10 @@ typedef struct pk_hparams {
     float yarn_log_mul;  /* mscale_all_dim (rope.scaling.yarn_log_multiplier / 0.1; 0: none) */
 } pk_hparams;
 
-/* Every field is a pk_tensor (model/model.c walks them as an array). The block
- * kinds bind the fields they use (model/blocks.h); the rest stay absent. */
+/* A layer's tensors by name. The block kinds bind the fields they use
+ * (model/blocks.h); the rest stay absent. What was bound is also recorded
+ * in the model's list (pk_model.bound), which the parameter count, the byte
+ * ledger and the memory plan walk. */
 typedef struct pk_layer {
     pk_tensor attn_norm;                 /* (D) pre-mixer norm */
     pk_tensor post_mixer_norm;           /* (D) optional norm of the mixer's output */
@@ -150,6 +175,8 @@ struct pk_model {
         pk_tensor embed_tokens, shared_head_head, shared_head_norm; /* optional */
     } *nextn;
     pk_layer *layers;                    /* [n_layer] tensors */
+    pk_bound *bound;                     /* [n_bound] every tensor bound, in binding order */
+    int n_bound, cap_bound;
     pk_block *blocks;                    /* [n_layer] the block plan (model/blocks.h) */
     pk_rope rope[PK_MAX_ROPE];           /* the rope tables the attention layers use */
     int n_rope;
@@ -163,16 +190,15 @@ struct pk_model {
 
 /* A tensor a block kind binds: the pk_layer field, the name after
  * "blk.N." (or the whole name for il < 0; NULL: the layer has no such
- * tensor, skipped), whether the file must have it, and its shape: n_dims
- * dims ne[0..n_dims), the rest 1. f32: read directly as F32, not through
- * pk_matvec, so no other type will do. */
+ * tensor, skipped), whether the file must have it, its shape (n_dims dims
+ * ne[0..n_dims), the rest 1) and its role. */
 typedef struct pk_tensor_spec {
     pk_tensor *t;
     const char *suffix;
     int required;
     int n_dims;
     int64_t ne[3];
-    int f32;
+    pk_tensor_role role;
 } pk_tensor_spec;
 
 /* Bind the n tensors of layer il (model/model.c), in order; the first that is

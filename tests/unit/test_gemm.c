@@ -339,7 +339,7 @@ static void test_i8mm_complete(void) {
     unsigned long h = getauxval(AT_HWCAP), h2 = getauxval(AT_HWCAP2);
     int cpu = (h & (1ul << 20)) && (h & (1ul << 9)) && (h & (1ul << 10)) && (h2 & (1ul << 13));
     /* compiled in: the i8mm file was built with its flags, and dotprod has a table */
-    int compiled = pk_gemm_i8mm[PK_TYPE_Q4_K] != NULL && pk_kernels_dotprod_table.vec_dot[PK_TYPE_F32];
+    int compiled = pk_kernels_i8mm_gemm.gemm[PK_TYPE_Q4_K] != NULL && pk_kernels_dotprod_table.vec_dot[PK_TYPE_F32];
     TEST_CHECK(!(k && !cpu), "i8mm variant listed on a CPU without i8mm/dotprod (HWCAP %#lx HWCAP2 %#lx)", h, h2);
     TEST_CHECK(!(cpu && compiled && !k), "CPU has i8mm and dotprod but the i8mm variant is not usable");
     fprintf(stderr, "i8mm: CPU %s, compiled %s, variant %s\n", cpu ? "yes" : "no", compiled ? "yes" : "no",

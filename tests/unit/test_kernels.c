@@ -594,6 +594,93 @@ static void test_delta_step(const pk_kernels *k) {
     TEST_CHECK(bad == 0, "%s: delta_step off the recurrence (%d)", k->isa, bad);
 }
 
+static int variant_index(const char *name) {
+    for (int i = 0; pk_kernel_variant_get(i); i++)
+        if (strcmp(pk_kernel_variant_get(i)->name, name) == 0) return i;
+    return -1;
+}
+
+/* The merge of the declared list, checked slot by slot against its
+ * definition for every variant (usable here or not): a slot comes from the
+ * first of the variant's parts that has it, else from the parent's merged
+ * table; no two parts of a variant provide the same slot. Then the list's
+ * content: the kernels each family's variants must share. */
+static void test_variant_merge(void) {
+    int nv = 0;
+    for (; pk_kernel_variant_get(nv); nv++) {
+        const pk_kernel_variant *d = pk_kernel_variant_get(nv);
+        const pk_kernels *m = pk_kernel_variant_merged(nv);
+        TEST_CHECK(m && strcmp(m->isa, d->name) == 0 && strcmp(d->name, pk_kernel_variant_name(nv)) == 0,
+                   "variant %d: %s", nv, d->name);
+        TEST_CHECK(d->parent < nv && (d->parent >= 0 || nv == 0), "%s: parent %d", d->name, d->parent);
+        TEST_CHECK(d->parts && d->parts[0], "%s: no parts", d->name);
+        const pk_kernels *par = d->parent >= 0 ? pk_kernel_variant_merged(d->parent) : NULL;
+        int wrong = 0, shared = 0, slots = 0;
+#define SLOT_CHECK(e)                                                   \
+    do {                                                                \
+        const pk_kernels *src = NULL;                                   \
+        int owners = 0;                                                 \
+        for (const pk_kernels *const *p = d->parts; *p; p++)            \
+            if ((*p)->e) {                                              \
+                if (!src) src = *p;                                     \
+                owners++;                                               \
+            }                                                           \
+        if (!src) src = par;                                            \
+        wrong += src ? m->e != src->e : m->e != NULL;                   \
+        shared += owners > 1;                                           \
+        slots++;                                                        \
+    } while (0);
+#define ONE(f) SLOT_CHECK(f)
+#define TYPED(f) \
+    for (int t = 0; t < PK_TYPE_COUNT; t++) SLOT_CHECK(f[t])
+        PK_KERNEL_SLOTS(ONE, TYPED)
+#undef ONE
+#undef TYPED
+#undef SLOT_CHECK
+        TEST_CHECK(wrong == 0, "%s: %d of %d slots are not the merge of its parts and parent", d->name, wrong, slots);
+        TEST_CHECK(shared == 0, "%s: %d slots provided by two parts", d->name, shared);
+    }
+    TEST_CHECK(nv == 8, "declared variants: %d", nv);
+    /* the x86 family inherits AVX2's DeltaNet step and typed-cache
+       attention (AVX-512 overrides the F16 values kernel); the ARM one NEON's
+       attention; the gemm-only variants keep their parent's gemv */
+    const int x86 = variant_index("avx2"), vnni = variant_index("avxvnni"), a512 = variant_index("avx512"),
+              amx = variant_index("amx"), neon = variant_index("neon"), i8 = variant_index("i8mm");
+    TEST_CHECK(x86 > 0 && vnni > 0 && a512 > 0 && amx > 0 && neon > 0 && i8 > 0, "variant names");
+    if (x86 < 0 || vnni < 0 || a512 < 0 || amx < 0 || neon < 0 || i8 < 0) return;
+    const pk_kernels *ref = pk_kernel_variant_merged(0);
+    const int f16 = PK_TYPE_F16, q8 = PK_TYPE_Q8_0;
+    const pk_kernels *const want_dn = pk_kernels_avx2_deltanet.delta_step ? &pk_kernels_avx2_deltanet : ref;
+    const pk_kernels *const want_att = pk_kernels_avx2_att.att_kq[f16] ? &pk_kernels_avx2_att : ref;
+    for (int v = x86; v <= amx; v++) {
+        const pk_kernels *k = pk_kernel_variant_merged(v);
+        TEST_CHECK(k->delta_step == want_dn->delta_step, "%s: delta_step", k->isa);
+        TEST_CHECK(k->att_kq[f16] == want_att->att_kq[f16] && k->att_kq[q8] == want_att->att_kq[q8] &&
+                       k->att_pv[q8] == want_att->att_pv[q8],
+                   "%s: attention kernels", k->isa);
+        TEST_CHECK(k->att_pv[f16] == (v >= a512 && pk_kernels_avx512_att.att_pv[f16] ? pk_kernels_avx512_att.att_pv[f16]
+                                                                                     : want_att->att_pv[f16]),
+                   "%s: F16 values kernel", k->isa);
+    }
+    const pk_kernels *const want_natt = pk_kernels_neon_att.att_kq[f16] ? &pk_kernels_neon_att : ref;
+    for (int v = neon; v <= i8; v++) {
+        const pk_kernels *k = pk_kernel_variant_merged(v);
+        TEST_CHECK(k->att_kq[q8] == want_natt->att_kq[q8] && k->att_pv[f16] == want_natt->att_pv[f16],
+                   "%s: attention kernels", k->isa);
+    }
+    for (int t = 0; t < PK_TYPE_COUNT; t++) {
+        TEST_CHECK(pk_kernel_variant_merged(vnni)->gemv[t] == pk_kernel_variant_merged(x86)->gemv[t] &&
+                       pk_kernel_variant_merged(amx)->gemv[t] == pk_kernel_variant_merged(a512)->gemv[t] &&
+                       pk_kernel_variant_merged(i8)->gemv[t] == pk_kernel_variant_merged(i8 - 1)->gemv[t],
+                   "%s: gemv of the gemm-only variants", pk_type_name(t));
+        if (pk_kernels_amx_gemm.gemm[t])
+            TEST_CHECK(pk_kernel_variant_merged(amx)->gemm[t] == pk_kernels_amx_gemm.gemm[t], "amx gemm %d", t);
+    }
+    TEST_CHECK(pk_kernel_variant_get(nv) == NULL && pk_kernel_variant_get(-1) == NULL &&
+                   pk_kernel_variant_merged(nv) == NULL,
+               "past the end of the list");
+}
+
 static void test_selection(void) {
     setenv("POCKET_KERNELS", "ref", 1);              /* before the first pk_kernels_* call */
     const pk_kernels *sel = pk_kernels_get();
@@ -671,6 +758,7 @@ static void test_arm_no_ref_fallback(void) {
 
 int main(void) {
     test_selection();
+    test_variant_merge();
     test_arm_no_ref_fallback();
     test_types();
     test_k4_scales();

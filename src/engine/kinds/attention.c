@@ -124,10 +124,10 @@ static void att_run(void *arg, int chunk) {
                (size_t)group * hd * sizeof(float));
     const pk_kv *kv = &c->kv;
     if (kv->type_k == PK_TYPE_F32)
-        c->kern->sgemm(M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
+        pk_kern_sgemm(c->kern, M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
     else   /* a typed cache, read in its type (kernels/kernels.h) */
-        c->kern->att_kq[kv->type_k](M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0), kv->att[t->layer].k_head, S,
-                                    nk);
+        pk_kern_att_kq(c->kern, kv->type_k, M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0),
+                       kv->att[t->layer].k_head, S, nk);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / group;
         const int first = a->window && last - a->window + 1 > 0 ? last - a->window + 1 : 0;
@@ -137,7 +137,7 @@ static void att_run(void *arg, int chunk) {
             sc[p] *= scale;
             if (sc[p] > mx) mx = sc[p];
         }
-        c->kern->exp_sub(sc + first, last + 1 - first, mx);
+        pk_kern_exp_sub(c->kern, sc + first, last + 1 - first, mx);
         double sum = t->sinks ? (double)expf(sink - mx) : 0.0;
         for (int p = first; p <= last; p++) sum += sc[p];
         const float inv = (float)(1.0 / sum);
@@ -146,11 +146,11 @@ static void att_run(void *arg, int chunk) {
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
     }
     if (kv->type_v == PK_TYPE_F32)
-        c->kern->sgemm(M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv, kv->att[t->layer].v_dim, O,
-                       hdv);
+        pk_kern_sgemm(c->kern, M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv,
+                      kv->att[t->layer].v_dim, O, hdv);
     else
-        c->kern->att_pv[kv->type_v](M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0), kv->att[t->layer].v_head, O,
-                                    hdv);
+        pk_kern_att_pv(c->kern, kv->type_v, M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0),
+                       kv->att[t->layer].v_head, O, hdv);
     for (int b = b0; b < b1; b++)
         memcpy(t->w->att_out + (size_t)b * od + (size_t)g * group * hdv, O + (size_t)(b - b0) * group * hdv,
                (size_t)group * hdv * sizeof(float));
@@ -196,28 +196,26 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     if (tv != PK_TYPE_F32)   /* every variant's quantizer is bit-exact with the reference */
         for (int g = 0; g < nkv; g++)
             for (int b = 0; b < B; b++)
-                c->kern->quantize[tv](vrows + (size_t)b * vd + (size_t)g * hdv,
-                                      pk_kv_vh(&c->kv, il, g, pos0 + b), hdv);
-    for (int b = 0; b < B; b++) {
-        float *q = w.q + (size_t)b * qd, *k = w.kb + (size_t)b * kd;
-        if (gated) { /* q and gate are interleaved per head: [q_h | gate_h] */
+                pk_kern_quantize(c->kern, tv, vrows + (size_t)b * vd + (size_t)g * hdv,
+                                 pk_kv_vh(&c->kv, il, g, pos0 + b), hdv);
+    if (gated) /* q and gate are interleaved per head: [q_h | gate_h] */
+        for (int b = 0; b < B; b++) {
             const float *qg = w.qg + (size_t)b * 2 * qd;
             for (int h = 0; h < a->n_head; h++) {
-                memcpy(q + (size_t)h * hd, qg + (size_t)h * 2 * hd, (size_t)hd * sizeof(float));
+                memcpy(w.q + (size_t)b * qd + (size_t)h * hd, qg + (size_t)h * 2 * hd, (size_t)hd * sizeof(float));
                 memcpy(w.gate + (size_t)b * qd + (size_t)h * hd, qg + (size_t)h * 2 * hd + hd,
                        (size_t)hd * sizeof(float));
             }
         }
-        if (L->q_norm.data && a->qk_norm == PK_QK_NORM_FULL) {   /* over all heads at once */
-            pk_rmsnorm_rows(c, q, q, &L->q_norm, qd, 1, qd);
-            pk_rmsnorm_rows(c, k, k, &L->k_norm, kd, 1, kd);
-        } else if (L->q_norm.data) {
-            pk_rmsnorm_rows(c, q, q, &L->q_norm, hd, a->n_head, hd);
-            pk_rmsnorm_rows(c, k, k, &L->k_norm, hd, a->n_head_kv, hd);
-        }
+    /* one call per norm for the batch (row by row: tokens and heads are
+       contiguous rows), so the ledger counts each norm vector once */
+    if (L->q_norm.data && a->qk_norm == PK_QK_NORM_FULL) {   /* over all heads at once */
+        pk_rmsnorm_rows(c, w.q, w.q, &L->q_norm, qd, B, qd);
+        pk_rmsnorm_rows(c, w.kb, w.kb, &L->k_norm, kd, B, kd);
+    } else if (L->q_norm.data) {
+        pk_rmsnorm_rows(c, w.q, w.q, &L->q_norm, hd, B * a->n_head, hd);
+        pk_rmsnorm_rows(c, w.kb, w.kb, &L->k_norm, hd, B * a->n_head_kv, hd);
     }
-    if (L->q_norm.data) /* pk_rmsnorm_rows counts a norm vector once per call: once per batch, not per token */
-        c->weight_bytes -= (uint64_t)(B - 1) * (L->q_norm.row_bytes + L->k_norm.row_bytes);
     for (int b = 0; b < B; b++) {
         rope_apply(c, a, w.q + (size_t)b * qd, a->n_head, hd, pos0 + b);
         rope_apply(c, a, w.kb + (size_t)b * kd, a->n_head_kv, hd, pos0 + b);
@@ -230,8 +228,8 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     else
         for (int g = 0; g < nkv; g++)
             for (int b = 0; b < B; b++)
-                c->kern->quantize[tk](w.kb + (size_t)b * kd + (size_t)g * hd,
-                                      pk_kv_k(&c->kv, il, g, pos0 + b), hd);
+                pk_kern_quantize(c->kern, tk, w.kb + (size_t)b * kd + (size_t)g * hd,
+                                 pk_kv_k(&c->kv, il, g, pos0 + b), hd);
 
     /* chunks of up to 16 tokens per kv head, fewer if their scores would
        pass 4 MiB */
@@ -277,17 +275,21 @@ static int att_bind(pk_model *m, int il, pk_error *err) {
     const char *vs = a->v_from_k ? NULL : "attn_v.weight", *vb = a->v_from_k ? NULL : "attn_v.bias";
     const int full = a->qk_norm == PK_QK_NORM_FULL;
     const pk_tensor_spec spec[] = {
-        {&L->wq, "attn_q.weight", 1, 2, {D, a->out_gate ? 2 * q_out : q_out}, 0},
-        {&L->wk, "attn_k.weight", 1, 2, {D, k_out}, 0},
-        {&L->wv, vs, 1, 2, {D, v_out}, 0},
-        {&L->wo, "attn_output.weight", 1, 2, {a->n_head * hdv, D}, 0},
-        {&L->bq, "attn_q.bias", a->bias, 1, {q_out}, 0},
-        {&L->bk, "attn_k.bias", a->bias, 1, {k_out}, 0},
-        {&L->bv, vb, a->bias, 1, {v_out}, 0},
-        {&L->bo, "attn_output.bias", a->out_bias, 1, {D}, 0},
-        {&L->attn_sinks, a->sinks ? "attn_sinks.weight" : NULL, 1, 1, {a->n_head}, 0},
-        {&L->q_norm, "attn_q_norm.weight", a->qk_norm, 1, {full ? q_out : hd}, 0},
-        {&L->k_norm, "attn_k_norm.weight", a->qk_norm, 1, {full ? k_out : hd}, 0},
+        {.t = &L->wq, .suffix = "attn_q.weight", .required = 1, .n_dims = 2,
+         .ne = {D, a->out_gate ? 2 * q_out : q_out}},
+        {.t = &L->wk, .suffix = "attn_k.weight", .required = 1, .n_dims = 2, .ne = {D, k_out}},
+        {.t = &L->wv, .suffix = vs, .required = 1, .n_dims = 2, .ne = {D, v_out}},
+        {.t = &L->wo, .suffix = "attn_output.weight", .required = 1, .n_dims = 2, .ne = {a->n_head * hdv, D}},
+        {.t = &L->bq, .suffix = "attn_q.bias", .required = a->bias, .n_dims = 1, .ne = {q_out}},
+        {.t = &L->bk, .suffix = "attn_k.bias", .required = a->bias, .n_dims = 1, .ne = {k_out}},
+        {.t = &L->bv, .suffix = vb, .required = a->bias, .n_dims = 1, .ne = {v_out}},
+        {.t = &L->bo, .suffix = "attn_output.bias", .required = a->out_bias, .n_dims = 1, .ne = {D}},
+        {.t = &L->attn_sinks, .suffix = a->sinks ? "attn_sinks.weight" : NULL, .required = 1, .n_dims = 1,
+         .ne = {a->n_head}},
+        {.t = &L->q_norm, .suffix = "attn_q_norm.weight", .required = a->qk_norm, .n_dims = 1,
+         .ne = {full ? q_out : hd}},
+        {.t = &L->k_norm, .suffix = "attn_k_norm.weight", .required = a->qk_norm, .n_dims = 1,
+         .ne = {full ? k_out : hd}},
     };
     return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }

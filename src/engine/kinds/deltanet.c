@@ -118,7 +118,7 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     }
     for (int i = 0; i < n; i++)
         for (int e = 0; e < d; e++) KT[(size_t)e * n + i] = K0[(size_t)i * C + e];
-    kn->sgemm(n, n, d, K0, C, KT, n, P, n);                       /* P = K K^T */
+    pk_kern_sgemm(kn, n, n, d, K0, C, KT, n, P, n);               /* P = K K^T */
     for (int i = 0; i < n; i++)
         for (int m = 0; m < i; m++) A[i * n + m] = bet[i] * expf(G[i] - G[m]) * P[i * n + m];
     for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular */
@@ -134,21 +134,21 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
         const float f = bet[i] * expf(G[i]);
         for (int e = 0; e < d; e++) X[(size_t)i * d + e] = f * K0[(size_t)i * C + e];
     }
-    kn->sgemm(n, d, n, T, n, X, d, W, d);                        /* W = T X */
+    pk_kern_sgemm(kn, n, d, n, T, n, X, d, W, d);                /* W = T X */
     for (int i = 0; i < n; i++)         /* X = beta V */
         for (int e = 0; e < d; e++) X[(size_t)i * d + e] = bet[i] * V0[(size_t)i * C + e];
-    kn->sgemm(n, d, n, T, n, X, d, U, d);                        /* U = T X */
-    kn->sgemm(n, d, d, W, d, S, d, X, d);                        /* U -= W S0 */
+    pk_kern_sgemm(kn, n, d, n, T, n, X, d, U, d);                /* U = T X */
+    pk_kern_sgemm(kn, n, d, d, W, d, S, d, X, d);                /* U -= W S0 */
     for (int i = 0; i < n * d; i++) U[i] -= X[i];
-    kn->sgemm(n, d, d, Q0, C, S, d, O, VD);                      /* O = Q S0 ... */
-    kn->sgemm(n, n, d, Q0, C, KT, n, P, n);                      /* P = Q K^T */
+    pk_kern_sgemm(kn, n, d, d, Q0, C, S, d, O, VD);              /* O = Q S0 ... */
+    pk_kern_sgemm(kn, n, n, d, Q0, C, KT, n, P, n);              /* P = Q K^T */
     for (int r = 0; r < n; r++) {       /* ... times exp(G_r); P masked and decayed */
         const float eg = expf(G[r]);
         for (int e = 0; e < d; e++) O[(size_t)r * VD + e] *= eg;
         for (int i = 0; i <= r; i++) P[r * n + i] *= expf(G[r] - G[i]);
         for (int i = r + 1; i < n; i++) P[r * n + i] = 0.0f;
     }
-    kn->sgemm(n, d, n, P, n, U, d, X, d);                        /* O += P U */
+    pk_kern_sgemm(kn, n, d, n, P, n, U, d, X, d);                /* O += P U */
     for (int r = 0; r < n; r++)
         for (int e = 0; e < d; e++) O[(size_t)r * VD + e] += X[(size_t)r * d + e];
     /* state carried on: S = exp(G_last) S0 + K'^T U, K'_i = exp(G_last - G_i) k_i */
@@ -156,7 +156,7 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
         const float f = expf(G[n - 1] - G[i]);
         for (int e = 0; e < d; e++) KT[(size_t)e * n + i] *= f;
     }
-    kn->sgemm(d, d, n, KT, n, U, d, Y, d);
+    pk_kern_sgemm(kn, d, d, n, KT, n, U, d, Y, d);
     const float eg = expf(G[n - 1]);
     for (int key = 0; key < d * d; key++) S[key] = S[key] * eg + Y[key];
 }
@@ -193,7 +193,7 @@ static void dn_head(void *arg, int j) {
         const float *ba = ws->ba + (size_t)b * 2 * HV;
         const float decay = expf(softplusf(ba[ia] + dt) * a);
         const float beta = sigmoidf(ba[ib]);
-        c->kern->delta_step(S, d, q, k, v, decay, beta, o);
+        pk_kern_delta_step(c->kern, S, d, q, k, v, decay, beta, o);
         pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
         const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
         for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
@@ -283,16 +283,18 @@ static int dn_bind(pk_model *m, int il, pk_error *err) {
     const int64_t D = m->hp.n_embd, C = sh->channels, HV = sh->v_heads, VD = HV * sh->state;
     /* beta and alpha: one ssm_ba tensor, or ssm_beta and ssm_alpha */
     const pk_tensor_spec spec[] = {
-        {&L->attn_qkv, "attn_qkv.weight", 1, 2, {D, C}, 0},
-        {&L->attn_z, "attn_gate.weight", 1, 2, {D, VD}, 0},
-        {&L->ssm_conv1d, "ssm_conv1d.weight", 1, 2, {sh->conv, C}, 1},
-        {&L->ssm_dt, "ssm_dt.bias", 1, 1, {HV}, 1},
-        {&L->ssm_a, "ssm_a", 1, 1, {HV}, 1},
-        {&L->ssm_ba, sh->ba ? "ssm_ba.weight" : NULL, 1, 2, {D, 2 * HV}, 0},
-        {&L->ssm_beta, sh->ba ? NULL : "ssm_beta.weight", 1, 2, {D, HV}, 0},
-        {&L->ssm_alpha, sh->ba ? NULL : "ssm_alpha.weight", 1, 2, {D, HV}, 0},
-        {&L->ssm_norm, "ssm_norm.weight", 1, 1, {sh->state}, 1},
-        {&L->ssm_out, "ssm_out.weight", 1, 2, {VD, D}, 0},
+        {.t = &L->attn_qkv, .suffix = "attn_qkv.weight", .required = 1, .n_dims = 2, .ne = {D, C}},
+        {.t = &L->attn_z, .suffix = "attn_gate.weight", .required = 1, .n_dims = 2, .ne = {D, VD}},
+        {.t = &L->ssm_conv1d, .suffix = "ssm_conv1d.weight", .required = 1, .n_dims = 2, .ne = {sh->conv, C},
+         .role = PK_ROLE_F32},
+        {.t = &L->ssm_dt, .suffix = "ssm_dt.bias", .required = 1, .n_dims = 1, .ne = {HV}, .role = PK_ROLE_F32},
+        {.t = &L->ssm_a, .suffix = "ssm_a", .required = 1, .n_dims = 1, .ne = {HV}, .role = PK_ROLE_F32},
+        {.t = &L->ssm_ba, .suffix = sh->ba ? "ssm_ba.weight" : NULL, .required = 1, .n_dims = 2, .ne = {D, 2 * HV}},
+        {.t = &L->ssm_beta, .suffix = sh->ba ? NULL : "ssm_beta.weight", .required = 1, .n_dims = 2, .ne = {D, HV}},
+        {.t = &L->ssm_alpha, .suffix = sh->ba ? NULL : "ssm_alpha.weight", .required = 1, .n_dims = 2, .ne = {D, HV}},
+        {.t = &L->ssm_norm, .suffix = "ssm_norm.weight", .required = 1, .n_dims = 1, .ne = {sh->state},
+         .role = PK_ROLE_F32},
+        {.t = &L->ssm_out, .suffix = "ssm_out.weight", .required = 1, .n_dims = 2, .ne = {VD, D}},
     };
     return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }

@@ -53,9 +53,9 @@ static int dense_bind(pk_model *m, int il, pk_error *err) {
     pk_layer *L = &m->layers[il];
     const int64_t D = m->hp.n_embd, F = m->blocks[il].ff.n_ff;
     const pk_tensor_spec spec[] = {
-        {&L->ffn_gate, "ffn_gate.weight", 1, 2, {D, F}, 0},
-        {&L->ffn_up, "ffn_up.weight", 1, 2, {D, F}, 0},
-        {&L->ffn_down, "ffn_down.weight", 1, 2, {F, D}, 0},
+        {.t = &L->ffn_gate, .suffix = "ffn_gate.weight", .required = 1, .n_dims = 2, .ne = {D, F}},
+        {.t = &L->ffn_up, .suffix = "ffn_up.weight", .required = 1, .n_dims = 2, .ne = {D, F}},
+        {.t = &L->ffn_down, .suffix = "ffn_down.weight", .required = 1, .n_dims = 2, .ne = {F, D}},
     };
     return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }

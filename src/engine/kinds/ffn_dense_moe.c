@@ -67,14 +67,14 @@ static int dm_bind(pk_model *m, int il, pk_error *err) {
     const pk_ffn_shape *f = &m->blocks[il].ff;
     const int64_t D = m->hp.n_embd, F = f->n_ff_dense;
     const pk_tensor_spec spec[] = {
-        {&L->ffn_gate, "ffn_gate.weight", 1, 2, {D, F}, 0},
-        {&L->ffn_up, "ffn_up.weight", 1, 2, {D, F}, 0},
-        {&L->ffn_down, "ffn_down.weight", 1, 2, {F, D}, 0},
-        {&L->post_ffn_norm_1, "post_ffw_norm_1.weight", 1, 1, {D}, 0},
-        {&L->gate_inp_scale, "ffn_gate_inp.scale", 1, 1, {D}, 0},
-        {&L->pre_ffn_norm_2, "pre_ffw_norm_2.weight", 1, 1, {D}, 0},
-        {&L->post_ffn_norm_2, "post_ffw_norm_2.weight", 1, 1, {D}, 0},
-        {&L->down_exps_scale, "ffn_down_exps.scale", 1, 1, {f->n_expert}, 0},
+        {.t = &L->ffn_gate, .suffix = "ffn_gate.weight", .required = 1, .n_dims = 2, .ne = {D, F}},
+        {.t = &L->ffn_up, .suffix = "ffn_up.weight", .required = 1, .n_dims = 2, .ne = {D, F}},
+        {.t = &L->ffn_down, .suffix = "ffn_down.weight", .required = 1, .n_dims = 2, .ne = {F, D}},
+        {.t = &L->post_ffn_norm_1, .suffix = "post_ffw_norm_1.weight", .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &L->gate_inp_scale, .suffix = "ffn_gate_inp.scale", .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &L->pre_ffn_norm_2, .suffix = "pre_ffw_norm_2.weight", .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &L->post_ffn_norm_2, .suffix = "post_ffw_norm_2.weight", .required = 1, .n_dims = 1, .ne = {D}},
+        {.t = &L->down_exps_scale, .suffix = "ffn_down_exps.scale", .required = 1, .n_dims = 1, .ne = {f->n_expert}},
     };
     const int rc = pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
     return rc ? rc : pk_ffn_moe.bind(m, il, err);

@@ -90,7 +90,7 @@ static void mla_run(void *arg, int chunk) {
             const int m = (b - b0) * nh + (h - h0);
             for (int k = 0; k < L; k++) QT[(size_t)k * M + m] = q[k];
         }
-    c->kern->sgemm(nk, M, L, K, L, QT, M, ST, M);
+    pk_kern_sgemm(c->kern, nk, M, L, K, L, QT, M, ST, M);
     for (int m = 0; m < M; m++) {
         const int last = t->pos0 + b0 + m / nh;
         float *sc = S + (size_t)m * nk, mx = -INFINITY;
@@ -98,14 +98,14 @@ static void mla_run(void *arg, int chunk) {
             sc[p] = ST[(size_t)p * M + m] * a->scale;
             if (sc[p] > mx) mx = sc[p];
         }
-        c->kern->exp_sub(sc, last + 1, mx);
+        pk_kern_exp_sub(c->kern, sc, last + 1, mx);
         double sum = 0.0;
         for (int p = 0; p <= last; p++) sum += sc[p];
         const float inv = (float)(1.0 / sum);
         for (int p = 0; p <= last; p++) sc[p] *= inv;
         for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
     }
-    c->kern->sgemm(M, r, nk, S, nk, K, L, O, r);
+    pk_kern_sgemm(c->kern, M, r, nk, S, nk, K, L, O, r);
     for (int b = b0; b < b1; b++)
         memcpy(t->w->lat + ((size_t)b * H + h0) * r, O + (size_t)(b - b0) * nh * r, (size_t)nh * r * sizeof(float));
 }
@@ -159,7 +159,7 @@ static int mla_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
         if (tk == PK_TYPE_F32)
             memcpy(pk_kv_lat(&c->kv, il, pos0 + b), w.kv + (size_t)b * Lw, (size_t)Lw * sizeof(float));
         else   /* every variant's quantizer is bit-exact with the reference */
-            c->kern->quantize[tk](w.kv + (size_t)b * Lw, pk_kv_lat(&c->kv, il, pos0 + b), Lw);
+            pk_kern_quantize(c->kern, tk, w.kv + (size_t)b * Lw, pk_kv_lat(&c->kv, il, pos0 + b), Lw);
     }
 
     /* absorbed queries: per head [K_b,h q_nope | q_pe] */
@@ -211,15 +211,15 @@ static int mla_bind(pk_model *m, int il, pk_error *err) {
     const int64_t D = m->hp.n_embd, H = a->n_head, r = a->kv_lora, ql = a->q_lora;
     const int64_t qk = a->nope + a->n_rot;
     const pk_tensor_spec spec[] = {
-        {&L->wq, ql ? NULL : "attn_q.weight", 1, 2, {D, H * qk}, 0},
-        {&L->wq_a, ql ? "attn_q_a.weight" : NULL, 1, 2, {D, ql}, 0},
-        {&L->q_a_norm, ql ? "attn_q_a_norm.weight" : NULL, 1, 1, {ql}, 0},
-        {&L->wq_b, ql ? "attn_q_b.weight" : NULL, 1, 2, {ql, H * qk}, 0},
-        {&L->wkv_a, "attn_kv_a_mqa.weight", 1, 2, {D, r + a->n_rot}, 0},
-        {&L->kv_a_norm, "attn_kv_a_norm.weight", 1, 1, {r}, 0},
-        {&L->wk_b, "attn_k_b.weight", 1, 3, {a->nope, r, H}, 0},
-        {&L->wv_b, "attn_v_b.weight", 1, 3, {r, a->head_dim_v, H}, 0},
-        {&L->wo, "attn_output.weight", 1, 2, {H * a->head_dim_v, D}, 0},
+        {.t = &L->wq, .suffix = ql ? NULL : "attn_q.weight", .required = 1, .n_dims = 2, .ne = {D, H * qk}},
+        {.t = &L->wq_a, .suffix = ql ? "attn_q_a.weight" : NULL, .required = 1, .n_dims = 2, .ne = {D, ql}},
+        {.t = &L->q_a_norm, .suffix = ql ? "attn_q_a_norm.weight" : NULL, .required = 1, .n_dims = 1, .ne = {ql}},
+        {.t = &L->wq_b, .suffix = ql ? "attn_q_b.weight" : NULL, .required = 1, .n_dims = 2, .ne = {ql, H * qk}},
+        {.t = &L->wkv_a, .suffix = "attn_kv_a_mqa.weight", .required = 1, .n_dims = 2, .ne = {D, r + a->n_rot}},
+        {.t = &L->kv_a_norm, .suffix = "attn_kv_a_norm.weight", .required = 1, .n_dims = 1, .ne = {r}},
+        {.t = &L->wk_b, .suffix = "attn_k_b.weight", .required = 1, .n_dims = 3, .ne = {a->nope, r, H}},
+        {.t = &L->wv_b, .suffix = "attn_v_b.weight", .required = 1, .n_dims = 3, .ne = {r, a->head_dim_v, H}},
+        {.t = &L->wo, .suffix = "attn_output.weight", .required = 1, .n_dims = 2, .ne = {H * a->head_dim_v, D}},
     };
     return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }

@@ -143,7 +143,7 @@ static void expert_act(pk_context *c, const pk_ffn_shape *f, float *g, const flo
         float *gp = g + i0;
         const float *up = u + i0;
         for (int i = 0; i < len; i++) e[i] = alpha * -(gp[i] < lim ? gp[i] : lim);
-        c->kern->exp_sub(e, len, 0.0f);
+        pk_kern_exp_sub(c->kern, e, len, 0.0f);
         for (int i = 0; i < len; i++) {
             const float x = gp[i] < lim ? gp[i] : lim;
             const float y = up[i] < -lim ? -lim : up[i] > lim ? lim : up[i];
@@ -503,20 +503,29 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
        rows) is bound into both fields */
     const int merged = pk_has_tensor(m, il, "ffn_gate_up_exps.weight");
     const pk_tensor_spec spec[] = {
-        {&L->gate_inp, "ffn_gate_inp.weight", 1, 2, {D, E}, 0},
-        {&L->gate_exps, merged ? "ffn_gate_up_exps.weight" : "ffn_gate_exps.weight", 1, 3, {D, merged ? 2 * F : F, E}, 0},
-        {&L->up_exps, merged ? NULL : "ffn_up_exps.weight", 1, 3, {D, F, E}, 0},
-        {&L->down_exps, "ffn_down_exps.weight", 1, 3, {F, D, E}, 0},
-        {&L->gate_shexp, shared ? "ffn_gate_shexp.weight" : NULL, 1, 2, {D, S}, 0},
-        {&L->up_shexp, shared ? "ffn_up_shexp.weight" : NULL, 1, 2, {D, S}, 0},
-        {&L->down_shexp, shared ? "ffn_down_shexp.weight" : NULL, 1, 2, {S, D}, 0},
-        {&L->gate_inp_shexp, shared && f->shexp_gate != PK_SHEXP_GATE_NONE ? "ffn_gate_inp_shexp.weight" : NULL,
-         f->shexp_gate == PK_SHEXP_GATE_REQUIRED, 1, {D}, 0},
-        {&L->gate_inp_b, f->bias ? "ffn_gate_inp.bias" : NULL, 1, 1, {E}, 0},
-        {&L->gate_exps_b, f->bias ? "ffn_gate_exps.bias" : NULL, 1, 2, {F, E}, 0},
-        {&L->up_exps_b, f->bias ? "ffn_up_exps.bias" : NULL, 1, 2, {F, E}, 0},
-        {&L->down_exps_b, f->bias ? "ffn_down_exps.bias" : NULL, 1, 2, {D, E}, 0},
-        {&L->exp_probs_b, "exp_probs_b.bias", 0, 1, {E}, 0},
+        {.t = &L->gate_inp, .suffix = "ffn_gate_inp.weight", .required = 1, .n_dims = 2, .ne = {D, E}},
+        {.t = &L->gate_exps, .suffix = merged ? "ffn_gate_up_exps.weight" : "ffn_gate_exps.weight", .required = 1,
+         .n_dims = 3, .ne = {D, merged ? 2 * F : F, E}, .role = PK_ROLE_EXPERTS},
+        {.t = &L->up_exps, .suffix = merged ? "ffn_gate_up_exps.weight" : "ffn_up_exps.weight", .required = 1,
+         .n_dims = 3, .ne = {D, merged ? 2 * F : F, E}, .role = PK_ROLE_EXPERTS},
+        {.t = &L->down_exps, .suffix = "ffn_down_exps.weight", .required = 1, .n_dims = 3, .ne = {F, D, E},
+         .role = PK_ROLE_EXPERTS},
+        {.t = &L->gate_shexp, .suffix = shared ? "ffn_gate_shexp.weight" : NULL, .required = 1, .n_dims = 2,
+         .ne = {D, S}},
+        {.t = &L->up_shexp, .suffix = shared ? "ffn_up_shexp.weight" : NULL, .required = 1, .n_dims = 2, .ne = {D, S}},
+        {.t = &L->down_shexp, .suffix = shared ? "ffn_down_shexp.weight" : NULL, .required = 1, .n_dims = 2,
+         .ne = {S, D}},
+        {.t = &L->gate_inp_shexp,
+         .suffix = shared && f->shexp_gate != PK_SHEXP_GATE_NONE ? "ffn_gate_inp_shexp.weight" : NULL,
+         .required = f->shexp_gate == PK_SHEXP_GATE_REQUIRED, .n_dims = 1, .ne = {D}},
+        {.t = &L->gate_inp_b, .suffix = f->bias ? "ffn_gate_inp.bias" : NULL, .required = 1, .n_dims = 1, .ne = {E}},
+        {.t = &L->gate_exps_b, .suffix = f->bias ? "ffn_gate_exps.bias" : NULL, .required = 1, .n_dims = 2,
+         .ne = {F, E}, .role = PK_ROLE_EXPERT_BIAS},
+        {.t = &L->up_exps_b, .suffix = f->bias ? "ffn_up_exps.bias" : NULL, .required = 1, .n_dims = 2, .ne = {F, E},
+         .role = PK_ROLE_EXPERT_BIAS},
+        {.t = &L->down_exps_b, .suffix = f->bias ? "ffn_down_exps.bias" : NULL, .required = 1, .n_dims = 2,
+         .ne = {D, E}, .role = PK_ROLE_EXPERT_BIAS},
+        {.t = &L->exp_probs_b, .suffix = "exp_probs_b.bias", .required = 0, .n_dims = 1, .ne = {E}},
     };
     if (f->shexp_gate == PK_SHEXP_GATE_NONE && pk_has_tensor(m, il, "ffn_gate_inp_shexp.weight"))
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor 'blk.%d.ffn_gate_inp_shexp.weight': %s's shared "
@@ -524,9 +533,7 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
     if (merged && f->bias)   /* the biases are split: so must the tensors be */
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: blk.%d.ffn_gate_up_exps.weight with expert biases is not "
                          "supported", m->path, il);
-    int rc = pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
-    if (!rc && merged) L->up_exps = L->gate_exps;
-    return rc;
+    return pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }
 
 static int moe_bind(pk_model *m, int il, pk_error *err) { return bind_experts(m, il, 0, err); }

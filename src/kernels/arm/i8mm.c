@@ -802,7 +802,7 @@ I8_ENTRY(f16, gemm_float, 1)
 I8_ENTRY(bf16, gemm_float, 2)
 #endif
 
-const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT] = {
+const pk_kernels pk_kernels_i8mm_gemm = {.gemm = {
 #if PK_GEMM_FLOAT
     [PK_TYPE_F32] = gemm_f32, [PK_TYPE_F16] = gemm_f16, [PK_TYPE_BF16] = gemm_bf16,
 #endif
@@ -811,8 +811,8 @@ const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT] = {
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
     [PK_TYPE_MXFP4] = gemm_mxfp4,
-};
+}};
 
 #else
-const pk_gemm_fn pk_gemm_i8mm[PK_TYPE_COUNT] = {0};
+const pk_kernels pk_kernels_i8mm_gemm = {0};
 #endif

@@ -143,9 +143,10 @@ AI void pv_q8_0_tile(const int MT, int nk, const float *P, int64_t ldp, const ui
         for (int h = 0; h < 8; h++) vst1q_f32(O + i * ldo + b * PK_QK8_0 + 4 * h, a[i][h]);
 }
 
-const pk_att_kq_fn pk_att_kq_neon[PK_TYPE_COUNT] = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0};
-const pk_att_pv_fn pk_att_pv_neon[PK_TYPE_COUNT] = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0};
+const pk_kernels pk_kernels_neon_att = {
+    .att_kq = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0},
+    .att_pv = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0},
+};
 #else
-const pk_att_kq_fn pk_att_kq_neon[PK_TYPE_COUNT] = {0};
-const pk_att_pv_fn pk_att_pv_neon[PK_TYPE_COUNT] = {0};
+const pk_kernels pk_kernels_neon_att = {0};
 #endif

@@ -327,8 +327,8 @@ typedef void (*conv_fn)(const void *w, uint8_t *a, int r);
 /* few tokens (or no scratch): the AVX-512 gemm, or its gemv per token */
 static void few_tokens(int type, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                        size_t rb, const void *const *x) {
-    if (pk_gemm_avx512[type]) {
-        pk_gemm_avx512[type](n, nrows, ntok, y, ys, w, rb, x);
+    if (pk_kernels_avx512_gemm.gemm[type]) {
+        pk_kernels_avx512_gemm.gemm[type](n, nrows, ntok, y, ys, w, rb, x);
         return;
     }
     for (int64_t t = 0; t < ntok; t++) pk_kernels_avx512_table.gemv[type](n, nrows, y + t * ys, w, rb, x[t]);
@@ -501,16 +501,16 @@ static void gemm_q8_0(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t 
     }
 }
 
-const pk_gemm_fn pk_gemm_amx[PK_TYPE_COUNT] = {
+const pk_kernels pk_kernels_amx_gemm = {.gemm = {
     [PK_TYPE_Q8_0] = gemm_q8_0,
     [PK_TYPE_Q2_K] = gemm_q2_K,
     [PK_TYPE_Q3_K] = gemm_q3_K,
     [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K,
     [PK_TYPE_Q6_K] = gemm_q6_K,
-};
+}};
 
 #else
 int pk_amx_enable(void) { return 0; }
-const pk_gemm_fn pk_gemm_amx[PK_TYPE_COUNT];
+const pk_kernels pk_kernels_amx_gemm = {0};
 #endif

@@ -169,9 +169,10 @@ AI void pv_q8_0_tile(const int MT, int nk, const float *P, int64_t ldp, const ui
         for (int h = 0; h < 4; h++) _mm256_storeu_ps(O + i * ldo + b * PK_QK8_0 + 8 * h, a[i][h]);
 }
 
-const pk_att_kq_fn pk_att_kq_avx2[PK_TYPE_COUNT] = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0};
-const pk_att_pv_fn pk_att_pv_avx2[PK_TYPE_COUNT] = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0};
+const pk_kernels pk_kernels_avx2_att = {
+    .att_kq = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0},
+    .att_pv = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0},
+};
 #else
-const pk_att_kq_fn pk_att_kq_avx2[PK_TYPE_COUNT] = {0};
-const pk_att_pv_fn pk_att_pv_avx2[PK_TYPE_COUNT] = {0};
+const pk_kernels pk_kernels_avx2_att = {0};
 #endif

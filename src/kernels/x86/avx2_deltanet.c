@@ -75,7 +75,7 @@ static void delta_step(float *S, int d, const float *q, const float *k, const fl
     }
 }
 
-const pk_delta_step_fn pk_delta_step_avx2 = delta_step;
+const pk_kernels pk_kernels_avx2_deltanet = {.delta_step = delta_step};
 #else
-const pk_delta_step_fn pk_delta_step_avx2 = 0;
+const pk_kernels pk_kernels_avx2_deltanet = {0};
 #endif

@@ -1,6 +1,6 @@
 /* kernels/x86/avx2_gemm.c - AVX2 multi-token kernels for prompt processing, and
  * the AVX2 F32 matrix product (sgemm), exp_sub and silu_mul of the AVX2
- * table. Entries of pk_gemm_avx2 left NULL fall back to the gemv kernel per
+ * table. Entries of pk_kernels_avx2_gemm left NULL fall back to the gemv kernel per
  * token (kernels/kernels.h). Compiled with -mavx2 -mfma -mf16c (the Makefile's
  * kernels_avx2_% rule); only called after kernels/kernels.c has checked the CPU.
  *
@@ -79,14 +79,14 @@
 #include <string.h>
 #include "kernels/kernels.h"
 
-/* Built twice: here as the avx2 variant's pk_gemm_avx2, and by
- * kernels/x86/avxvnni.c (PK_VNNI256, -mavxvnni) as pk_gemm_avxvnni, where the
+/* Built twice: here as the avx2 variant's pk_kernels_avx2_gemm, and by
+ * kernels/x86/avxvnni.c (PK_VNNI256, -mavxvnni) as pk_kernels_avxvnni_gemm, where the
  * int8 products of the x86_dpbusd calls are single VEX vpdpbusd. The F32
  * sgemm, exp_sub and silu_mul are only in the first. */
 #ifdef PK_VNNI256
-#define PK_GEMM_TABLE pk_gemm_avxvnni
+#define PK_GEMM_TABLE pk_kernels_avxvnni_gemm
 #else
-#define PK_GEMM_TABLE pk_gemm_avx2
+#define PK_GEMM_TABLE pk_kernels_avx2_gemm
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && (!defined(PK_VNNI256) || defined(__AVXVNNI__))
@@ -1068,12 +1068,12 @@ for (; t + Q8T <= nts; t += Q8T)
 }
 #endif
 
-const pk_gemm_fn PK_GEMM_TABLE[PK_TYPE_COUNT] = {
+const pk_kernels PK_GEMM_TABLE = {.gemm = {
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
     [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
-};
+}};
 
 #ifndef PK_VNNI256
 /* ---- F32 matrix product (attention, the chunked delta rule) ------------------- */
@@ -1226,5 +1226,5 @@ void pk_avx2_softcap(float *x, int64_t n, float cap) {
 #endif  /* !PK_VNNI256 */
 
 #else  /* compiler without AVX2 (or AVX-VNNI): no entries, never selected */
-const pk_gemm_fn PK_GEMM_TABLE[PK_TYPE_COUNT] = {0};
+const pk_kernels PK_GEMM_TABLE = {0};
 #endif

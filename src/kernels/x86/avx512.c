@@ -416,7 +416,6 @@ const pk_kernels pk_kernels_avx512_table = {
     .sgemm = sgemm,
     .exp_sub = exp_sub,
     .silu_mul = silu_mul,
-    .att_pv = {[PK_TYPE_F16] = pk_avx512_att_pv_f16},   /* kernels/x86/avx512_att.c; the rest: avx2's */
     .vec_dot = {
         [PK_TYPE_F32] = vec_dot_f32, [PK_TYPE_F16] = vec_dot_f16,
         [PK_TYPE_BF16] = vec_dot_bf16, [PK_TYPE_Q8_0] = vec_dot_q8_0,

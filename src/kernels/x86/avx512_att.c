@@ -87,4 +87,8 @@ void pk_avx512_att_pv_f16(int M, int nk, int n, const float *P, int64_t ldp, con
     }
     if (m < M) pv_rows(1, nk, n, P + m * ldp, ldp, V, stride, O + m * ldo, ldo);
 }
+
+const pk_kernels pk_kernels_avx512_att = {.att_pv = {[PK_TYPE_F16] = pk_avx512_att_pv_f16}};
+#else
+const pk_kernels pk_kernels_avx512_att = {0};
 #endif

@@ -385,15 +385,15 @@ static void gemm_f16(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t y
 }
 #endif
 
-const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {
+const pk_kernels pk_kernels_avx512_gemm = {.gemm = {
 #if PK_GEMM_FLOAT
     [PK_TYPE_F32] = gemm_f32, [PK_TYPE_F16] = gemm_f16,
 #endif
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q4_0] = gemm_q4_0,
     [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K,
-};
+}};
 
 #else
-const pk_gemm_fn pk_gemm_avx512[PK_TYPE_COUNT] = {0};
+const pk_kernels pk_kernels_avx512_gemm = {0};
 #endif

@@ -3,20 +3,25 @@
  * steal time, which move the figures of separate runs by up to 2x, fall on
  * both alike. A is the library's table (build/libpocket.a); B is the same
  * source built again with other flags or from another revision, its table
- * renamed pk_gemm_B. Prints whether both give bitwise the same y, the mean
+ * renamed pk_kernels_B_gemm. Prints whether both give bitwise the same y, the mean
  * GFLOP/s of each (one core, thread CPU time) and the mean and sd of the
  * per-pair speed ratio B/A. Not a test. For instance, the avxvnni table of
  * the last commit as B:
  *
- *   git show HEAD:src/kernels/x86/avx2_gemm.c > /tmp/old_gemm.c
- *   printf '#define PK_VNNI256 1\n#include "old_gemm.c"\n' > /tmp/old_vnni.c
- *   gcc -std=c11 -O3 -D_GNU_SOURCE -Iinclude -Isrc -I/tmp -mavx2 -mfma -mf16c \
- *       -mavxvnni -Dpk_gemm_avxvnni=pk_gemm_B -c /tmp/old_vnni.c -o /tmp/B.o
+ *   mkdir -p /tmp/old/kernels/x86
+ *   for f in avx2_gemm.c avx2_kquant.h ri8.h kri8.h; do
+ *       git show HEAD:src/kernels/x86/$f > /tmp/old/kernels/x86/$f; done
+ *   printf '#define PK_VNNI256 1\n#include "kernels/x86/avx2_gemm.c"\n' > /tmp/old/vnni.c
+ *   gcc -std=c11 -O3 -D_GNU_SOURCE -I/tmp/old -Iinclude -Isrc -mavx2 -mfma -mf16c \
+ *       -mavxvnni -Dpk_kernels_avxvnni_gemm=pk_kernels_B_gemm -c /tmp/old/vnni.c -o /tmp/B.o
  *   gcc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -Isrc -pthread bench/ab_gemm.c \
  *       /tmp/B.o build/libpocket.a -o build/ab_gemm -lm -lpthread
  *   ./build/ab_gemm Q4_K avxvnni 10 512 2048 40
  *
- * (for the avx2 table, B's build of kernels/x86/avx2_gemm.c also needs
+ * (-I/tmp/old first: the old copies of the files it includes by their
+ * kernels/x86/ paths are found before src/'s. For the avx2 table, B is
+ * /tmp/old/kernels/x86/avx2_gemm.c itself with
+ * -Dpk_kernels_avx2_gemm=pk_kernels_B_gemm and also
  * -Dpk_avx2_sgemm=pk_avx2_sgemm_B, and the same for pk_avx2_exp_sub,
  * pk_avx2_silu_mul and pk_avx2_softcap, which that file defines too).
  * NTOK 0 compares gemv (one token, the decode kernels) instead: B is then a
@@ -46,7 +51,7 @@
 #include "bench_util.h"
 
 /* whichever of the two B provides (the other is NULL) */
-extern const pk_gemm_fn pk_gemm_B[PK_TYPE_COUNT] __attribute__((weak));
+extern const pk_kernels pk_kernels_B_gemm __attribute__((weak));
 extern const pk_kernels pk_kernels_B_table __attribute__((weak));
 
 /* gemv (NTOK 0) through the gemm call's shape: y = W x[0] */
@@ -75,7 +80,7 @@ int main(int argc, char **argv) {
         gv_b = t >= 0 && &pk_kernels_B_table ? pk_kernels_B_table.gemv[t] : NULL;
         ntok = 1;
     }
-    if (t < 0 || !K || (gemv ? !gv_a || !gv_b : !K->gemm[t] || !pk_gemm_B || !pk_gemm_B[t])) {
+    if (t < 0 || !K || (gemv ? !gv_a || !gv_b : !K->gemm[t] || !&pk_kernels_B_gemm || !pk_kernels_B_gemm.gemm[t])) {
         fprintf(stderr, "ab_gemm: no %s for type '%s' in variant '%s' (usable here) and in B\n",
                 gemv ? "gemv" : "gemm", argv[1], argv[2]);
         return 2;
@@ -108,7 +113,7 @@ int main(int argc, char **argv) {
     const void **xp = malloc((size_t)ntok * sizeof *xp);
     quant_tokens(K, xt, xf, n, ntok, x, xp);
     float *ya = malloc((size_t)(nrows * ntok) * sizeof(float)), *yb = malloc((size_t)(nrows * ntok) * sizeof(float));
-    const pk_gemm_fn A = gemv ? gemv_a : K->gemm[t], B = gemv ? gemv_b : pk_gemm_B[t];
+    const pk_gemm_fn A = gemv ? gemv_a : K->gemm[t], B = gemv ? gemv_b : pk_kernels_B_gemm.gemm[t];
     A(n, nrows, ntok, ya, nrows, w, rb, (const void *const *)xp);   /* also the warm-up */
     B(n, nrows, ntok, yb, nrows, w, rb, (const void *const *)xp);
     printf("outputs %s\n", memcmp(ya, yb, (size_t)(nrows * ntok) * sizeof(float)) ? "differ" : "bitwise equal");

@@ -1,0 +1,443 @@
+/* kernels/x86/avx2_kquant.h - the AVX2 / AVX-VNNI prompt kernels of the K-quants
+ * (Q2_K .. Q6_K, IQ4_XS) x Q8_K activations: per-row kernels over a tile of
+ * tokens and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
+ * avx2_gemm.c: included there once, inside its ISA guard, after the byte
+ * permutations and the tile sizes (TK_*) it uses; not a header of its own. */
+
+/* ---- K-quants x Q8_K -------------------------------------------------------- */
+
+/* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
+ * 3: Q4_K, 4: Q3_K, 5: Q2_K): the levels permuted (kind 1 perm1, 2 perm2,
+ * 3-5 perm3); P = d * bsums (kind 5: per 16, kinds 2-3: per 32); the level
+ * offsets' int16 lane sums c (kind 1: 32 * the lane's activations summed
+ * over registers 0..3 | 4..7; kind 4: 4 * the sum over all 8 registers);
+ * and d. */
+typedef struct {
+    int8_t q[256];
+    float P[16];
+    int16_t c[32];
+    float d;
+    float pad[7];
+} xk;
+
+static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int kb, xk *X, float *D) {
+    for (int i = 0; i < kb * tk; i++) D[i] = 0.0f;
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < kb; b++) {
+            const pk_block_q8_K *s = &xs[t][b];
+            xk *o = &X[t * kb + b];
+            __m256i v[8];
+            for (int k = 0; k < 8; k++) v[k] = ld(s->qs + 32 * k);
+            if (kind == 1) perm1(v);
+            else if (kind == 2) perm2(v);
+            else if (kind >= 3) perm3(v);
+            for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(o->q + 32 * k), v[k]);
+            if (kind == 1) {   /* 32 * pair sums, summed over 4 registers: |.| <= 32512 */
+                const __m256i k32 = _mm256_set1_epi8(32);
+                __m256i ca = _mm256_setzero_si256(), cb = ca;
+                for (int k = 0; k < 4; k++) {
+                    ca = _mm256_add_epi16(ca, _mm256_maddubs_epi16(k32, v[k]));
+                    cb = _mm256_add_epi16(cb, _mm256_maddubs_epi16(k32, v[k + 4]));
+                }
+                _mm256_store_si256((__m256i *)o->c, ca);
+                _mm256_store_si256((__m256i *)(o->c + 16), cb);
+            } else if (kind == 4) {   /* 4 * pair sums over 8 registers: |.| <= 8128 */
+                const __m256i k4 = _mm256_set1_epi8(4);
+                __m256i c = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k4, v[k]));
+                _mm256_store_si256((__m256i *)o->c, c);
+            }
+            __m256i bs = ld(s->bsums);
+            __m256 d = _mm256_set1_ps(s->d);
+            if (kind == 5) {
+                _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
+                                          _mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs)))));
+                _mm256_store_ps(o->P + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
+                                              _mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1)))));
+            } else {
+                _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
+                                          _mm256_madd_epi16(bs, _mm256_set1_epi16(1)))));
+            }
+            o->d = s->d;
+            D[b * tk + t] = s->d;
+        }
+}
+
+
+/* y[t * ys] (+)= the sum of acc[t] */
+static inline void store_acc(int nt, const __m256 *acc, float *y, int64_t ys, int first) {
+    for (int t = 0; t < nt; t++) {
+        float v = hsum8(acc[t]);
+        y[t * ys] = first ? v : y[t * ys] + v;
+    }
+}
+
+/* sum of 4 vpmaddubsw products (v[i..i+3] with the prepared q at 32 i) in int16 */
+GI __m256i mb4(const __m256i *v, const int8_t *q) {
+    return _mm256_add_epi16(_mm256_add_epi16(mb(v[0], q), mb(v[1], q + 32)),
+                            _mm256_add_epi16(mb(v[2], q + 64), mb(v[3], q + 96)));
+}
+
+/* bits `from` of q's bytes moved to bit `to`, masked by mask */
+GI __m256i bit_to(__m256i q, const int from, const int to, int mask) {
+    __m256i s = from < to ? _mm256_slli_epi16(q, to - from) : from > to ? _mm256_srli_epi16(q, from - to) : q;
+    return _mm256_and_si256(s, _mm256_set1_epi8((char)mask));
+}
+
+/* v[k] |= bit k of hb's bytes moved to bit `to` (mask: that bit), k < 8 */
+GI void or_bits(__m256i *v, __m256i hb, const int to, int mask) {
+    for (int k = 0; k < 8; k++) v[k] = _mm256_or_si256(v[k], bit_to(hb, k, to, mask));
+}
+
+/* The int16 lane scales of 16-element sub-blocks (Q6_K, Q3_K) from their 16
+ * int8 scales, in the lane order of a permutation (the sub-block of lane i
+ * is idx[i]). */
+GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, idx)); }
+
+/* The per-row K-quant kernels, by kind (the prep_k kind of the type) */
+enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5 };
+
+GI size_t kq_bsize(const int K) {
+    return K == KQ_Q2_K ? sizeof(pk_block_q2_K) : K == KQ_Q3_K ? sizeof(pk_block_q3_K)
+         : K == KQ_Q4_K ? sizeof(pk_block_q4_K) : K == KQ_Q5_K ? sizeof(pk_block_q5_K) : sizeof(pk_block_q6_K);
+}
+/* the token tile on rows of more than 3 super-blocks */
+GI int kq_tkl(const int K) {
+    return K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
+}
+
+/* One row's super-block, decoded: the 8 permuted level registers v, the
+ * int16 lane scales (S; Q5_K, Q6_K: SA for registers 0..3 in S, SB for
+ * 4..7), the float mins (Q4_K, Q5_K: mins0 per sub-block; Q2_K: mins0 |
+ * mins1 for sub-blocks 0..7 | 8..15, both times dmin) and d. */
+typedef struct {
+    __m256i v[8];
+    __m256i S, SB;
+    __m256 mins0, mins1;
+    float dwf;
+} kq_dec;
+
+/* Q4_K, Q5_K: the 8 nibble registers, natural register 2h = low nibbles of
+ * qs[32h..], 2h+1 = high nibbles (sub-blocks 2h, 2h+1) */
+GI void kq_nibbles(const uint8_t *qs, __m256i *v) {
+    for (int h = 0; h < 4; h++) {
+        __m256i q = ld(qs + 32 * h);
+        v[2 * h] = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+        v[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0F));
+    }
+}
+/* Q4_K, Q5_K: the 8 sub-block mins times dmin */
+GI __m256 kq_mins8(const uint8_t *mn, uint16_t dmin) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)mn))),
+                         _mm256_set1_ps(f16f(dmin)));
+}
+/* Q3_K, Q2_K: natural register 4h + k = bits 2k of qs[32h + l] */
+GI void kq_crumbs(const uint8_t *qs, __m256i *v) {
+    for (int h = 0; h < 2; h++) {
+        __m256i q = ld(qs + 32 * h);
+        const __m256i m2 = _mm256_set1_epi8(3);
+        v[4 * h + 0] = _mm256_and_si256(q, m2);
+        v[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 2), m2);
+        v[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m2);
+        v[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(q, 6), m2);
+    }
+}
+
+/* Q4_K: after perm3 lane i of every register is sub-block i.
+ * Q5_K: Q4_K plus the fifth bit k of qh[l] for natural register k; perm2:
+ * registers 0..3 lanes [0 1 2 3 0 1 2 3] (sub-blocks), 4..7 [4 5 6 7 ...].
+ * Q6_K: natural register 4h + k (elements 128h + 32k + l): low nibble from
+ * ql[64h + 32(k & 1) + l] (high nibble for k >= 2), bits 4-5 from bits 2k of
+ * qh[32h + l]; levels 0..63. After perm1 four registers share each lane's
+ * sub-block: their vpmaddubsw products (each <= 2 * 63 * 127) are summed in
+ * int16 and the -32 offset (c) subtracted, wrapping: the true sum of 8
+ * products (q - 32) x is within 8 * 32 * 127 < 2^15, so it comes out exact;
+ * then one vpmaddwd per 4 registers.
+ * Q3_K: natural register 4h + k: bits 2k of qs[32h + l] and bit 4h + k of
+ * hmask[l] as bit 2: levels 0..7; 6-bit scales minus 32 unpacked with
+ * 32-bit word operations. After perm3 all 8 registers share each lane's
+ * sub-block: products summed in int16 (<= 8 * 2 * 7 * 127), the -4 offset
+ * (c) subtracted, one vpmaddwd.
+ * Q2_K: natural register 4h + k = bits 2k of qs[32h + l] (sub-blocks 2r |
+ * 2r + 1 of register r); after perm3 the 8 registers' products (each lane
+ * <= 2 * 3 * 127) are summed in int16, then one vpmaddwd with the 4-bit
+ * scales; the mins in float against d * bsums. */
+GI void kq_decode(const int K, const void *wv, kq_dec *o) {
+    __m256i *v = o->v;
+    if (K == KQ_Q4_K) {
+        const pk_block_q4_K *wb = wv;
+        uint8_t sc[8], mn[8];
+        pk_get_scales_mins_k4(wb->scales, sc, mn);
+        o->S = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
+        o->mins0 = kq_mins8(mn, wb->dmin);
+        o->dwf = f16f(wb->d);
+        kq_nibbles(wb->qs, v);
+        perm3(v);
+    } else if (K == KQ_Q5_K) {
+        const pk_block_q5_K *wb = wv;
+        uint8_t sc[8], mn[8];
+        pk_get_scales_mins_k4(wb->scales, sc, mn);
+        const __m128i sc16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc));
+        o->S = _mm256_broadcastsi128_si256(_mm_unpacklo_epi64(sc16, sc16));
+        o->SB = _mm256_broadcastsi128_si256(_mm_unpackhi_epi64(sc16, sc16));
+        o->mins0 = kq_mins8(mn, wb->dmin);
+        o->dwf = f16f(wb->d);
+        const __m256i qh = ld(wb->qh);
+        kq_nibbles(wb->qs, v);
+        or_bits(v, qh, 4, 0x10);
+        perm2(v);
+    } else if (K == KQ_Q6_K) {
+        const pk_block_q6_K *wb = wv;
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);
+        o->S = lane_scales(sc8, _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7));
+        o->SB = lane_scales(sc8, _mm_setr_epi8(8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15));
+        o->dwf = f16f(wb->d);
+        for (int h = 0; h < 2; h++) {
+            __m256i la = ld(wb->ql + 64 * h), lb = ld(wb->ql + 64 * h + 32), qh = ld(wb->qh + 32 * h);
+            const __m256i m4 = _mm256_set1_epi8(0x0F);
+            v[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(la, m4), bit_to(qh, 0, 4, 0x30));
+            v[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(lb, m4), bit_to(qh, 2, 4, 0x30));
+            v[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), bit_to(qh, 4, 4, 0x30));
+            v[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4), bit_to(qh, 6, 4, 0x30));
+        }
+        perm1(v);
+    } else if (K == KQ_Q3_K) {
+        const pk_block_q3_K *wb = wv;
+        uint32_t a0, a1, a2;
+        memcpy(&a0, wb->scales, 4); memcpy(&a1, wb->scales + 4, 4); memcpy(&a2, wb->scales + 8, 4);
+        const __m128i sc8 = _mm_sub_epi8(_mm_setr_epi32(
+            (int)((a0 & 0x0F0F0F0Fu) | (a2 & 0x03030303u) << 4),
+            (int)((a1 & 0x0F0F0F0Fu) | ((a2 >> 2) & 0x03030303u) << 4),
+            (int)(((a0 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 4) & 0x03030303u) << 4),
+            (int)(((a1 >> 4) & 0x0F0F0F0Fu) | ((a2 >> 6) & 0x03030303u) << 4)), _mm_set1_epi8(32));
+        o->S = lane_scales(sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+        o->dwf = f16f(wb->d);
+        const __m256i hm = ld(wb->hmask);
+        kq_crumbs(wb->qs, v);
+        or_bits(v, hm, 2, 0x04);
+        perm3(v);
+    } else {
+        const pk_block_q2_K *wb = wv;
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)wb->scales);
+        o->S = lane_scales(_mm_and_si128(s8, _mm_set1_epi8(0x0F)),
+                           _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+        const __m128i m8 = _mm_and_si128(_mm_srli_epi16(s8, 4), _mm_set1_epi8(0x0F));
+        const __m256 dmin = _mm256_set1_ps(f16f(wb->dmin));
+        o->mins0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)), dmin);
+        o->mins1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m8, 8))), dmin);
+        o->dwf = f16f(wb->d);
+        kq_crumbs(wb->qs, v);
+        perm3(v);
+    }
+}
+
+/* acc plus one token's product with the decoded super-block k: xp its
+ * prepared block, dd the super-block factor d * dx */
+GI __m256 kq_body(const int K, const kq_dec *k, const xk *xp, const float *dd, __m256 acc) {
+    const __m256i *v = k->v;
+    if (K == KQ_Q4_K) {
+        __m256i s16 = _mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128));
+        __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
+        acc = _mm256_fmadd_ps(f, _mm256_broadcast_ss(dd), acc);
+        return _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), acc);
+    }
+    if (K == KQ_Q5_K) {
+        __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(mb4(v, xp->q), k->S),
+                                       _mm256_madd_epi16(mb4(v + 4, xp->q + 128), k->SB));
+        __m256 f = _mm256_cvtepi32_ps(i32);
+        acc = _mm256_fmadd_ps(f, _mm256_broadcast_ss(dd), acc);
+        return _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), acc);
+    }
+    if (K == KQ_Q6_K) {
+        __m256i sa = _mm256_sub_epi16(mb4(v, xp->q), _mm256_load_si256((const __m256i *)xp->c));
+        __m256i sb = _mm256_sub_epi16(mb4(v + 4, xp->q + 128), _mm256_load_si256((const __m256i *)(xp->c + 16)));
+        __m256i i32 = _mm256_add_epi32(_mm256_madd_epi16(sa, k->S), _mm256_madd_epi16(sb, k->SB));
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_broadcast_ss(dd), acc);
+    }
+    if (K == KQ_Q3_K) {
+        __m256i s16 = _mm256_sub_epi16(_mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128)),
+                                       _mm256_load_si256((const __m256i *)xp->c));
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S)), _mm256_broadcast_ss(dd), acc);
+    }
+    __m256i s16 = _mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S)), _mm256_broadcast_ss(dd), acc);
+    acc = _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), acc);
+    return _mm256_fnmadd_ps(k->mins1, _mm256_load_ps(xp->P + 8), acc);
+}
+
+/* The driver: per k-block and token tile (TKT tokens), prepare; per row,
+ * decode each super-block (kq_decode), form dd[t] = dwf * d of every token
+ * (a multiply per 8), and add every token's product (kq_body) to its
+ * accumulator acc[t]. */
+#ifndef KQ_PFB
+#define KQ_PFB 2304   /* bytes of k-blocks prefetched ahead: 4 rows of 4 Q4_K super-blocks */
+#endif
+/* the rows ahead whose k-block of `bytes` is prefetched: 4 or more, ~KQ_PFB
+ * bytes (chosen by bench/ab_gemm with cold weights; fewer rows ahead gained
+ * less: bench/README.md) */
+GI int64_t kq_pf(size_t bytes) {
+    int64_t r = (int64_t)(KQ_PFB / bytes);
+    return r < 4 ? 4 : r > 16 ? 16 : r;
+}
+GI void kq_tile(const int K, const int TKT, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                const void *w, size_t rb, const void *const *x) {
+    const size_t bs = kq_bsize(K);
+    xk X[TK_MAX * KBK] __attribute__((aligned(32)));
+    float D[KBK * TK_MAX] __attribute__((aligned(32))), dd[TK_MAX] __attribute__((aligned(32)));
+    int64_t nb = n / PK_QK_K;
+    for (int64_t k0 = 0; k0 < nb; k0 += KBK) {
+        int kb = nb - k0 < KBK ? (int)(nb - k0) : KBK;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TKT) {
+            int nt = ntok - t0 < TKT ? (int)(ntok - t0) : TKT;
+            const pk_block_q8_K *xs[TK_MAX];
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
+            prep_k(K, TKT, nt, xs, kb, X, D);
+            const int64_t pfr = kq_pf((size_t)kb * bs);
+            for (int64_t r = 0; r < nrows; r++) {
+                const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * bs;
+                if (r + pfr < nrows) pf_rows(wr + pfr * rb, rb, 1, (size_t)kb * bs);
+                __m256 acc[TK_MAX];
+                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+                for (int b = 0; b < kb; b++) {
+                    kq_dec k;
+                    kq_decode(K, wr + (size_t)b * bs, &k);
+                    const __m256 dwv = _mm256_set1_ps(k.dwf);
+                    for (int i = 0; i < nt; i += 8)
+                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TKT + i)));
+                    for (int t = 0; t < nt; t++) acc[t] = kq_body(K, &k, &X[t * kb + b], &dd[t], acc[t]);
+                }
+                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);
+            }
+        }
+    }
+}
+/* the per-row kernel of kind K: TK_MAX tokens per tile on rows of up to 3
+ * super-blocks, else kq_tkl(K); one function per type (gemm_row_*) */
+GI void kq_row(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+               size_t rb, const void *const *x) {
+    if (n <= 3 * PK_QK_K) kq_tile(K, TK_MAX, n, nrows, ntok, y, ys, w, rb, x);
+    else kq_tile(K, kq_tkl(K), n, nrows, ntok, y, ys, w, rb, x);
+}
+RI_ENTRY(row_q4_K, kq_row, KQ_Q4_K)
+RI_ENTRY(row_q5_K, kq_row, KQ_Q5_K)
+RI_ENTRY(row_q6_K, kq_row, KQ_Q6_K)
+RI_ENTRY(row_q3_K, kq_row, KQ_Q3_K)
+RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
+
+#ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
+#include "kernels/x86/kri8.h"
+GI int kq_k8(const int K) {
+    return K == KQ_Q2_K ? K8_Q2_K : K == KQ_Q3_K ? K8_Q3_K : K == KQ_Q4_K ? K8_Q4_K : K == KQ_Q5_K ? K8_Q5_K : K8_Q6_K;
+}
+/* the token count from which type T's 8-row kernel (K8_Q*) is faster, for rows of n */
+GI int64_t k8_min_tok(int T, int64_t n) {
+    if (T == K8_Q4_K) return n >= 1024 ? 10 : 6;
+    if (T == K8_Q2_K || T == K8_Q6_K) return n >= 1024 ? 16 : n >= 768 ? 8 : 6;
+    return 16;   /* Q3_K, Q5_K */
+}
+#endif
+/* the per-row kernel of kind K */
+GI pk_gemm_fn kq_row_fn(const int K) {
+    return K == KQ_Q2_K ? gemm_row_q2_K : K == KQ_Q3_K ? gemm_row_q3_K : K == KQ_Q4_K ? gemm_row_q4_K
+         : K == KQ_Q5_K ? gemm_row_q5_K : gemm_row_q6_K;
+}
+/* the gemm entry of kind K */
+#ifdef K8_ON
+GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    if (ntok >= k8_min_tok(kq_k8(K), n))
+        k8_gemm(kq_k8(K), n, nrows, ntok, y, ys, w, rb, x);
+    else
+        kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
+}
+#else
+GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
+}
+#endif
+RI_ENTRY(q4_K, kq_gemm, KQ_Q4_K)
+RI_ENTRY(q5_K, kq_gemm, KQ_Q5_K)
+RI_ENTRY(q6_K, kq_gemm, KQ_Q6_K)
+RI_ENTRY(q3_K, kq_gemm, KQ_Q3_K)
+RI_ENTRY(q2_K, kq_gemm, KQ_Q2_K)
+
+/* IQ4_XS: the signed non-linear levels do not fit vpmaddubsw's unsigned
+ * operand, so both sides are int16: levels times their sub-block scale
+ * (ls - 32) at decode (|127 * 32| < 2^15), activations widened once per
+ * token tile, vpmaddwd products summed in int32 over the super-block (the
+ * reference's isum exactly: |sum| <= 256 * 4064 * 127 < 2^31). A row's
+ * super-block is decoded in two halves of 8 registers. */
+enum { KBX = 4 };   /* IQ4_XS super-blocks per k-block (int16 activations) */
+typedef struct {
+    int16_t q[256];
+    float d;
+    float pad[7];
+} xk16;
+
+static void prep_k16(int nt, const pk_block_q8_K *const *xs, int kb, xk16 *X, float *D) {
+    for (int i = 0; i < KBX * TK; i++) D[i] = 0.0f;
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < kb; b++) {
+            const pk_block_q8_K *s = &xs[t][b];
+            xk16 *o = &X[t * kb + b];
+            for (int k = 0; k < 16; k++)
+                _mm256_store_si256((__m256i *)(o->q + 16 * k),
+                                   _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(s->qs + 16 * k))));
+            o->d = s->d;
+            D[b * TK + t] = s->d;
+        }
+}
+
+static void gemm_iq4_xs(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
+                        const void *w, size_t rb, const void *const *x) {
+    xk16 X[TK * KBX] __attribute__((aligned(32)));
+    float D[KBX * TK] __attribute__((aligned(32))), dd[TK] __attribute__((aligned(32)));
+    __m256i isum[TK];
+    const __m128i m4 = _mm_set1_epi8(0x0F), lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
+    int64_t nb = n / PK_QK_K;
+    for (int64_t k0 = 0; k0 < nb; k0 += KBX) {
+        int kb = nb - k0 < KBX ? (int)(nb - k0) : KBX;
+        for (int64_t t0 = 0; t0 < ntok; t0 += TK) {
+            int nt = ntok - t0 < TK ? (int)(ntok - t0) : TK;
+            const pk_block_q8_K *xs[TK];
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
+            prep_k16(nt, xs, kb, X, D);
+            for (int64_t r = 0; r < nrows; r++) {
+                const pk_block_iq4_xs *wr = (const pk_block_iq4_xs *)((const char *)w + (size_t)r * rb) + k0;
+                __m256 acc[TK];
+                for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+                for (int b = 0; b < kb; b++) {
+                    const pk_block_iq4_xs *wb = wr + b;
+                    const __m256 dwv = _mm256_set1_ps(f16f(wb->d));
+                    for (int i = 0; i < nt; i += 8)
+                        _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + i)));
+                    for (int half = 0; half < 2; half++) {
+                        __m256i W[8];
+                        for (int j = 0; j < 4; j++) {
+                            const int sb = 4 * half + j;
+                            int ls = ((wb->scales_l[sb / 2] >> 4 * (sb % 2)) & 0xF) | ((wb->scales_h >> 2 * sb) & 3) << 4;
+                            const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
+                            __m128i q = _mm_loadu_si128((const __m128i *)(wb->qs + 16 * sb));
+                            W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4))), sc);
+                            W[2 * j + 1] = _mm256_mullo_epi16(
+                                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4))), sc);
+                        }
+                        for (int t = 0; t < nt; t++) {
+                            const int16_t *q = X[t * kb + b].q + 128 * half;
+                            __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(W[0], ld(q)), _mm256_madd_epi16(W[1], ld(q + 16)));
+                            __m256i s1 = _mm256_add_epi32(_mm256_madd_epi16(W[2], ld(q + 32)), _mm256_madd_epi16(W[3], ld(q + 48)));
+                            __m256i s2 = _mm256_add_epi32(_mm256_madd_epi16(W[4], ld(q + 64)), _mm256_madd_epi16(W[5], ld(q + 80)));
+                            __m256i s3 = _mm256_add_epi32(_mm256_madd_epi16(W[6], ld(q + 96)), _mm256_madd_epi16(W[7], ld(q + 112)));
+                            __m256i s = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
+                            if (half == 0) isum[t] = s;
+                            else acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], s)),
+                                                          _mm256_broadcast_ss(&dd[t]), acc[t]);
+                        }
+                    }
+                }
+                store_acc(nt, acc, y + t0 * ys + r, ys, k0 == 0);
+            }
+        }
+    }
+}

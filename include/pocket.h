@@ -221,6 +221,9 @@ typedef struct pk_context_params {
     int type_k, type_v; /* KV cache element types, PK_CACHE_* (0: F16). PK_ERR_ARG
                          for an unknown value, PK_ERR_UNSUPPORTED for Q8_0 with a
                          head dimension that is not a multiple of 32 */
+    int n_checkpoints;  /* recurrent-state checkpoints the context holds (models
+                         with Gated DeltaNet layers; allocated at creation and
+                         counted in its memory; 0: none, -1: the default, 4) */
 } pk_context_params;
 
 pk_context_params pk_context_default_params(void);
@@ -245,6 +248,58 @@ int pk_decode(pk_context *c, const int32_t *tokens, int n, pk_error *err);
 int pk_decode_all(pk_context *c, const int32_t *tokens, int n, float *all_logits,
                   pk_error *err);
 const float *pk_context_logits(const pk_context *c);   /* n_vocab floats */
+
+/* ---- sequence state: truncation, checkpoints, saved states ---------------
+ * A context knows the tokens it holds. Layers that keep a row per position
+ * (attention: full, sliding-window, latent) can be cut back to any shorter
+ * prefix for free. A Gated DeltaNet layer keeps a running state, which can
+ * only go back to a position where a checkpoint of it was taken. */
+
+/* The tokens of the sequence, pk_context_pos() of them, oldest first
+ * (valid until the next call that changes the sequence). */
+const int32_t *pk_context_tokens(const pk_context *c);
+/* The length pk_context_truncate(c, n) would leave, without changing c: the
+ * largest position <= min(n, pos) the context can return to (that position
+ * itself for a model without recurrent layers; else the position of the
+ * latest checkpoint <= it, or 0). */
+int pk_context_reachable(const pk_context *c, int n);
+/* Cut the sequence back to pk_context_reachable(c, n) tokens and return that
+ * length. Checkpoints after it are dropped. The logits are stale until the
+ * next decode. pk_context_reset is pk_context_truncate(c, 0). */
+int pk_context_truncate(pk_context *c, int n);
+/* Keep the recurrent states at the current position (a no-op for models
+ * without recurrent layers, for a context made with n_checkpoints 0, and
+ * where one is already kept). When all checkpoints are in use, the oldest
+ * position's is replaced. */
+void pk_context_checkpoint(pk_context *c);
+/* Positions of the checkpoints held, ascending: writes at most cap, returns
+ * how many there are. */
+int pk_context_checkpoints(const pk_context *c, int *pos, int cap);
+/* Bytes of one checkpoint (0 for a model without recurrent layers). */
+uint64_t pk_context_checkpoint_bytes(const pk_context *c);
+
+/* A context's state as bytes: the identity of the model file (a hash of its
+ * header: metadata, tensor names, types, shapes and offsets, and its size),
+ * the cache types, the tokens, the cached keys / values / latents of their
+ * positions, the conv and recurrent states and the checkpoints, and a
+ * checksum. pk_state_size: the bytes pk_state_save writes. Loading replaces
+ * the context's sequence; it refuses (context unchanged) a state of another
+ * model file or other cache types, or one longer than the context, with
+ * PK_ERR_ARG, and a malformed, truncated or corrupt one with PK_ERR_FORMAT,
+ * each with a one-line message. The files are written atomically (a
+ * temporary file renamed over PATH). */
+size_t pk_state_size(const pk_context *c);
+int pk_state_save(const pk_context *c, void *buf, size_t cap, pk_error *err);
+int pk_state_load(pk_context *c, const void *buf, size_t n, pk_error *err);
+int pk_state_save_file(const pk_context *c, const char *path, pk_error *err);
+int pk_state_load_file(pk_context *c, const char *path, pk_error *err);
+/* The tokens of a saved state (buffer or file) of model m, checked as far as
+ * its header (model identity, lengths; not the checksum: that is checked at
+ * load), without loading it: *tokens is allocated (free()), *n their count.
+ * For a cache that matches prompts against stored states. */
+int pk_state_tokens(const pk_model *m, const void *buf, size_t n, int32_t **tokens, int *n_tokens,
+                    pk_error *err);
+int pk_state_file_tokens(const pk_model *m, const char *path, int32_t **tokens, int *n_tokens, pk_error *err);
 
 typedef struct pk_stats {
     uint64_t tokens;          /* tokens decoded since the context was made */

@@ -11,7 +11,8 @@
 #define DEFAULT_BATCH 512
 
 pk_context_params pk_context_default_params(void) {
-    pk_context_params p = {.n_ctx = 0, .n_threads = 0, .n_batch = 0, .type_k = PK_CACHE_F16, .type_v = PK_CACHE_F16};
+    pk_context_params p = {.n_ctx = 0, .n_threads = 0, .n_batch = 0, .type_k = PK_CACHE_F16, .type_v = PK_CACHE_F16,
+                           .n_checkpoints = -1};
     return p;
 }
 

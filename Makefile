@@ -253,7 +253,7 @@ clean:
 # (DIR/share/pocket). Build against it with
 #   cc prog.c $(pkg-config --cflags --libs --static pocket)
 # PC_LIBS_PRIVATE lists what libpocket.a itself needs (not the CLI's extras).
-PC_LIBS_PRIVATE = -lpcre2-8 -lm -lpthread
+PC_LIBS_PRIVATE = -lpcre2-8 -ljansson -lm -lpthread
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: $(CLI) $(LIB)
 	install -d $(INSTALL_DIR)/lib/pkgconfig $(INSTALL_DIR)/include $(INSTALL_DIR)/bin \

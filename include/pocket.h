@@ -344,6 +344,9 @@ typedef struct pk_sampler_params {
     float repeat_penalty;   /* 1: off (default 1.0) */
     int repeat_last_n;      /* window of recent tokens penalised (default 64) */
     uint64_t seed;          /* RNG seed */
+    float presence_penalty; /* OpenAI's: subtracted from the logit of every token accepted
+                               since the last reset (default 0: off) */
+    float frequency_penalty;/* OpenAI's: times the number of times it was accepted (0: off) */
 } pk_sampler_params;
 
 pk_sampler_params pk_sampler_default_params(void);
@@ -354,8 +357,94 @@ void pk_sampler_free(pk_sampler *s);
 int32_t pk_sampler_sample(pk_sampler *s, const float *logits);
 /* Record a token that entered the context, for the repetition penalty. */
 void pk_sampler_accept(pk_sampler *s, int32_t token);
-/* Forget accepted tokens; reseed the RNG. */
+/* Forget accepted tokens; reseed the RNG; a grammar starts again. */
 void pk_sampler_reset(pk_sampler *s, uint64_t seed);
+
+/* The chain pk_sampler_sample runs: logits + logit bias -> repetition,
+ * presence and frequency penalties -> the grammar (tokens it does not allow
+ * get -inf) -> top-k -> top-p / min-p -> temperature -> pick. */
+
+/* Logit bias (OpenAI's logit_bias): bias[i] is added to the logit of ids[i]
+ * before everything else (-100 in practice bans a token, +100 forces it).
+ * Replaces the previous set; n = 0 clears it. PK_ERR_ARG for an id outside
+ * the vocabulary or a bias that is not finite. */
+int pk_sampler_set_logit_bias(pk_sampler *s, const int32_t *ids, const float *bias, int n, pk_error *err);
+
+/* Log-probabilities of the last pk_sampler_sample call: the log-softmax of
+ * the logits the chain started from (after bias, penalties and the grammar,
+ * at temperature 1, before top-k/top-p/min-p), so a token the grammar
+ * forbids has -inf. pk_sampler_logprob gives one token's (-inf for an id
+ * out of range); pk_sampler_top_logprobs writes the k most likely, best
+ * first, and returns how many it wrote (at most k; fewer when fewer tokens
+ * are possible). Valid until the next sample call. */
+float pk_sampler_logprob(pk_sampler *s, int32_t token);
+int pk_sampler_top_logprobs(pk_sampler *s, int k, int32_t *ids, float *logprobs);
+
+/* ---- grammars: constrained output (docs/grammars.md) ------------------------
+ * A grammar in GBNF, llama.cpp's notation (its `grammar` field), compiled for
+ * a model's vocabulary. Attached to a sampler, it leaves only the tokens that
+ * keep the output a prefix of the language: pk_sampler_sample picks among
+ * them (end-of-generation tokens only once the grammar is complete) and
+ * pk_sampler_accept advances it. JSON schemas are turned into GBNF first.
+ *
+ *     char *gbnf;  pk_grammar *g;
+ *     pk_json_schema_to_grammar(schema, strlen(schema), 0, &gbnf, &err);
+ *     pk_grammar_new(m, gbnf, NULL, &g, &err);   free(gbnf);
+ *     pk_sampler_set_grammar(s, g, &err);
+ *     pk_sampler_grammar_limit(s, max_tokens);    // close the output in time
+ *     ... sample / accept as usual; stop at an end-of-generation token ...
+ *     pk_sampler_grammar_status(s, NULL) == PK_GRAMMAR_CAN_END: complete
+ *
+ * A grammar keeps caches that grow as it is used (what it allows after each
+ * state, shared by every sampler it is attached to); it is used by one
+ * thread at a time, and freed after the samplers that use it. */
+typedef struct pk_grammar pk_grammar;
+
+/* Compile gbnf (NUL-terminated) with start rule root (NULL: "root") for m's
+ * vocabulary; m = NULL compiles a grammar that can only check strings
+ * (pk_grammar_check). PK_ERR_ARG with a one-line message for a bad grammar:
+ * "grammar: line L, column C: ..." (syntax), "grammar: rule 'x' ..."
+ * (undefined, left-recursive, never ending), limits exceeded. */
+int pk_grammar_new(const pk_model *m, const char *gbnf, const char *root, pk_grammar **out, pk_error *err);
+void pk_grammar_free(pk_grammar *g);
+/* Whether text (len bytes) is in the grammar's language: 1 complete, 0 a
+ * prefix of a sentence but not complete, -1 not even a prefix. */
+int pk_grammar_check(pk_grammar *g, const char *text, size_t len);
+
+/* The GBNF (malloc'ed, NUL-terminated; free it) of a JSON schema (len
+ * bytes): types object (properties, required, additionalProperties),
+ * array (items, prefixItems, minItems, maxItems), string (enum, const,
+ * minLength, maxLength, format date/time/date-time/uuid), number, integer,
+ * boolean, null, type lists, nullable, enum and const of any type, anyOf,
+ * oneOf, $ref to #/$defs and #/definitions; {} and true: any JSON value.
+ * {"type": "object"} alone is any object (response_format json_object).
+ * PK_ERR_ARG naming the keyword and its place ("at /properties/age") for what
+ * is not supported (pattern, minimum, ...) or not valid. With flags
+ * PK_SCHEMA_LENIENT the keywords that only narrow values (pattern, minimum,
+ * maximum, multipleOf, uniqueItems, unknown formats, ...) are ignored
+ * instead of refused: for tool arguments, whose schemas the client wrote. */
+enum { PK_SCHEMA_LENIENT = 1 };
+int pk_json_schema_to_grammar(const char *schema, size_t len, int flags, char **gbnf, pk_error *err);
+
+/* Attach g (NULL: detach) to s, from its start, with no limit; g must have
+ * been compiled for a model with s's vocabulary size (else PK_ERR_ARG). */
+int pk_sampler_set_grammar(pk_sampler *s, pk_grammar *g, pk_error *err);
+/* Finish within n more accepted tokens (n <= 0: no limit, the default):
+ * once the fewest bytes that complete the grammar reach the tokens left,
+ * only tokens that bring the end closer are allowed (the model's best ones
+ * first, else a one-byte token on the shortest way), so a run stopped at n
+ * tokens is complete. */
+void pk_sampler_grammar_limit(pk_sampler *s, int n);
+enum {
+    PK_GRAMMAR_NONE = 0,     /* no grammar attached */
+    PK_GRAMMAR_OPEN = 1,     /* the output so far is incomplete */
+    PK_GRAMMAR_CAN_END = 2,  /* complete; it may also go on */
+    PK_GRAMMAR_MUST_END = 3, /* complete; only the end is allowed */
+    PK_GRAMMAR_FAILED = 4,   /* a token it does not allow was accepted, or a limit was hit */
+};
+/* The grammar's state after the tokens accepted; *msg (if msg) says why for
+ * PK_GRAMMAR_FAILED, else NULL. */
+int pk_sampler_grammar_status(const pk_sampler *s, const char **msg);
 
 /* ---- chat templates (text/chat.c) ---------------------------------------------
  * Built-in writers for the template families, chosen by name or detected

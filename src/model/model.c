@@ -5,6 +5,7 @@
  * (model/arch.h); the names and shapes here are shared by all of them.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "model/xcache.h"
 #include "pocket.h"
 #include "quant/quant.h"
+#include "text/grammar.h"
 
 /* ---- hyperparameters ------------------------------------------------------ */
 
@@ -653,6 +655,7 @@ fail:
 void pk_model_free(pk_model *m) {
     if (!m) return;
     pk_tokenizer_free(m->tok);
+    pk_vtrie_free(m->vtrie);
     pk_xcache_free(m->xc);
     free(m->layers);
     free(m->bound);
@@ -760,3 +763,22 @@ int pk_model_token_piece(const pk_model *m, int32_t id, char *buf, int buflen) {
 
 int pk_model_is_eog(const pk_model *m, int32_t id) { return pk_tokenizer_is_eog(m->tok, id); }
 int32_t pk_model_bos(const pk_model *m) { return pk_tokenizer_bos(m->tok); }
+
+/* The vocabulary trie is made once per model, by the first grammar, under a
+ * lock shared by all models (it is taken once per grammar). */
+static pthread_mutex_t vtrie_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int pk_grammar_new(const pk_model *m, const char *gbnf, const char *root, pk_grammar **out, pk_error *err) {
+    if (!out) return pk_errorf(err, PK_ERR_ARG, "grammar: out is NULL");
+    *out = NULL;
+    if (!gbnf) return pk_errorf(err, PK_ERR_ARG, "grammar: the text is NULL");
+    const pk_vtrie *v = NULL;
+    if (m) {
+        pthread_mutex_lock(&vtrie_mu);
+        int rc = m->vtrie ? PK_OK : pk_vtrie_build(m->tok, &((pk_model *)m)->vtrie, err);
+        v = m->vtrie;
+        pthread_mutex_unlock(&vtrie_mu);
+        if (rc) return rc;
+    }
+    return pk_grammar_compile(gbnf, strlen(gbnf), root, v, out, err);
+}

@@ -45,6 +45,7 @@
 
 #include "core/common.h"
 #include "text/chat.h"
+#include "text/sbuf.h"
 
 static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma", "gemma4", "deepseek2", "deepseek3",
                                                    "harmony"};
@@ -52,34 +53,6 @@ static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma", 
 const char *pk_chat_family_name(int family) {
     return family >= 0 && family < TMPL_COUNT ? tmpl_names[family] : NULL;
 }
-
-/* ---- a growable string ------------------------------------------------------ */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) {
-            if (cap > SIZE_MAX / 2) { b->oom = 1; return; }
-            cap *= 2;
-        }
-        char *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 /* s without leading and trailing white space: start in *out, length returned. */
 static size_t trimmed(const char *s, const char **out) {

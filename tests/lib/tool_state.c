@@ -46,7 +46,7 @@ static struct {
 
 static const char *model_path, *dir;
 static pk_model *model;
-static int n_vocab, recurrent;
+static int n_vocab, recurrent, refuse_mode;
 
 /* ---- random numbers (splitmix64) ------------------------------------------ */
 static uint64_t rng;
@@ -88,8 +88,9 @@ static void fail(const char *fmt, ...) {
            opt.n_ckpt, opt.threads, (unsigned long long)run_seed, step);
     vprintf(fmt, ap);
     va_end(ap);
-    printf("\nsteps so far (step: call):\n%sreplay: %s -seed %llu -runs 1 ...\n", trace, "tool_state",
-           (unsigned long long)run_seed);
+    if (trace_len) printf("\nsteps so far (step: call):\n%s", trace);
+    printf("\nreplay: tool_state %s-seed %llu -runs 1 (and the options above) %s %s\n", refuse_mode ? "-refuse " : "",
+           (unsigned long long)run_seed, model_path, dir);
     exit(1);
 }
 
@@ -298,9 +299,9 @@ static void random_run(void) {
     step = 0;
     for (int last = opt.steps; step <= last; step++) {
         int room = opt.n_ctx - s.len, op = rnd_int(0, 99);
-        if (step == last) op = room ? 0 : 40;       /* end on a checked decode */
+        if (step == last) op = room ? 0 : 60;       /* end on a checked decode */
         if (step == last && !room) last++;
-        if (op < 40 && room == 0) op = 40;          /* full: cut instead */
+        if (op < 40 && room == 0) op = 60;          /* full: cut instead */
         if (op < 40) {                              /* decode a batch */
             int n = rnd_int(0, 1) ? rnd_int(1, 3) : rnd_int(4, 2 * opt.n_batch);
             if (n > room) n = room;
@@ -618,7 +619,7 @@ int main(int argc, char **argv) {
     int a = 1, refuse = 0;
     for (; a < argc && argv[a][0] == '-'; a++) {
         const char *f = argv[a];
-        if (!strcmp(f, "-refuse")) { refuse = 1; continue; }
+        if (!strcmp(f, "-refuse")) { refuse = refuse_mode = 1; continue; }
         if (!strcmp(f, "-aligned")) { opt.aligned = 1; continue; }
         if (a + 1 >= argc) break;
         const char *v = argv[++a];

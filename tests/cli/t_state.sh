@@ -38,14 +38,8 @@ gen olmoe "$tmp/olmoe.gguf" --seed 1
 gen granitemoe "$tmp/granitemoe.gguf" --seed 1 --shared-ff 24
 KJV=models/kjv-moe-f16.gguf
 
-variants=$($RUN "$P" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
-[ -n "$variants" ] || { echo "FAIL: no usable kernel variant in pocket --help"; exit 1; }
-if [ -n "${BATCH_VARIANTS:-}" ]; then
-    for v in $BATCH_VARIANTS; do
-        echo "$variants" | grep -qx "$v" || { echo "FAIL: BATCH_VARIANTS names '$v', not usable here (usable:" $variants")"; exit 1; }
-    done
-    variants=$BATCH_VARIANTS
-fi
+. tests/lib/variants.sh
+variants=$(kernel_variants) || { echo "$variants"; exit 1; }
 
 # ---- A. random sequences against fresh contexts
 # MODEL:TYPES[:FLAGS] - the cache types each model runs with (q8_0 where its

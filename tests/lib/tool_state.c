@@ -414,7 +414,8 @@ static void check_unchanged(pk_context *x, seq *xs, const char *what) {
 
 static void expect_refused(int rc, int want, const pk_error *err, const char *word, const char *what) {
     if (rc != want)
-        fail("%s: returned %d (%s), not %d (%s): %s", what, rc, pk_status_str(rc), want, pk_status_str(want), err->msg);
+        fail("%s: returned %d (%s), not %d (%s)%s%s", what, rc, pk_status_str(rc), want, pk_status_str(want),
+             rc ? ": " : "", rc ? err->msg : "");
     if (!err->msg[0] || strchr(err->msg, '\n')) fail("%s: the message is not one line: '%s'", what, err->msg);
     if (word) {
         int found = 0;
@@ -491,6 +492,7 @@ static void refusals(char **others, int n_others) {
         free(b);
         refused++;
     }
+    step = 0;
     check_unchanged(x, &xs, "after the cut states");
     /* one byte flipped: the first 64 bytes each, then 64 places at random */
     unsigned char *b = xmalloc(n);
@@ -508,6 +510,7 @@ static void refusals(char **others, int n_others) {
         refused++;
     }
     free(b);
+    step = 0;
     check_unchanged(x, &xs, "after the flipped states");
 
     /* too long for the context */

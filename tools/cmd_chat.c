@@ -5,8 +5,10 @@
  * previous turns, the answer included) are kept when they are a prefix of the
  * new ones, so only the new tokens are decoded. When they are not (the
  * template rewrote history, e.g. trimmed an answer, or a re-tokenization
- * differs, or old turns were dropped) the context is reset and the
- * conversation decoded again.
+ * differs, or old turns were dropped) the context is cut back to what they
+ * share (pk_context_truncate: any prefix for attention layers; for
+ * recurrent ones the checkpoint taken at the end of each prompt, or 0) and
+ * the rest decoded.
  * A full context is not an error: when the next prompt would leave less than
  * a quarter of the context (or -n tokens, if fewer) for the answer, the
  * oldest turns are dropped, the system text kept, and one line says so.
@@ -285,8 +287,6 @@ int cmd_chat(int argc, char **argv) {
     chat h = {0};
     if (system_text) chat_push(&h, "system", system_text, strlen(system_text));
     h.n_keep = h.n;
-    int32_t *kv = NULL;                 /* the tokens in the context */
-    int n_kv = 0;
     char *line = NULL;
     size_t line_cap = 0;
     int limit = o.n_predict < 0 ? INT_MAX : o.n_predict;
@@ -303,7 +303,6 @@ int cmd_chat(int argc, char **argv) {
         if (!strcmp(line, "/reset")) {
             chat_truncate(&h, h.n_keep);
             pk_context_reset(c);
-            n_kv = 0;
             pk_sampler_reset(s, o.sp.seed + ++turn);
             fprintf(stderr, "[conversation reset]\n");
             continue;
@@ -338,22 +337,23 @@ int cmd_chat(int argc, char **argv) {
             free(prompt);
             continue;
         }
-        int p = 0;
-        while (p < n_kv && p < n_tok && kv[p] == toks[p]) p++;
-        if (p < n_kv || p == n_tok) {   /* history changed: decode it all again */
-            pk_context_reset(c);
+        /* the context keeps what the new prompt shares with it; at least the
+         * last token is decoded again, for its logits */
+        const int32_t *held = pk_context_tokens(c);
+        int n_held = pk_context_pos(c), p = 0, from = 0;
+        while (p < n_held && p < n_tok - 1 && held[p] == toks[p]) p++;
+        if (p < n_held) {               /* history changed: back to what is shared */
+            p = pk_context_truncate(c, p);
             pk_sampler_reset(s, o.sp.seed + ++turn);
-            p = 0;
+        } else {
+            from = p;                   /* the sampler has seen the tokens before p */
         }
         if (show_prompt)
             fprintf(stderr, "[prompt: %d tokens, %d new]\n%s[end of prompt]\n", n_tok, n_tok - p, prompt);
         free(prompt);
         if (pk_decode(c, toks + p, n_tok - p, &err)) die("%s", err.msg);
-        for (int i = p; i < n_tok; i++) pk_sampler_accept(s, toks[i]);
-        /* kv mirrors the context: room for every position */
-        if (!kv && !(kv = malloc((size_t)n_ctx * sizeof *kv))) die("out of memory");
-        memcpy(kv, toks, (size_t)n_tok * sizeof *kv);
-        n_kv = n_tok;
+        pk_context_checkpoint(c);       /* recurrent layers: the next turn may go back here */
+        for (int i = from; i < n_tok; i++) pk_sampler_accept(s, toks[i]);
         free(toks);
 
         /* the answer */
@@ -368,7 +368,7 @@ int cmd_chat(int argc, char **argv) {
             int32_t id = pk_sampler_sample(s, pk_context_logits(c));
             if (pk_model_is_eog(m, id)) {
                 /* keep the end-of-turn token in the context: the next prompt has it */
-                if (pk_context_pos(c) < n_ctx && pk_decode(c, &id, 1, &err) == PK_OK) kv[n_kv++] = id;
+                if (pk_context_pos(c) < n_ctx) pk_decode(c, &id, 1, &err);
                 break;
             }
             char sbuf[256], *buf = sbuf;
@@ -393,7 +393,6 @@ int cmd_chat(int argc, char **argv) {
                 break;
             }
             if (pk_decode(c, &id, 1, &err)) die("%s", err.msg);
-            kv[n_kv++] = id;
         }
         show_text(&v, "", 0, 1);
         fputc('\n', stdout);
@@ -413,7 +412,6 @@ int cmd_chat(int argc, char **argv) {
     chat_truncate(&h, 0);
     free(h.msgs);
     free(line);
-    free(kv);
     pk_sampler_free(s);
     pk_context_free(c);
     pk_model_free(m);

@@ -86,6 +86,11 @@ check "long conversation: the last message is there" grep -q '^What came next?<|
 set -- $(sed -n 's/^\[prompt: \([0-9]*\) tokens.*/\1/p' "$tmp/err")
 over=0; for t in "$@"; do [ "$t" -le 192 ] || over=1; done
 check "long conversation: every prompt leaves a quarter of the context ($*)" [ $over -eq 0 ] && [ $# -eq 6 ]
+# after a drop the context is cut back to what the prompts share (the system
+# text), not decoded again from the start
+reused=$(sed -n 's/^\[prompt: \([0-9]*\) tokens, \([0-9]*\) new\]$/\1 \2/p' "$tmp/err" |
+         awk 'NR > 1 && $2 < $1 - 10 { k++ } END { print k + 0 }')
+check "long conversation: turns 2-6 reuse the system text's tokens ($reused of 5)" [ "$reused" -eq 5 ]
 
 # a message too long for the context even alone is refused; the chat goes on
 long="And God said, Let there be light: and there was light. And God saw the light, that it was good."

@@ -210,10 +210,9 @@ static int read_line(int tty, char **line, size_t *cap) {
     setlocale(LC_CTYPE, "");
     char *l = interrupted ? NULL : readline("> ");
     setlocale(LC_CTYPE, "C");
-    if (!l) {
-        if (ctrl_c_key == 2) { fputc('\n', stdout); return IN_CLEARED; }
+    if (!l) {                           /* Ctrl-D or Ctrl-C on an empty line, SIGINT: quit */
         fputc('\n', stdout);
-        return IN_END;                  /* Ctrl-D, Ctrl-C on an empty line, SIGINT */
+        return ctrl_c_key == 2 ? IN_CLEARED : IN_END;
     }
     if (*l) add_history(l);
     size_t n = strlen(l);

@@ -328,7 +328,7 @@ static int utf8_split(gparse *P, uint32_t lo, uint32_t hi, u8seqs *out) {
 /* Push a class (ranges r[0..n), negated or not) onto seq: one byte set, an
  * inline byte sequence, or a reference to a helper rule. */
 static int emit_class(gparse *P, gvec *seq, cprange *r, uint32_t n, int neg, const char *at, uint32_t owner) {
-    qsort(r, n, sizeof *r, cmp_range);
+    if (n) qsort(r, n, sizeof *r, cmp_range);
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (m && r[i].lo <= r[m - 1].hi + 1) { if (r[i].hi > r[m - 1].hi) r[m - 1].hi = r[i].hi; }

@@ -284,6 +284,7 @@ int pk_vtrie_build_fn(int nv, int (*piece)(const void *ctx, int32_t id, char *bu
         v->node[ni].n_child = (uint16_t)nc;
     }
     free(queue);
+    free(buf);
     *out = v;
     return PK_OK;
 nomem:

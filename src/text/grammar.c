@@ -346,7 +346,7 @@ static int emit_class(gparse *P, gvec *seq, cprange *r, uint32_t n, int neg, con
         }
         if (next <= 0x10FFFF) c[k++] = (cprange){next, 0x10FFFF};
     } else {
-        memcpy(c, r, m * sizeof *c);
+        if (m) memcpy(c, r, m * sizeof *c);
         k = m;
     }
     u8seqs sq = {0};

@@ -240,8 +240,8 @@ int main(int argc, char **argv) {
     printf("vocabulary %s: %d tokens (%d joined), %d with bytes, trie of %d nodes built in %.0f ms\n\n", argv[1], V.n,
            V.n - V.n0, ntok, nnode, (t1 - t0) * 1e3);
     char *tool_gbnf = NULL, *obj_gbnf = NULL;
-    if (pk_json_schema_gbnf(tool_schema, strlen(tool_schema), 0, &tool_gbnf, &err) ||
-        pk_json_schema_gbnf("{\"type\":\"object\"}", 17, 0, &obj_gbnf, &err)) {
+    if (pk_json_schema_gbnf(tool_schema, strlen(tool_schema), 0, NULL, &tool_gbnf, &err) ||
+        pk_json_schema_gbnf("{\"type\":\"object\"}", 17, 0, NULL, &obj_gbnf, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }

@@ -3,7 +3,9 @@
  * sampling under them, on the bundled model's vocabulary.
  *
  * Input: byte 0's low bit picks GBNF (0) or JSON schema (1); its other bits
- * seed the sampling (and, for schemas, bit 1 is PK_SCHEMA_LENIENT). The
+ * seed the sampling (and, for schemas, bit 1 is PK_SCHEMA_LENIENT, bit 2
+ * makes the schema's rules with pk_json_schema_to_rules, used by a root
+ * of its own). The
  * rest is the grammar or schema text, up to a NUL; for GBNF, what follows
  * the NUL is a string to check.
  *
@@ -124,7 +126,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     } else {
         char *gbnf = NULL;
-        if (pk_json_schema_to_grammar(buf, tl, (seed & 1) ? PK_SCHEMA_LENIENT : 0, &gbnf, &err)) {
+        int flags = (seed & 1) ? PK_SCHEMA_LENIENT : 0, rc;
+        if (seed & 2) {
+            /* as rules inside a larger grammar */
+            char *rules = NULL;
+            rc = pk_json_schema_to_rules(buf, tl, flags, "v", &rules, &err);
+            if (!rc) {
+                size_t n = strlen(rules) + 16;
+                gbnf = malloc(n);
+                if (gbnf) snprintf(gbnf, n, "root ::= v\n%s", rules);
+                free(rules);
+                if (!gbnf) { free(buf); return 0; }
+            }
+        } else {
+            rc = pk_json_schema_to_grammar(buf, tl, flags, &gbnf, &err);
+        }
+        if (rc) {
             check_msg(&err, "json_schema: ");
             if (gbnf) abort();
         } else if (pk_grammar_new(model, gbnf, NULL, &g, &err)) {

@@ -425,6 +425,12 @@ int pk_grammar_check(pk_grammar *g, const char *text, size_t len);
  * instead of refused: for tool arguments, whose schemas the client wrote. */
 enum { PK_SCHEMA_LENIENT = 1 };
 int pk_json_schema_to_grammar(const char *schema, size_t len, int flags, char **gbnf, pk_error *err);
+/* The same as rules to put into a larger grammar: the value's rule is named
+ * name (letters, digits, '-'), every other rule name starts with "name-",
+ * and there is no root. A tool call constrained to a function's arguments:
+ *     root ::= "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " args "}\n</tool_call>"
+ * followed by the rules of pk_json_schema_to_rules(parameters, ..., "args"). */
+int pk_json_schema_to_rules(const char *schema, size_t len, int flags, const char *name, char **gbnf, pk_error *err);
 
 /* Attach g (NULL: detach) to s, from its start, with no limit; g must have
  * been compiled for a model with s's vocabulary size (else PK_ERR_ARG). */

@@ -85,8 +85,10 @@ const int32_t *pk_vtrie_eog_ids(const pk_vtrie *v, int *n);
 
 /* ---- JSON schema (text/json_schema.c) ---------------------------------- */
 /* The GBNF of len bytes of JSON schema (docs/grammars.md: what is
- * supported; flags: PK_SCHEMA_LENIENT); *out is malloc'ed. PK_ERR_ARG naming the keyword and where it
+ * supported; flags: PK_SCHEMA_LENIENT); *out is malloc'ed. name NULL: a
+ * whole grammar (start rule root); else rules all named name-..., the
+ * value's rule name (pk_json_schema_to_rules). PK_ERR_ARG naming the keyword and where it
  * is ("/properties/age") for what is not supported or not valid. */
-int pk_json_schema_gbnf(const char *schema, size_t len, int flags, char **out, pk_error *err);
+int pk_json_schema_gbnf(const char *schema, size_t len, int flags, const char *name, char **out, pk_error *err);
 
 #endif

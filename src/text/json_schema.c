@@ -86,22 +86,22 @@ static const struct prim {
        strict parsers (jansson) refuse it; such characters are written raw */
     [P_CHAR] = {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" "
                 "([0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))", 0},
-    [P_STRING] = {"string", "\"\\\"\" char* \"\\\"\" space", 1u << P_CHAR | 1u << P_SPACE},
+    [P_STRING] = {"string", "\"\\\"\" @char* \"\\\"\" @space", 1u << P_CHAR | 1u << P_SPACE},
     [P_INTEGRAL] = {"integral-part", "\"0\" | [1-9] [0-9]{0,15}", 0},
-    [P_NUMBER] = {"number", "\"-\"? integral-part (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,16})? space",
+    [P_NUMBER] = {"number", "\"-\"? @integral-part (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,16})? @space",
                   1u << P_INTEGRAL | 1u << P_SPACE},
-    [P_INTEGER] = {"integer", "\"-\"? integral-part space", 1u << P_INTEGRAL | 1u << P_SPACE},
-    [P_BOOLEAN] = {"boolean", "(\"true\" | \"false\") space", 1u << P_SPACE},
-    [P_NULL] = {"null", "\"null\" space", 1u << P_SPACE},
-    [P_VALUE] = {"value", "object | array | string | number | boolean | null",
+    [P_INTEGER] = {"integer", "\"-\"? @integral-part @space", 1u << P_INTEGRAL | 1u << P_SPACE},
+    [P_BOOLEAN] = {"boolean", "(\"true\" | \"false\") @space", 1u << P_SPACE},
+    [P_NULL] = {"null", "\"null\" @space", 1u << P_SPACE},
+    [P_VALUE] = {"value", "@object | @array | @string | @number | @boolean | @null",
                  1u << P_OBJECT | 1u << P_ARRAY | 1u << P_STRING | 1u << P_NUMBER | 1u << P_BOOLEAN | 1u << P_NULL},
-    [P_OBJECT] = {"object", "\"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space",
+    [P_OBJECT] = {"object", "\"{\" @space (@string \":\" @space @value (\",\" @space @string \":\" @space @value)*)? \"}\" @space",
                   1u << P_STRING | 1u << P_VALUE | 1u << P_SPACE},
-    [P_ARRAY] = {"array", "\"[\" space (value (\",\" space value)*)? \"]\" space", 1u << P_VALUE | 1u << P_SPACE},
+    [P_ARRAY] = {"array", "\"[\" @space (@value (\",\" @space @value)*)? \"]\" @space", 1u << P_VALUE | 1u << P_SPACE},
     [P_DATE] = {"date", "[0-9]{4} \"-\" (\"0\" [1-9] | \"1\" [0-2]) \"-\" (\"0\" [1-9] | [12] [0-9] | \"3\" [01])", 0},
     [P_TIME] = {"time", "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? "
                 "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])", 0},
-    [P_DATETIME] = {"date-time", "date \"T\" time", 1u << P_DATE | 1u << P_TIME},
+    [P_DATETIME] = {"date-time", "@date \"T\" @time", 1u << P_DATE | 1u << P_TIME},
     [P_UUID] = {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
                 "\"-\" [0-9a-fA-F]{12}", 0},
 };
@@ -118,6 +118,8 @@ typedef struct jsg {
     json_t *refs;            /* "$ref" -> rule name */
     uint32_t used;           /* shared pieces used */
     int depth;
+    const char *prefix;      /* every rule name starts with it and '-' (NULL: none) */
+    char *pname[P_COUNT];    /* the shared pieces' names */
 } jsg;
 
 /* Record the first error (what follows it is its consequence); -1. */
@@ -135,15 +137,17 @@ static char *new_name(jsg *J, const char *hint) {
     }
     if (!n) base[n++] = 'r';
     base[n] = 0;
-    char *name = malloc(n + 16);
+    size_t cap = n + 16 + (J->prefix ? strlen(J->prefix) + 1 : 0);
+    char *name = malloc(cap);
     if (!name) { fail(J, PK_ERR_NOMEM, "out of memory"); return NULL; }
-    strcpy(name, base);
+    const char *pre = J->prefix ? J->prefix : "", *dash = J->prefix ? "-" : "";
+    snprintf(name, cap, "%s%s%s", pre, dash, base);
     int clash = json_object_get(J->names, name) != NULL;
-    for (int i = 0; i < P_COUNT && !clash; i++) clash = !strcmp(name, prims[i].name);
+    for (int i = 0; i < P_COUNT && !clash; i++) clash = !strcmp(name, J->pname[i]);
     for (unsigned k = 1; clash; k++) {
-        snprintf(name, n + 16, "%s-%u", base, k);
+        snprintf(name, cap, "%s%s%s-%u", pre, dash, base, k);
         clash = json_object_get(J->names, name) != NULL;
-        for (int i = 0; i < P_COUNT && !clash; i++) clash = !strcmp(name, prims[i].name);
+        for (int i = 0; i < P_COUNT && !clash; i++) clash = !strcmp(name, J->pname[i]);
     }
     json_object_set_new(J->names, name, json_true());
     return name;
@@ -155,7 +159,25 @@ static void emit_rule(jsg *J, const char *name, const char *body) {
 
 static const char *use(jsg *J, int prim) {
     J->used |= 1u << prim;
-    return prims[prim].name;
+    return J->pname[prim];
+}
+
+/* A shared piece's rule, its references (@name) to the others named as J
+ * names them. */
+static void emit_prim(jsg *J, int prim) {
+    sbuf b = {0};
+    for (const char *p = prims[prim].body; *p;) {
+        if (*p != '@') { sb_put(&b, p++, 1); continue; }
+        const char *q = ++p;
+        while ((*q >= 'a' && *q <= 'z') || *q == '-') q++;
+        for (int i = 0; i < P_COUNT; i++)
+            if ((size_t)(q - p) == strlen(prims[i].name) && !memcmp(p, prims[i].name, (size_t)(q - p)))
+                sb_str(&b, J->pname[i]);
+        p = q;
+    }
+    if (b.oom) fail(J, PK_ERR_NOMEM, "out of memory");
+    else emit_rule(J, J->pname[prim], b.p);
+    free(b.p);
 }
 
 /* Keywords: what each does here. */
@@ -255,8 +277,7 @@ static int do_string(jsg *J, json_t *s, const char *path, sbuf *body) {
     if (get_count(J, s, "minLength", path, 0, &mn) || get_count(J, s, "maxLength", path, -1, &mx)) return -1;
     if (mx >= 0 && mx < mn) return fail(J, PK_ERR_ARG, "'maxLength' below 'minLength' at %s", at(path));
     if (mn == 0 && mx < 0) { sb_str(body, use(J, P_STRING)); return 0; }
-    use(J, P_CHAR);
-    sb_str(body, "\"\\\"\" char");
+    sb_printf(body, "\"\\\"\" %s", use(J, P_CHAR));
     sb_repeat(body, mn, mx);
     sb_printf(body, " \"\\\"\" %s", use(J, P_SPACE));
     return 0;
@@ -705,21 +726,31 @@ static char *visit(jsg *J, json_t *s, const char *path, const char *hint) {
     return name;
 }
 
-int pk_json_schema_gbnf(const char *schema, size_t len, int flags, char **out, pk_error *err) {
+int pk_json_schema_gbnf(const char *schema, size_t len, int flags, const char *name, char **out, pk_error *err) {
     *out = NULL;
     if (!schema) return pk_errorf(err, PK_ERR_ARG, "json_schema: the schema is NULL");
+    if (name) {
+        int ok = *name != 0;
+        for (const char *p = name; *p; p++)
+            ok &= (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-';
+        if (!ok) return pk_errorf(err, PK_ERR_ARG, "json_schema: rule name \"%.60s\" is not letters, digits and '-'", name);
+    }
     json_error_t je;
     json_t *root = json_loadb(schema, len, JSON_DECODE_ANY, &je);
     if (!root) return pk_errorf(err, PK_ERR_ARG, "json_schema: not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
     jsg J = {.root = root, .lenient = (flags & PK_SCHEMA_LENIENT) != 0, .err = err,
-             .names = json_object(), .refs = json_object()};
-    if (!J.names || !J.refs) {
-        json_decref(root); json_decref(J.names); json_decref(J.refs);
-        return pk_errorf(err, PK_ERR_NOMEM, "json_schema: out of memory");
+             .names = json_object(), .refs = json_object(), .prefix = name};
+    int oom = !J.names || !J.refs;
+    for (int i = 0; i < P_COUNT && !oom; i++) {
+        size_t n = strlen(prims[i].name) + (name ? strlen(name) + 2 : 1);
+        J.pname[i] = malloc(n);
+        if (!J.pname[i]) oom = 1;
+        else snprintf(J.pname[i], n, "%s%s%s", name ? name : "", name ? "-" : "", prims[i].name);
     }
-    char *top = visit(&J, root, "", "root");
+    const char *start = name ? name : "root";
+    char *top = oom ? NULL : visit(&J, root, "", "root");
     if (top) {
-        if (strcmp(top, "root")) emit_rule(&J, "root", top);
+        if (strcmp(top, start)) emit_rule(&J, start, top);   /* without a prefix the top rule is root */
         free(top);
         /* the shared pieces and what they use */
         uint32_t used = J.used, prev = 0;
@@ -727,12 +758,14 @@ int pk_json_schema_gbnf(const char *schema, size_t len, int flags, char **out, p
             prev = used;
             for (int i = 0; i < P_COUNT; i++) if (used >> i & 1) used |= prims[i].needs;
         }
-        for (int i = 0; i < P_COUNT; i++) if (used >> i & 1) emit_rule(&J, prims[i].name, prims[i].body);
+        for (int i = 0; i < P_COUNT; i++) if (used >> i & 1) emit_prim(&J, i);
     }
     json_decref(root);
     json_decref(J.names);
     json_decref(J.refs);
-    if (!J.failed && J.out.oom) { J.failed = 1; pk_errorf(err, PK_ERR_NOMEM, "json_schema: out of memory"); }
+    for (int i = 0; i < P_COUNT; i++) free(J.pname[i]);
+    if (oom && !J.failed) fail(&J, PK_ERR_NOMEM, "out of memory");
+    if (!J.failed && J.out.oom) fail(&J, PK_ERR_NOMEM, "out of memory");
     if (J.failed) { free(J.out.p); return err ? err->code : PK_ERR_ARG; }
     *out = J.out.p;
     return PK_OK;
@@ -740,5 +773,11 @@ int pk_json_schema_gbnf(const char *schema, size_t len, int flags, char **out, p
 
 int pk_json_schema_to_grammar(const char *schema, size_t len, int flags, char **gbnf, pk_error *err) {
     if (!gbnf) return pk_errorf(err, PK_ERR_ARG, "json_schema: out is NULL");
-    return pk_json_schema_gbnf(schema, len, flags, gbnf, err);
+    return pk_json_schema_gbnf(schema, len, flags, NULL, gbnf, err);
+}
+
+int pk_json_schema_to_rules(const char *schema, size_t len, int flags, const char *name, char **gbnf, pk_error *err) {
+    if (!gbnf) return pk_errorf(err, PK_ERR_ARG, "json_schema: out is NULL");
+    if (!name) return pk_errorf(err, PK_ERR_ARG, "json_schema: the rule name is NULL");
+    return pk_json_schema_gbnf(schema, len, flags, name, gbnf, err);
 }

@@ -245,7 +245,7 @@ static void test_masks(void) {
 static void schema_expect(const char *schema, int flags, const char *const *cases) {
     pk_error err = {0};
     char *gbnf = NULL;
-    int rc = pk_json_schema_gbnf(schema, strlen(schema), flags, &gbnf, &err);
+    int rc = pk_json_schema_gbnf(schema, strlen(schema), flags, NULL, &gbnf, &err);
     TEST_CHECK(rc == PK_OK, "schema %s: %s", schema, err.msg);
     if (rc) return;
     pk_grammar *g = compile(gbnf, NULL);
@@ -262,7 +262,7 @@ static void schema_expect(const char *schema, int flags, const char *const *case
 static void schema_error(const char *schema, int flags, const char *want) {
     pk_error err = {0};
     char *gbnf = NULL;
-    int rc = pk_json_schema_gbnf(schema, strlen(schema), flags, &gbnf, &err);
+    int rc = pk_json_schema_gbnf(schema, strlen(schema), flags, NULL, &gbnf, &err);
     TEST_CHECK(rc == PK_ERR_ARG && !gbnf, "schema %s was accepted", schema);
     TEST_CHECK(strstr(err.msg, want) != NULL, "schema %s: message \"%s\" lacks \"%s\"", schema, err.msg, want);
     free(gbnf);
@@ -332,7 +332,7 @@ static void test_schema_self_ref(void) {
     pk_error err = {0};
     char *gbnf = NULL;
     const char *s = "{\"$ref\":\"#\"}";
-    int rc = pk_json_schema_gbnf(s, strlen(s), 0, &gbnf, &err);
+    int rc = pk_json_schema_gbnf(s, strlen(s), 0, NULL, &gbnf, &err);
     if (rc == PK_OK) {
         pk_grammar *g = NULL;
         rc = pk_grammar_compile(gbnf, strlen(gbnf), NULL, NULL, &g, &err);
@@ -343,11 +343,38 @@ static void test_schema_self_ref(void) {
                "a schema that is only itself: %s", err.msg);
 }
 
+/* Two schemas' rules in one grammar: a tool call to either function. */
+static void test_schema_rules(void) {
+    pk_error err = {0};
+    char *a = NULL, *b = NULL;
+    const char *sa = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}";
+    const char *sb = "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}";
+    int rc = pk_json_schema_to_rules(sa, strlen(sa), 0, "weather-args", &a, &err);
+    if (!rc) rc = pk_json_schema_to_rules(sb, strlen(sb), 0, "count-args", &b, &err);
+    TEST_CHECK(rc == PK_OK, "rules: %s", err.msg);
+    if (!rc) {
+        size_t n = strlen(a) + strlen(b) + 512;
+        char *gbnf = malloc(n);
+        snprintf(gbnf, n, "root ::= \"<tool_call>{\\\"name\\\": \" (\"\\\"weather\\\", \\\"arguments\\\": \" weather-args"
+                 " | \"\\\"count\\\", \\\"arguments\\\": \" count-args) \"}</tool_call>\"\n%s%s", a, b);
+        TEST_COND("rules carry no root", strncmp(a, "root ::=", 8) && !strstr(a, "\nroot ::=") && !strstr(b, "\nroot ::="));
+        expect(gbnf, (const char *const[]){"+<tool_call>{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>",
+                                           "+<tool_call>{\"name\": \"count\", \"arguments\": {\"n\": 3}}</tool_call>",
+                                           "-<tool_call>{\"name\": \"count\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>", NULL});
+        free(gbnf);
+    }
+    free(a);
+    free(b);
+    TEST_COND("rule name checked", pk_json_schema_to_rules(sa, strlen(sa), 0, "bad name", &a, &err) == PK_ERR_ARG &&
+              strstr(err.msg, "rule name"));
+}
+
 int main(void) {
     test_accepts();
     test_errors();
     test_masks();
     test_schema();
     test_schema_self_ref();
+    test_schema_rules();
     return TEST_REPORT();
 }

@@ -414,14 +414,15 @@ int pk_grammar_check(pk_grammar *g, const char *text, size_t len);
 /* The GBNF (malloc'ed, NUL-terminated; free it) of a JSON schema (len
  * bytes): types object (properties, required, additionalProperties),
  * array (items, prefixItems, minItems, maxItems), string (enum, const,
- * minLength, maxLength, format date/time/date-time/uuid), number, integer,
- * boolean, null, type lists, nullable, enum and const of any type, anyOf,
+ * minLength, maxLength, format date/time/date-time/uuid), number (minimum
+ * 0), integer (minimum, maximum, exclusive ones), boolean, null, type lists,
+ * nullable, enum and const of any type, anyOf,
  * oneOf, $ref to #/$defs and #/definitions; {} and true: any JSON value.
  * {"type": "object"} alone is any object (response_format json_object).
  * PK_ERR_ARG naming the keyword and its place ("at /properties/age") for what
- * is not supported (pattern, minimum, ...) or not valid. With flags
- * PK_SCHEMA_LENIENT the keywords that only narrow values (pattern, minimum,
- * maximum, multipleOf, uniqueItems, unknown formats, ...) are ignored
+ * is not supported (pattern, bounds on numbers, ...) or not valid. With flags
+ * PK_SCHEMA_LENIENT the keywords that only narrow values (pattern, bounds
+ * on numbers, multipleOf, uniqueItems, unknown formats, ...) are ignored
  * instead of refused: for tool arguments, whose schemas the client wrote. */
 enum { PK_SCHEMA_LENIENT = 1 };
 int pk_json_schema_to_grammar(const char *schema, size_t len, int flags, char **gbnf, pk_error *err);

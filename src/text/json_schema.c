@@ -20,10 +20,13 @@
  * What is not supported is refused with the keyword and its place (the
  * JSON pointer of the schema node): "json_schema: 'pattern' at
  * /properties/id is not supported". With PK_SCHEMA_LENIENT, the keywords
- * that only narrow values (pattern, minimum, multipleOf, uniqueItems, ...)
- * are ignored instead: the output still has the schema's shape.
+ * that only narrow values (pattern, bounds on numbers, multipleOf,
+ * uniqueItems, ...) are ignored instead: the output still has the schema's
+ * shape. Integer bounds are rules over the digits (any range of integers of
+ * at most 16 digits is a union of digit-by-digit ranges).
  */
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,13 +188,14 @@ static const char *const annotations[] = {
     "title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly",
     "writeOnly", "$defs", "definitions", "contentEncoding", "contentMediaType", "strict", NULL};
 static const char *const narrowing[] = {
-    "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems",
+    "pattern", "multipleOf", "uniqueItems",
     "contains", "minContains", "maxContains", "minProperties", "maxProperties", "propertyNames",
     "patternProperties", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
     "not", "if", "then", "else", NULL};
 static const char *const handled[] = {
     "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems",
-    "enum", "const", "anyOf", "oneOf", "$ref", "nullable", "minLength", "maxLength", "format", NULL};
+    "enum", "const", "anyOf", "oneOf", "$ref", "nullable", "minLength", "maxLength", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
 
 static int in_list(const char *const *l, const char *k) {
     for (; *l; l++) if (!strcmp(*l, k)) return 1;
@@ -562,11 +566,122 @@ static int do_array(jsg *J, json_t *s, const char *path, const char *name, sbuf 
     return 0;
 }
 
+/* ---- integer ranges ------------------------------------------------------------ */
+
+#define INT_DIGITS 16                    /* as integral-part: at most 16 digits */
+#define INT_BIG 9999999999999999LL       /* the largest such number */
+
+/* The numbers of exactly L digits from x to y (digit strings, x <= y). */
+static void digits_range(sbuf *b, const char *x, const char *y, int L) {
+    if (L == 1) { sb_printf(b, "[%c-%c]", x[0], y[0]); return; }
+    if (x[0] == y[0]) {
+        sb_printf(b, "\"%c\" ", x[0]);
+        digits_range(b, x + 1, y + 1, L - 1);
+        return;
+    }
+    int low_full = 1, high_full = 1;
+    for (int i = 1; i < L; i++) { low_full &= x[i] == '0'; high_full &= y[i] == '9'; }
+    char lo = x[0], hi = y[0];
+    const char *nines = "9999999999999999", *zeros = "0000000000000000";
+    int n = 0;
+    sb_str(b, "(");
+    if (!low_full) {
+        sb_printf(b, "\"%c\" ", x[0]);
+        digits_range(b, x + 1, nines, L - 1);
+        lo++;
+        n++;
+    }
+    char top = high_full ? hi : (char)(hi - 1);
+    if (lo <= top) sb_printf(b, "%s[%c-%c] [0-9]{%d}", n++ ? " | " : "", lo, top, L - 1);
+    if (!high_full) {
+        sb_printf(b, "%s\"%c\" ", n++ ? " | " : "", y[0]);
+        digits_range(b, zeros, y + 1, L - 1);
+    }
+    sb_str(b, ")");
+}
+
+/* The numbers from a to b (0 <= a <= b <= INT_BIG), no leading zeros: one
+ * alternative per digit count. Returns the alternatives written. */
+static int nonneg_range(sbuf *b, long long a, long long c, int n) {
+    char xs[24], ys[24];
+    int la = snprintf(xs, sizeof xs, "%lld", a), lc = snprintf(ys, sizeof ys, "%lld", c);
+    for (int L = la; L <= lc; L++) {
+        long long lo = L == la ? a : 1, hi = L == lc ? c : 9;
+        if (L != la) for (int i = 1; i < L; i++) lo *= 10;
+        if (L != lc) for (int i = 1; i < L; i++) hi = hi * 10 + 9;
+        snprintf(xs, sizeof xs, "%lld", lo);
+        snprintf(ys, sizeof ys, "%lld", hi);
+        if (n++) sb_str(b, " | ");
+        digits_range(b, xs, ys, L);
+    }
+    return n;
+}
+
+/* A bound of s (minimum / exclusiveMinimum or the maxima) for integers: the
+ * closest integer inside; *set 0 when absent. */
+static int int_bound(jsg *J, json_t *s, const char *path, int upper, long long *out, int *set) {
+    const char *inc = upper ? "maximum" : "minimum", *exc = upper ? "exclusiveMaximum" : "exclusiveMinimum";
+    *set = 0;
+    for (int k = 0; k < 2; k++) {
+        json_t *v = json_object_get(s, k ? exc : inc);
+        if (!v) continue;
+        if (!json_is_number(v))
+            return fail(J, PK_ERR_ARG, "'%s' at %s must be a number", k ? exc : inc, at(path));
+        double d = json_number_value(v);
+        double r = upper ? floor(d) : ceil(d);
+        if (k && r == d) r += upper ? -1 : 1;         /* exclusive */
+        if (r > (double)INT_BIG) r = (double)INT_BIG + 1;
+        if (r < -(double)INT_BIG) r = -(double)INT_BIG - 1;
+        long long x = (long long)r;
+        if (!*set || (upper ? x < *out : x > *out)) *out = x;
+        *set = 1;
+    }
+    return 0;
+}
+
+/* An integer within the schema's bounds (at most 16 digits). */
+static int do_integer(jsg *J, json_t *s, const char *path, sbuf *body) {
+    long long lo = 0, hi = 0;
+    int has_lo, has_hi;
+    if (int_bound(J, s, path, 0, &lo, &has_lo) || int_bound(J, s, path, 1, &hi, &has_hi)) return -1;
+    if (!has_lo && !has_hi) { sb_str(body, use(J, P_INTEGER)); return 0; }
+    if (!has_lo || lo < -INT_BIG) lo = -INT_BIG;
+    if (!has_hi || hi > INT_BIG) hi = INT_BIG;
+    if (lo > hi) return fail(J, PK_ERR_ARG, "no integer lies between the minimum and the maximum at %s", at(path));
+    sb_str(body, "(");
+    int n = 0;
+    if (hi >= 0) n = nonneg_range(body, lo > 0 ? lo : 0, hi, n);
+    if (lo < 0) {
+        long long mlo = hi < 0 ? -hi : 1, mhi = -lo;
+        sb_printf(body, "%s\"-\" (", n++ ? " | " : "");
+        nonneg_range(body, mlo, mhi, 0);
+        sb_str(body, ")");
+    }
+    sb_printf(body, ") %s", use(J, P_SPACE));
+    return 0;
+}
+
+/* A number: bounds are supported as "minimum": 0 (no minus sign) only. */
+static int do_number(jsg *J, json_t *s, const char *path, sbuf *body) {
+    json_t *mn = json_object_get(s, "minimum");
+    int other = json_object_get(s, "maximum") || json_object_get(s, "exclusiveMinimum") ||
+                json_object_get(s, "exclusiveMaximum");
+    if (mn && !other && json_is_number(mn) && json_number_value(mn) == 0) {
+        sb_printf(body, "%s (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,16})? %s", use(J, P_INTEGRAL), use(J, P_SPACE));
+        return 0;
+    }
+    if ((mn || other) && !J->lenient)
+        return fail(J, PK_ERR_ARG, "bounds on a number at %s are not supported (integers take any; numbers "
+                    "\"minimum\": 0)", at(path));
+    sb_str(body, use(J, P_NUMBER));
+    return 0;
+}
+
 /* The body for schema s with type t. */
 static int do_type(jsg *J, json_t *s, const char *t, const char *path, const char *name, sbuf *body) {
     if (!strcmp(t, "string")) return do_string(J, s, path, body);
-    if (!strcmp(t, "number")) { sb_str(body, use(J, P_NUMBER)); return 0; }
-    if (!strcmp(t, "integer")) { sb_str(body, use(J, P_INTEGER)); return 0; }
+    if (!strcmp(t, "number")) return do_number(J, s, path, body);
+    if (!strcmp(t, "integer")) return do_integer(J, s, path, body);
     if (!strcmp(t, "boolean")) { sb_str(body, use(J, P_BOOLEAN)); return 0; }
     if (!strcmp(t, "null")) { sb_str(body, use(J, P_NULL)); return 0; }
     if (!strcmp(t, "object")) return do_object(J, s, path, name, body);
@@ -714,6 +829,9 @@ static char *visit(jsg *J, json_t *s, const char *path, const char *hint) {
         rc = do_object(J, s, path, name, &body);
     } else if (json_object_get(s, "items") || json_object_get(s, "prefixItems")) {
         rc = do_array(J, s, path, name, &body);
+    } else if (!J->lenient && (json_object_get(s, "minimum") || json_object_get(s, "maximum") ||
+                               json_object_get(s, "exclusiveMinimum") || json_object_get(s, "exclusiveMaximum"))) {
+        rc = fail(J, PK_ERR_ARG, "bounds without \"type\": \"integer\" at %s are not supported", at(path));
     } else {
         sb_str(&body, use(J, P_VALUE));
     }

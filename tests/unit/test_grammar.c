@@ -299,6 +299,17 @@ static void test_schema(void) {
                   (const char *const[]){"+\"2026-12-06T17:42:02Z\"", "+\"2026-01-31T00:00:00.5+01:00\"", "-\"2026-13-01T00:00:00Z\"", NULL});
     schema_expect("{\"type\":\"string\",\"format\":\"uuid\"}", 0,
                   (const char *const[]){"+\"123e4567-e89b-12d3-a456-426614174000\"", "-\"123e4567\"", NULL});
+    schema_expect("{\"type\":\"integer\",\"minimum\":-12,\"maximum\":305}", 0, (const char *const[]){
+        "+-12", "+-1", "+0", "+9", "+10", "+99", "+100", "+299", "+305", "-306", "-310", "-400", "-1000", "--13", "--0",
+        "-007", "-1.5", NULL});
+    schema_expect("{\"type\":\"integer\",\"exclusiveMinimum\":7,\"exclusiveMaximum\":1000}", 0, (const char *const[]){
+        "+8", "+999", "+100", "-7", "-1000", "-0", NULL});
+    schema_expect("{\"type\":\"integer\",\"minimum\":1.5}", 0, (const char *const[]){
+        "+2", "+123456789", "-1", "-0", "--5", NULL});
+    schema_expect("{\"type\":\"integer\",\"maximum\":-3}", 0, (const char *const[]){
+        "+-3", "+-100", "--2", "-0", "-5", NULL});
+    schema_expect("{\"type\":\"number\",\"minimum\":0}", 0, (const char *const[]){"+0.5", "+12e3", "--1", NULL});
+    schema_expect("{\"type\":\"number\",\"maximum\":3}", PK_SCHEMA_LENIENT, (const char *const[]){"+7", NULL});
     schema_expect("true", 0, (const char *const[]){"+1", "+[]", "+\"x\"", NULL});
     schema_expect("{\"title\":\"t\",\"description\":\"d\",\"type\":\"boolean\",\"x-extra\":1}", 0,
                   (const char *const[]){"+true", "-1", NULL});
@@ -308,7 +319,10 @@ static void test_schema(void) {
                   (const char *const[]){"+{\"\xc3\xa9t\xc3\xa9\": null, \"\xc3\xa9t\": 1}", "-{\"\xc3\xa9t\xc3\xa9\": 1}", NULL});
     static const struct { const char *schema, *want; } bad[] = {
         {"{\"type\":\"string\",\"pattern\":\"^a$\"}", "'pattern' at / is not supported"},
-        {"{\"properties\":{\"age\":{\"type\":\"integer\",\"minimum\":0}}}", "'minimum' at /properties/age is not supported"},
+        {"{\"properties\":{\"age\":{\"type\":\"number\",\"minimum\":1}}}", "bounds on a number at /properties/age"},
+        {"{\"minimum\":1}", "bounds without \"type\": \"integer\" at /"},
+        {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer lies between"},
+        {"{\"type\":\"integer\",\"minimum\":\"5\"}", "'minimum' at / must be a number"},
         {"{\"type\":\"strin\"}", "unknown type \"strin\" at /"},
         {"{\"tpye\":\"string\"}", "unknown keyword 'tpye' at /"},
         {"{\"$ref\":\"#/$defs/none\"}", "does not resolve"},
@@ -325,6 +339,40 @@ static void test_schema(void) {
     char longkey[400];
     snprintf(longkey, sizeof longkey, "{\"properties\":{\"%0300d\":{}},\"additionalProperties\":true}", 0);
     schema_error(longkey, 0, "longer than 256 bytes");
+}
+
+/* Integer ranges against arithmetic: random bounds of random sizes, and
+ * numbers at, around and between them. */
+static void test_int_ranges(void) {
+    static const long long scale[] = {1, 10, 100, 1000, 100000, 10000000, 10000000000LL};
+    int bad = 0, n = 0;
+    for (int k = 0; k < 150; k++) {
+        long long a = (long long)(rnd() % 2001) - 1000, b = (long long)(rnd() % 2001) - 1000;
+        a *= scale[rnd() % 7]; b *= scale[rnd() % 7];
+        if (a > b) { long long t = a; a = b; b = t; }
+        char schema[160], *gbnf = NULL;
+        snprintf(schema, sizeof schema, "{\"type\":\"integer\",\"minimum\":%lld,\"maximum\":%lld}", a, b);
+        pk_error err = {0};
+        pk_grammar *g = NULL;
+        if (pk_json_schema_gbnf(schema, strlen(schema), 0, NULL, &gbnf, &err) ||
+            pk_grammar_compile(gbnf, strlen(gbnf), NULL, NULL, &g, &err)) {
+            TEST_CHECK(0, "%s: %s", schema, err.msg);
+            free(gbnf);
+            continue;
+        }
+        long long probe[12] = {a, b, a - 1, b + 1, a + 1, b - 1, 0, -1, 1, (a + b) / 2, a * 10, b * 10};
+        for (int i = 0; i < 12 + 20; i++) {
+            long long x = i < 12 ? probe[i] : a + (long long)(rnd() % (uint32_t)(b - a + 1 > 4000000000LL ? 4000000000LL : b - a + 1));
+            char t[32];
+            snprintf(t, sizeof t, "%lld", x);
+            int want = x >= a && x <= b, got = pk_grammar_check(g, t, strlen(t)) == 1;
+            if (want != got && bad++ < 5) fprintf(stderr, "  %s: %s gives %d\n", schema, t, got);
+            n++;
+        }
+        pk_grammar_free(g);
+        free(gbnf);
+    }
+    TEST_CHECK(bad == 0, "integer ranges: %d of %d numbers judged wrong", bad, n);
 }
 
 /* A schema whose GBNF does not compile is reported by the grammar. */
@@ -376,5 +424,6 @@ int main(void) {
     test_schema();
     test_schema_self_ref();
     test_schema_rules();
+    test_int_ranges();
     return TEST_REPORT();
 }

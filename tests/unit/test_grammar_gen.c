@@ -100,6 +100,13 @@ static int valid(json_t *v, json_t *s) {
         for (size_t i = 0; i < json_array_size(x); i++) ok |= valid_type(v, json_string_value(json_array_get(x, i)));
         if (!ok) return 0;
     }
+    if (json_is_number(v)) {
+        double d = json_number_value(v);
+        if ((x = json_object_get(s, "minimum")) && d < json_number_value(x)) return 0;
+        if ((x = json_object_get(s, "maximum")) && d > json_number_value(x)) return 0;
+        if ((x = json_object_get(s, "exclusiveMinimum")) && d <= json_number_value(x)) return 0;
+        if ((x = json_object_get(s, "exclusiveMaximum")) && d >= json_number_value(x)) return 0;
+    }
     if (json_is_string(v)) {
         size_t n = utf8_len(json_string_value(v));
         if ((x = json_object_get(s, "minLength")) && n < (size_t)json_integer_value(x)) return 0;
@@ -176,9 +183,10 @@ static int generate(pk_grammar *g, float temp, uint64_t seed, int max_tokens, in
 }
 
 static const char *const schemas[] = {
-    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},\"age\":{\"type\":\"integer\"},"
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":150},"
     "\"admin\":{\"type\":\"boolean\"}},\"required\":[\"name\",\"age\"],\"additionalProperties\":false}",
-    "{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":1,\"maxItems\":4}",
+    "{\"type\":\"array\",\"items\":{\"type\":\"number\",\"minimum\":0},\"minItems\":1,\"maxItems\":4}",
+    "{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"exclusiveMinimum\":-20,\"exclusiveMaximum\":9},\"maxItems\":5}",
     "{\"type\":\"object\",\"properties\":{\"color\":{\"enum\":[\"red\",\"green\",\"blue\"]},\"tags\":{\"type\":\"array\","
     "\"items\":{\"type\":\"string\",\"maxLength\":6},\"maxItems\":3}},\"required\":[\"color\",\"tags\"]}",
     "{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"object\",\"properties\":{\"ok\":{\"const\":true}},\"required\":[\"ok\"]}]}",

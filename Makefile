@@ -255,7 +255,9 @@ clean:
 # pkg-config file, the CLI, and the bundled model where the CLI looks for it
 # (DIR/share/pocket). Build against it with
 #   cc prog.c $(pkg-config --cflags --libs --static pocket)
-# PC_LIBS_PRIVATE lists what libpocket.a itself needs (not the CLI's extras).
+# PC_LIBS_PRIVATE lists what libpocket.a itself needs (not the CLI's extras;
+# jansson: the tool-call parser, text/toolcall.c, and JSON schemas,
+# text/json_schema.c).
 PC_LIBS_PRIVATE = -lpcre2-8 -ljansson -lm -lpthread
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: $(CLI) $(LIB)

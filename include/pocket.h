@@ -517,6 +517,100 @@ int pk_chat_reasoning_feed(pk_chat_reasoning *r, const char *text, size_t n, int
 const char *pk_chat_reasoning_content(const pk_chat_reasoning *r, size_t *len);
 const char *pk_chat_reasoning_text(const pk_chat_reasoning *r, size_t *len);
 
+/* ---- tool calls (text/toolcall.c; docs/tool-calls.md) ----------------------------
+ * Splitting a generated assistant turn into its content and the tool calls
+ * it writes, streamed as it is generated, for the format called name:
+ *   "qwen3coder" <tool_call>\n<function=NAME>\n<parameter=ARG>\nVALUE\n</parameter>\n
+ *                </function>\n</tool_call> (Qwen3.5, Qwen3-Coder). Each VALUE
+ *                (less one newline each side) becomes a JSON number, true/false,
+ *                null, object or array when the whole of it is one (and the
+ *                tool's schema, pk_toolcall_set_tools, allows it), else a string.
+ *   "hermes"     <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
+ *                (Qwen3, Qwen2.5, Hermes). The two tagged formats are parsed
+ *                alike: either body inside <tool_call>, or a bare <function=.
+ *   "harmony"    [<|start|>assistant]<|channel|>commentary to=functions.NAME
+ *                <|constrain|>json<|message|>{...}<|call|> (gpt-oss; also a
+ *                header that starts the text, " to=functions.NAME<|channel|>...",
+ *                going on from the prompt's <|start|>assistant)
+ *   "deepseek"   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}
+ *                <｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek-V3.1; V3/R1's
+ *                function<｜tool▁sep｜>NAME\n```json\n{...}\n``` too)
+ *   "llama3"     {"name": NAME, "parameters": {...}} as the message, or after
+ *                <|python_tag|>; several separated by ';' or white space
+ * Feed the answer text: pk_chat_reasoning's content, except for harmony,
+ * whose tool calls are known by their headers - feed it the raw text; its
+ * content is then that text with the call messages taken out, for
+ * pk_chat_reasoning to split.
+ *
+ * Feed the text in pieces, split anywhere (final = 1 with the last piece, or
+ * an empty one); the result does not depend on where it was split. Content
+ * before a possible call flows out at once; a marker cut between pieces is
+ * held back until it is known. A call starts as soon as its name is known;
+ * its arguments (a JSON text, as OpenAI's function.arguments) then grow by
+ * the deltas sent, so the deltas concatenated are the final arguments.
+ * Tolerant: text before, between and after calls is content (white space
+ * before a call, between calls and after the last one at the end is
+ * dropped); a call cut off at the end is completed with
+ * what was read (a marker cut off at the end is dropped); arguments that are
+ * not JSON are passed as written; what has no name is not a call and stays
+ * content. A call must be recognised within 16 KiB of its opening marker,
+ * else the marker is content; at most 1024 calls per message. */
+typedef struct pk_toolcall pk_toolcall;
+/* The format a chat template's text makes its model write ("qwen3coder",
+ * "hermes", "harmony", "deepseek", "llama3"), by the markers it renders tool
+ * calls with; NULL if none is recognised (e.g. Gemma-4's). Static string. */
+const char *pk_toolcall_detect(const char *tmpl, size_t len);
+/* A parser for format (PK_ERR_ARG naming the known ones if unknown). Call ids
+ * are "call_" and 24 letters and digits, derived from id_seed and the call's
+ * index: give each request its own seed. */
+int pk_toolcall_new(const char *format, uint64_t id_seed, pk_toolcall **out, pk_error *err);
+/* Optional, before feeding: the request's "tools" (a JSON array of
+ * {"type": "function", "function": {"name", "parameters": SCHEMA}}, or of
+ * {"name", "input_schema"}), whose parameter types decide qwen3coder values:
+ * a "string" parameter stays a string ("123" is not 123; "null" is still
+ * null), a "boolean" one reads True/FALSE too. NULL clears them. PK_ERR_ARG
+ * if the text is not a JSON array. */
+int pk_toolcall_set_tools(pk_toolcall *tc, const char *tools_json, size_t len, pk_error *err);
+void pk_toolcall_free(pk_toolcall *tc);
+/* Parse the next piece. PK_ERR_ARG after the final piece, PK_ERR_NOMEM. */
+int pk_toolcall_feed(pk_toolcall *tc, const char *text, size_t n, int final);
+
+/* What the last feed decided, in order (pk_toolcall_next); text deltas never
+ * end inside a UTF-8 character unless the text did. */
+enum {
+    PK_TOOLCALL_CONTENT = 1,  /* text: more content */
+    PK_TOOLCALL_START,        /* call index starts: text is its name, id its id */
+    PK_TOOLCALL_ARGS,         /* text: more of call index's arguments */
+    PK_TOOLCALL_END,          /* call index is complete */
+};
+typedef struct pk_toolcall_event {
+    int kind;                 /* PK_TOOLCALL_* */
+    int index;                /* the call (0, 1, ...); -1 for content */
+    const char *text;         /* not NUL-terminated; valid until the next feed */
+    size_t len;
+    const char *id;           /* the call's id (NULL for content) */
+} pk_toolcall_event;
+/* The next event of the last feed into *ev: 1, or 0 when there is none. */
+int pk_toolcall_next(pk_toolcall *tc, pk_toolcall_event *ev);
+
+/* The content so far (NUL-terminated, owned by the parser). */
+const char *pk_toolcall_content(const pk_toolcall *tc, size_t *len);
+/* The calls so far (a call's arguments grow until its END event). */
+int pk_toolcall_count(const pk_toolcall *tc);
+typedef struct pk_toolcall_call {
+    const char *id, *name;    /* NUL-terminated, owned by the parser */
+    const char *arguments;    /* JSON text (as written when the model wrote no JSON), NUL-terminated */
+    size_t arguments_len;
+    int closed;               /* its text ended properly (0: cut off, or ended by other text) */
+} pk_toolcall_call;
+/* Call i into *out; PK_ERR_ARG out of range. */
+int pk_toolcall_get(const pk_toolcall *tc, int i, pk_toolcall_call *out);
+/* Whether the calls made satisfy an OpenAI tool_choice: NULL or "auto"
+ * (anything), "none" (no call), "required" (at least one) or a function's
+ * name (at least one, all to it). PK_ERR_FORMAT with a message naming what
+ * was wanted and what the model called. */
+int pk_toolcall_check_choice(const pk_toolcall *tc, const char *choice, pk_error *err);
+
 /* A short human-readable CPU name into buf[cap] (always NUL-terminated, no
  * tabs or control characters): /proc/cpuinfo's "model name" (x86) or, on
  * AArch64 Linux, "Hardware"/"Model" lines, else "aarch64 (implementer 0x41

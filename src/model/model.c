@@ -571,6 +571,25 @@ pk_model_params pk_model_default_params(void) {
     return p;
 }
 
+/* Whose saved states are these (engine/state.c): a hash of the file's size,
+ * its header (metadata, tensor names, types, shapes, offsets) and the first
+ * bytes of every tensor but the routed experts' (files with one header and
+ * other weights differ there; the experts' pages are not touched, as a
+ * memory budget may keep them on disk). */
+static uint64_t file_identity(const pk_model *m) {
+    uint64_t h = pk_hash64(0, &m->gguf->size, sizeof m->gguf->size);
+    h = pk_hash64(h, m->gguf->map, (size_t)m->gguf->data_offset);
+    for (int i = 0; i < m->n_bound; i++) {
+        const pk_tensor *t = m->bound[i].t;
+        if (m->bound[i].role == PK_ROLE_EXPERTS || !t->data) continue;
+        h = pk_hash64(h, t->data, t->row_bytes < 64 ? (size_t)t->row_bytes : 64);
+    }
+    const pk_tensor *top[] = {&m->tok_embd, &m->output, &m->output_norm};
+    for (int i = 0; i < 3; i++)
+        if (top[i]->data) h = pk_hash64(h, top[i]->data, top[i]->row_bytes < 64 ? (size_t)top[i]->row_bytes : 64);
+    return h;
+}
+
 int pk_model_load(const char *path, pk_model **out, pk_error *err) {
     return pk_model_load_params(path, NULL, out, err);
 }
@@ -587,8 +606,6 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
     uint8_t *linear = NULL;
     int rc = gguf_open(path, &m->gguf, err);
     if (rc) goto fail;
-    m->file_id = pk_hash64(pk_hash64(0, &m->gguf->size, sizeof m->gguf->size), m->gguf->map,
-                           (size_t)m->gguf->data_offset);
     if ((rc = gguf_get_string(m->gguf, "general.architecture", 1, &an, err))) goto fail;
     if (!(m->arch = pk_arch_find(an))) {
         char safe[64];
@@ -640,6 +657,7 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
         goto fail;
     }
     count_params(m);
+    m->file_id = file_identity(m);
     if ((rc = pk_memplan_apply(m, &mp, err))) goto fail;
     free(an);
     free(linear);

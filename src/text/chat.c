@@ -45,7 +45,7 @@
 
 #include "core/common.h"
 #include "text/chat.h"
-#include "text/sbuf.h"
+#include "text/strbuf.h"
 
 static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma", "gemma4", "deepseek2", "deepseek3",
                                                    "harmony"};
@@ -329,30 +329,7 @@ void pk_chat_reasoning_free(pk_chat_reasoning *r) {
 }
 
 /* Drop the first k bytes of pend. */
-static void pend_take(pk_chat_reasoning *r, size_t k) {
-    memmove(r->pend.p, r->pend.p + k, r->pend.n - k + 1);
-    r->pend.n -= k;
-}
-
-/* Offset of m in s[0..n), or n. */
-static size_t find_at(const char *s, size_t n, const char *m) {
-    const char *h = memmem(s, n, m, strlen(m));
-    return h ? (size_t)(h - s) : n;
-}
-
-/* Length of the longest end of s[0..n) that begins m (and is shorter). */
-static size_t partial_tail(const char *s, size_t n, const char *m) {
-    size_t ml = strlen(m);
-    for (size_t k = ml - 1 < n ? ml - 1 : n; k > 0; k--)
-        if (!memcmp(s + n - k, m, k)) return k;
-    return 0;
-}
-
-/* Whether s[0..n) and m agree on their common length. */
-static int agrees(const char *s, size_t n, const char *m) {
-    size_t ml = strlen(m);
-    return !memcmp(s, m, n < ml ? n : ml);
-}
+static void pend_take(pk_chat_reasoning *r, size_t k) { sb_take(&r->pend, k); }
 
 /* Move k bytes of pend to dst (white space at its end kept back in pend
  * unless final, when reasoning is trimmed). */

@@ -34,7 +34,7 @@
 
 #include "core/common.h"
 #include "text/grammar.h"
-#include "text/sbuf.h"
+#include "text/strbuf.h"
 
 #define MAX_DEPTH 64
 #define MAX_ITEMS 1000       /* minItems, maxItems, minLength, maxLength */

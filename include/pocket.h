@@ -92,6 +92,8 @@ typedef struct pk_model_params {
     int type_k, type_v;        /* its KV cache types (PK_CACHE_*, 0: F16) */
     int expert_slots;          /* > 0: cache exactly this many experts per layer,
                                   whatever mem says (tests, experiments) */
+    int n_checkpoints;         /* its recurrent-state checkpoints (as
+                                  pk_context_params.n_checkpoints; -1: the default) */
 } pk_model_params;
 pk_model_params pk_model_default_params(void);
 int pk_model_load_params(const char *path, const pk_model_params *p, pk_model **out, pk_error *err);
@@ -103,6 +105,8 @@ typedef struct pk_model_plan {
     uint64_t expert_bytes;     /* all routed experts */
     uint64_t context_bytes;    /* one context of n_ctx tokens: KV cache, states, buffers */
     uint64_t kv_bytes_per_token; /* of that context's KV cache */
+    int n_checkpoints;         /* of that context's recurrent-state checkpoints, */
+    uint64_t checkpoint_bytes; /* each of these bytes (in context_bytes) */
     int n_ctx;
     int streaming;             /* 1: experts are read into a cache */
     int expert_slots;          /* cached experts per layer (n_expert if all resident) */

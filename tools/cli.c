@@ -163,6 +163,12 @@ void print_plan(const pk_model *m, FILE *f) {
     fprintf(f, "  resident      %s of weights (all but the routed experts)\n", a);
     fprintf(f, "  context       %s for %d tokens (KV cache %.1f KiB per token, states, buffers)\n", b, p.n_ctx,
             (double)p.kv_bytes_per_token / 1024.0);
+    if (p.n_checkpoints) {
+        mib(d, sizeof d, p.checkpoint_bytes * (uint64_t)p.n_checkpoints);
+        mib(e, sizeof e, p.checkpoint_bytes);
+        fprintf(f, "  checkpoints   %s of it: %d recurrent-state checkpoints of %s (to resume a prefix)\n", d,
+                p.n_checkpoints, e);
+    }
     if (!p.n_expert) return;
     if (p.streaming) {
         mib(d, sizeof d, p.cache_bytes);

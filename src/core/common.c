@@ -51,3 +51,27 @@ const char *pk_status_str(int code) {
     }
     return "unknown error";
 }
+
+static inline uint64_t rotl64(uint64_t x, int r) { return x << r | x >> (64 - r); }
+
+/* MurmurHash3-style mixing of 8-byte words, the length folded in, then a
+   final avalanche. */
+uint64_t pk_hash64(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    const uint64_t k1 = 0x87c37b91114253d5ull, k2 = 0x4cf5ad432745937full;
+    h ^= (uint64_t)n * 0x9e3779b97f4a7c15ull;
+    for (; n >= 8; n -= 8, b += 8) {
+        uint64_t w;
+        memcpy(&w, b, 8);
+        h ^= rotl64(w * k1, 31) * k2;
+        h = rotl64(h, 27) * 5 + 0x52dce729;
+    }
+    uint64_t w = 0;
+    for (size_t i = 0; i < n; i++) w |= (uint64_t)b[i] << (8 * i);
+    h ^= rotl64(w * k1, 31) * k2;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ h >> 33;
+}

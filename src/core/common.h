@@ -45,4 +45,9 @@ extern _Thread_local uint64_t pk_alloc_bytes;
 /* Monotonic wall clock in seconds. */
 double pk_time(void);
 
+/* A 64-bit hash of n bytes, continuing from h (0 to start): chunks hashed
+ * one after the other give one hash of the sequence of chunks (not of their
+ * concatenation). For identities and checksums, not for security. */
+uint64_t pk_hash64(uint64_t h, const void *p, size_t n);
+
 #endif

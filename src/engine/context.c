@@ -9,6 +9,7 @@
 #include "engine/context.h"
 
 #define DEFAULT_BATCH 512
+#define DEFAULT_CHECKPOINTS 4
 
 pk_context_params pk_context_default_params(void) {
     pk_context_params p = {.n_ctx = 0, .n_threads = 0, .n_batch = 0, .type_k = PK_CACHE_F16, .type_v = PK_CACHE_F16,
@@ -130,6 +131,9 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
         return pk_errorf(err, PK_ERR_ARG, "thread count %d is out of range [1, 512]", p.n_threads);
     if (p.n_batch < 0 || p.n_batch > 4096)
         return pk_errorf(err, PK_ERR_ARG, "batch size %d is out of range [1, 4096]", p.n_batch);
+    if (p.n_checkpoints < -1 || p.n_checkpoints > 4096)
+        return pk_errorf(err, PK_ERR_ARG, "checkpoint count %d is out of range [0, 4096]", p.n_checkpoints);
+    if (p.n_checkpoints == -1) p.n_checkpoints = DEFAULT_CHECKPOINTS;
     pk_kv_need *need = kv_needs(m);   /* freed before the context is counted */
     if (!need) return pk_errorf(err, PK_ERR_NOMEM, "out of memory");
     /* the head sizes of every cached layer (layers may differ: engine/kv.h), the
@@ -209,6 +213,13 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
     c->row_cap = need_s.row;
     ALLOC(c->row, c->row_cap);
     ALLOC(c->logits, hp->n_vocab);
+    ALLOC(c->tokens, p.n_ctx);
+    /* checkpoints: only where a layer keeps a running state */
+    c->ckpt_floats = (size_t)c->kv.n_rec * ((size_t)c->kv.conv_rows * c->kv.conv_dim + (size_t)c->kv.ssm_size);
+    c->ckpt_cap = c->ckpt_floats ? p.n_checkpoints : 0;
+    ALLOC(c->ckpt_pos, c->ckpt_cap);
+    ALLOC(c->ckpt_slot, c->ckpt_cap);
+    ALLOC(c->ckpt_state, (int64_t)c->ckpt_cap * (int64_t)c->ckpt_floats);
     c->n_jobs_cap = (int)need_s.jobs;
     ALLOC(c->jobs, c->n_jobs_cap);
     c->xptr_cap = need_s.rows;
@@ -239,12 +250,15 @@ int pk_context_new(const pk_model *m, const pk_context_params *params, pk_contex
 }
 
 int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t *mem_bytes, int *n_ctx,
-                       uint64_t *kv_bytes_per_token, pk_error *err) {
+                       uint64_t *kv_bytes_per_token, int *n_checkpoints, uint64_t *checkpoint_bytes,
+                       pk_error *err) {
     pk_context *c;
     int rc = context_new(m, params, &c, 1, err);
     if (rc) return rc;
     *mem_bytes = c->mem_bytes;
     *n_ctx = c->n_ctx;
+    *n_checkpoints = c->ckpt_cap;
+    *checkpoint_bytes = pk_context_checkpoint_bytes(c);
     pk_context_kv_size(c, kv_bytes_per_token, NULL);
     pk_context_free(c);
     return PK_OK;
@@ -256,7 +270,8 @@ void pk_context_free(pk_context *c) {
     pk_kv_free(&c->kv);
     for (int s = 0; s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++) free(c->slot[s].buf[t]);
-    void *bufs[] = {c->x, c->xb, c->xb2, c->arena, c->row, c->logits, c->jobs, c->xptr, c->xptr_off};
+    void *bufs[] = {c->x,    c->xb,   c->xb2,      c->arena,    c->row,       c->logits,    c->jobs,
+                    c->xptr, c->xptr_off, c->tokens, c->ckpt_pos, c->ckpt_slot, c->ckpt_state};
     for (int r = 0; r < PK_MAX_ROPE; r++) {
         free(c->rope_cos[r]);
         free(c->rope_sin[r]);
@@ -265,10 +280,7 @@ void pk_context_free(pk_context *c) {
     free(c);
 }
 
-void pk_context_reset(pk_context *c) {
-    c->pos = 0;
-    pk_kv_clear(&c->kv);
-}
+void pk_context_reset(pk_context *c) { pk_context_truncate(c, 0); }
 int pk_context_pos(const pk_context *c) { return c->pos; }
 int pk_context_n_ctx(const pk_context *c) { return c->n_ctx; }
 void pk_context_kv_size(const pk_context *c, uint64_t *kv_bytes_per_token, uint64_t *recurrent_bytes) {

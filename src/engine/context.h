@@ -41,6 +41,14 @@ struct pk_context {
     int n_ctx;
     int n_batch;                  /* most tokens per forward pass */
     int pos;                      /* tokens in the sequence */
+    int32_t *tokens;              /* [n_ctx] the tokens of positions 0..pos-1 */
+    /* recurrent-state checkpoints (engine/state.c), ascending positions:
+       checkpoint i is at ckpt_pos[i], its conv states then recurrent states
+       (kv.n_rec layers each) at ckpt_state + ckpt_slot[i] * ckpt_floats */
+    int n_ckpt, ckpt_cap;
+    int *ckpt_pos, *ckpt_slot;
+    float *ckpt_state;
+    size_t ckpt_floats;
     pk_pool *pool;
     const pk_kernels *kern;
     pk_kv kv;
@@ -161,10 +169,12 @@ void pk_matvec_from(pk_context *c, const pk_mv *jobs, int n_jobs, const void *co
 void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out);
 
 /* What pk_context_new with these parameters would allocate (mem_bytes, as
- * pk_alloc_bytes counts it), its context size and KV bytes per token,
- * without starting threads or filling its tables (the memory plan). */
+ * pk_alloc_bytes counts it), its context size, KV bytes per token and
+ * recurrent-state checkpoints (count, bytes of one), without starting
+ * threads or filling its tables (the memory plan). */
 int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t *mem_bytes, int *n_ctx,
-                       uint64_t *kv_bytes_per_token, pk_error *err);
+                       uint64_t *kv_bytes_per_token, int *n_checkpoints, uint64_t *checkpoint_bytes,
+                       pk_error *err);
 
 /* ---- blocks (engine/forward.c and the kinds) ------------------------------------ */
 /* g = act(g) * u, n floats (enum pk_act, model/arch.h): the kernels' SiLU or

@@ -121,6 +121,7 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
             for (int i = 0; i < rows * D; i++) c->x[i] *= s;
         }
     }
+    memcpy(c->tokens + c->pos, tokens, (size_t)n * sizeof *tokens);
     c->pos += n;
     c->n_tokens += (uint64_t)n;
     if (!logits) return PK_OK;

@@ -27,6 +27,7 @@ int pk_kv_init(pk_kv *kv, int n_layer, const pk_kv_need *need, int n_ctx, int ty
     }
     int n_att = 0, n_rec = 0, n_lat = 0;
     if (!(kv->slot = pk_calloc((size_t)n_layer, sizeof *kv->slot)) ||
+        !(kv->kind = pk_calloc((size_t)n_layer, sizeof *kv->kind)) ||
         !(kv->att = pk_calloc((size_t)n_layer, sizeof *kv->att))) {
         pk_kv_free(kv);
         return PK_ERR_NOMEM;
@@ -37,6 +38,7 @@ int pk_kv_init(pk_kv *kv, int n_layer, const pk_kv_need *need, int n_ctx, int ty
         PK_ASSERT(n->kind != PK_MEM_STATE || (n->conv_rows == rec->conv_rows && n->conv_dim == rec->conv_dim &&
                                               n->ssm_size == rec->ssm_size));
         PK_ASSERT(n->kind != PK_MEM_LATENT || n->lat_dim == lat->lat_dim);
+        kv->kind[l] = n->kind;
         kv->slot[l] = n->kind == PK_MEM_KV ? n_att++ : n->kind == PK_MEM_STATE ? n_rec++
                       : n->kind == PK_MEM_LATENT ? n_lat++ : -1;
         if (n->kind != PK_MEM_KV) continue;
@@ -77,6 +79,7 @@ void pk_kv_clear(pk_kv *kv) {
 
 void pk_kv_free(pk_kv *kv) {
     free(kv->slot);
+    free(kv->kind);
     free(kv->att);
     free(kv->k);
     free(kv->v);
@@ -84,7 +87,7 @@ void pk_kv_free(pk_kv *kv) {
     free(kv->ssm);
     free(kv->lat);
     kv->lat = NULL;
-    kv->slot = NULL;
+    kv->slot = kv->kind = NULL;
     kv->att = NULL;
     kv->k = kv->v = NULL;
     kv->conv = kv->ssm = NULL;

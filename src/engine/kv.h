@@ -60,6 +60,7 @@ typedef struct pk_kv {
     int lat_dim;           /* latent row elements per position (latent attention layers) */
     size_t lat_row;        /* its bytes, in type_k */
     int n_att, n_rec, n_lat; /* attention layers, DeltaNet layers, latent attention layers */
+    int *kind;             /* [n_layer] enum pk_mem_kind */
     int *slot;             /* [n_layer] index among the layers of the same kind (-1: none) */
     uint8_t *k;            /* per attention layer, at its k_off: F32: [k_dim][n_ctx]
                               floats; else [kv head][n_ctx] rows of k_head bytes */

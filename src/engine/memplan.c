@@ -82,7 +82,9 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
     cp.n_threads = 1;
     cp.type_k = p->type_k;
     cp.type_v = p->type_v;
-    int rc = pk_context_measure(m, &cp, &pl->context_bytes, &pl->n_ctx, &pl->kv_bytes_per_token, err);
+    cp.n_checkpoints = p->n_checkpoints;
+    int rc = pk_context_measure(m, &cp, &pl->context_bytes, &pl->n_ctx, &pl->kv_bytes_per_token,
+                                &pl->n_checkpoints, &pl->checkpoint_bytes, err);
     if (rc) return rc;
     if (!tied) {
         uint64_t rows = (uint64_t)pl->n_ctx < (uint64_t)hp->n_vocab ? (uint64_t)pl->n_ctx : (uint64_t)hp->n_vocab;

@@ -565,7 +565,7 @@ static void count_params(pk_model *m) {
 }
 
 pk_model_params pk_model_default_params(void) {
-    pk_model_params p = {.mem = 0, .n_ctx = 0, .type_k = 0, .type_v = 0, .expert_slots = 0};
+    pk_model_params p = {.mem = 0, .n_ctx = 0, .type_k = 0, .type_v = 0, .expert_slots = 0, .n_checkpoints = -1};
     return p;
 }
 
@@ -585,6 +585,8 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
     uint8_t *linear = NULL;
     int rc = gguf_open(path, &m->gguf, err);
     if (rc) goto fail;
+    m->file_id = pk_hash64(pk_hash64(0, &m->gguf->size, sizeof m->gguf->size), m->gguf->map,
+                           (size_t)m->gguf->data_offset);
     if ((rc = gguf_get_string(m->gguf, "general.architecture", 1, &an, err))) goto fail;
     if (!(m->arch = pk_arch_find(an))) {
         char safe[64];

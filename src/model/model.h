@@ -161,6 +161,8 @@ typedef struct pk_layer {
 struct pk_model {
     char *path;
     gguf_file *gguf;
+    uint64_t file_id;                    /* hash of the file's header and size: whose
+                                            saved states are these (engine/state.c) */
     const pk_arch *arch;
     pk_hparams hp;
     pk_tensor tok_embd;                  /* (D) x n_vocab rows */

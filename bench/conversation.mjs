@@ -47,7 +47,7 @@
 // $POCKET_NODE_DIR (default build/tmp/node; bench/conversation.sh installs it).
 import { createRequire } from 'node:module';
 import { readFileSync, existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const HELP = `usage: node bench/conversation.mjs --url URL [--label NAME] [--url URL [--label NAME] ...] [options]
@@ -186,10 +186,10 @@ const r3 = (x) => (x === null || x === undefined ? null : Math.round(x * 1000) /
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
-  const nodeDir = process.env.POCKET_NODE_DIR || join(ROOT, 'build/tmp/node');
+  const nodeDir = resolve(process.env.POCKET_NODE_DIR || join(ROOT, 'build/tmp/node'));
   let OpenAI;
   try { OpenAI = createRequire(join(nodeDir, 'package.json'))('openai').default; }
-  catch (e) { die(`the openai package is not in ${nodeDir} (npm install openai@6 there, or set POCKET_NODE_DIR)`); }
+  catch (e) { die(`the openai package is not in ${nodeDir} (npm install openai@6 there, or set POCKET_NODE_DIR): ${e.message}`); }
   for (const s of o.servers) {
     s.client = new OpenAI({ baseURL: s.url + '/v1', apiKey: o.key, maxRetries: 0, timeout: o.timeout * 1000 });
     let models;

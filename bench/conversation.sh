@@ -17,7 +17,10 @@
 # (more flags for either server), MACHINE (the results file's machine name;
 # default from the CPU), OUT (the results file), BUILD (build).
 # The servers run one request at a time (--parallel 1 / -np 1); both stay up
-# for the whole replay of a model, each with its own conversation.
+# for the whole replay of a model, each with its own conversation. pocket
+# gets --timeout 3600, llama-server's default: with pocket's 120 s a
+# streamed request whose prompt takes longer is cut (no byte flows while the
+# prompt is processed).
 set -eu
 BUILD=${BUILD:-build}
 P="$BUILD/pocket"
@@ -51,9 +54,16 @@ mkdir -p bench/results
 OUT=${OUT:-bench/results/$(date +%F)-$MACHINE-conversation.md}
 tmp=$(mktemp -d)
 PS=""; LS=""
+stop() {   # PID: SIGTERM, then SIGKILL after 10 s (llama-server finishes a prompt before it obeys)
+    kill "$1" 2>/dev/null || return 0
+    i=0
+    while [ $i -lt 20 ] && kill -0 "$1" 2>/dev/null; do sleep 0.5; i=$((i + 1)); done
+    kill -9 "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
 cleanup() {
-    [ -z "$PS" ] || { kill "$PS" 2>/dev/null; wait "$PS" 2>/dev/null; }
-    [ -z "$LS" ] || { kill "$LS" 2>/dev/null; wait "$LS" 2>/dev/null; }
+    [ -z "$PS" ] || stop "$PS"
+    [ -z "$LS" ] || stop "$LS"
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -92,7 +102,7 @@ fi
 
 for m in "$@"; do
     name=$(basename "$m" .gguf)
-    PCMD="$P serve -m $m --host 127.0.0.1 --port 0 -c $CTX -t $THREADS --parallel 1 $POCKET_ARGS"
+    PCMD="$P serve -m $m --host 127.0.0.1 --port 0 -c $CTX -t $THREADS --parallel 1 --timeout 3600 $POCKET_ARGS"
     # shellcheck disable=SC2086
     $PCMD >"$tmp/pocket.log" 2>&1 &
     PS=$!
@@ -146,7 +156,7 @@ for m in "$@"; do
             grep '^|' "$tmp/run.txt"
         } >>"$OUT"
     done
-    kill "$PS"; wait "$PS" 2>/dev/null || true; PS=""
-    if [ -n "$LS" ]; then kill "$LS"; wait "$LS" 2>/dev/null || true; LS=""; fi
+    stop "$PS"; PS=""
+    if [ -n "$LS" ]; then stop "$LS"; LS=""; fi
 done
 echo "results appended to $OUT"

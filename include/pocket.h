@@ -298,8 +298,8 @@ int pk_state_load(pk_context *c, const void *buf, size_t n, pk_error *err);
 int pk_state_save_file(const pk_context *c, const char *path, pk_error *err);
 int pk_state_load_file(pk_context *c, const char *path, pk_error *err);
 /* The tokens of a saved state (buffer or file) of model m, checked as far as
- * its header (model identity, lengths; not the checksum: that is checked at
- * load), without loading it: *tokens is allocated (free()), *n their count.
+ * its header (model identity, lengths, the total size; not the checksum:
+ * that is checked at load), without loading it: *tokens is allocated (free()), *n their count.
  * For a cache that matches prompts against stored states. */
 int pk_state_tokens(const pk_model *m, const void *buf, size_t n, int32_t **tokens, int *n_tokens,
                     pk_error *err);

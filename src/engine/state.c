@@ -484,6 +484,10 @@ static int state_tokens(const pk_model *m, const uint8_t *b, size_t n, int32_t *
     state_header h;
     int rc = header_read(m, b, n, &h, what, err);
     if (rc) return rc;
+    if (h.payload_bytes != n - HEADER_BYTES)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s: %zu bytes, its header says %llu", what,
+                         n - HEADER_BYTES < h.payload_bytes ? "truncated" : "trailing bytes", n,
+                         (unsigned long long)(HEADER_BYTES + h.payload_bytes));
     int32_t *t = malloc(4 * (size_t)h.n_tokens + 4);
     if (!t) return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", what);
     memcpy(t, b + HEADER_BYTES, 4 * (size_t)h.n_tokens);

@@ -10,7 +10,13 @@
 // turn sends the whole history (as chat clients do) plus a user message of
 // about U tokens and asks for R tokens (max_tokens R, temperature 0, a fixed
 // seed, ignore_eos: llama-server honours it, pocket ignores the field),
-// streamed. The reply as received goes back into the history. With
+// streamed. The reply goes back into the history: as received (--replies
+// received, the default), or (--replies scripted) R tokens of corpus text
+// in its place. Use scripted on bench/gen_bench_model.py's random-weight
+// files: their replies are mostly filler tokens whose text ("<f123456>")
+// takes 9 byte tokens when sent back, so each turn would add about 9 R
+// tokens and the conversation would leave the context; either way the
+// server's cache can match up to the reply's start only. With
 // --agent the shape is an agent's: system prompt, one user task, then after
 // every reply a tool result of about K tokens (role "tool", or a user
 // message with --tool-role user) and the next request.
@@ -60,6 +66,8 @@ const HELP = `usage: node bench/conversation.mjs --url URL [--label NAME] [--url
   --agent              agent shape: one user task, then a tool result after every reply
   --K N                tool result tokens per step with --agent (default 200)
   --tool-role ROLE     "tool" (default) or "user" (the result as user text)
+  --replies HOW        "received" (default: the reply goes back as it came) or "scripted"
+                       (R tokens of corpus text stand in for it in the history)
   --alternate HOW      "turn" (default) or "conversation"
   --rounds N           conversations per server (default 1), each new
   --cpt X              characters per token of the server's vocabulary (default 1)
@@ -71,7 +79,7 @@ function die(msg) { console.error('conversation.mjs: ' + msg); process.exit(2); 
 
 function parseArgs(argv) {
   const o = { servers: [], S: 2000, T: 8, R: 64, U: 32, K: 200, agent: false, toolRole: 'tool',
-              alternate: 'turn', rounds: 1, cpt: 1, runId: String(Date.now()),
+              alternate: 'turn', replies: 'received', rounds: 1, cpt: 1, runId: String(Date.now()),
               key: process.env.POCKET_KEY || 'none', timeout: 3600 };
   const ints = { '--S': 'S', '--T': 'T', '--R': 'R', '--U': 'U', '--K': 'K', '--rounds': 'rounds', '--timeout': 'timeout' };
   for (let i = 0; i < argv.length; i++) {
@@ -100,6 +108,10 @@ function parseArgs(argv) {
       o.alternate = val();
       if (o.alternate !== 'turn' && o.alternate !== 'conversation')
         die(`--alternate is '${o.alternate}'; it must be turn or conversation`);
+    } else if (a === '--replies') {
+      o.replies = val();
+      if (o.replies !== 'received' && o.replies !== 'scripted')
+        die(`--replies is '${o.replies}'; it must be received or scripted`);
     } else if (a === '--cpt') {
       const v = val();
       o.cpt = Number(v);
@@ -140,6 +152,7 @@ class Script {
     this.system = head + cut(calib, 0, Math.max(0, c(o.S) - head.length));
     this.user = (t) => cut(valid, t * c(o.U), c(o.U));
     this.tool = (t) => cut(calib, 60000 + t * c(o.K), c(o.K));
+    this.reply = (t) => cut(valid, 20000 + t * c(o.R), c(o.R));
   }
   // the messages of turn t (0-based) given the history so far
   next(history, t) {
@@ -200,7 +213,7 @@ async function main() {
   }
   console.log(JSON.stringify({ run: o.runId, mode: o.agent ? 'agent' : 'chat', S: o.S, T: o.T, R: o.R, U: o.U,
     K: o.agent ? o.K : undefined, tool_role: o.agent ? o.toolRole : undefined, cpt: o.cpt,
-    alternate: o.alternate, rounds: o.rounds, servers: o.servers.map((s) => ({ label: s.label, url: s.url, model: s.model })) }));
+    alternate: o.alternate, replies: o.replies, rounds: o.rounds, servers: o.servers.map((s) => ({ label: s.label, url: s.url, model: s.model })) }));
 
   const rows = [];
   for (let round = 0; round < o.rounds; round++) {
@@ -240,7 +253,7 @@ async function main() {
       console.log(JSON.stringify(row));
       rows.push(row);
       c.prev = u.prompt_tokens;
-      c.history = [...messages, { role: 'assistant', content: r.text }];
+      c.history = [...messages, { role: 'assistant', content: o.replies === 'scripted' ? script.reply(t) : r.text }];
     }
   }
 

@@ -10,9 +10,12 @@
 # Environment: LLAMA_SERVER (the llama-server binary, built by you outside
 # this repository; empty: pocket alone), S (system prompt tokens, 2000), T
 # (turns, 8), R (reply tokens, 64), U (user message tokens, 32), K (tool
-# result tokens of the agent replay, 200), AGENT (1: the agent replay after
+# result tokens of the agent replay, 150), AGENT (1: the agent replay after
 # the chat one; 0: chat only), ROUNDS (1), ALTERNATE (turn | conversation),
-# CPT (characters per token, 1: gen_bench_model.py's byte vocabulary), CTX
+# CPT (characters per token, 1: gen_bench_model.py's byte vocabulary),
+# REPLIES (scripted: R tokens of corpus text go back in place of each reply,
+# as a random-weight file's reply would take about 9 R tokens; received:
+# the reply as it came, for real models), CTX
 # (context of both servers, 4096), THREADS (2), POCKET_ARGS / LLAMA_ARGS
 # (more flags for either server), MACHINE (the results file's machine name;
 # default from the CPU), OUT (the results file), BUILD (build).
@@ -24,8 +27,8 @@
 set -eu
 BUILD=${BUILD:-build}
 P="$BUILD/pocket"
-S=${S:-2000}; T=${T:-8}; R=${R:-64}; U=${U:-32}; K=${K:-200}; AGENT=${AGENT:-1}; ROUNDS=${ROUNDS:-1}
-ALTERNATE=${ALTERNATE:-turn}; CPT=${CPT:-1}; CTX=${CTX:-4096}; THREADS=${THREADS:-2}
+S=${S:-2000}; T=${T:-8}; R=${R:-64}; U=${U:-32}; K=${K:-150}; AGENT=${AGENT:-1}; ROUNDS=${ROUNDS:-1}
+ALTERNATE=${ALTERNATE:-turn}; REPLIES=${REPLIES:-scripted}; CPT=${CPT:-1}; CTX=${CTX:-4096}; THREADS=${THREADS:-2}
 POCKET_ARGS=${POCKET_ARGS:-}; LLAMA_ARGS=${LLAMA_ARGS:-}; LLAMA_SERVER=${LLAMA_SERVER:-}
 NODE_DIR=${POCKET_NODE_DIR:-$BUILD/tmp/node}
 fail() { echo "conversation.sh: $*" >&2; exit 1; }
@@ -103,6 +106,7 @@ fi
 for m in "$@"; do
     name=$(basename "$m" .gguf)
     PCMD="$P serve -m $m --host 127.0.0.1 --port 0 -c $CTX -t $THREADS --parallel 1 --timeout 3600 $POCKET_ARGS"
+    : >"$tmp/pocket.log"      # before the server opens it: read at once below
     # shellcheck disable=SC2086
     $PCMD >"$tmp/pocket.log" 2>&1 &
     PS=$!
@@ -127,7 +131,7 @@ for m in "$@"; do
     fi
     modes="chat"; [ "$AGENT" = 1 ] && modes="chat agent"
     for mode in $modes; do
-        flags="--S $S --T $T --R $R --U $U --rounds $ROUNDS --alternate $ALTERNATE --cpt $CPT"
+        flags="--S $S --T $T --R $R --U $U --rounds $ROUNDS --alternate $ALTERNATE --replies $REPLIES --cpt $CPT"
         [ "$mode" = agent ] && flags="$flags --agent --K $K"
         load0=$(cut -d' ' -f1-3 /proc/loadavg)
         start=$(date '+%F %T')

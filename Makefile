@@ -20,7 +20,7 @@ PYTHON  ?= /usr/bin/python3
 PREFIX  ?= /usr/local
 
 # Debian packages the build and tests need: package:probe
-DEB_PKGS = libpcre2-dev python3-numpy libmicrohttpd-dev libjansson-dev pkgconf
+DEB_PKGS = libpcre2-dev python3-numpy python3-jinja2 libmicrohttpd-dev libjansson-dev pkgconf
 
 # src/ is in folders by layer (HACKING.md): core, quant, gguf, kernels (with
 # x86/ and arm/), text, model, engine (with kinds/), offline. Objects mirror it
@@ -93,6 +93,7 @@ deps:
 	fi; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkgconf"; \
 	$(PYTHON) -c 'import numpy' 2>/dev/null || missing="$$missing python3-numpy"; \
+	$(PYTHON) -c 'import jinja2' 2>/dev/null || missing="$$missing python3-jinja2"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \
@@ -253,7 +254,7 @@ clean:
 # (DIR/share/pocket). Build against it with
 #   cc prog.c $(pkg-config --cflags --libs --static pocket)
 # PC_LIBS_PRIVATE lists what libpocket.a itself needs (not the CLI's extras).
-PC_LIBS_PRIVATE = -lpcre2-8 -lm -lpthread
+PC_LIBS_PRIVATE = -lpcre2-8 -ljansson -lm -lpthread
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: $(CLI) $(LIB)
 	install -d $(INSTALL_DIR)/lib/pkgconfig $(INSTALL_DIR)/include $(INSTALL_DIR)/bin \

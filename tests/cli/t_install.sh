@@ -22,7 +22,7 @@ for f in lib/libpocket.a include/pocket.h lib/pkgconfig/pocket.pc bin/pocket sha
     check "installed $f" [ -s "$prefix/$f" ]
 done
 check "pocket.pc Libs" grep -q '^Libs: -L${libdir} -lpocket$' "$prefix/lib/pkgconfig/pocket.pc"
-check "pocket.pc Libs.private" grep -q '^Libs.private: -lpcre2-8 -lm -lpthread$' "$prefix/lib/pkgconfig/pocket.pc"
+check "pocket.pc Libs.private" grep -q '^Libs.private: -lpcre2-8 -ljansson -lm -lpthread$' "$prefix/lib/pkgconfig/pocket.pc"
 
 flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs --static pocket)
 check "pkg-config --cflags --libs --static pocket ($flags)" [ -n "$flags" ]

@@ -20,7 +20,9 @@ PYTHON  ?= /usr/bin/python3
 PREFIX  ?= /usr/local
 
 # Debian packages the build and tests need: package:probe
-DEB_PKGS = libpcre2-dev python3-numpy python3-jinja2 libmicrohttpd-dev libjansson-dev pkgconf
+DEB_PKGS = libpcre2-dev python3-numpy python3-jinja2 libmicrohttpd-dev libjansson-dev libedit-dev pkgconf
+# the CLI alone links libedit (line editing in `pocket chat`)
+CLI_LDLIBS = -ledit
 
 # src/ is in folders by layer (HACKING.md): core, quant, gguf, kernels (with
 # x86/ and arm/), text, model, engine (with kinds/), offline. Objects mirror it
@@ -88,6 +90,7 @@ deps:
 	$(call have_header,pcre2.h) || missing="$$missing libpcre2-dev"; \
 	$(call have_header,microhttpd.h) || missing="$$missing libmicrohttpd-dev"; \
 	$(call have_header,jansson.h) || missing="$$missing libjansson-dev"; \
+	$(call have_header,editline/readline.h) || missing="$$missing libedit-dev"; \
 	if [ -n "$(CROSS)" ] && [ -n "$$missing" ]; then \
 	  echo "error: $(CC) ($(TARGET)) lacks the headers of:$$missing (pass SYSROOT=DIR with the target's packages; make test-aarch64 makes one for aarch64)" >&2; exit 1; \
 	fi; \
@@ -126,7 +129,7 @@ $(LIB): $(OBJ)
 	rm -f $@; ar rcs $@ $^
 
 $(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(LIB)
-	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(CLI_LDLIBS) $(LDLIBS)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
@@ -135,7 +138,7 @@ $(BUILD)/tests/tool_%: tests/lib/tool_%.c $(LIB) | $(BUILD)/tests
 
 # the fuzz harnesses as plain programs that replay files (fuzz/driver.c)
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h) | $(BUILD)/fuzz
-	$(CC) $(CFLAGS) -Itools $< fuzz/driver.c $(if $(filter serve,$*),tools/cli.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itools $< fuzz/driver.c $(if $(filter serve,$*),tools/cli.c tools/serve_cache.c) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/tests $(BUILD)/fuzz:
 	mkdir -p $@
@@ -195,7 +198,7 @@ fuzz-build: fuzz-deps
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt $(FUZZ_SAN)" $(FUZZ_BIN)
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h)
-	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(if $(filter serve,$*),tools/cli.c) $(LIB) -o $@ \
+	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(if $(filter serve,$*),tools/cli.c tools/serve_cache.c) $(LIB) -o $@ \
 	  -fsanitize=fuzzer $(FUZZ_SAN) $(LDLIBS)
 
 fuzz: fuzz-build
@@ -253,7 +256,9 @@ clean:
 # pkg-config file, the CLI, and the bundled model where the CLI looks for it
 # (DIR/share/pocket). Build against it with
 #   cc prog.c $(pkg-config --cflags --libs --static pocket)
-# PC_LIBS_PRIVATE lists what libpocket.a itself needs (not the CLI's extras).
+# PC_LIBS_PRIVATE lists what libpocket.a itself needs (not the CLI's extras;
+# jansson: the tool-call parser, text/toolcall.c, and JSON schemas,
+# text/json_schema.c, and the Jinja chat templates, text/jinja.c).
 PC_LIBS_PRIVATE = -lpcre2-8 -ljansson -lm -lpthread
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: $(CLI) $(LIB)

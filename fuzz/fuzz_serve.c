@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (generate) {
         if (j->max_tokens < 0 || j->max_tokens > 2) j->max_tokens = 2;
         j->refs = 1;
-        run_job(&fuzz_slot, j);
+        run_job(&fuzz_slot, j, 0);
         j->state = JOB_DONE;
         if (j->finish) {
             size_t n;

@@ -300,8 +300,8 @@ int pk_state_load(pk_context *c, const void *buf, size_t n, pk_error *err);
 int pk_state_save_file(const pk_context *c, const char *path, pk_error *err);
 int pk_state_load_file(pk_context *c, const char *path, pk_error *err);
 /* The tokens of a saved state (buffer or file) of model m, checked as far as
- * its header (model identity, lengths; not the checksum: that is checked at
- * load), without loading it: *tokens is allocated (free()), *n their count.
+ * its header (model identity, lengths, the total size; not the checksum:
+ * that is checked at load), without loading it: *tokens is allocated (free()), *n their count.
  * For a cache that matches prompts against stored states. */
 int pk_state_tokens(const pk_model *m, const void *buf, size_t n, int32_t **tokens, int *n_tokens,
                     pk_error *err);
@@ -346,6 +346,9 @@ typedef struct pk_sampler_params {
     float repeat_penalty;   /* 1: off (default 1.0) */
     int repeat_last_n;      /* window of recent tokens penalised (default 64) */
     uint64_t seed;          /* RNG seed */
+    float presence_penalty; /* OpenAI's: subtracted from the logit of every token accepted
+                               since the last reset (default 0: off) */
+    float frequency_penalty;/* OpenAI's: times the number of times it was accepted (0: off) */
 } pk_sampler_params;
 
 pk_sampler_params pk_sampler_default_params(void);
@@ -356,8 +359,101 @@ void pk_sampler_free(pk_sampler *s);
 int32_t pk_sampler_sample(pk_sampler *s, const float *logits);
 /* Record a token that entered the context, for the repetition penalty. */
 void pk_sampler_accept(pk_sampler *s, int32_t token);
-/* Forget accepted tokens; reseed the RNG. */
+/* Forget accepted tokens; reseed the RNG; a grammar starts again. */
 void pk_sampler_reset(pk_sampler *s, uint64_t seed);
+
+/* The chain pk_sampler_sample runs: logits + logit bias -> repetition,
+ * presence and frequency penalties -> the grammar (tokens it does not allow
+ * get -inf) -> top-k -> top-p / min-p -> temperature -> pick. */
+
+/* Logit bias (OpenAI's logit_bias): bias[i] is added to the logit of ids[i]
+ * before everything else (-100 in practice bans a token, +100 forces it).
+ * Replaces the previous set; n = 0 clears it. PK_ERR_ARG for an id outside
+ * the vocabulary or a bias that is not finite. */
+int pk_sampler_set_logit_bias(pk_sampler *s, const int32_t *ids, const float *bias, int n, pk_error *err);
+
+/* Log-probabilities of the last pk_sampler_sample call: the log-softmax of
+ * the logits the chain started from (after bias, penalties and the grammar,
+ * at temperature 1, before top-k/top-p/min-p), so a token the grammar
+ * forbids has -inf. pk_sampler_logprob gives one token's (-inf for an id
+ * out of range); pk_sampler_top_logprobs writes the k most likely, best
+ * first, and returns how many it wrote (at most k; fewer when fewer tokens
+ * are possible). Valid until the next sample call. */
+float pk_sampler_logprob(pk_sampler *s, int32_t token);
+int pk_sampler_top_logprobs(pk_sampler *s, int k, int32_t *ids, float *logprobs);
+
+/* ---- grammars: constrained output (docs/grammars.md) ------------------------
+ * A grammar in GBNF, llama.cpp's notation (its `grammar` field), compiled for
+ * a model's vocabulary. Attached to a sampler, it leaves only the tokens that
+ * keep the output a prefix of the language: pk_sampler_sample picks among
+ * them (end-of-generation tokens only once the grammar is complete) and
+ * pk_sampler_accept advances it. JSON schemas are turned into GBNF first.
+ *
+ *     char *gbnf;  pk_grammar *g;
+ *     pk_json_schema_to_grammar(schema, strlen(schema), 0, &gbnf, &err);
+ *     pk_grammar_new(m, gbnf, NULL, &g, &err);   free(gbnf);
+ *     pk_sampler_set_grammar(s, g, &err);
+ *     pk_sampler_grammar_limit(s, max_tokens);    // close the output in time
+ *     ... sample / accept as usual; stop at an end-of-generation token ...
+ *     pk_sampler_grammar_status(s, NULL) == PK_GRAMMAR_CAN_END: complete
+ *
+ * A grammar keeps caches that grow as it is used (what it allows after each
+ * state, shared by every sampler it is attached to); it is used by one
+ * thread at a time, and freed after the samplers that use it. */
+typedef struct pk_grammar pk_grammar;
+
+/* Compile gbnf (NUL-terminated) with start rule root (NULL: "root") for m's
+ * vocabulary; m = NULL compiles a grammar that can only check strings
+ * (pk_grammar_check). PK_ERR_ARG with a one-line message for a bad grammar:
+ * "grammar: line L, column C: ..." (syntax), "grammar: rule 'x' ..."
+ * (undefined, left-recursive, never ending), limits exceeded. */
+int pk_grammar_new(const pk_model *m, const char *gbnf, const char *root, pk_grammar **out, pk_error *err);
+void pk_grammar_free(pk_grammar *g);
+/* Whether text (len bytes) is in the grammar's language: 1 complete, 0 a
+ * prefix of a sentence but not complete, -1 not even a prefix. */
+int pk_grammar_check(pk_grammar *g, const char *text, size_t len);
+
+/* The GBNF (malloc'ed, NUL-terminated; free it) of a JSON schema (len
+ * bytes): types object (properties, required, additionalProperties),
+ * array (items, prefixItems, minItems, maxItems), string (enum, const,
+ * minLength, maxLength, format date/time/date-time/uuid), number (minimum
+ * 0), integer (minimum, maximum, exclusive ones), boolean, null, type lists,
+ * nullable, enum and const of any type, anyOf,
+ * oneOf, $ref to #/$defs and #/definitions; {} and true: any JSON value.
+ * {"type": "object"} alone is any object (response_format json_object).
+ * PK_ERR_ARG naming the keyword and its place ("at /properties/age") for what
+ * is not supported (pattern, bounds on numbers, ...) or not valid. With flags
+ * PK_SCHEMA_LENIENT the keywords that only narrow values (pattern, bounds
+ * on numbers, multipleOf, uniqueItems, unknown formats, ...) are ignored
+ * instead of refused: for tool arguments, whose schemas the client wrote. */
+enum { PK_SCHEMA_LENIENT = 1 };
+int pk_json_schema_to_grammar(const char *schema, size_t len, int flags, char **gbnf, pk_error *err);
+/* The same as rules to put into a larger grammar: the value's rule is named
+ * name (letters, digits, '-'), every other rule name starts with "name-",
+ * and there is no root. A tool call constrained to a function's arguments:
+ *     root ::= "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " args "}\n</tool_call>"
+ * followed by the rules of pk_json_schema_to_rules(parameters, ..., "args"). */
+int pk_json_schema_to_rules(const char *schema, size_t len, int flags, const char *name, char **gbnf, pk_error *err);
+
+/* Attach g (NULL: detach) to s, from its start, with no limit; g must have
+ * been compiled for a model with s's vocabulary size (else PK_ERR_ARG). */
+int pk_sampler_set_grammar(pk_sampler *s, pk_grammar *g, pk_error *err);
+/* Finish within n more accepted tokens (n <= 0: no limit, the default):
+ * once the fewest bytes that complete the grammar reach the tokens left,
+ * only tokens that bring the end closer are allowed (the model's best ones
+ * first, else a one-byte token on the shortest way), so a run stopped at n
+ * tokens is complete. */
+void pk_sampler_grammar_limit(pk_sampler *s, int n);
+enum {
+    PK_GRAMMAR_NONE = 0,     /* no grammar attached */
+    PK_GRAMMAR_OPEN = 1,     /* the output so far is incomplete */
+    PK_GRAMMAR_CAN_END = 2,  /* complete; it may also go on */
+    PK_GRAMMAR_MUST_END = 3, /* complete; only the end is allowed */
+    PK_GRAMMAR_FAILED = 4,   /* a token it does not allow was accepted, or a limit was hit */
+};
+/* The grammar's state after the tokens accepted; *msg (if msg) says why for
+ * PK_GRAMMAR_FAILED, else NULL. */
+int pk_sampler_grammar_status(const pk_sampler *s, const char **msg);
 
 /* ---- chat templates (text/chat.c) ---------------------------------------------
  * Built-in writers for the template families, chosen by name or detected
@@ -489,6 +585,100 @@ void pk_chat_reasoning_free(pk_chat_reasoning *r);
 int pk_chat_reasoning_feed(pk_chat_reasoning *r, const char *text, size_t n, int final);
 const char *pk_chat_reasoning_content(const pk_chat_reasoning *r, size_t *len);
 const char *pk_chat_reasoning_text(const pk_chat_reasoning *r, size_t *len);
+
+/* ---- tool calls (text/toolcall.c; docs/tool-calls.md) ----------------------------
+ * Splitting a generated assistant turn into its content and the tool calls
+ * it writes, streamed as it is generated, for the format called name:
+ *   "qwen3coder" <tool_call>\n<function=NAME>\n<parameter=ARG>\nVALUE\n</parameter>\n
+ *                </function>\n</tool_call> (Qwen3.5, Qwen3-Coder). Each VALUE
+ *                (less one newline each side) becomes a JSON number, true/false,
+ *                null, object or array when the whole of it is one (and the
+ *                tool's schema, pk_toolcall_set_tools, allows it), else a string.
+ *   "hermes"     <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
+ *                (Qwen3, Qwen2.5, Hermes). The two tagged formats are parsed
+ *                alike: either body inside <tool_call>, or a bare <function=.
+ *   "harmony"    [<|start|>assistant]<|channel|>commentary to=functions.NAME
+ *                <|constrain|>json<|message|>{...}<|call|> (gpt-oss; also a
+ *                header that starts the text, " to=functions.NAME<|channel|>...",
+ *                going on from the prompt's <|start|>assistant)
+ *   "deepseek"   <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}
+ *                <｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek-V3.1; V3/R1's
+ *                function<｜tool▁sep｜>NAME\n```json\n{...}\n``` too)
+ *   "llama3"     {"name": NAME, "parameters": {...}} as the message, or after
+ *                <|python_tag|>; several separated by ';' or white space
+ * Feed the answer text: pk_chat_reasoning's content, except for harmony,
+ * whose tool calls are known by their headers - feed it the raw text; its
+ * content is then that text with the call messages taken out, for
+ * pk_chat_reasoning to split.
+ *
+ * Feed the text in pieces, split anywhere (final = 1 with the last piece, or
+ * an empty one); the result does not depend on where it was split. Content
+ * before a possible call flows out at once; a marker cut between pieces is
+ * held back until it is known. A call starts as soon as its name is known;
+ * its arguments (a JSON text, as OpenAI's function.arguments) then grow by
+ * the deltas sent, so the deltas concatenated are the final arguments.
+ * Tolerant: text before, between and after calls is content (white space
+ * before a call, between calls and after the last one at the end is
+ * dropped); a call cut off at the end is completed with
+ * what was read (a marker cut off at the end is dropped); arguments that are
+ * not JSON are passed as written; what has no name is not a call and stays
+ * content. A call must be recognised within 16 KiB of its opening marker,
+ * else the marker is content; at most 1024 calls per message. */
+typedef struct pk_toolcall pk_toolcall;
+/* The format a chat template's text makes its model write ("qwen3coder",
+ * "hermes", "harmony", "deepseek", "llama3"), by the markers it renders tool
+ * calls with; NULL if none is recognised (e.g. Gemma-4's). Static string. */
+const char *pk_toolcall_detect(const char *tmpl, size_t len);
+/* A parser for format (PK_ERR_ARG naming the known ones if unknown). Call ids
+ * are "call_" and 24 letters and digits, derived from id_seed and the call's
+ * index: give each request its own seed. */
+int pk_toolcall_new(const char *format, uint64_t id_seed, pk_toolcall **out, pk_error *err);
+/* Optional, before feeding: the request's "tools" (a JSON array of
+ * {"type": "function", "function": {"name", "parameters": SCHEMA}}, or of
+ * {"name", "input_schema"}), whose parameter types decide qwen3coder values:
+ * a "string" parameter stays a string ("123" is not 123; "null" is still
+ * null), a "boolean" one reads True/FALSE too. NULL clears them. PK_ERR_ARG
+ * if the text is not a JSON array. */
+int pk_toolcall_set_tools(pk_toolcall *tc, const char *tools_json, size_t len, pk_error *err);
+void pk_toolcall_free(pk_toolcall *tc);
+/* Parse the next piece. PK_ERR_ARG after the final piece, PK_ERR_NOMEM. */
+int pk_toolcall_feed(pk_toolcall *tc, const char *text, size_t n, int final);
+
+/* What the last feed decided, in order (pk_toolcall_next); text deltas never
+ * end inside a UTF-8 character unless the text did. */
+enum {
+    PK_TOOLCALL_CONTENT = 1,  /* text: more content */
+    PK_TOOLCALL_START,        /* call index starts: text is its name, id its id */
+    PK_TOOLCALL_ARGS,         /* text: more of call index's arguments */
+    PK_TOOLCALL_END,          /* call index is complete */
+};
+typedef struct pk_toolcall_event {
+    int kind;                 /* PK_TOOLCALL_* */
+    int index;                /* the call (0, 1, ...); -1 for content */
+    const char *text;         /* not NUL-terminated; valid until the next feed */
+    size_t len;
+    const char *id;           /* the call's id (NULL for content) */
+} pk_toolcall_event;
+/* The next event of the last feed into *ev: 1, or 0 when there is none. */
+int pk_toolcall_next(pk_toolcall *tc, pk_toolcall_event *ev);
+
+/* The content so far (NUL-terminated, owned by the parser). */
+const char *pk_toolcall_content(const pk_toolcall *tc, size_t *len);
+/* The calls so far (a call's arguments grow until its END event). */
+int pk_toolcall_count(const pk_toolcall *tc);
+typedef struct pk_toolcall_call {
+    const char *id, *name;    /* NUL-terminated, owned by the parser */
+    const char *arguments;    /* JSON text (as written when the model wrote no JSON), NUL-terminated */
+    size_t arguments_len;
+    int closed;               /* its text ended properly (0: cut off, or ended by other text) */
+} pk_toolcall_call;
+/* Call i into *out; PK_ERR_ARG out of range. */
+int pk_toolcall_get(const pk_toolcall *tc, int i, pk_toolcall_call *out);
+/* Whether the calls made satisfy an OpenAI tool_choice: NULL or "auto"
+ * (anything), "none" (no call), "required" (at least one) or a function's
+ * name (at least one, all to it). PK_ERR_FORMAT with a message naming what
+ * was wanted and what the model called. */
+int pk_toolcall_check_choice(const pk_toolcall *tc, const char *choice, pk_error *err);
 
 /* A short human-readable CPU name into buf[cap] (always NUL-terminated, no
  * tabs or control characters): /proc/cpuinfo's "model name" (x86) or, on

@@ -99,6 +99,7 @@ pk_model *load_model(const char *path, const opts *o, double *secs) {
         mp.type_k = o->type_k;
         mp.type_v = o->type_v;
         mp.expert_slots = o->expert_slots;
+        mp.n_checkpoints = o->n_checkpoints;
         if (o->mem_set) {
             mp.mem = o->mem;
         } else {
@@ -216,6 +217,7 @@ void opts_init(opts *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
     o->n_chunks = -1;
+    o->n_checkpoints = -1;
     o->sp = pk_sampler_default_params();
 }
 

@@ -41,6 +41,7 @@ typedef struct opts {
     const char *kld_base, *kld;
     uint64_t mem;                 /* --mem (mem_set: given; 0: no budget) */
     int mem_set, expert_slots;
+    int n_checkpoints;            /* recurrent-state checkpoints per context (-1: the library's default) */
     pk_sampler_params sp;
     int seed_given;
 } opts;

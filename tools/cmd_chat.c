@@ -5,22 +5,38 @@
  * previous turns, the answer included) are kept when they are a prefix of the
  * new ones, so only the new tokens are decoded. When they are not (the
  * template rewrote history, e.g. trimmed an answer, or a re-tokenization
- * differs) the context is reset and the conversation decoded again.
+ * differs, or old turns were dropped) the context is cut back to what they
+ * share (pk_context_truncate: any prefix for attention layers; for
+ * recurrent ones the checkpoint taken at the end of each prompt, or 0) and
+ * the rest decoded.
+ * A full context is not an error: when the next prompt would leave less than
+ * a quarter of the context (or -n tokens, if fewer) for the answer, the
+ * oldest turns are dropped, the system text kept, and one line says so.
  * The answer streams to stdout; notes go to stderr. With a reasoning model
  * (gpt-oss's analysis channel, gemma4's thought channel, a leading <think>)
  * the splitter (pk_chat_reasoning) keeps the answer on stdout and the
  * reasoning on stderr between "[reasoning]" and "[end of reasoning]", the
  * markers on neither; the history keeps the answer only, as llama.cpp's
  * server clients send it back. --reasoning-format none streams the raw text.
+ *
+ * On a terminal the input line is edited with libedit (Debian's libedit,
+ * through its readline-compatible API): arrows, Ctrl-A/E, history of the
+ * session's lines (in memory only: conversations are not written to disk).
+ * Ctrl-C is a key there (the tty's ISIG is off while editing): on an empty
+ * line it quits, on a typed line it clears it. During an answer Ctrl-C is
+ * SIGINT and stops the answer. Piped input is read line by line and echoed.
  */
 #include <errno.h>
 #include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <editline/readline.h>
 
 #include "cli.h"
 
@@ -29,8 +45,15 @@ static const char *const chat_help =
     "\n"
     "Chat with a model in the terminal. Type a message and press Enter; the answer\n"
     "streams back. The whole conversation is the prompt of each answer (the tokens\n"
-    "already decoded are reused). Ctrl-C stops an answer; Ctrl-C at the prompt, /exit\n"
-    "or end of input quits. /reset starts a new conversation (the system text stays).\n"
+    "already decoded are reused). When the next prompt would leave the answer less\n"
+    "than a quarter of the context (or -n tokens, if fewer), the oldest turns are\n"
+    "dropped, the system text kept, and a line says so.\n"
+    "\n"
+    "On a terminal the line is edited as in a shell (arrows, Ctrl-A, Ctrl-E, Ctrl-K)\n"
+    "and Up / Down recall the lines typed in this session (kept in memory only).\n"
+    "Ctrl-C stops an answer; at an empty prompt one Ctrl-C quits, as do /exit and end\n"
+    "of input (Ctrl-D); on a typed line Ctrl-C clears it. /reset starts a new\n"
+    "conversation (the system text stays). Piped input is read line by line.\n"
     "\n"
     "The chat template comes from the model's GGUF (tokenizer.chat_template: ChatML,\n"
     "Llama-3, Gemma, Gemma-4, DeepSeek and harmony are recognised) or is named with\n"
@@ -123,6 +146,86 @@ static void chomp(char *s) {
     while (n && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = 0;
 }
 
+/* Drop the oldest turn after the kept messages (the system text): its user
+ * message and what answered it, up to the next user message. The last message
+ * (the one being answered) is never dropped. Returns 0 when there is no turn
+ * to drop. */
+static int chat_drop_oldest(chat *h) {
+    int a = h->n_keep, b = a + 1;
+    if (a >= h->n - 1) return 0;
+    while (b < h->n - 1 && strcmp(h->msgs[b].role, "user")) b++;
+    for (int i = a; i < b; i++) free((char *)h->msgs[i].content);
+    memmove(h->msgs + a, h->msgs + b, (size_t)(h->n - b) * sizeof *h->msgs);
+    h->n -= b - a;
+    return 1;
+}
+
+/* ---- reading a line ----------------------------------------------------------------
+ * A terminal gets libedit; anything else getline(). read_line returns one of: */
+enum { IN_LINE, IN_END, IN_CLEARED };   /* a line; quit (end of input, Ctrl-C); Ctrl-C cleared a typed line */
+
+static int ctrl_c_key;                  /* set by the Ctrl-C key binding: 1 on an empty line, 2 on a typed one */
+
+static int on_ctrl_c_key(int count, int key) {
+    (void)count; (void)key;
+    ctrl_c_key = rl_end > 0 ? 2 : 1;
+    rl_done = 1;                        /* el_gets returns NULL */
+    return 0;
+}
+
+/* Before each line: libedit's edit mode clears ISIG, so Ctrl-C is a key
+ * (readline() resets the tty modes it sets on every call, hence a hook). */
+static int editor_pre_input(void) {
+    rl_parse_and_bind("setty -d -isig");
+    return 0;
+}
+
+/* libedit for a terminal: Ctrl-C bound to on_ctrl_c_key while a line is
+ * edited; its own signal handlers stay off (ours stops answers). */
+static void editor_init(void) {
+    rl_readline_name = "pocket";
+    rl_catch_signals = 0;
+    rl_pre_input_hook = editor_pre_input;
+    setlocale(LC_CTYPE, "");
+    rl_initialize();
+    setlocale(LC_CTYPE, "C");
+    rl_add_defun("pocket-ctrl-c", on_ctrl_c_key, 3);
+}
+
+/* The next line into *line (without its newline). */
+static int read_line(int tty, char **line, size_t *cap) {
+    if (!tty) {
+        fputs("> ", stdout);
+        fflush(stdout);
+        ssize_t got = interrupted ? -1 : getline(line, cap, stdin);
+        if (got < 0) { fputc('\n', stdout); return IN_END; }    /* end of input, or Ctrl-C */
+        chomp(*line);
+        fputs(*line, stdout);           /* show piped input in the transcript */
+        fputc('\n', stdout);
+        return IN_LINE;
+    }
+    ctrl_c_key = 0;
+    /* the terminal's character set (UTF-8 input) while editing; the rest of
+     * pocket runs in the C locale, as its ctype calls expect */
+    setlocale(LC_CTYPE, "");
+    char *l = interrupted ? NULL : readline("> ");
+    setlocale(LC_CTYPE, "C");
+    if (!l) {                           /* Ctrl-D or Ctrl-C on an empty line, SIGINT: quit */
+        fputc('\n', stdout);
+        return ctrl_c_key == 2 ? IN_CLEARED : IN_END;
+    }
+    if (*l) add_history(l);
+    size_t n = strlen(l);
+    if (n + 1 > *cap) {
+        free(*line);
+        *cap = n + 1;
+        if (!(*line = malloc(*cap))) die("out of memory");
+    }
+    memcpy(*line, l, n + 1);
+    free(l);
+    return IN_LINE;
+}
+
 int cmd_chat(int argc, char **argv) {
     opts o;
     opts_init(&o);
@@ -175,44 +278,30 @@ int cmd_chat(int argc, char **argv) {
     sa.sa_flags = 0;                    /* no SA_RESTART: a read at the prompt returns */
     sigaction(SIGINT, &sa, NULL);
 
-    int echo = !isatty(STDIN_FILENO);   /* show piped input in the transcript */
-    fprintf(stderr, "pocket chat: template %s (%s), context %d tokens. /reset starts over, /exit quits, "
-            "Ctrl-C stops an answer.\n", tmpl, tmpl_name ? "named" : "from the model", n_ctx);
+    int tty = isatty(STDIN_FILENO);
+    if (tty) editor_init();
+    fprintf(stderr, "pocket chat: template %s (%s), context %d tokens. /reset starts over, /exit or Ctrl-C at an "
+            "empty prompt quits, Ctrl-C stops an answer.\n", tmpl, tmpl_name ? "named" : "from the model", n_ctx);
 
     chat h = {0};
     if (system_text) chat_push(&h, "system", system_text, strlen(system_text));
     h.n_keep = h.n;
-    int32_t *kv = NULL;                 /* the tokens in the context */
-    int n_kv = 0;
     char *line = NULL;
     size_t line_cap = 0;
     int limit = o.n_predict < 0 ? INT_MAX : o.n_predict;
+    /* room the answer should have: older turns are dropped to keep it */
+    int reserve = limit < n_ctx / 4 ? limit : n_ctx / 4;
     uint64_t turn = 0;
 
-    int prompt_ints = 0;                /* Ctrl-C presses at the prompt in a row */
     for (;;) {
         interrupted = 0;
-        fputs("> ", stdout);
-        fflush(stdout);
-        ssize_t got = interrupted ? -1 : getline(&line, &line_cap, stdin);
-        if (got < 0) {
-            fputc('\n', stdout);
-            if (interrupted && ++prompt_ints < 2) {
-                clearerr(stdin);
-                fprintf(stderr, "[Ctrl-C again, /exit or end of input quits]\n");
-                continue;
-            }
-            break;                      /* end of input, or a second Ctrl-C */
-        }
-        prompt_ints = 0;
-        chomp(line);
-        if (echo) { fputs(line, stdout); fputc('\n', stdout); }
-        if (!*line) continue;
+        int in = read_line(tty, &line, &line_cap);
+        if (in == IN_END) break;
+        if (in == IN_CLEARED || !*line) continue;
         if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
         if (!strcmp(line, "/reset")) {
             chat_truncate(&h, h.n_keep);
             pk_context_reset(c);
-            n_kv = 0;
             pk_sampler_reset(s, o.sp.seed + ++turn);
             fprintf(stderr, "[conversation reset]\n");
             continue;
@@ -225,34 +314,45 @@ int cmd_chat(int argc, char **argv) {
         const char *text = line[0] == '/' && line[1] == '/' ? line + 1 : line;
         chat_push(&h, "user", text, strlen(text));
 
+        /* the prompt, the oldest turns dropped until the answer has room */
         char *prompt;
-        if (pk_chat_format(m, tmpl, h.msgs, h.n, 1, &prompt, &err)) die("%s", err.msg);
-        int n_tok;
-        int32_t *toks = tokenize(m, prompt, strlen(prompt), 1, 1, &n_tok);
+        int n_tok, dropped = 0;
+        int32_t *toks;
+        for (;;) {
+            if (pk_chat_format(m, tmpl, h.msgs, h.n, 1, &prompt, &err)) die("%s", err.msg);
+            toks = tokenize(m, prompt, strlen(prompt), 1, 1, &n_tok);
+            if (n_tok + reserve <= n_ctx || !chat_drop_oldest(&h)) break;
+            free(toks);
+            free(prompt);
+            dropped++;
+        }
+        if (dropped == 1) fprintf(stderr, "[dropped the oldest turn to fit the %d-token context]\n", n_ctx);
+        if (dropped > 1) fprintf(stderr, "[dropped the %d oldest turns to fit the %d-token context]\n", dropped, n_ctx);
         if (n_tok >= n_ctx) {
-            fprintf(stderr, "[context full: the conversation is %d tokens, the context holds %d; "
-                    "/reset to start over (or a larger -c)]\n", n_tok, n_ctx);
+            fprintf(stderr, "[message too long: the prompt would be %d tokens, the context holds %d "
+                    "(a larger -c, or a shorter message)]\n", n_tok, n_ctx);
             chat_truncate(&h, h.n - 1);
             free(toks);
             free(prompt);
             continue;
         }
-        int p = 0;
-        while (p < n_kv && p < n_tok && kv[p] == toks[p]) p++;
-        if (p < n_kv || p == n_tok) {   /* history changed: decode it all again */
-            pk_context_reset(c);
+        /* the context keeps what the new prompt shares with it; at least the
+         * last token is decoded again, for its logits */
+        const int32_t *held = pk_context_tokens(c);
+        int n_held = pk_context_pos(c), p = 0, from = 0;
+        while (p < n_held && p < n_tok - 1 && held[p] == toks[p]) p++;
+        if (p < n_held) {               /* history changed: back to what is shared */
+            p = pk_context_truncate(c, p);
             pk_sampler_reset(s, o.sp.seed + ++turn);
-            p = 0;
+        } else {
+            from = p;                   /* the sampler has seen the tokens before p */
         }
         if (show_prompt)
             fprintf(stderr, "[prompt: %d tokens, %d new]\n%s[end of prompt]\n", n_tok, n_tok - p, prompt);
         free(prompt);
         if (pk_decode(c, toks + p, n_tok - p, &err)) die("%s", err.msg);
-        for (int i = p; i < n_tok; i++) pk_sampler_accept(s, toks[i]);
-        /* kv mirrors the context: room for every position */
-        if (!kv && !(kv = malloc((size_t)n_ctx * sizeof *kv))) die("out of memory");
-        memcpy(kv, toks, (size_t)n_tok * sizeof *kv);
-        n_kv = n_tok;
+        pk_context_checkpoint(c);       /* recurrent layers: the next turn may go back here */
+        for (int i = from; i < n_tok; i++) pk_sampler_accept(s, toks[i]);
         free(toks);
 
         /* the answer */
@@ -267,7 +367,7 @@ int cmd_chat(int argc, char **argv) {
             int32_t id = pk_sampler_sample(s, pk_context_logits(c));
             if (pk_model_is_eog(m, id)) {
                 /* keep the end-of-turn token in the context: the next prompt has it */
-                if (pk_context_pos(c) < n_ctx && pk_decode(c, &id, 1, &err) == PK_OK) kv[n_kv++] = id;
+                if (pk_context_pos(c) < n_ctx) pk_decode(c, &id, 1, &err);
                 break;
             }
             char sbuf[256], *buf = sbuf;
@@ -288,11 +388,10 @@ int cmd_chat(int argc, char **argv) {
             n_gen++;
             pk_sampler_accept(s, id);
             if (pk_context_pos(c) >= n_ctx) {
-                stop = "[context full: /reset to start over (or a larger -c)]";
+                stop = "[answer cut: the context is full; the next message drops old turns to make room]";
                 break;
             }
             if (pk_decode(c, &id, 1, &err)) die("%s", err.msg);
-            kv[n_kv++] = id;
         }
         show_text(&v, "", 0, 1);
         fputc('\n', stdout);
@@ -312,7 +411,6 @@ int cmd_chat(int argc, char **argv) {
     chat_truncate(&h, 0);
     free(h.msgs);
     free(line);
-    free(kv);
     pk_sampler_free(s);
     pk_context_free(c);
     pk_model_free(m);

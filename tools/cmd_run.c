@@ -1,4 +1,7 @@
-/* cmd_run.c - `pocket run`: generate a continuation of a prompt, streaming. */
+/* cmd_run.c - `pocket run`: generate a continuation of a prompt, streaming.
+ * With --prompt-cache FILE the sequence state after the prompt is kept in
+ * FILE (pk_state_save_file), and a later run whose prompt starts the same
+ * way loads it and processes only the tokens after the common prefix. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -40,13 +43,60 @@ static const char *const run_help =
     "      --repeat-last-n N  how many recent tokens (default 64)\n"
     "      --seed S           random seed (default: from the clock; printed in the summary)\n"
     "      --ignore-eos       keep generating past end-of-text tokens\n"
-    "      --no-special       treat special-token text in the prompt as plain text\n";
+    "      --no-special       treat special-token text in the prompt as plain text\n"
+    "      --prompt-cache FILE  keep the state after the prompt in FILE; a later run\n"
+    "                         whose prompt starts with the same tokens loads it and\n"
+    "                         processes only the rest (at least the last token).\n"
+    "                         stderr says how many came from it. A file of another\n"
+    "                         model or cache type, or a corrupt one: a warning, the\n"
+    "                         prompt processed whole, the file rewritten\n"
+    "      --prompt-cache-ro  use the --prompt-cache file, never write it\n";
+
+/* ---- --prompt-cache ------------------------------------------------------------- */
+
+/* Fail early, naming it, if the directory of path cannot take a new file. */
+static void check_writable_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (access(dir, W_OK | X_OK))
+        die("run: --prompt-cache %s: cannot write in %s: %s", path, dir, strerror(errno));
+}
+
+/* Load the state in path into c if its tokens start the prompt, and cut it
+ * back to what the prompt shares with it, keeping at least the last prompt
+ * token to process. Returns the tokens kept (0: the file is missing, shares
+ * nothing, or cannot be used: then one warning line, and c is empty). */
+static int prompt_cache_load(pk_context *c, const pk_model *m, const char *path, const int32_t *prompt,
+                             int n_prompt) {
+    if (access(path, F_OK)) return 0;
+    pk_error err = {0};
+    int32_t *toks = NULL;
+    int nt = 0, lcp = 0;
+    if (pk_state_file_tokens(m, path, &toks, &nt, &err) == PK_OK) {
+        while (lcp < nt && lcp < n_prompt && toks[lcp] == prompt[lcp]) lcp++;
+        free(toks);
+        if (lcp == 0 || pk_state_load_file(c, path, &err) == PK_OK)
+            return lcp ? pk_context_truncate(c, lcp < n_prompt ? lcp : n_prompt - 1) : 0;
+    }
+    fprintf(stderr, "pocket: warning: --prompt-cache: %s; processing the prompt from the start\n", err.msg);
+    return 0;
+}
 
 int cmd_run(int argc, char **argv) {
     opts o;
     opts_init(&o);
+    const char *cache_path = NULL;
+    int cache_ro = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(run_help, stdout); return 0; }
+        if (!strcmp(argv[i], "--prompt-cache")) {
+            if (i + 1 >= argc) die("run: --prompt-cache needs a FILE");
+            cache_path = argv[++i];
+            continue;
+        }
+        if (!strcmp(argv[i], "--prompt-cache-ro")) { cache_ro = 1; continue; }
         if (!parse_common(&o, argc, argv, &i)) die("run: unknown option '%s' (see pocket run --help)", argv[i]);
     }
     size_t plen = 0;
@@ -54,6 +104,8 @@ int cmd_run(int argc, char **argv) {
     if (o.text_file) ptext = read_file(o.text_file, &plen);
     else if (o.prompt) { ptext = strdup(o.prompt); plen = strlen(o.prompt); }
     else die("run: no prompt: give -p TEXT or -f FILE (see pocket run --help)");
+    if (cache_ro && !cache_path) die("run: --prompt-cache-ro needs --prompt-cache FILE");
+    if (cache_path && !cache_ro) check_writable_dir(cache_path);
     if (!o.seed_given) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
 
     double t_load;
@@ -77,7 +129,24 @@ int cmd_run(int argc, char **argv) {
     if (!s) die("%s", err.msg);
 
     double t0 = now();
-    if (pk_decode(c, prompt, n_prompt, &err)) die("%s", err.msg);
+    int n_cached = 0;
+    if (!cache_path) {
+        if (pk_decode(c, prompt, n_prompt, &err)) die("%s", err.msg);
+    } else {
+        /* checkpoints (recurrent layers) before the last prompt token and
+           after it: a later run of the same prompt, or of one that ends
+           otherwise, goes back to them */
+        n_cached = prompt_cache_load(c, m, cache_path, prompt, n_prompt);
+        if (n_cached < n_prompt - 1 && pk_decode(c, prompt + n_cached, n_prompt - 1 - n_cached, &err))
+            die("%s", err.msg);
+        pk_context_checkpoint(c);
+        if (pk_decode(c, prompt + n_prompt - 1, 1, &err)) die("%s", err.msg);
+        pk_context_checkpoint(c);
+        if (!cache_ro && pk_state_save_file(c, cache_path, &err))
+            fprintf(stderr, "pocket: warning: --prompt-cache: %s\n", err.msg);
+        fprintf(stderr, "prompt cache: %d of %d prompt tokens from %s%s\n", n_cached, n_prompt, cache_path,
+                cache_ro ? " (read-only)" : "");
+    }
     double t_prompt = now() - t0;
     for (int i = 0; i < n_prompt; i++) pk_sampler_accept(s, prompt[i]);
     pk_stats st0;
@@ -106,7 +175,7 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr,
             "\nload %.2f s | prompt %d tokens, %.2f s, %.1f tok/s | generated %d tokens (%s), %.2f s, %.1f tok/s\n"
             "threads %d, kernels %s, seed %llu, %.1f MB of weights read per generated token\n",
-            t_load, n_prompt, t_prompt, n_prompt / (t_prompt > 0 ? t_prompt : 1e-9), n_gen, stop,
+            t_load, n_prompt, t_prompt, (n_prompt - n_cached) / (t_prompt > 0 ? t_prompt : 1e-9), n_gen, stop,
             t_gen, n_gen / (t_gen > 0 ? t_gen : 1e-9), st.n_threads, st.isa,
             (unsigned long long)o.sp.seed,
             gen_tokens ? (double)(st.weight_bytes - st0.weight_bytes) / gen_tokens / 1e6 : 0.0);

@@ -8,7 +8,8 @@
  * and validated there (JSON, limits, tokenized prompt, sampler), then handed
  * to a bounded FIFO as a `job`. --parallel worker threads ("slots"), each
  * owning a pk_context on the shared pk_model, take jobs from it and append the
- * generated text to the job. The connection thread waits on the job (a
+ * generated text to the job (the queue stays FIFO; which idle slot takes
+ * its head is the prompt cache's choice, below). The connection thread waits on the job (a
  * non-streamed reply is built when it is done; a streamed one sends each new
  * piece of text as it appears) and polls its socket meanwhile, so a client
  * that goes away cancels its job within ~50 ms. Everything shared is guarded
@@ -31,6 +32,20 @@
  * (streamed as delta.reasoning_content), the rest to content, the channel
  * markers to neither. "reasoning_format": "none" returns the text as
  * generated; "auto" and "deepseek" are the default.
+ *
+ * Prompt cache. A slot keeps what it processed. What it can keep of a
+ * request's prompt is the longest common prefix, as far as
+ * pk_context_reachable can go back (any position for attention layers, a
+ * checkpoint or the end for Gated DeltaNet ones), and never the prompt's
+ * last token (its logits are needed). A request goes to the idle slot that
+ * costs least (choose_slot_locked: tokens to process plus another
+ * conversation's tokens dropped); the slot is cut back and only the rest is
+ * processed. Models with recurrent
+ * layers take checkpoints while processing a prompt (plan_checkpoints): at
+ * its end, where its last messages start, and every CKPT_EVERY tokens.
+ * Before a slot's contents are replaced by another conversation's, its
+ * state goes to the store of serve_cache.c (--cache-ram, --cache-dir),
+ * which a later request loads when it spares more than any slot.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,6 +67,7 @@
 #include <microhttpd.h>
 
 #include "cli.h"
+#include "serve_cache.h"
 #include "webui.h"
 
 #if MHD_VERSION >= 0x00097002
@@ -67,6 +83,12 @@ typedef int mhd_result;
 #define WAIT_MS 50              /* how often a waiting connection polls its socket */
 #define HEADER_MEMORY 32768     /* per-connection buffer: request line + headers beyond it get
                                    libmicrohttpd's 414 / 431 (a fixed page, nothing quoted) */
+#define MIN_LOAD_GAIN 16        /* a stored state is loaded when that costs this many tokens
+                                   less than the best idle slot (choose_slot_locked) */
+#define N_STARTS 3              /* message starts checkpointed: the generation prompt's, the
+                                   last message's and the one's before */
+#define CKPT_EVERY 1024         /* and every this many tokens of a long prompt */
+#define MAX_CKPT 256            /* --ctx-checkpoints bound */
 
 /* ---- server state ------------------------------------------------------------------ */
 
@@ -83,6 +105,7 @@ typedef struct job {
     size_t stop_maxlen;
     int chat, stream, include_usage;
     int split;                  /* chat: answer and reasoning apart (pk_chat_reasoning) */
+    int starts[N_STARTS];       /* where the last messages start in prompt (0: not known) */
     char id[48];
     long created;
     /* Shared; guarded by server.mu. */
@@ -93,6 +116,8 @@ typedef struct job {
     size_t len, cap;
     size_t released;            /* text[0..released) can be shown (no partial stop/UTF-8) */
     int n_gen;
+    int n_cached;               /* prompt tokens not processed (the slot held them) */
+    char from[80];              /* where they came from when not the slot: "RAM", a file name */
     const char *finish;         /* "stop" / "length" when done, NULL if cancelled/failed */
     char err[512];              /* non-empty: generation failed */
     double t_submit, t_start, t_first, t_end;
@@ -104,7 +129,13 @@ typedef struct slot {
     pthread_t thread;
     pk_context *ctx;
     int index;
-    uint64_t st_tokens, st_bytes;   /* last pk_context_stats, under server.mu */
+    /* under server.mu */
+    job *job;                   /* given to it, not done yet (NULL: idle) */
+    uint64_t entry;             /* with it: a stored state to load first (0: none) */
+    uint64_t last_used;         /* S.clock when it was last given a job (least recently used) */
+    int last_prompt;            /* prompt length of its latest job (or of the state loaded) */
+    uint64_t st_tokens, st_bytes;   /* last pk_context_stats */
+    int st_ckpts;               /* checkpoints it holds */
 } slot;
 
 static struct server {
@@ -117,6 +148,10 @@ static struct server {
     int seed_given;             /* --seed: the default seed instead of a fresh one */
     const char *chat_template;  /* the name in use */
     int n_ctx, n_parallel, n_queue, n_threads;
+    int n_ckpt, recurrent;      /* --ctx-checkpoints; the model has recurrent layers */
+    uint64_t ckpt_bytes;        /* bytes of one checkpoint */
+    pcache *cache;              /* --cache-ram / --cache-dir (NULL: neither) */
+    int cache_ram;              /* states go to RAM */
     size_t max_body;
     long created;
 
@@ -127,11 +162,12 @@ static struct server {
     int shutdown;
     char fatal[512];            /* non-empty: why the server stops by itself (model file changed) */
     slot *slots;
-    uint64_t id_counter;
+    uint64_t id_counter, clock;
 
     /* metrics (under mu) */
     uint64_t status_count[600];
     uint64_t prompt_tokens_total, gen_tokens_total, cancelled_total, rejected_busy_total;
+    uint64_t prompt_tokens_cached_total;
     double gen_seconds_total, prompt_seconds_total;
 } S;
 
@@ -243,45 +279,198 @@ static int job_append(job *j, const char *piece, size_t n) {
     return 0;
 }
 
-/* ---- the workers ------------------------------------------------------------------- */
+/* ---- the prompt cache: slots, checkpoints, stored states ------------------------------- */
 
 static void slot_stats_locked(slot *s) {
     pk_stats st;
     pk_context_stats(s->ctx, &st);
     s->st_tokens = st.tokens;
     s->st_bytes = st.weight_bytes;
+    s->st_ckpts = pk_context_checkpoints(s->ctx, NULL, 0);
 }
 
-/* Run one job on a slot (mu not held). Sets j->finish ("stop"/"length"), or
- * leaves it NULL when cancelled or failed (then j->err says why, if it failed
- * or the server is shutting down). */
-static void run_job(slot *s, job *j) {
+/* How many tokens of j's prompt s would spare: the common prefix of its
+ * tokens and the prompt, at most all but the prompt's last token, as far as
+ * the context can go back (s idle, or its own worker calling). */
+static int slot_reach(const slot *s, const job *j) {
+    int l = pcache_lcp(pk_context_tokens(s->ctx), pk_context_pos(s->ctx), j->prompt, j->n_prompt);
+    return pk_context_reachable(s->ctx, l < j->n_prompt - 1 ? l : j->n_prompt - 1);
+}
+
+/* The idle slot for j (mu held; NULL when none is idle): the one that costs
+ * least, counting the prompt tokens it must process and the tokens of
+ * another conversation it would drop (what it holds beyond what it keeps:
+ * to be processed again if that conversation comes back); ties go to the
+ * least recently used. So a conversation's next turn goes back to its slot,
+ * a new one to an empty slot or to the one it disturbs least, and one that
+ * shares a long system prompt with a slot to it, unless that would drop a
+ * longer conversation. *entry: a stored state to load first (0: none), when
+ * that costs at least MIN_LOAD_GAIN tokens less (it goes to the idle slot
+ * holding the fewest tokens). */
+static slot *choose_slot_locked(const job *j, uint64_t *entry) {
+    slot *best = NULL, *emptiest = NULL;
+    int64_t best_cost = 0;
+    *entry = 0;
+    for (int i = 0; i < S.n_parallel; i++) {
+        slot *s = &S.slots[i];
+        if (s->job) continue;
+        int held = pk_context_pos(s->ctx), kept = slot_reach(s, j);
+        int64_t cost = (int64_t)(j->n_prompt - kept) + (held - kept);
+        if (!best || cost < best_cost || (cost == best_cost && s->last_used < best->last_used)) {
+            best = s;
+            best_cost = cost;
+        }
+        if (!emptiest || held < pk_context_pos(emptiest->ctx) ||
+            (held == pk_context_pos(emptiest->ctx) && s->last_used < emptiest->last_used))
+            emptiest = s;
+    }
+    if (best && S.cache) {
+        uint64_t id;
+        int r = pcache_match(S.cache, j->prompt, j->n_prompt, j->n_prompt - 1, &id);
+        int64_t cost = (int64_t)(j->n_prompt - r) + pk_context_pos(emptiest->ctx);
+        if (id && cost + MIN_LOAD_GAIN <= best_cost) {
+            *entry = id;
+            best = emptiest;
+        }
+    }
+    return best;
+}
+
+/* Give queued jobs to idle slots, oldest job first (mu held). */
+static void dispatch_locked(void) {
+    int given = 0;
+    while (S.head && !S.shutdown) {
+        job *j = S.head;
+        uint64_t entry;
+        slot *s = choose_slot_locked(j, &entry);
+        if (!s) break;
+        S.head = j->next;
+        if (!S.head) S.tail = NULL;
+        S.n_waiting--;
+        S.n_running++;
+        j->state = JOB_RUNNING;
+        j->t_start = now();
+        s->job = j;
+        s->entry = entry;
+        s->last_used = ++S.clock;
+        given = 1;
+    }
+    if (given) pthread_cond_broadcast(&S.work_cv);
+}
+
+/* Whether s's contents, of which a new prompt keeps `kept` tokens out of
+ * `held`, are another conversation's that a later request may want back:
+ * the new prompt does not keep the slot's last prompt, nor half of what it
+ * holds. (A conversation's next turn keeps its last prompt; a reasoning
+ * model's next turn drops the reasoning but keeps the prompt; another
+ * conversation sharing a long system prompt keeps most of it, and loses
+ * little.) */
+static int slot_leaving(const slot *s, int kept, int held) {
+    return held > 0 && kept < s->last_prompt && 2 * kept < held;
+}
+
+/* Make s hold the longest prefix of j's prompt it can reach: a stored
+ * state (entry, when given) loaded, or its own contents, cut back with
+ * pk_context_truncate. Contents that leave the slot are stored first
+ * (S.cache). Returns the position reached; where: "" or where the state came
+ * from. Runs on s's worker, mu not held. */
+static int restore_prefix(slot *s, const job *j, uint64_t entry, char *where, size_t cap) {
+    pk_context *c = s->ctx;
+    int held = pk_context_pos(c), own = slot_reach(s, j);
+    where[0] = 0;
+    if (S.cache && slot_leaving(s, entry ? 0 : own, held)) {
+        int kept = pcache_save(S.cache, c, S.cache_ram);
+        if (!S.quiet && kept)
+            fprintf(stderr, "pocket serve: slot %d: its %d tokens (another conversation's) kept in%s%s\n", s->index,
+                    held, kept & PCACHE_RAM ? " RAM" : "", kept & PCACHE_FILE ? " the directory" : "");
+    }
+    if (entry && !pcache_load(S.cache, entry, c, where, cap)) {
+        own = slot_reach(s, j);
+        pthread_mutex_lock(&S.mu);
+        s->last_prompt = pk_context_pos(c);
+        pthread_mutex_unlock(&S.mu);
+    }
+    return pk_context_truncate(c, own);
+}
+
+static int add_position(int *pos, int k, int p, int from, int n) {
+    if (p <= from || p > n) return k;
+    for (int i = 0; i < k; i++)
+        if (pos[i] == p) return k;
+    pos[k] = p;
+    return k + 1;
+}
+
+static int ascending(const void *a, const void *b) {
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Where to take checkpoints while processing j's prompt from position
+ * `from` (models with recurrent layers; none otherwise): positions in
+ * (from, n_prompt], ascending, at most --ctx-checkpoints of them (the ring's
+ * size: more would replace each other), chosen in this order: the end of the
+ * prompt (the next turn of a conversation continues there, or diverges
+ * there when a reasoning model's reasoning is left out of the history), the
+ * starts of the generation prompt, of the last message and of the one before
+ * (a regenerated or edited last message), then every CKPT_EVERY tokens, the
+ * latest first (a long prompt that diverges inside). Returns their count. */
+static int plan_checkpoints(const job *j, int from, int *pos) {
+    if (!S.recurrent || S.n_ckpt <= 0) return 0;
+    int n = j->n_prompt, k = add_position(pos, 0, n, from, n);
+    for (int i = 0; i < N_STARTS && k < S.n_ckpt; i++) k = add_position(pos, k, j->starts[i], from, n);
+    for (int p = n / CKPT_EVERY * CKPT_EVERY; p > from && k < S.n_ckpt; p -= CKPT_EVERY) k = add_position(pos, k, p, from, n);
+    qsort(pos, (size_t)k, sizeof *pos, ascending);
+    return k;
+}
+
+/* ---- the workers ------------------------------------------------------------------- */
+
+/* Run one job on a slot (mu not held); entry: a stored state to load first
+ * (0: none). Sets j->finish ("stop"/"length"), or leaves it NULL when
+ * cancelled or failed (then j->err says why, if it failed or the server is
+ * shutting down). */
+static void run_job(slot *s, job *j, uint64_t entry) {
     pk_error err = {0};
     int n_ctx = pk_context_n_ctx(s->ctx);
-    char buf[256];
+    char buf[256], from[sizeof j->from];
     const char *finish = NULL;
-    int n_gen = 0, cancel = 0;
-    double t_gen = 0;
-    pk_context_reset(s->ctx);
+    int n_gen = 0, cancel = 0, cached = 0;
+    double t_gen = 0, t_prompt = 0;
+    pthread_mutex_lock(&S.mu);
+    cancel = j->cancel || S.shutdown;
+    pthread_mutex_unlock(&S.mu);
+    if (cancel) goto done;
     double t0 = now();
-    for (int i = 0; i < j->n_prompt; i += PREFILL_CHUNK) {
+    cached = restore_prefix(s, j, entry, from, sizeof from);
+    int ck[MAX_CKPT];
+    int n_ck = plan_checkpoints(j, cached, ck);
+    for (int i = cached, k = 0; i < j->n_prompt;) {
         pthread_mutex_lock(&S.mu);
         cancel = j->cancel || S.shutdown;
         pthread_mutex_unlock(&S.mu);
         if (cancel) break;
-        int n = j->n_prompt - i < PREFILL_CHUNK ? j->n_prompt - i : PREFILL_CHUNK;
-        if (pk_decode(s->ctx, j->prompt + i, n, &err)) {
+        int end = j->n_prompt - i < PREFILL_CHUNK ? j->n_prompt : i + PREFILL_CHUNK;
+        if (k < n_ck && ck[k] < end) end = ck[k];
+        if (pk_decode(s->ctx, j->prompt + i, end - i, &err)) {
             pthread_mutex_lock(&S.mu);
             snprintf(j->err, sizeof j->err, "%s", err.msg);
             pthread_mutex_unlock(&S.mu);
             cancel = 1;
             break;
         }
+        i = end;
+        if (k < n_ck && ck[k] == i) { pk_context_checkpoint(s->ctx); k++; }
     }
-    double t_prompt = now() - t0;
+    t_prompt = now() - t0;
     pthread_mutex_lock(&S.mu);
     S.prompt_seconds_total += t_prompt;
-    if (!cancel) S.prompt_tokens_total += (uint64_t)j->n_prompt;
+    if (!cancel) {
+        S.prompt_tokens_total += (uint64_t)(j->n_prompt - cached);
+        S.prompt_tokens_cached_total += (uint64_t)cached;
+    }
+    j->n_cached = cached;
+    snprintf(j->from, sizeof j->from, "%s", from);
+    s->last_prompt = j->n_prompt;
     slot_stats_locked(s);
     pthread_mutex_unlock(&S.mu);
     if (cancel) goto done;
@@ -336,8 +525,9 @@ done:
     double queued = j->t_start - j->t_submit;
     pthread_mutex_unlock(&S.mu);
     if (!S.quiet)
-        fprintf(stderr, "pocket serve: %s slot %d: prompt %d tokens %.0f ms, generated %d (%s) %.1f tok/s, queued %.0f ms\n",
-                j->id, s->index, j->n_prompt, t_prompt * 1e3, n_gen, how, t_gen > 0 ? n_gen / t_gen : 0.0, queued * 1e3);
+        fprintf(stderr, "pocket serve: %s slot %d: prompt %d tokens (%d cached%s%s) %.0f ms, generated %d (%s) %.1f tok/s, "
+                "queued %.0f ms\n", j->id, s->index, j->n_prompt, cached, j->from[0] ? " from " : "", j->from,
+                t_prompt * 1e3, n_gen, how, t_gen > 0 ? n_gen / t_gen : 0.0, queued * 1e3);
 }
 
 /* The model file changed under the mapping (pk_model_check_file): fail the
@@ -353,31 +543,31 @@ static void model_changed(job *j, const char *msg) {
     kill(getpid(), SIGTERM);
 }
 
+/* A slot's thread: runs the jobs dispatch_locked gives it; at shutdown,
+ * the one it was given last (cancelled at once), then ends. */
 static void *worker_main(void *arg) {
     slot *s = arg;
     pthread_mutex_lock(&S.mu);
     for (;;) {
-        while (!S.head && !S.shutdown) pthread_cond_wait(&S.work_cv, &S.mu);
-        if (S.shutdown) break;
-        job *j = S.head;
-        S.head = j->next;
-        if (!S.head) S.tail = NULL;
-        S.n_waiting--;
-        S.n_running++;
-        j->state = JOB_RUNNING;
-        j->t_start = now();
+        while (!s->job && !S.shutdown) pthread_cond_wait(&S.work_cv, &S.mu);
+        job *j = s->job;
+        if (!j) break;
+        uint64_t entry = s->entry;
         int skip = j->cancel;
         pthread_mutex_unlock(&S.mu);
         pk_error ferr = {0};
         if (!skip && pk_model_check_file(S.model, &ferr)) model_changed(j, ferr.msg);
-        else if (!skip) run_job(s, j);
+        else if (!skip) run_job(s, j, entry);
         pthread_mutex_lock(&S.mu);
         S.n_running--;
         if (j->cancel && !j->finish) S.cancelled_total++;
         j->state = JOB_DONE;
         j->t_end = now();
+        s->job = NULL;
+        s->entry = 0;
         pthread_cond_broadcast(&j->cv);
         job_unref_locked(j);
+        dispatch_locked();
     }
     pthread_mutex_unlock(&S.mu);
     return NULL;
@@ -416,7 +606,7 @@ static int submit(job *j) {
     if (S.tail) S.tail->next = j; else S.head = j;
     S.tail = j;
     S.n_waiting++;
-    pthread_cond_signal(&S.work_cv);
+    dispatch_locked();
     pthread_mutex_unlock(&S.mu);
     return 0;
 }
@@ -532,6 +722,25 @@ static const char *chat_end_marker(void) {
     return "<|im_end|>";
 }
 
+/* Where the last messages of a chat start in j's prompt (for checkpoints):
+ * for i = n, n - 1, n - 2 (the generation prompt, the last message, the one
+ * before), the length of the tokens of msgs[0..i) formatted without the
+ * generation prompt, kept in j->starts only where the prompt's tokens begin
+ * with exactly those tokens (text merged across the boundary into one token
+ * makes it no boundary). */
+static void message_starts(job *j, const pk_chat_message *msgs, int n) {
+    int32_t *tok = malloc((size_t)(j->n_prompt + 1) * sizeof *tok);
+    for (int k = 0; tok && k < N_STARTS && n - k >= 1; k++) {
+        char *text = NULL;
+        pk_error err = {0};
+        if (pk_chat_format(S.model, S.chat_template, msgs, n - k, 0, &text, &err)) continue;
+        int m = pk_model_tokenize(S.model, text, strlen(text), tok, j->n_prompt + 1, 1, 1);
+        free(text);
+        if (m > 0 && m <= j->n_prompt && !memcmp(tok, j->prompt, (size_t)m * sizeof *tok)) j->starts[k] = m;
+    }
+    free(tok);
+}
+
 /* ---- request parsing ------------------------------------------------------------------ */
 
 /* Whether v (NULL: absent) asks nothing of the unsupported parameter name:
@@ -567,7 +776,7 @@ static job *parse_request(const char *body, size_t len, int chat, int *status, j
     char *prompt_text = NULL;
     pk_chat_message *msgv = NULL;
     char **owned = NULL;
-    int n_owned = 0;
+    int n_owned = 0, n_msgs = 0;
     /* JSON text never holds a raw NUL (in strings it must be escaped), but
        jansson 2.14 takes one right after a number: '{"seed": 1\0}' parses */
     const char *nul = memchr(body, 0, len);
@@ -704,6 +913,7 @@ static job *parse_request(const char *body, size_t len, int chat, int *status, j
         if (!json_is_array(msgs)) FAIL_BAD("messages", "'messages' must be an array");
         size_t n = json_array_size(msgs);
         if (n == 0) FAIL_BAD("messages", "'messages' must not be empty");
+        n_msgs = (int)n;
         msgv = calloc(n, sizeof *msgv);
         owned = calloc(n, sizeof *owned);
         if (!msgv || !owned) FAIL(500, "server_error", NULL, NULL, "out of memory");
@@ -775,6 +985,7 @@ static job *parse_request(const char *body, size_t len, int chat, int *status, j
              n > cap ? "more than " : "", n > cap ? cap : n, S.n_ctx);
     if (n == 0) FAIL_BAD("prompt", "the prompt is empty");
     j->n_prompt = n;
+    if (chat && S.recurrent && S.n_ckpt > 0) message_starts(j, msgv, n_msgs);
 
     pthread_mutex_lock(&S.mu);
     uint64_t idn = ++S.id_counter;
@@ -801,8 +1012,8 @@ fail:
 /* ---- response bodies ------------------------------------------------------------------ */
 
 static json_t *usage_json(const job *j) {
-    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_gen,
-                     "total_tokens", j->n_prompt + j->n_gen);
+    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_gen,
+                     "total_tokens", j->n_prompt + j->n_gen, "prompt_tokens_details", "cached_tokens", j->n_cached);
 }
 
 /* One streamed chunk; text may be NULL (no content), finish NULL (null).
@@ -1056,7 +1267,7 @@ static mhd_result handle_completion(struct MHD_Connection *c, request *rq, int c
 }
 
 static mhd_result handle_metrics(struct MHD_Connection *c) {
-    size_t cap = 8192, k = 0;
+    size_t cap = 16384, k = 0;
     char *b = malloc(cap);
     if (!b) return MHD_NO;
 #define P(...) do { int w_ = snprintf(b + k, cap - k, __VA_ARGS__); if (w_ > 0) k += (size_t)w_ < cap - k ? (size_t)w_ : cap - k - 1; } while (0)
@@ -1064,8 +1275,11 @@ static mhd_result handle_metrics(struct MHD_Connection *c) {
     P("# HELP pocket_requests_total HTTP requests answered, by status code.\n# TYPE pocket_requests_total counter\n");
     for (int s = 100; s < 600; s++)
         if (S.status_count[s]) P("pocket_requests_total{status=\"%d\"} %llu\n", s, (unsigned long long)S.status_count[s]);
-    P("# HELP pocket_prompt_tokens_total Prompt tokens processed.\n# TYPE pocket_prompt_tokens_total counter\n"
-      "pocket_prompt_tokens_total %llu\n", (unsigned long long)S.prompt_tokens_total);
+    P("# HELP pocket_prompt_tokens_total Prompt tokens processed (those served from a cache not counted).\n"
+      "# TYPE pocket_prompt_tokens_total counter\npocket_prompt_tokens_total %llu\n", (unsigned long long)S.prompt_tokens_total);
+    P("# HELP pocket_prompt_tokens_cached_total Prompt tokens served from a slot or a stored state, not processed.\n"
+      "# TYPE pocket_prompt_tokens_cached_total counter\npocket_prompt_tokens_cached_total %llu\n",
+      (unsigned long long)S.prompt_tokens_cached_total);
     P("# HELP pocket_generated_tokens_total Tokens generated.\n# TYPE pocket_generated_tokens_total counter\n"
       "pocket_generated_tokens_total %llu\n", (unsigned long long)S.gen_tokens_total);
     P("# HELP pocket_tokens_per_second Generation speed per sequence since start.\n# TYPE pocket_tokens_per_second gauge\n"
@@ -1084,7 +1298,28 @@ static mhd_result handle_metrics(struct MHD_Connection *c) {
     P("# HELP pocket_busy_slots Slots generating.\n# TYPE pocket_busy_slots gauge\npocket_busy_slots %d\n", S.n_running);
     P("# HELP pocket_slots Parallel sequences (--parallel).\n# TYPE pocket_slots gauge\npocket_slots %d\n", S.n_parallel);
     P("# HELP pocket_queue_capacity Queue bound (--queue).\n# TYPE pocket_queue_capacity gauge\npocket_queue_capacity %d\n", S.n_queue);
+    int ckpts = 0;
+    for (int i = 0; i < S.n_parallel; i++) ckpts += S.slots[i].st_ckpts;
+    P("# HELP pocket_context_checkpoints Recurrent-state checkpoints held by the slots.\n"
+      "# TYPE pocket_context_checkpoints gauge\npocket_context_checkpoints %d\n", ckpts);
+    P("# HELP pocket_context_checkpoint_bytes Bytes of the checkpoints held by the slots.\n"
+      "# TYPE pocket_context_checkpoint_bytes gauge\npocket_context_checkpoint_bytes %llu\n",
+      (unsigned long long)(S.ckpt_bytes * (uint64_t)ckpts));
     pthread_mutex_unlock(&S.mu);
+    pcache_stats cs;
+    pcache_get_stats(S.cache, &cs);
+    P("# HELP pocket_cache_states Conversation states stored (--cache-ram, --cache-dir).\n# TYPE pocket_cache_states gauge\n"
+      "pocket_cache_states{store=\"ram\"} %d\npocket_cache_states{store=\"dir\"} %d\n", cs.ram_states, cs.file_states);
+    P("# HELP pocket_cache_bytes Bytes of the stored states.\n# TYPE pocket_cache_bytes gauge\n"
+      "pocket_cache_bytes{store=\"ram\"} %llu\npocket_cache_bytes{store=\"dir\"} %llu\n",
+      (unsigned long long)cs.ram_bytes, (unsigned long long)cs.file_bytes);
+    P("# HELP pocket_cache_saves_total States stored when their slot was reused.\n# TYPE pocket_cache_saves_total counter\n"
+      "pocket_cache_saves_total %llu\n", (unsigned long long)cs.saves);
+    P("# HELP pocket_cache_restores_total States loaded into a slot.\n# TYPE pocket_cache_restores_total counter\n"
+      "pocket_cache_restores_total{store=\"ram\"} %llu\npocket_cache_restores_total{store=\"dir\"} %llu\n",
+      (unsigned long long)cs.restores_ram, (unsigned long long)cs.restores_file);
+    P("# HELP pocket_cache_refused_total Stored states refused at load (corrupt, foreign), not used.\n"
+      "# TYPE pocket_cache_refused_total counter\npocket_cache_refused_total %llu\n", (unsigned long long)cs.refused);
 #undef P
     mhd_result r = send_buffer(c, 200, "text/plain; version=0.0.4; charset=utf-8", b, k);
     free(b);
@@ -1270,18 +1505,32 @@ static const char *const serve_help =
     "                         tokenizer.chat_template, else chatml)\n"
     "      --max-body BYTES   largest request body (default 1048576); larger: 413\n"
     "      --timeout SECONDS  close a connection idle (or trickling a request) for this long (default 120)\n"
+    "      --ctx-checkpoints N  recurrent-state checkpoints per slot (models with Gated DeltaNet\n"
+    "                         layers; default 4, 0: none): taken at the end of each prompt, where\n"
+    "                         its last messages start, and every 1024 tokens\n"
+    "      --cache-ram SIZE   keep the states of conversations whose slot is reused in RAM, up to\n"
+    "                         SIZE (e.g. 2G; default 0: none; taken from --mem); a request that\n"
+    "                         shares more of its prompt with one than with any slot has it loaded\n"
+    "      --cache-dir DIR    and save them as files in DIR (made if missing; also every slot's\n"
+    "                         state at shutdown), found again after a restart\n"
+    "      --cache-dir-size SIZE  bound of DIR's state files, oldest deleted first (default 4G)\n"
     "  -q, --quiet            no log line per generation on stderr\n"
     "      --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed\n"
     "                         sampling defaults for requests that do not set them\n"
     "\n"
     "The model id (for \"model\" in requests) is the file name without .gguf.\n"
+    "Prompt cache: a slot keeps what it processed; a request goes to the idle slot that holds\n"
+    "the most of its prompt without dropping a longer conversation, and only the rest of the\n"
+    "prompt is processed (usage.prompt_tokens_details.cached_tokens: the tokens that were not).\n"
     "Stop with Ctrl-C (SIGINT) or SIGTERM.\n";
 
 int cmd_serve(int argc, char **argv) {
     opts o;
     opts_init(&o);
     const char *host = "127.0.0.1", *api_key = NULL, *tmpl = NULL;
-    long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20, timeout = 120;
+    long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20, timeout = 120, n_ckpt = 4;
+    const char *cache_dir = NULL;
+    uint64_t cache_ram = 0, cache_dir_size = 4ull << 30;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
 #define VAL() (i + 1 < argc ? argv[++i] : (die("serve: %s needs a value", a), (char *)0))
@@ -1295,6 +1544,10 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--chat-template")) tmpl = VAL();
         else if (!strcmp(a, "--max-body")) max_body = parse_long(a, VAL(), 1024, 1L << 30);
         else if (!strcmp(a, "--timeout")) timeout = parse_long(a, VAL(), 1, 86400);
+        else if (!strcmp(a, "--ctx-checkpoints")) n_ckpt = parse_long(a, VAL(), 0, MAX_CKPT);
+        else if (!strcmp(a, "--cache-ram")) cache_ram = parse_size(a, VAL());
+        else if (!strcmp(a, "--cache-dir")) cache_dir = VAL();
+        else if (!strcmp(a, "--cache-dir-size")) cache_dir_size = parse_size(a, VAL());
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt") || !strcmp(a, "-f") || !strcmp(a, "--file") ||
                  !strcmp(a, "-n") || !strcmp(a, "--n-predict"))
             die("serve: %s does not apply to serve (prompts come in requests; see pocket serve --help)", a);
@@ -1320,6 +1573,12 @@ int cmd_serve(int argc, char **argv) {
         die("serve: --host '%s' is not an IPv4 or IPv6 address", host);
     }
 
+    /* the stored states are part of the memory budget: the model's plan gets the rest */
+    if (o.mem_set && o.mem && cache_ram >= o.mem)
+        die("serve: --cache-ram %llu bytes leaves nothing of --mem %llu bytes for the model", (unsigned long long)cache_ram,
+            (unsigned long long)o.mem);
+    if (o.mem_set && o.mem) o.mem -= cache_ram;
+    o.n_checkpoints = (int)n_ckpt;
     const char *path = o.model ? o.model : default_model();
     S.model = load_model(path, &o, NULL);
     const char *base = strrchr(path, '/');
@@ -1359,10 +1618,21 @@ int cmd_serve(int argc, char **argv) {
         cp.n_threads = S.n_threads;
         cp.type_k = o.type_k;
         cp.type_v = o.type_v;
+        cp.n_checkpoints = (int)n_ckpt;
         if (pk_context_new(S.model, &cp, &S.slots[i].ctx, &err)) die("%s", err.msg);
         S.slots[i].index = i;
     }
     S.n_ctx = pk_context_n_ctx(S.slots[0].ctx);
+    S.n_ckpt = (int)n_ckpt;
+    S.ckpt_bytes = pk_context_checkpoint_bytes(S.slots[0].ctx);
+    S.recurrent = S.ckpt_bytes > 0;
+    if (cache_ram || cache_dir) {
+        pk_error cerr = {0};
+        pcache_params pp = {.model = S.model, .ram_bytes = cache_ram, .dir = cache_dir,
+                            .dir_bytes = cache_dir_size, .n_ctx = S.n_ctx, .recurrent = S.recurrent};
+        if (pcache_open(&pp, &S.cache, &cerr)) die("serve: %s", cerr.msg);
+        S.cache_ram = cache_ram > 0;
+    }
 
     /* SIGINT/SIGTERM are taken by sigwait below; every thread inherits the mask. */
     sigset_t sigs;
@@ -1393,6 +1663,15 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "pocket serve: model %s (id '%s'), context %d, %d parallel x %d threads, queue %d, template %s%s\n",
             path, S.model_id, S.n_ctx, S.n_parallel, S.n_threads, S.n_queue, S.chat_template,
             S.has_api_key ? ", API key required" : "");
+    if (S.recurrent)
+        fprintf(stderr, "pocket serve: prompt cache: %d checkpoints per slot, %.1f MiB each\n", S.n_ckpt,
+                S.ckpt_bytes / 1048576.0);
+    if (cache_ram)
+        fprintf(stderr, "pocket serve: prompt cache: the states of reused slots kept in RAM, up to %.0f MiB\n",
+                cache_ram / 1048576.0);
+    if (cache_dir)
+        fprintf(stderr, "pocket serve: prompt cache: the states of reused slots saved in %s, up to %.0f MiB\n", cache_dir,
+                cache_dir_size / 1048576.0);
     fprintf(stderr, "pocket serve: listening on http://%s%s%s:%d/\n", ipv6 ? "[" : "", host, ipv6 ? "]" : "", bound);
     fflush(stderr);
 
@@ -1434,6 +1713,14 @@ int cmd_serve(int argc, char **argv) {
     }
     MHD_stop_daemon(d);
     if (ls != MHD_INVALID_SOCKET) close(ls);
+    /* What the slots hold survives a restart when there is a directory. */
+    for (int i = 0; cache_dir && i < parallel; i++) {
+        int held = pk_context_pos(S.slots[i].ctx);
+        if (held <= 0) continue;
+        if (pcache_save(S.cache, S.slots[i].ctx, 0) & PCACHE_FILE)
+            fprintf(stderr, "pocket serve: slot %d: its %d tokens saved in %s\n", i, held, cache_dir);
+    }
+    pcache_free(S.cache);
     for (int i = 0; i < parallel; i++) pk_context_free(S.slots[i].ctx);
     free(S.slots);
     pk_model_free(S.model);

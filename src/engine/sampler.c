@@ -28,11 +28,13 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
 #include "engine/sampler.h"
+#include "text/grammar.h"
 
 /* ---- candidates ------------------------------------------------------ */
 
@@ -116,6 +118,23 @@ struct pk_sampler {
     int hist_cap, hist_len, hist_pos;
     uint8_t *seen;      /* [n_vocab] scratch flags for distinct tokens */
     uint64_t rng[4];    /* xoshiro256** state */
+    /* logit bias: n_bias (id, bias) pairs */
+    int32_t *bias_id;
+    float *bias;
+    int n_bias;
+    /* presence / frequency penalties: counts of the accepted tokens, and
+       the distinct ones in order (allocated when a penalty is on) */
+    int32_t *count, *counted;
+    int n_counted;
+    /* log-probabilities of the last sample: log-sum-exp of work[] */
+    double lse;
+    int lse_ok;
+    /* the grammar: its state, the accepted tokens since it was attached or
+       reset, the limit, and what went wrong */
+    pk_grammar *g;
+    uint32_t gst;
+    int g_failed, g_limit, g_count;
+    char g_msg[200];
 };
 
 /* ---- RNG: xoshiro256** seeded by splitmix64 (public-domain algorithms) --- */
@@ -275,6 +294,183 @@ static int32_t pick_dist(pk_sampler *s, const cand_list *L, double sum) {
     return L->c[last].id;   /* u fell past the rounded total */
 }
 
+/* OpenAI's presence and frequency penalties over the tokens accepted since
+ * the last reset: logit -= presence + frequency * count. */
+static void step_presence(pk_sampler *s, float *logits) {
+    if (!s->count) return;
+    for (int i = 0; i < s->n_counted; i++) {
+        int32_t t = s->counted[i];
+        logits[t] -= s->p.presence_penalty + s->p.frequency_penalty * (float)s->count[t];
+    }
+}
+
+/* ---- the grammar ------------------------------------------------------- */
+
+static int32_t chain_pick(pk_sampler *s, float *w);
+static int32_t grammar_eog(const pk_sampler *s);
+
+/* Whether token t keeps the grammar able to finish within the limit: after
+ * it, the fewest bytes to the end fit in the tokens left (each token is at
+ * least one byte). An end-of-generation token fits when complete. */
+static int grammar_fits(pk_sampler *s, int32_t t) {
+    if (pk_vtrie_is_eog(pk_grammar_vtrie(s->g), t)) return pk_grammar_can_end(s->g, s->gst);
+    int left = s->g_limit - s->g_count - 1;
+    uint32_t y = pk_grammar_advance_token(s->g, s->gst, t);
+    return y && left >= 0 && pk_grammar_distance(s->g, y) <= (uint32_t)left;
+}
+
+/* With a limit: pick by the chain, and while the pick would leave too
+ * little room to finish, take it out and pick again (rarely more than
+ * once); after 16 tries, the one-byte token on the shortest way. */
+static int32_t grammar_pick_in_time(pk_sampler *s, float *w) {
+    if (s->g_limit - s->g_count <= 0) return chain_pick(s, w);   /* past the limit: nothing to keep */
+    for (int tries = 0; tries < 16; tries++) {
+        int32_t t = chain_pick(s, w);
+        if (w[t] == -INFINITY) break;          /* nothing left: chain_pick fell back */
+        if (grammar_fits(s, t)) return t;
+        w[t] = -INFINITY;
+    }
+    int32_t t = pk_grammar_closing_token(s->g, s->gst);
+    return t >= 0 ? t : grammar_eog(s);
+}
+
+static void grammar_fail(pk_sampler *s, const char *msg) {
+    if (s->g_failed) return;
+    s->g_failed = 1;
+    snprintf(s->g_msg, sizeof s->g_msg, "%s", msg);
+}
+
+static void grammar_restart(pk_sampler *s) {
+    s->gst = pk_grammar_start(s->g);
+    s->g_failed = !s->gst;
+    s->g_count = 0;
+    s->g_msg[0] = 0;
+    if (s->g_failed) grammar_fail(s, "grammar: no start state");
+}
+
+/* An end-of-generation token of the grammar's vocabulary (the first). */
+static int32_t grammar_eog(const pk_sampler *s) {
+    int n;
+    const int32_t *e = pk_vtrie_eog_ids(pk_grammar_vtrie(s->g), &n);
+    return n ? e[0] : 0;
+}
+
+/* Closing in time: keep, of the (at most 64) best allowed tokens, those
+ * that bring the end closer; if none does, the one-byte token on the
+ * shortest way. Returns that forced token, or -1 (w masked in place). */
+static int32_t grammar_close(pk_sampler *s, float *w, uint32_t d) {
+    cand_list L;
+    step_candidates(s, w, &L);
+    int m = L.n < 64 ? L.n : 64, kept = 0;
+    cand_sort_prefix(&L, m);
+    for (int i = 0; i < m; i++) {
+        int32_t t = L.c[i].id;
+        uint32_t y = pk_vtrie_is_eog(pk_grammar_vtrie(s->g), t) ? 0 : pk_grammar_advance_token(s->g, s->gst, t);
+        if (y && pk_grammar_distance(s->g, y) < d) { L.c[kept++] = L.c[i]; continue; }
+    }
+    for (int i = 0; i < s->n_vocab; i++) w[i] = -INFINITY;
+    for (int i = 0; i < kept; i++) w[L.c[i].id] = L.c[i].logit;
+    if (kept) return -1;
+    int32_t t = pk_grammar_closing_token(s->g, s->gst);
+    if (t < 0) {
+        grammar_fail(s, "grammar: no token of the vocabulary brings the output closer to its end");
+        return grammar_eog(s);
+    }
+    return t;
+}
+
+/* -inf for every token the grammar does not allow here; end-of-generation
+ * tokens only when it is complete. Returns a token to pick without the rest
+ * of the chain (the only possible one, or an end when the grammar failed),
+ * else -1. */
+static int32_t step_grammar(pk_sampler *s, float *w) {
+    pk_grammar *g = s->g;
+    if (s->g_failed) return grammar_eog(s);
+    const uint64_t *mask = pk_grammar_mask(g, s->gst);
+    if (!mask) {
+        grammar_fail(s, pk_grammar_overflow(g) ? pk_grammar_overflow(g) : "grammar: no mask");
+        return grammar_eog(s);
+    }
+    int n_words = (s->n_vocab + 63) / 64, any = 0;
+    for (int k = 0; k < n_words; k++) {
+        uint64_t m = mask[k];
+        if (m == ~0ull) { any = 1; continue; }
+        int base = k * 64, lim = s->n_vocab - base < 64 ? s->n_vocab - base : 64;
+        for (int b = 0; b < lim; b++)
+            if (!(m >> b & 1)) w[base + b] = -INFINITY;
+            else if (w[base + b] > -INFINITY) any = 1;
+    }
+    int n_eog;
+    const int32_t *eog = pk_vtrie_eog_ids(pk_grammar_vtrie(g), &n_eog);
+    int can_end = pk_grammar_can_end(g, s->gst);
+    for (int i = 0; i < n_eog; i++) {
+        if (!can_end) w[eog[i]] = -INFINITY;
+        else if (w[eog[i]] > -INFINITY) any = 1;
+    }
+    if (s->g_limit > 0) {
+        uint32_t d = pk_grammar_distance(g, s->gst);
+        int left = s->g_limit - s->g_count;
+        if (d > 0 && (int64_t)d >= left) return grammar_close(s, w, d);
+        if (d == 0 && left <= 0 && n_eog) return eog[0];
+    }
+    if (!any) {
+        /* every allowed token has -inf from the model, the bias or a
+         * penalty: take the grammar's shortest way, or end */
+        if (can_end && n_eog) return eog[0];
+        int32_t t = pk_grammar_closing_token(g, s->gst);
+        if (t >= 0) return t;
+        grammar_fail(s, "grammar: no token of the vocabulary continues the output");
+        return grammar_eog(s);
+    }
+    return -1;
+}
+
+static void grammar_accept(pk_sampler *s, int32_t token) {
+    if (s->g_failed) return;
+    const pk_vtrie *v = pk_grammar_vtrie(s->g);
+    if (pk_vtrie_is_eog(v, token)) {
+        if (!pk_grammar_can_end(s->g, s->gst)) grammar_fail(s, "grammar: the output ended before it was complete");
+        return;
+    }
+    uint32_t y = pk_grammar_advance_token(s->g, s->gst, token);
+    if (!y) {
+        const char *o = pk_grammar_overflow(s->g);
+        char msg[120];
+        snprintf(msg, sizeof msg, "grammar: token %d is not allowed after the output so far", (int)token);
+        grammar_fail(s, o ? o : msg);
+        return;
+    }
+    s->gst = y;
+    s->g_count++;
+}
+
+int pk_sampler_set_grammar(pk_sampler *s, pk_grammar *g, pk_error *err) {
+    if (g) {
+        const pk_vtrie *v = pk_grammar_vtrie(g);
+        if (!v) return pk_errorf(err, PK_ERR_ARG, "grammar: compiled without a model, it cannot constrain a sampler");
+        if (pk_vtrie_n_vocab(v) != s->n_vocab)
+            return pk_errorf(err, PK_ERR_ARG, "grammar: compiled for a vocabulary of %d tokens, the sampler has %d",
+                             pk_vtrie_n_vocab(v), s->n_vocab);
+    }
+    s->g = g;
+    s->g_limit = 0;
+    if (g) grammar_restart(s);
+    return PK_OK;
+}
+
+void pk_sampler_grammar_limit(pk_sampler *s, int n) { s->g_limit = n > 0 ? n : 0; }
+
+int pk_sampler_grammar_status(const pk_sampler *s, const char **msg) {
+    if (msg) *msg = NULL;
+    if (!s->g) return PK_GRAMMAR_NONE;
+    if (s->g_failed) {
+        if (msg) *msg = s->g_msg;
+        return PK_GRAMMAR_FAILED;
+    }
+    if (pk_grammar_must_end(s->g, s->gst)) return PK_GRAMMAR_MUST_END;
+    return pk_grammar_can_end(s->g, s->gst) ? PK_GRAMMAR_CAN_END : PK_GRAMMAR_OPEN;
+}
+
 /* ---- public API -------------------------------------------------------- */
 
 /* The defaults documented in engine/sampler.h. */
@@ -287,6 +483,8 @@ pk_sampler_params pk_sampler_default_params(void) {
     p.repeat_penalty = 1.0f;
     p.repeat_last_n = 64;
     p.seed = 0xC0FFEE;
+    p.presence_penalty = 0.0f;
+    p.frequency_penalty = 0.0f;
     return p;
 }
 
@@ -321,6 +519,11 @@ pk_sampler *pk_sampler_new(const pk_sampler_params *p, int n_vocab, pk_error *er
                   (double)p->repeat_penalty);
         return NULL;
     }
+    if (!isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty)) {
+        pk_errorf(err, PK_ERR_ARG, "sampler: presence_penalty = %g, frequency_penalty = %g, must be finite",
+                  (double)p->presence_penalty, (double)p->frequency_penalty);
+        return NULL;
+    }
     pk_sampler *s = pk_calloc(1, sizeof *s);
     if (!s) { pk_errorf(err, PK_ERR_NOMEM, "sampler: out of memory"); return NULL; }
     s->p = *p;
@@ -330,7 +533,12 @@ pk_sampler *pk_sampler_new(const pk_sampler_params *p, int n_vocab, pk_error *er
     s->work = pk_calloc((size_t)n_vocab, sizeof *s->work);
     s->seen = pk_calloc((size_t)n_vocab, 1);
     s->hist = s->hist_cap ? pk_calloc((size_t)s->hist_cap, sizeof *s->hist) : NULL;
-    if (!s->cand || !s->work || !s->seen || (s->hist_cap && !s->hist)) {
+    int counting = p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+    if (counting) {
+        s->count = pk_calloc((size_t)n_vocab, sizeof *s->count);
+        s->counted = pk_calloc((size_t)n_vocab, sizeof *s->counted);
+    }
+    if (!s->cand || !s->work || !s->seen || (s->hist_cap && !s->hist) || (counting && (!s->count || !s->counted))) {
         pk_errorf(err, PK_ERR_NOMEM,
                   "sampler: out of memory (n_vocab = %d, repeat_last_n = %d)",
                   n_vocab, p->repeat_last_n);
@@ -348,6 +556,10 @@ void pk_sampler_free(pk_sampler *s) {
     free(s->work);
     free(s->seen);
     free(s->hist);
+    free(s->bias_id);
+    free(s->bias);
+    free(s->count);
+    free(s->counted);
     free(s);
 }
 
@@ -357,8 +569,22 @@ void pk_sampler_free(pk_sampler *s) {
 int32_t pk_sampler_sample(pk_sampler *s, const float *logits) {
     float *w = s->work;
     memcpy(w, logits, (size_t)s->n_vocab * sizeof *w);
+    s->lse_ok = 0;
+    for (int i = 0; i < s->n_bias; i++) w[s->bias_id[i]] += s->bias[i];
     step_penalty(s, w);
+    step_presence(s, w);
     step_sanitize(w, s->n_vocab);
+    if (s->g) {
+        int32_t forced = step_grammar(s, w);
+        if (forced >= 0) return forced;
+        if (s->g_limit > 0) return grammar_pick_in_time(s, w);
+    }
+    return chain_pick(s, w);
+}
+
+/* The chain after the penalties and the grammar: greedy, or top-k, top-p,
+ * min-p, temperature and a draw. */
+static int32_t chain_pick(pk_sampler *s, float *w) {
     if (s->p.temperature <= 0.0f) return pick_greedy(w, s->n_vocab);
 
     cand_list L;
@@ -381,15 +607,78 @@ int32_t pk_sampler_sample(pk_sampler *s, const float *logits) {
  * full). Ids outside the vocabulary are kept in the window but never
  * penalised. */
 void pk_sampler_accept(pk_sampler *s, int32_t token) {
+    if (s->g) grammar_accept(s, token);
+    if (s->count && token >= 0 && token < s->n_vocab && s->count[token]++ == 0)
+        s->counted[s->n_counted++] = token;
     if (s->hist_cap == 0) return;
     s->hist[s->hist_pos] = token;
     s->hist_pos = (s->hist_pos + 1) % s->hist_cap;
     if (s->hist_len < s->hist_cap) s->hist_len++;
 }
 
-/* Forget every accepted token and reseed the RNG with seed. */
+/* Forget every accepted token and reseed the RNG with seed; the grammar
+ * starts again. */
 void pk_sampler_reset(pk_sampler *s, uint64_t seed) {
     s->hist_len = 0;
     s->hist_pos = 0;
+    for (int i = 0; i < s->n_counted; i++) s->count[s->counted[i]] = 0;
+    s->n_counted = 0;
+    if (s->g) grammar_restart(s);
     rng_seed(s, seed);
+}
+
+int pk_sampler_set_logit_bias(pk_sampler *s, const int32_t *ids, const float *bias, int n, pk_error *err) {
+    if (n < 0 || (n > 0 && (!ids || !bias)))
+        return pk_errorf(err, PK_ERR_ARG, "logit_bias: bad list (n = %d)", n);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= s->n_vocab)
+            return pk_errorf(err, PK_ERR_ARG, "logit_bias: token %d is outside the vocabulary (0..%d)",
+                             (int)ids[i], s->n_vocab - 1);
+        if (!isfinite(bias[i]))
+            return pk_errorf(err, PK_ERR_ARG, "logit_bias: the bias of token %d is not finite", (int)ids[i]);
+    }
+    int32_t *ni = n ? malloc((size_t)n * sizeof *ni) : NULL;
+    float *nb = n ? malloc((size_t)n * sizeof *nb) : NULL;
+    if (n && (!ni || !nb)) { free(ni); free(nb); return pk_errorf(err, PK_ERR_NOMEM, "logit_bias: out of memory"); }
+    if (n) { memcpy(ni, ids, (size_t)n * sizeof *ni); memcpy(nb, bias, (size_t)n * sizeof *nb); }
+    free(s->bias_id);
+    free(s->bias);
+    s->bias_id = ni;
+    s->bias = nb;
+    s->n_bias = n;
+    return PK_OK;
+}
+
+/* ---- log-probabilities --------------------------------------------------- */
+
+static double work_lse(pk_sampler *s) {
+    if (!s->lse_ok) {
+        float mx = -INFINITY;
+        for (int i = 0; i < s->n_vocab; i++) if (s->work[i] > mx) mx = s->work[i];
+        double sum = 0;
+        if (mx > -INFINITY)
+            for (int i = 0; i < s->n_vocab; i++) sum += exp((double)s->work[i] - mx);
+        s->lse = mx > -INFINITY ? mx + log(sum) : INFINITY;
+        s->lse_ok = 1;
+    }
+    return s->lse;
+}
+
+float pk_sampler_logprob(pk_sampler *s, int32_t token) {
+    if (token < 0 || token >= s->n_vocab || s->work[token] == -INFINITY) return -INFINITY;
+    return (float)((double)s->work[token] - work_lse(s));
+}
+
+int pk_sampler_top_logprobs(pk_sampler *s, int k, int32_t *ids, float *logprobs) {
+    if (k <= 0) return 0;
+    double lse = work_lse(s);
+    cand_list L;
+    step_candidates(s, s->work, &L);
+    if (k > L.n) k = L.n;
+    cand_sort_prefix(&L, k);
+    for (int i = 0; i < k; i++) {
+        ids[i] = L.c[i].id;
+        logprobs[i] = (float)((double)L.c[i].logit - lse);
+    }
+    return k;
 }

@@ -11,9 +11,11 @@
  *
  *   header   HEADER_BYTES: magic, version, the model file's identity
  *            (pk_model.file_id, its size), the cache element types, the
- *            layer counts and state sizes, tokens, checkpoints, the
- *            payload's bytes and a checksum (pk_hash64 of the header with
- *            the checksum zeroed, then of each region below in order)
+ *            layer counts, tokens, checkpoints, the payload's bytes, a
+ *            checksum of the whole (pk_hash64 of the header from byte 72
+ *            on zeroed, then of each region below in order) and one of the
+ *            header's first 72 bytes (so a damaged header is told from
+ *            another model's state)
  *   tokens   int32 [n_tokens]
  *   ckpts    int32 [n_ckpt] positions, ascending, in [1, n_tokens]
  *   caches   per attention layer, in layer order, the rows of the first
@@ -185,6 +187,7 @@ static void header_write(uint8_t b[HEADER_BYTES], const state_header *h) {
     for (int i = 0; i < 8; i++) put32(b + 32 + 4 * i, f[i]);
     put64(b + 64, h->payload_bytes);
     put64(b + 72, h->checksum);
+    put64(b + 80, pk_hash64(0, b, 72));
 }
 
 /* Read and check a header against model m: its identity and layer counts;
@@ -198,17 +201,23 @@ static int header_read(const pk_model *m, const uint8_t *b, size_t n, state_head
     if (get32(b + 8) != STATE_VERSION || get32(b + 12) != HEADER_BYTES)
         return pk_errorf(err, PK_ERR_FORMAT, "%s: state version %d is not %d (saved by another pocket)", what,
                          get32(b + 8), STATE_VERSION);
+    /* a damaged header is corrupt, not another model's state */
+    if (get64(b + 80) != pk_hash64(0, b, 72) || get64(b + 88) != 0)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: corrupt (its header's checksum does not match)", what);
     h->model_id = get64(b + 16);
     h->file_size = get64(b + 24);
     int32_t *f[] = {&h->type_k, &h->type_v, &h->n_layer, &h->n_att, &h->n_lat, &h->n_rec, &h->n_tokens, &h->n_ckpt};
     for (int i = 0; i < 8; i++) *f[i] = get32(b + 32 + 4 * i);
     h->payload_bytes = get64(b + 64);
     h->checksum = get64(b + 72);
-    if (h->model_id != m->file_id || h->file_size != m->gguf->size)
+    if (h->file_size != m->gguf->size)
         return pk_errorf(err, PK_ERR_ARG,
-                         "%s: the state was saved with another model file (a file of %llu bytes; this "
-                         "model, %s, has %llu)", what, (unsigned long long)h->file_size, m->path,
-                         (unsigned long long)m->gguf->size);
+                         "%s: the state was saved with another model file (of %llu bytes; %s has %llu)", what,
+                         (unsigned long long)h->file_size, m->path, (unsigned long long)m->gguf->size);
+    if (h->model_id != m->file_id)
+        return pk_errorf(err, PK_ERR_ARG,
+                         "%s: the state was saved with another model file (of the same size as %s, but other "
+                         "metadata or weights)", what, m->path);
     if (h->n_layer != m->hp.n_layer)
         return pk_errorf(err, PK_ERR_FORMAT, "%s: %d layers in the state, %d in the model", what, h->n_layer,
                          m->hp.n_layer);
@@ -295,7 +304,8 @@ static void sink_put(void *ud, void *p, size_t n) {
 static void save_payload(const pk_context *c, sink *s, state_header *h) {
     *h = header_of(c);
     uint8_t hb[HEADER_BYTES];
-    header_write(hb, h);   /* checksum 0 */
+    header_write(hb, h);
+    memset(hb + 72, 0, HEADER_BYTES - 72);   /* the checksums: not hashed */
     s->hash = pk_hash64(0, hb, HEADER_BYTES);
     sink_put(s, c->tokens, (size_t)c->pos * sizeof *c->tokens);
     sink_put(s, c->ckpt_pos, (size_t)c->n_ckpt * sizeof *c->ckpt_pos);
@@ -402,7 +412,7 @@ static int state_load(pk_context *c, const uint8_t *b, size_t n, const char *wha
     /* the checksum, before anything is changed */
     uint8_t hb[HEADER_BYTES];
     memcpy(hb, b, HEADER_BYTES);
-    put64(hb + 72, 0);
+    memset(hb + 72, 0, HEADER_BYTES - 72);
     source s = {.in = b + HEADER_BYTES};
     s.hash = pk_hash64(0, hb, HEADER_BYTES);
     source_get(&s, NULL, 4 * (size_t)h.n_tokens);
@@ -484,14 +494,19 @@ static int state_tokens(const pk_model *m, const uint8_t *b, size_t n, int32_t *
     state_header h;
     int rc = header_read(m, b, n, &h, what, err);
     if (rc) return rc;
+    if (h.payload_bytes != n - HEADER_BYTES)
+        return pk_errorf(err, PK_ERR_FORMAT, "%s: %s: %zu bytes, its header says %llu", what,
+                         n - HEADER_BYTES < h.payload_bytes ? "truncated" : "trailing bytes", n,
+                         (unsigned long long)(HEADER_BYTES + h.payload_bytes));
     int32_t *t = malloc(4 * (size_t)h.n_tokens + 4);
     if (!t) return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", what);
     memcpy(t, b + HEADER_BYTES, 4 * (size_t)h.n_tokens);
     for (int i = 0; i < h.n_tokens; i++)
         if (t[i] < 0 || t[i] >= m->hp.n_vocab) {
+            const int32_t bad = t[i];
             free(t);
-            return pk_errorf(err, PK_ERR_FORMAT, "%s: token %d at position %d is out of range [0, %d)", what,
-                             t[i], i, m->hp.n_vocab);
+            return pk_errorf(err, PK_ERR_FORMAT, "%s: token %d at position %d is out of range [0, %d)", what, bad,
+                             i, m->hp.n_vocab);
         }
     *tokens = t;
     *n_tokens = h.n_tokens;

@@ -5,6 +5,7 @@
  * (model/arch.h); the names and shapes here are shared by all of them.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "model/xcache.h"
 #include "pocket.h"
 #include "quant/quant.h"
+#include "text/grammar.h"
 
 /* ---- hyperparameters ------------------------------------------------------ */
 
@@ -569,6 +571,25 @@ pk_model_params pk_model_default_params(void) {
     return p;
 }
 
+/* Whose saved states are these (engine/state.c): a hash of the file's size,
+ * its header (metadata, tensor names, types, shapes, offsets) and the first
+ * bytes of every tensor but the routed experts' (files with one header and
+ * other weights differ there; the experts' pages are not touched, as a
+ * memory budget may keep them on disk). */
+static uint64_t file_identity(const pk_model *m) {
+    uint64_t h = pk_hash64(0, &m->gguf->size, sizeof m->gguf->size);
+    h = pk_hash64(h, m->gguf->map, (size_t)m->gguf->data_offset);
+    for (int i = 0; i < m->n_bound; i++) {
+        const pk_tensor *t = m->bound[i].t;
+        if (m->bound[i].role == PK_ROLE_EXPERTS || !t->data) continue;
+        h = pk_hash64(h, t->data, t->row_bytes < 64 ? (size_t)t->row_bytes : 64);
+    }
+    const pk_tensor *top[] = {&m->tok_embd, &m->output, &m->output_norm};
+    for (int i = 0; i < 3; i++)
+        if (top[i]->data) h = pk_hash64(h, top[i]->data, top[i]->row_bytes < 64 ? (size_t)top[i]->row_bytes : 64);
+    return h;
+}
+
 int pk_model_load(const char *path, pk_model **out, pk_error *err) {
     return pk_model_load_params(path, NULL, out, err);
 }
@@ -585,8 +606,6 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
     uint8_t *linear = NULL;
     int rc = gguf_open(path, &m->gguf, err);
     if (rc) goto fail;
-    m->file_id = pk_hash64(pk_hash64(0, &m->gguf->size, sizeof m->gguf->size), m->gguf->map,
-                           (size_t)m->gguf->data_offset);
     if ((rc = gguf_get_string(m->gguf, "general.architecture", 1, &an, err))) goto fail;
     if (!(m->arch = pk_arch_find(an))) {
         char safe[64];
@@ -638,6 +657,7 @@ int pk_model_load_params(const char *path, const pk_model_params *params, pk_mod
         goto fail;
     }
     count_params(m);
+    m->file_id = file_identity(m);
     if ((rc = pk_memplan_apply(m, &mp, err))) goto fail;
     free(an);
     free(linear);
@@ -653,6 +673,7 @@ fail:
 void pk_model_free(pk_model *m) {
     if (!m) return;
     pk_tokenizer_free(m->tok);
+    pk_vtrie_free(m->vtrie);
     pk_xcache_free(m->xc);
     free(m->layers);
     free(m->bound);
@@ -760,3 +781,22 @@ int pk_model_token_piece(const pk_model *m, int32_t id, char *buf, int buflen) {
 
 int pk_model_is_eog(const pk_model *m, int32_t id) { return pk_tokenizer_is_eog(m->tok, id); }
 int32_t pk_model_bos(const pk_model *m) { return pk_tokenizer_bos(m->tok); }
+
+/* The vocabulary trie is made once per model, by the first grammar, under a
+ * lock shared by all models (it is taken once per grammar). */
+static pthread_mutex_t vtrie_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int pk_grammar_new(const pk_model *m, const char *gbnf, const char *root, pk_grammar **out, pk_error *err) {
+    if (!out) return pk_errorf(err, PK_ERR_ARG, "grammar: out is NULL");
+    *out = NULL;
+    if (!gbnf) return pk_errorf(err, PK_ERR_ARG, "grammar: the text is NULL");
+    const pk_vtrie *v = NULL;
+    if (m) {
+        pthread_mutex_lock(&vtrie_mu);
+        int rc = m->vtrie ? PK_OK : pk_vtrie_build(m->tok, &((pk_model *)m)->vtrie, err);
+        v = m->vtrie;
+        pthread_mutex_unlock(&vtrie_mu);
+        if (rc) return rc;
+    }
+    return pk_grammar_compile(gbnf, strlen(gbnf), root, v, out, err);
+}

@@ -183,6 +183,8 @@ struct pk_model {
     pk_rope rope[PK_MAX_ROPE];           /* the rope tables the attention layers use */
     int n_rope;
     pk_tokenizer *tok;
+    struct pk_vtrie *vtrie;              /* the vocabulary as a trie, made by the first
+                                            grammar (pk_grammar_new) */
     int64_t n_params;                    /* all weights */
     int64_t n_params_active;             /* weights used per token */
     uint64_t bytes_per_token;            /* weight bytes read per decoded token */

@@ -45,6 +45,7 @@
 
 #include "core/common.h"
 #include "text/chat.h"
+#include "text/strbuf.h"
 
 static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma", "gemma4", "deepseek2", "deepseek3",
                                                    "harmony"};
@@ -52,34 +53,6 @@ static const char *const tmpl_names[TMPL_COUNT] = {"chatml", "llama3", "gemma", 
 const char *pk_chat_family_name(int family) {
     return family >= 0 && family < TMPL_COUNT ? tmpl_names[family] : NULL;
 }
-
-/* ---- a growable string ------------------------------------------------------ */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) {
-            if (cap > SIZE_MAX / 2) { b->oom = 1; return; }
-            cap *= 2;
-        }
-        char *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 /* s without leading and trailing white space: start in *out, length returned. */
 static size_t trimmed(const char *s, const char **out) {
@@ -356,30 +329,7 @@ void pk_chat_reasoning_free(pk_chat_reasoning *r) {
 }
 
 /* Drop the first k bytes of pend. */
-static void pend_take(pk_chat_reasoning *r, size_t k) {
-    memmove(r->pend.p, r->pend.p + k, r->pend.n - k + 1);
-    r->pend.n -= k;
-}
-
-/* Offset of m in s[0..n), or n. */
-static size_t find_at(const char *s, size_t n, const char *m) {
-    const char *h = memmem(s, n, m, strlen(m));
-    return h ? (size_t)(h - s) : n;
-}
-
-/* Length of the longest end of s[0..n) that begins m (and is shorter). */
-static size_t partial_tail(const char *s, size_t n, const char *m) {
-    size_t ml = strlen(m);
-    for (size_t k = ml - 1 < n ? ml - 1 : n; k > 0; k--)
-        if (!memcmp(s + n - k, m, k)) return k;
-    return 0;
-}
-
-/* Whether s[0..n) and m agree on their common length. */
-static int agrees(const char *s, size_t n, const char *m) {
-    size_t ml = strlen(m);
-    return !memcmp(s, m, n < ml ? n : ml);
-}
+static void pend_take(pk_chat_reasoning *r, size_t k) { sb_take(&r->pend, k); }
 
 /* Move k bytes of pend to dst (white space at its end kept back in pend
  * unless final, when reasoning is trimmed). */

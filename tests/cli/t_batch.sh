@@ -37,14 +37,8 @@ $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/
     { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/mxfp4.gguf" Q8_0 --tensor-type "_exps=MXFP4" \
     >/dev/null 2>&1 || { echo "FAIL: pocket quantize Q8_0 with MXFP4 experts"; exit 1; }
-variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
-[ -n "$variants" ] || { echo "FAIL: no usable kernel variant in pocket --help"; exit 1; }
-if [ -n "${BATCH_VARIANTS:-}" ]; then
-    for v in $BATCH_VARIANTS; do
-        echo "$variants" | grep -qx "$v" || { echo "FAIL: BATCH_VARIANTS names '$v', not usable here (usable:" $variants")"; exit 1; }
-    done
-    variants=$BATCH_VARIANTS
-fi
+. tests/lib/variants.sh
+variants=$(kernel_variants) || { echo "$variants"; exit 1; }
 run_variant() {
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(45)))")
 for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \

@@ -1,8 +1,11 @@
 #!/bin/sh
 # pocket chat: a piped conversation on the bundled model with
 # --chat-template chatml (prompt markers, streamed answers, KV reuse across
-# turns, /reset, /exit, end of input), the context-full message, Ctrl-C
-# (stops an answer, not the program; twice at the prompt quits), template
+# turns, /reset, /exit, end of input); a conversation longer than the
+# context goes on (the oldest turns dropped, the system text kept, one line
+# saying so); a message too long for the context; Ctrl-C (stops an answer,
+# not the program; once at the prompt quits); the terminal (a pseudo-terminal
+# driven by tests/lib/pty_chat.py: line editing, history, Ctrl-C); template
 # detection from a GGUF's tokenizer.chat_template, and the one-line errors
 # for a bad template name, a model without a template and an unknown template.
 set -u
@@ -63,14 +66,42 @@ check "after /reset the answer equals a fresh chat's" [ -n "$a1" ] && [ "$a1" = 
 printf 'In the beginning' | "$P" chat -m "$M" --chat-template chatml -n 4 --temp 0 >"$tmp/out" 2>"$tmp/err"
 check "end of input exits 0 (no trailing newline)" [ $? -eq 0 ] && [ "$(grep -c '^> ' "$tmp/out")" -eq 2 ]
 
-# context full: a message longer than the window is refused; the chat goes on
+# a conversation longer than the context, default flags (the bundled model's
+# 256 tokens, -n 256): every turn is answered, the oldest turns are dropped
+# with one line each time, the system text stays
+printf 'hello\nAnd God said\nWho made the light?\nTell me more\nAnd then?\nWhat came next?\n' |
+    "$P" chat -m "$M" --chat-template chatml --system "You are a scribe." --temp 0 -t 2 --show-prompt \
+    >"$tmp/out" 2>"$tmp/err"
+check "long conversation exits 0" [ $? -eq 0 ]
+answers=$(awk '/^> ./ { getline a; if (length(a) > 5 && a !~ /^> /) k++ } END { print k + 0 }' "$tmp/out")
+check "long conversation: six answers ($answers)" [ "$answers" -eq 6 ]
+drops=$(grep -c '^\[dropped the \(oldest turn\|[0-9]* oldest turns\) to fit the 256-token context\]$' "$tmp/err")
+check "long conversation: turns dropped, one line each time ($drops)" [ "$drops" -ge 4 ]
+check "long conversation: no error, no refusal" sh -c "! grep -q 'too long\|context full\|error' '$tmp/err'"
+# the last prompt: the system text, then the last message only
+awk '/^\[prompt: / { p = "" } { p = p $0 "\n" } END { printf "%s", p }' "$tmp/err" >"$tmp/last"
+check "long conversation: the system text is kept" grep -q '^You are a scribe\.<|im_end|>$' "$tmp/last"
+check "long conversation: the oldest turns are gone" sh -c "! grep -q '^hello<' '$tmp/last'"
+check "long conversation: the last message is there" grep -q '^What came next?<|im_end|>$' "$tmp/last"
+set -- $(sed -n 's/^\[prompt: \([0-9]*\) tokens.*/\1/p' "$tmp/err")
+over=0; for t in "$@"; do [ "$t" -le 192 ] || over=1; done
+check "long conversation: every prompt leaves a quarter of the context ($*)" [ $over -eq 0 ] && [ $# -eq 6 ]
+# after a drop the context is cut back to what the prompts share (the system
+# text), not decoded again from the start
+reused=$(sed -n 's/^\[prompt: \([0-9]*\) tokens, \([0-9]*\) new\]$/\1 \2/p' "$tmp/err" |
+         awk 'NR > 1 && $2 < $1 - 10 { k++ } END { print k + 0 }')
+check "long conversation: turns 2-6 reuse the system text's tokens ($reused of 5)" [ "$reused" -eq 5 ]
+
+# a message too long for the context even alone is refused; the chat goes on
 long="And God said, Let there be light: and there was light. And God saw the light, that it was good."
-printf '%s\n/reset\nhi\n' "$long" | "$P" chat -m "$M" --chat-template chatml -c 24 -n 4 --temp 0 >"$tmp/out" 2>"$tmp/err"
-check "context full exits 0" [ $? -eq 0 ]
-check "context full message" grep -q '^\[context full: .* /reset to start over' "$tmp/err"
-# an answer that fills the window stops with the message
+printf '%s\nhi\n' "$long" | "$P" chat -m "$M" --chat-template chatml -c 48 -n 4 --temp 0 >"$tmp/out" 2>"$tmp/err"
+check "message too long exits 0" [ $? -eq 0 ]
+check "message too long: one line" [ "$(grep -c '^\[message too long: the prompt would be [0-9]* tokens, the context holds 48' "$tmp/err")" -eq 1 ]
+check "message too long: the next message is answered" [ "$(grep -c '^> ' "$tmp/out")" -eq 3 ] &&
+    [ "$(awk '/^> hi$/ { getline a; print length(a) }' "$tmp/out")" -gt 0 ]
+# an answer that fills the window stops with a line
 printf 'hi\n' | "$P" chat -m "$M" --chat-template chatml -c 40 -n -1 --temp 0 >"$tmp/out" 2>"$tmp/err"
-check "answer stops at context full" grep -q '^\[context full: /reset' "$tmp/err"
+check "answer cut at context full" grep -q '^\[answer cut: the context is full' "$tmp/err"
 
 # wait_for FILE PATTERN: up to 10 s for a line matching PATTERN
 wait_for() {
@@ -90,14 +121,17 @@ check "the program is still running" kill -0 $pid
 echo "/reset" >&3
 wait_for "$tmp/err" '^\[conversation reset\]$'; sleep 0.3
 kill -INT $pid
-check "first Ctrl-C at the prompt: a hint" wait_for "$tmp/err" 'Ctrl-C again'
-check "still running after one Ctrl-C at the prompt" kill -0 $pid
-sleep 0.3
-kill -INT $pid
-i=0; while [ $i -lt 50 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-if kill -0 $pid 2>/dev/null; then bad "second Ctrl-C at the prompt exits"; kill $pid
-else wait $pid; rc=$?; check "second Ctrl-C at the prompt exits 0 ($rc)" [ $rc -eq 0 ]; fi
+i=0; while [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+if kill -0 $pid 2>/dev/null; then bad "one Ctrl-C at the prompt exits"; kill $pid
+else wait $pid; rc=$?; check "one Ctrl-C at the prompt exits 0 ($rc)" [ $rc -eq 0 ]; fi
 exec 3>&-
+
+# ---- a terminal: line editing, history, Ctrl-C (tests/lib/pty_chat.py) --------------
+"$PYTHON" tests/lib/pty_chat.py "$P" "$M" "$tmp" >"$tmp/pty" 2>&1
+sed 's/^/  /' "$tmp/pty"
+k=$(grep -c '^\(ok  \|FAIL\) ' "$tmp/pty"); f=$(grep -c '^FAIL ' "$tmp/pty")
+n=$((n + k)); fails=$((fails + f))
+check "pty_chat.py ran every check ($k)" [ "$k" -ge 20 ]
 
 # ---- templates: errors and detection ----------------------------------------------------
 expect_error "bad template name" "'vicuna'" "$P" chat -m "$M" --chat-template vicuna

@@ -9,11 +9,14 @@
 #      disconnect (generation cancelled), 32 concurrent streams against
 #      --parallel 2 --queue 8 (each answered in full or 503), /metrics
 #   3. tests/cli/serve/webui.mjs     headless Chromium (playwright-core) drives the
-#      chat page at /: send, streamed answer, Stop; screenshot in
-#      $BUILD/tmp/serve/chat.png
-# then a second server (--timeout, its model file truncated under it) and
-# three more on tests/lib/mk_chain_model.py's model (tests/cli/serve/reasoning.mjs:
-# the answer / reasoning split for harmony, <think> and gemma4).
+#      chat page at /: send, streamed answer, a failed request not kept, Stop;
+#      screenshot in $BUILD/tmp/serve/chat.png
+# then a server with the bundled model's own 256-token context
+# (tests/cli/serve/webui_context.mjs: the page through a conversation longer
+# than the context), a second server (--timeout, its model file truncated
+# under it) and three more on tests/lib/mk_chain_model.py's model
+# (tests/cli/serve/reasoning.mjs: the answer / reasoning split for harmony,
+# <think> and gemma4; webui_reasoning.mjs: the page's thinking block).
 # The server must still be alive at the end. Needs node + npm (the packages
 # go to $BUILD/tmp/node) and Debian's chromium (installed here when root);
 # when they cannot be had, the test says why and fails.
@@ -25,6 +28,16 @@ tmp="$BUILD/tmp/serve"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 KEY="pocket-test-key-$$"
 fail() { echo "FAIL: $*"; exit 1; }
+# port_of LOG PID: the port a server started with --port 0 listens on, read
+# from its log (up to 30 s; empty if it exits or never says)
+port_of() {
+    j=0
+    while [ $j -lt 300 ] && kill -0 "$2" 2>/dev/null; do
+        p=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$1" 2>/dev/null)
+        [ -n "$p" ] && { echo "$p"; return; }
+        sleep 0.1; j=$((j + 1))
+    done
+}
 
 # ---- tools: node, npm packages, chromium ----------------------------------------
 command -v node >/dev/null || fail "node is not installed (Node.js 20 is needed for this test)"
@@ -81,6 +94,16 @@ if [ $fails -ne 0 ]; then echo "--- server log (tail)"; tail -n 40 "$tmp/server.
 kill -TERM "$SERVER"; wait "$SERVER"; rc=$?
 trap - EXIT
 if [ $rc -ne 0 ]; then echo "FAIL server exit status $rc after SIGTERM"; tail -n 40 "$tmp/server.log"; fails=$((fails + 1)); fi
+
+# ---- the page past the context: the bundled model's own 256 tokens ----------------------
+"$P" serve -m models/kjv-moe-f16.gguf --host 127.0.0.1 --port 0 -t 1 --chat-template chatml \
+    --api-key "$KEY" >"$tmp/server-ctx.log" 2>&1 &
+S4=$!
+PORT4=$(port_of "$tmp/server-ctx.log" $S4)
+if [ -z "$PORT4" ]; then echo "FAIL the 256-token server did not start"; cat "$tmp/server-ctx.log"; fails=$((fails + 1))
+elif POCKET_URL="http://127.0.0.1:$PORT4" node tests/cli/serve/webui_context.mjs; then echo "ok   webui_context.mjs"
+else echo "FAIL webui_context.mjs"; tail -n 20 "$tmp/server-ctx.log"; fails=$((fails + 1)); fi
+kill -TERM $S4 2>/dev/null; wait $S4
 
 # ---- a second server: --timeout, then its model file truncated under it -----------------------
 # A request before: 200. After: /health says 503 model_file_changed, the next
@@ -140,15 +163,15 @@ for case in harmony chatml gemma4; do
     "$P" serve -m "$tmp/chain.gguf" --host 127.0.0.1 --port 0 -c 256 -t 1 --chat-template $case \
         --api-key "$KEY" >"$tmp/server-$case.log" 2>&1 &
     S3=$!
-    PORT3=""; i=0
-    while [ $i -lt 300 ] && [ -z "$PORT3" ] && kill -0 $S3 2>/dev/null; do
-        PORT3=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/server-$case.log" 2>/dev/null)
-        sleep 0.1; i=$((i + 1))
-    done
+    PORT3=$(port_of "$tmp/server-$case.log" $S3)
     if [ -z "$PORT3" ]; then echo "FAIL $case server did not start"; cat "$tmp/server-$case.log"; fails=$((fails + 1))
-    elif POCKET_URL="http://127.0.0.1:$PORT3" POCKET_EXPECT="$expect" node tests/cli/serve/reasoning.mjs; then
-        echo "ok   reasoning.mjs ($case)"
-    else echo "FAIL reasoning.mjs ($case)"; tail -n 20 "$tmp/server-$case.log"; fails=$((fails + 1)); fi
+    else
+        for t in reasoning webui_reasoning; do
+            if POCKET_URL="http://127.0.0.1:$PORT3" POCKET_EXPECT="$expect" node tests/cli/serve/$t.mjs; then
+                echo "ok   $t.mjs ($case)"
+            else echo "FAIL $t.mjs ($case)"; tail -n 20 "$tmp/server-$case.log"; fails=$((fails + 1)); fi
+        done
+    fi
     kill -TERM $S3 2>/dev/null; wait $S3; rc3=$?
     [ $rc3 -eq 0 ] || { echo "FAIL $case server exit status $rc3 after SIGTERM"; fails=$((fails + 1)); }
 done

@@ -20,9 +20,8 @@ Q35=$(fixture_model qwen35moe); Q3N=$(fixture_model qwen3next); GPTOSS=$(fixture
 "$PYTHON" tests/lib/gen_model.py qwen3next "$tmp/q3n-merged.gguf" --seed 4 --merged-gate-up >/dev/null
 $RUN "$BUILD/pocket" quantize models/kjv-moe-f16.gguf "$tmp/q4km.gguf" Q4_K_M >/dev/null 2>&1 ||
     { echo "FAIL: pocket quantize Q4_K_M"; exit 1; }
-variants=$($RUN "$BUILD/pocket" --help | sed -n 's/.*usable on this CPU): //p' | tr ' ' '\n' | sed -n 's/[*]$//p')
-[ -n "$variants" ] || { echo "FAIL: no usable kernel variant in pocket --help"; exit 1; }
-[ -n "${BATCH_VARIANTS:-}" ] && variants=$BATCH_VARIANTS
+. tests/lib/variants.sh
+variants=$(kernel_variants) || { echo "$variants"; exit 1; }
 ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 250) for i in range(40)))")
 n_exp() { $RUN "$BUILD/pocket" info "$1" | sed -n 's/.*MoE: \([0-9]*\) experts.*/\1/p'; }
 for v in $variants; do

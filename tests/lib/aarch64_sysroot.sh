@@ -1,7 +1,8 @@
 #!/bin/sh
 # aarch64_sysroot.sh DIR - make DIR an arm64 Debian 12 (bookworm) tree with
 # the headers and libraries pocket links against (libc, PCRE2,
-# libmicrohttpd, jansson), for cross-compiling and for qemu-aarch64 -L DIR.
+# libmicrohttpd, jansson, libedit), for cross-compiling and for
+# qemu-aarch64 -L DIR.
 # Reuses DIR if it already has them. Unpacks packages only (mmdebstrap
 # --variant=extract: nothing of the target is run), from $DEB_MIRROR or else
 # the Debian archive this machine's apt uses (its sources list), else
@@ -10,13 +11,13 @@
 set -eu
 dir=${1:?usage: aarch64_sysroot.sh DIR}
 suite=${DEB_SUITE:-bookworm}
-pkgs=libc6-dev,libpcre2-dev,libmicrohttpd-dev,libjansson-dev
+pkgs=libc6-dev,libpcre2-dev,libmicrohttpd-dev,libjansson-dev,libedit-dev
 
 complete() {
     for f in lib/ld-linux-aarch64.so.1 usr/include/stdio.h usr/include/pcre2.h \
-             usr/include/microhttpd.h usr/include/jansson.h \
+             usr/include/microhttpd.h usr/include/jansson.h usr/include/editline/readline.h \
              usr/lib/aarch64-linux-gnu/libpcre2-8.so usr/lib/aarch64-linux-gnu/libmicrohttpd.so \
-             usr/lib/aarch64-linux-gnu/libjansson.so; do
+             usr/lib/aarch64-linux-gnu/libjansson.so usr/lib/aarch64-linux-gnu/libedit.so; do
         [ -e "$1/$f" ] || return 1
     done
 }

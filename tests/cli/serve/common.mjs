@@ -1,11 +1,13 @@
-// common.mjs - shared by the `pocket serve` tests (tests/cli/t_serve.sh sets the
-// environment): the server's URL and API key, packages from $BUILD/tmp/node,
+// common.mjs - shared by the `pocket serve` tests (tests/cli/t_serve.sh and
+// t_serve_cache.sh set the environment): the server's URL and API key, packages from $BUILD/tmp/node,
 // a check() that counts failures, an SSE reader for plain fetch.
 import { createRequire } from 'node:module';
 
 export const URL_ = process.env.POCKET_URL;
 export const KEY = process.env.POCKET_KEY;
-if (!URL_ || !KEY) throw new Error('run through tests/cli/t_serve.sh (POCKET_URL / POCKET_KEY unset)');
+// cache.mjs starts its own servers: it has no POCKET_URL
+if (!process.env.POCKET_NODE_DIR || !((URL_ && KEY) || process.env.POCKET_BIN))
+  throw new Error('run through tests/cli/t_serve.sh or t_serve_cache.sh (POCKET_URL / POCKET_NODE_DIR unset)');
 export const requireNode = createRequire(process.env.POCKET_NODE_DIR + '/package.json');
 
 let failures = 0;

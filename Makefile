@@ -20,7 +20,7 @@ PYTHON  ?= /usr/bin/python3
 PREFIX  ?= /usr/local
 
 # Debian packages the build and tests need: package:probe
-DEB_PKGS = libpcre2-dev python3-numpy libmicrohttpd-dev libjansson-dev libedit-dev pkgconf
+DEB_PKGS = libpcre2-dev python3-numpy python3-jinja2 libmicrohttpd-dev libjansson-dev libedit-dev pkgconf
 # the CLI alone links libedit (line editing in `pocket chat`)
 CLI_LDLIBS = -ledit
 
@@ -96,6 +96,7 @@ deps:
 	fi; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkgconf"; \
 	$(PYTHON) -c 'import numpy' 2>/dev/null || missing="$$missing python3-numpy"; \
+	$(PYTHON) -c 'import jinja2' 2>/dev/null || missing="$$missing python3-jinja2"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \
@@ -257,7 +258,7 @@ clean:
 #   cc prog.c $(pkg-config --cflags --libs --static pocket)
 # PC_LIBS_PRIVATE lists what libpocket.a itself needs (not the CLI's extras;
 # jansson: the tool-call parser, text/toolcall.c, and JSON schemas,
-# text/json_schema.c).
+# text/json_schema.c, and the Jinja chat templates, text/jinja.c).
 PC_LIBS_PRIVATE = -lpcre2-8 -ljansson -lm -lpthread
 INSTALL_DIR = $(DESTDIR)$(PREFIX)
 install: $(CLI) $(LIB)

@@ -32,7 +32,9 @@
  *     pk_sampler_free(s); pk_context_free(c); pk_model_free(m);
  *
  * Chat models: pk_chat_format() turns {role, content} messages into the
- * prompt text (ChatML, Llama-3, Gemma), detected from the GGUF or by name.
+ * prompt text (ChatML, Llama-3, Gemma), detected from the GGUF or by name;
+ * pk_chat_jinja_render() runs the model's own Jinja chat template (tools,
+ * tool calls, reasoning) on an OpenAI-style conversation in JSON.
  * Build against the installed library with
  *     cc prog.c $(pkg-config --cflags --libs --static pocket)
  * (`make install PREFIX=DIR` installs lib/, include/, lib/pkgconfig/pocket.pc).
@@ -499,6 +501,73 @@ int pk_chat_apply(const char *name, const pk_chat_message *msgs, int n, int add_
  * starts the result instead. Never both. */
 int pk_chat_format(const pk_model *m, const char *name, const pk_chat_message *msgs, int n,
                    int add_generation_prompt, char **out, pk_error *err);
+
+/* ---- Jinja chat templates (text/jinja*.c, model/template.c) -------------------
+ * The model's own chat template run as Hugging Face's apply_chat_template
+ * runs it (Python's Jinja2 with trim_blocks and lstrip_blocks, loop
+ * controls, tojson as json.dumps(x, ensure_ascii=False), raise_exception,
+ * strftime_now): the text equals Jinja2's byte for byte. What is supported
+ * (the constructs real chat templates use) is in docs/chat-templates.md.
+ * Templates and conversations are untrusted: every error is one line naming
+ * the template line and column ("template line 12, column 8: 'dict object'
+ * has no attribute 'role'"), and rendering stops at the limits of
+ * pk_jinja_params (steps, nesting, output, memory) with such an error. */
+typedef struct pk_jinja pk_jinja;
+
+/* flags of pk_jinja_parse: Jinja2's own defaults (trim_blocks and
+ * lstrip_blocks off) instead of Hugging Face's (on). */
+enum { PK_JINJA_PLAIN_BLOCKS = 1 };
+
+/* Parse a template once (text[0..len), copied); render it many times,
+ * from any number of threads at once. PK_ERR_FORMAT for a syntax error
+ * (unknown tag, filter or test, unclosed block, break outside a loop...),
+ * PK_ERR_NOMEM. */
+int pk_jinja_parse(const char *text, size_t len, int flags, pk_jinja **out, pk_error *err);
+void pk_jinja_free(pk_jinja *t);
+
+typedef struct pk_jinja_params {
+    const char *bos_token, *eos_token; /* the variables bos_token / eos_token, unless the
+                                          conversation sets them (NULL: not set) */
+    int add_generation_prompt;         /* 0 / 1: the variable; -1: the conversation's,
+                                          false if it has none */
+    int64_t now;                       /* strftime_now(): this time (seconds since 1970,
+                                          as UTC); 0: the clock, local time */
+    size_t max_output;                 /* bytes of text (default 64 MiB) */
+    size_t max_memory;                 /* bytes of values alive at once (default 256 MiB) */
+    uint64_t max_steps;                /* expressions, statements, loop iterations and bytes
+                                          / 32 handled (default 50 M, about 2 s) */
+    int max_depth;                     /* nested evaluation, e.g. macro recursion (default 400) */
+} pk_jinja_params;
+pk_jinja_params pk_jinja_default_params(void);
+
+/* Render t with a conversation: a JSON object whose keys are the template's
+ * variables ({"messages": [...], "tools": [...], "add_generation_prompt":
+ * true, "enable_thinking": false, ...any other}) or a JSON array (the
+ * messages); NULL / len 0: no variables. Messages are passed as given
+ * (OpenAI's form: role, content as a string or a list of parts,
+ * tool_calls with function.arguments as a string or an object, ...).
+ * *out is malloc'ed and NUL-terminated; *out_len (may be NULL) counts its
+ * bytes. PK_ERR_FORMAT for invalid JSON or any template error, including
+ * raise_exception(msg) (the message carries msg). */
+int pk_jinja_render(const pk_jinja *t, const char *conversation, size_t len, const pk_jinja_params *p,
+                    char **out, size_t *out_len, pk_error *err);
+
+/* The model's side. pk_chat_jinja_parse: parse m's tokenizer.chat_template
+ * (PK_ERR_UNSUPPORTED if it has none). pk_chat_jinja_params: defaults with
+ * bos_token / eos_token the text of m's BOS / EOS tokens. pk_chat_jinja_render:
+ * render with those, for tokenizing with add_special = 1 and parse_special =
+ * 1: when m's tokenizer adds BOS itself, a BOS text the template wrote at
+ * the start is dropped (as llama.cpp does), so there is one BOS, not two.
+ * pk_chat_render_template: all in one (template_text NULL: the model's;
+ * m may be NULL with a template_text: no BOS/EOS), conversation as in
+ * pk_jinja_render (NUL-terminated), add_generation_prompt as in
+ * pk_jinja_params. */
+int pk_chat_jinja_parse(const pk_model *m, pk_jinja **out, pk_error *err);
+void pk_chat_jinja_params(const pk_model *m, pk_jinja_params *p);
+int pk_chat_jinja_render(const pk_model *m, const pk_jinja *t, const char *conversation, size_t len,
+                         const pk_jinja_params *p, char **out, size_t *out_len, pk_error *err);
+int pk_chat_render_template(const pk_model *m, const char *template_text, const char *conversation_json,
+                            int add_generation_prompt, char **out, pk_error *err);
 
 /* Splitting a generated assistant turn into its answer and its reasoning,
  * for the template family called name: harmony's analysis channel (its final

@@ -8,6 +8,7 @@
  *   pocket bench      prompt and generation throughput, every draw, bandwidth ceiling
  *   pocket serve      OpenAI-compatible HTTP server with a chat page
  *   pocket chat       interactive chat with a chat template
+ *   pocket template   render a conversation with a chat template (Jinja)
  *
  * `pocket CMD --help` explains each command. Each command is in its own
  * tools/cmd_*.c file and goes through the public API in include/pocket.h.
@@ -35,6 +36,7 @@ static const char *main_help =
     "  bench        prompt/generation throughput: every draw, bandwidth ceiling, A/B with interval\n"
     "  serve        OpenAI-compatible HTTP server (chat/completions, streaming, metrics) and chat page\n"
     "  chat         interactive chat (ChatML, Llama-3, Gemma templates; --chat-template chatml for the bundled model)\n"
+    "  template     render a conversation (messages, tools) with a model's chat template or a Jinja file\n"
     "\n"
     "`pocket COMMAND --help` explains a command. With no -m, the bundled model\n"
     "(" DEFAULT_MODEL_NAME ", a small Qwen3-MoE trained on the King James Bible) is used.\n"
@@ -81,5 +83,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
     if (!strcmp(cmd, "chat")) return cmd_chat(argc - 2, argv + 2);
+    if (!strcmp(cmd, "template")) return cmd_template(argc - 2, argv + 2);
     die("unknown command '%s' (see pocket --help)", cmd);
 }

@@ -1,7 +1,9 @@
 /* template.c - a model's chat template: the GGUF's tokenizer.chat_template,
  * the family it belongs to (src/text/chat.c formats each family), and
  * pk_chat_format, which writes the family's text with the model's BOS token
- * where the template writes it and the tokenizer does not add it. */
+ * where the template writes it and the tokenizer does not add it; and the
+ * template run as Jinja (src/text/jinja*.c) with the texts of the model's
+ * BOS / EOS tokens, a leading BOS text dropped when the tokenizer adds BOS. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,4 +120,75 @@ int pk_chat_format(const pk_model *m, const char *name, const pk_chat_message *m
     free(body);
     *out = s;
     return PK_OK;
+}
+
+/* ---- Jinja: the model's own template (text/jinja*.c) ---------------------------------- */
+
+int pk_chat_jinja_parse(const pk_model *m, pk_jinja **out, pk_error *err) {
+    if (out) *out = NULL;
+    if (!m) return pk_errorf(err, PK_ERR_ARG, "pk_chat_jinja_parse: no model");
+    size_t n;
+    const char *text = pk_chat_template_text(m, &n);
+    const char *path = m->path ? m->path : "model";
+    if (!text)
+        return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: the model has no chat template (tokenizer.chat_template)", path);
+    pk_error local = {0};
+    int rc = pk_jinja_parse(text, n, 0, out, &local);
+    if (rc) return pk_errorf(err, rc, "%s: tokenizer.chat_template: %s", path, local.msg);
+    return PK_OK;
+}
+
+void pk_chat_jinja_params(const pk_model *m, pk_jinja_params *p) {
+    *p = pk_jinja_default_params();
+    if (!m || !m->tok) return;
+    int32_t bos = pk_tokenizer_bos(m->tok), eos = pk_tokenizer_eos(m->tok);
+    if (bos >= 0) p->bos_token = pk_tokenizer_text(m->tok, bos);
+    if (eos >= 0) p->eos_token = pk_tokenizer_text(m->tok, eos);
+}
+
+/* 1 if m's tokenizer puts BOS in front of a text by itself (add_special = 1) */
+static int adds_bos(const pk_model *m) {
+    int32_t bos = pk_model_bos(m);
+    if (bos < 0) return 0;
+    int32_t ids[4];
+    int k = pk_model_tokenize(m, "", 0, ids, 4, 1, 0);
+    return k >= 1 && k <= 4 && ids[0] == bos;
+}
+
+int pk_chat_jinja_render(const pk_model *m, const pk_jinja *t, const char *conversation, size_t len,
+                         const pk_jinja_params *p, char **out, size_t *out_len, pk_error *err) {
+    pk_jinja_params mp;
+    if (!p) {
+        pk_chat_jinja_params(m, &mp);
+        p = &mp;
+    }
+    size_t n = 0;
+    int rc = pk_jinja_render(t, conversation, len, p, out, &n, err);
+    if (rc) return rc;
+    if (m && p->bos_token && *p->bos_token && adds_bos(m)) {
+        size_t bl = strlen(p->bos_token);
+        if (n >= bl && !memcmp(*out, p->bos_token, bl)) {
+            memmove(*out, *out + bl, n - bl + 1);
+            n -= bl;
+        }
+    }
+    if (out_len) *out_len = n;
+    return PK_OK;
+}
+
+int pk_chat_render_template(const pk_model *m, const char *template_text, const char *conversation_json,
+                            int add_generation_prompt, char **out, pk_error *err) {
+    if (out) *out = NULL;
+    if (!out) return pk_errorf(err, PK_ERR_ARG, "pk_chat_render_template: no output pointer");
+    pk_jinja *t;
+    int rc = template_text ? pk_jinja_parse(template_text, strlen(template_text), 0, &t, err)
+                           : pk_chat_jinja_parse(m, &t, err);
+    if (rc) return rc;
+    pk_jinja_params p;
+    pk_chat_jinja_params(m, &p);
+    p.add_generation_prompt = add_generation_prompt;
+    rc = pk_chat_jinja_render(m, t, conversation_json, conversation_json ? strlen(conversation_json) : 0, &p, out,
+                              NULL, err);
+    pk_jinja_free(t);
+    return rc;
 }

@@ -138,29 +138,7 @@ expect_error "bad template name" "'vicuna'" "$P" chat -m "$M" --chat-template vi
 expect_error "model without a template" "no chat template" "$P" chat -m "$M"
 expect_error "unknown option" "--bogus" "$P" chat -m "$M" --bogus
 # models whose GGUF carries a template
-mk() {  # mk OUT TEMPLATE [ADD_BOS]: with ADD_BOS (0/1) token 256 is a control <|begin_of_text|>
-    "$PYTHON" - "$@" <<'EOF'
-import sys
-import numpy as np
-sys.path.insert(0, "tests/lib")
-import gen_model as g
-a, cfg = g.parse_args(["qwen3moe", sys.argv[1], "--seed", "3"])
-w = g.build(a, cfg)
-w.add_str("tokenizer.chat_template", sys.argv[2])
-if len(sys.argv) > 3:
-    kv = []
-    for key, vt, val, at in w.kv:
-        if key == "tokenizer.ggml.tokens":
-            val = list(val); val[256] = "<|begin_of_text|>"
-        elif key == "tokenizer.ggml.token_type":
-            val = np.array(val); val[256] = 3
-        elif key == "tokenizer.ggml.add_bos_token":
-            val = sys.argv[3] == "1"
-        kv.append((key, vt, val, at))
-    w.kv = kv
-w.write(a.out)
-EOF
-}
+mk() { "$PYTHON" tests/lib/mk_template_model.py "$@"; }   # mk OUT TEMPLATE [ADD_BOS]
 mk "$tmp/chatml.gguf" "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 mk "$tmp/gemma.gguf" "{{ bos_token }}{% for message in messages %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}"
 mk "$tmp/mistral.gguf" "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endif %}{% endfor %}"

@@ -4,13 +4,14 @@
 # fixture outputs and the bundled model's greedy run byte for byte, the
 # fixture models rebuilt by tests/lib/mk_fixture.py byte for byte,
 # tests/data/text/calib.txt whole and tests/data/text/valid.txt the first
-# lines of the held-out text; and models/kjv-moe-f16.gguf is the bundled
-# model of ../shared/models.
+# lines of the held-out text; models/kjv-moe-f16.gguf is the bundled
+# model of ../shared/models; tests/data/templates/ holds every chat template
+# of ../shared/chat-templates/, unchanged.
 set -u
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
 . tests/lib/shared.sh
 . tests/lib/fixtures.sh
-need_shared fixtures models/kjv-moe-f16.gguf models/kjv-moe-f16.greedy.json text/calib.txt text/valid.txt
+need_shared fixtures models/kjv-moe-f16.gguf models/kjv-moe-f16.greedy.json text/calib.txt text/valid.txt chat-templates
 fails=0; n=0
 same() {   # same COPY ORIGINAL
     n=$((n + 1))
@@ -28,6 +29,9 @@ done
 same tests/data/models/kjv-moe-f16.greedy.json "$POCKET_SHARED/models/kjv-moe-f16.greedy.json"
 same models/kjv-moe-f16.gguf "$POCKET_SHARED/models/kjv-moe-f16.gguf"
 same tests/data/text/calib.txt "$POCKET_SHARED/text/calib.txt"
+for t in "$POCKET_SHARED"/chat-templates/*.jinja; do
+    same "tests/data/templates/${t##*/}" "$t"
+done
 lines=$(wc -l <tests/data/text/valid.txt)
 tmp="$BUILD/tmp/data_copies"; mkdir -p "$tmp"
 head -n "$lines" "$POCKET_SHARED/text/valid.txt" >"$tmp/valid-head.txt"

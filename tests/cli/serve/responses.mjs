@@ -2,9 +2,10 @@
 // tools/serve_responses.c) through the official `openai` npm client:
 // responses.create plain and streamed (the same text for the same seed, the
 // events in order, numbered, their item ids consistent, the stream's final
-// response the same as the events built), a function call forced by
-// tool_choice and its round trip (the call and a function_call_output sent
-// back as input: an answer), a streamed call, text.format json_schema (the
+// response the same as the events built), a Codex-shaped history (reasoning,
+// function_call and function_call_output items), a function call (named in
+// tool_choice, forced by a grammar) and its round trip (the call and a
+// function_call_output sent back as input: an answer), a streamed call, text.format json_schema (the
 // output parses and follows the schema), and the refusals (stateless, hosted
 // tools, unknown parameters) as the client's exceptions.
 import { URL_, KEY, requireNode, check, finish } from './common.mjs';
@@ -95,13 +96,17 @@ const h = await client.responses.create({ model, input: history, max_output_toke
 check(h.output.length > 0 && h.usage.input_tokens > 20, 'history: items in, an answer out', h.output);
 usageOk(h, 12, 'history');
 
-// ---- a function call, forced, and its round trip
+// ---- a function call and its round trip. The call is forced by a grammar in the template's
+// call format (hermes JSON: t_serve_agents.sh serves Qwen3's template), passed through as pocket's
+// own `grammar` field, as agents.mjs does for chat completions.
+const callGrammar = 'root ::= "<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": {\\"city\\": \\"" ' +
+                    '("Paris" | "Rome") "\\"}}\\n</tool_call>"';
 const tools = [{ type: 'function', name: 'get_weather', description: 'The weather in a city.', strict: true,
                  parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Rome'] } },
                                required: ['city'], additionalProperties: false } }];
 const input = [{ role: 'user', content: [{ type: 'input_text', text: 'What is the weather in Paris?' }] }];
 const call = await client.responses.create({ model, input, tools, tool_choice: { type: 'function', name: 'get_weather' },
-                                             max_output_tokens: 200, temperature: 0 });
+                                             grammar: callGrammar, max_output_tokens: 200, temperature: 0 });
 const fc = call.output.find((o) => o.type === 'function_call');
 let args = null;
 try { args = JSON.parse(fc?.arguments); } catch (e) {}
@@ -121,8 +126,8 @@ check(round.usage.input_tokens > call.usage.input_tokens, 'round trip: the call 
       [round.usage.input_tokens, call.usage.input_tokens]);
 
 // the same call, streamed: the arguments arrive as deltas
-const cs = await client.responses.create({ model, input, tools, tool_choice: 'required', max_output_tokens: 200,
-                                           temperature: 0, stream: true });
+const cs = await client.responses.create({ model, input, tools, tool_choice: 'required', grammar: callGrammar,
+                                           max_output_tokens: 200, temperature: 0, stream: true });
 const called = await readEvents(cs, 'streamed call');
 const sfc = called.final.output.find((o) => o.type === 'function_call');
 check(called.events.some((e) => e.type === 'response.function_call_arguments.delta') &&

@@ -36,6 +36,12 @@
 // falls on both) or --alternate conversation (all T turns on A, then on B).
 // --rounds N repeats the whole, a new conversation each round.
 //
+// --save FILE writes each server's conversation (history, turns, turn-1 prompt
+// speed) to FILE after the run; --resume FILE continues those conversations
+// (matched by --label) from the next turn up to --T, taking the script's
+// settings from FILE: bench/conversation.sh (RESTART=1) runs turns 1..T,
+// restarts pocket serve with the same --cache-dir, and resumes with turn T+1.
+//
 // Output: one JSON line per turn on stdout as it ends, then a Markdown
 // table. Per turn: ttft_s (request sent to the first streamed chunk with
 // text), total_s, prompt (usage.prompt_tokens), cached
@@ -52,7 +58,7 @@
 // The `openai` package is found as tests/cli/serve/*.mjs find it: in
 // $POCKET_NODE_DIR (default build/tmp/node; bench/conversation.sh installs it).
 import { createRequire } from 'node:module';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -73,6 +79,8 @@ const HELP = `usage: node bench/conversation.mjs --url URL [--label NAME] [--url
   --cpt X              characters per token of the server's vocabulary (default 1)
   --run-id ID          tag opening every conversation (default: the start time)
   --key KEY            API key (default $POCKET_KEY or none)
+  --save FILE          write the conversations to FILE after the run (one round)
+  --resume FILE        continue the conversations saved in FILE, up to turn --T
   --timeout S          seconds one request may take (default 3600)`;
 
 function die(msg) { console.error('conversation.mjs: ' + msg); process.exit(2); }
@@ -118,9 +126,12 @@ function parseArgs(argv) {
       if (!(o.cpt > 0 && o.cpt <= 16)) die(`--cpt is '${v}'; it must be a number in (0, 16]`);
     } else if (a === '--run-id') o.runId = val();
     else if (a === '--key') o.key = val();
+    else if (a === '--save') o.save = val();
+    else if (a === '--resume') o.resume = val();
     else die(`unknown option '${a}' (see --help)`);
   }
   if (!o.servers.length) die('no --url given (see --help)');
+  if ((o.save || o.resume) && o.rounds !== 1) die('--save and --resume take one round (--rounds 1)');
   return o;
 }
 
@@ -199,6 +210,13 @@ const r3 = (x) => (x === null || x === undefined ? null : Math.round(x * 1000) /
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
+  let saved = null;
+  if (o.resume) {
+    try { saved = JSON.parse(readFileSync(o.resume, 'utf8')); }
+    catch (e) { die(`--resume ${o.resume}: ${e.message}`); }
+    if (!saved || !Array.isArray(saved.conv)) die(`--resume ${o.resume}: not a file written by --save`);
+    for (const k of ['runId', 'S', 'R', 'U', 'K', 'cpt', 'agent', 'toolRole', 'replies']) o[k] = saved[k];
+  }
   const nodeDir = resolve(process.env.POCKET_NODE_DIR || join(ROOT, 'build/tmp/node'));
   let OpenAI;
   try { OpenAI = createRequire(join(nodeDir, 'package.json'))('openai').default; }
@@ -218,10 +236,15 @@ async function main() {
   const rows = [];
   for (let round = 0; round < o.rounds; round++) {
     const script = new Script(o, round);
-    const conv = o.servers.map((s) => ({ srv: s, history: [], prev: 0, pp: null }));
+    const conv = o.servers.map((s) => {
+      const sv = saved && saved.conv.find((c) => c.label === s.label);
+      if (saved && !sv) die(`--resume ${o.resume}: no conversation of '${s.label}' in it`);
+      return sv ? { srv: s, history: sv.history, prev: sv.prev, pp: sv.pp, first: sv.turns }
+                : { srv: s, history: [], prev: 0, pp: null, first: 0 };
+    });
     const order = [];          // [server index, turn] in the order they run
-    if (o.alternate === 'turn') { for (let t = 0; t < o.T; t++) for (let i = 0; i < conv.length; i++) order.push([i, t]); }
-    else { for (let i = 0; i < conv.length; i++) for (let t = 0; t < o.T; t++) order.push([i, t]); }
+    if (o.alternate === 'turn') { for (let t = 0; t < o.T; t++) for (let i = 0; i < conv.length; i++) if (t >= conv[i].first) order.push([i, t]); }
+    else { for (let i = 0; i < conv.length; i++) for (let t = conv[i].first; t < o.T; t++) order.push([i, t]); }
     for (const [i, t] of order) {
       const c = conv[i], s = c.srv;
       const messages = script.next(c.history, t);
@@ -254,6 +277,12 @@ async function main() {
       rows.push(row);
       c.prev = u.prompt_tokens;
       c.history = [...messages, { role: 'assistant', content: o.replies === 'scripted' ? script.reply(t) : r.text }];
+    }
+    if (o.save) {
+      const keep = { runId: o.runId, S: o.S, R: o.R, U: o.U, K: o.K, cpt: o.cpt, agent: !!o.agent, toolRole: o.toolRole,
+                     replies: o.replies, conv: conv.map((c) => ({ label: c.srv.label, history: c.history, prev: c.prev,
+                                                               pp: c.pp, turns: o.T })) };
+      writeFileSync(o.save, JSON.stringify(keep));
     }
   }
 

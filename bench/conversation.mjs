@@ -9,7 +9,10 @@
 // The conversation: a system prompt of about S tokens, then T turns; each
 // turn sends the whole history (as chat clients do) plus a user message of
 // about U tokens and asks for R tokens (max_tokens R, temperature 0, a fixed
-// seed, ignore_eos: llama-server honours it, pocket ignores the field),
+// seed, ignore_eos: llama-server honours it, pocket ignores the field,
+// reasoning_format "none": the text as generated, so that no server holds
+// text back while it decides whether a reasoning block opens: a random-weight
+// gemma-4 file answers blank lines, which could still precede one),
 // streamed. The reply goes back into the history: as received (--replies
 // received, the default), or (--replies scripted) R tokens of corpus text
 // in its place. Use scripted on bench/gen_bench_model.py's random-weight
@@ -188,7 +191,7 @@ async function turn(srv, messages, o) {
   let ttft = null, text = '', usage = null, timings = null, finish = null;
   const stream = await srv.client.chat.completions.create({
     model: srv.model, messages, max_tokens: o.R, temperature: 0, seed: 1, stream: true,
-    stream_options: { include_usage: true }, ignore_eos: true,
+    stream_options: { include_usage: true }, ignore_eos: true, reasoning_format: 'none',
   });
   for await (const ch of stream) {
     const d = ch.choices && ch.choices[0] && ch.choices[0].delta;

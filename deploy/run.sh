@@ -163,6 +163,7 @@ trap 'fail_start interrupted' INT TERM
 i=0
 while [ $i -lt "$n" ]; do
     log="$state/replica-$i.log"
+    : >"$log"
     (
         if [ -n "$cache_dir" ]; then   # --cache-dir DIR -> DIR/replica-$i
             next=""

@@ -73,6 +73,7 @@ out=$(sh deploy/run.sh start -n 2 --listen "127.0.0.1:$(free_port)" --state "$S2
 [ ! -s "$S2/nginx.pid" ] && gone $(pids_of "$S2") && ok "a failed start leaves nothing running" || bad "a failed start left processes"
 # nginx cannot listen (the port is taken by a replica of the run below): the replicas are stopped
 S3="$tmp/state3"
+: >"$tmp/blocker.log"
 "$P" serve -m models/kjv-moe-f16.gguf --host 127.0.0.1 --port 0 -c 256 -t 1 >"$tmp/blocker.log" 2>&1 &
 blocker=$!
 i=0; taken=""

@@ -37,14 +37,17 @@ const hdr = (e, name) => (e.headers && e.headers.get ? e.headers.get(name) : e.h
 const metrics = async (r) => parseMetrics(await (await fetch(r.url + '/metrics', { headers: auth })).text());
 
 // One chat request through nginx (or straight to a replica: { direct }):
-// { text, usage, cached, replica }.
+// { text, usage, cached, replica, tried }. nginx's $upstream_addr lists every
+// replica it tried ("A, B"): the last one answered.
+const last = (h) => (h || '').split(', ').pop();
 async function chat(messages, { headers = {}, body = {}, stream = false, max = 8, direct = null } = {}) {
   const c = direct ? new OpenAI({ baseURL: direct.url + '/v1', apiKey: KEY, maxRetries: 0, timeout: 300000 }) : client;
   const params = { model, messages, max_tokens: max, temperature: 0, ...body };
   if (!stream) {
     const { data, response } = await c.chat.completions.create(params, { headers }).withResponse();
     return { text: data.choices[0].message.content, usage: data.usage, cached: data.usage.prompt_tokens_details.cached_tokens,
-             replica: direct ? direct.addr : response.headers.get('x-pocket-replica') };
+             replica: direct ? direct.addr : last(response.headers.get('x-pocket-replica')),
+             tried: response.headers.get('x-pocket-replica') };
   }
   const { data, response } = await c.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } },
                                                              { headers }).withResponse();
@@ -54,7 +57,7 @@ async function chat(messages, { headers = {}, body = {}, stream = false, max = 8
     if (ch.choices[0] && ch.choices[0].delta.content) text += ch.choices[0].delta.content;
   }
   return { text, usage, cached: usage ? usage.prompt_tokens_details.cached_tokens : undefined,
-           replica: direct ? direct.addr : response.headers.get('x-pocket-replica') };
+           replica: direct ? direct.addr : last(response.headers.get('x-pocket-replica')), tried: response.headers.get('x-pocket-replica') };
 }
 
 // ---- every way of naming a conversation -------------------------------------------------
@@ -189,8 +192,11 @@ replicas.forEach((r, i) => {
   for (let i = 0; i < 200; i++) { try { process.kill(dead.pid, 0); await sleep(50); } catch (e) { break; } }
   const moved = await chat(probe, { headers: { 'X-Session-Id': kB }, max: 2 });
   const stayed = await chat(probe, { headers: { 'X-Session-Id': kA }, max: 2 });
-  check(moved.replica === live.addr && stayed.replica === live.addr,
-        `replica ${dead.addr} down: its key answered by ${moved.replica}, the other's by ${stayed.replica}`, [moved.replica, stayed.replica]);
+  check(moved.tried === `${dead.addr}, ${live.addr}` && stayed.tried === live.addr,
+        `replica ${dead.addr} down: its key tried there, then answered by ${moved.replica}; the other's by ${stayed.replica}`,
+        [moved.tried, stayed.tried]);
+  const again = await chat(probe, { headers: { 'X-Session-Id': kB }, max: 2 });
+  check(again.tried === live.addr, `then ${dead.addr} is skipped (max_fails): ${again.tried}`, again.tried);
   process.kill(live.pid, 'SIGTERM');
   for (let i = 0; i < 200; i++) { try { process.kill(live.pid, 0); await sleep(50); } catch (e) { break; } }
   const e = await chat(probe, { headers: { 'X-Session-Id': kA }, max: 2 }).then(() => null, (x) => x);

@@ -4,16 +4,22 @@
  * 32-token context, an API key and a 4 KiB body limit.
  *
  * Input: byte 0 picks the route and method (chat and text completions,
- * health, models, metrics, the page, an unknown path, a wrong method),
- * byte 1 the Authorization and Content-Length headers, byte 2 whether a
+ * health, models, metrics, the page, an unknown path, a wrong method,
+ * /tokenize, /detokenize, /props, /slots, /v1/models/{id}, an OPTIONS
+ * preflight), byte 1 the Authorization, x-api-key and Content-Length
+ * headers, byte 2 whether a
  * valid completion is generated (byte 2 = 'g', for 1 in 64 such inputs: at most 2 tokens, on the calling
  * thread); the rest is the body. The answer goes through the same
  * functions as on the wire: precheck (route, method, key, length),
  * parse_request (JSON, fields, template, tokenizer), run_job and the result
- * or streamed-chunk JSON. Every answer must serialise to valid JSON that
+ * or streamed-chunk JSON; serve_misc.c's endpoints with the body (the id of
+ * /v1/models/{id} too). Every answer must serialise to valid JSON that
  * parses back: an OpenAI-style error object {"error": {"message": non-empty
- * string, "type": string, "code": ...}} with a 4xx/5xx status, or a result
- * with one choice. Anything else aborts.
+ * string, "type": string, "code": ...}} with a 4xx/5xx status, or a result.
+ * A preflight takes the body as its Origin and Access-Control-Request-Headers
+ * lines (and as a --cors value): what goes back into a header must be
+ * visible ASCII, and the access log line of the body as path and message one
+ * line of it. Anything else aborts.
  */
 #include "../tools/cmd_serve.c"
 
@@ -35,6 +41,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     S.n_parallel = 1;
     S.n_queue = 1;
     S.max_body = 4096;
+    char cerr[256];
+    if (cors_add(&S.cors, "http://localhost:3000, https://app.example.org:8443/", cerr, sizeof cerr)) abort();
     pthread_mutex_init(&S.mu, NULL);
     pthread_cond_init(&S.work_cv, NULL);
     pk_context_params cp = pk_context_default_params();
@@ -46,6 +54,46 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+/* s must be visible ASCII (and spaces, if spaces): what goes into a header or a log line. */
+static void check_visible(const char *what, const char *s, int spaces) {
+    for (const char *q = s; *q; q++)
+        if ((unsigned char)*q < (spaces ? 0x20 : 0x21) || (unsigned char)*q >= 0x7f) {
+            fprintf(stderr, "%s: byte 0x%02x at %zu\n", what, (unsigned char)*q, (size_t)(q - s));
+            abort();
+        }
+}
+
+/* The preflight and the log line: origin, requested headers and a --cors value from the body. */
+static void check_cors_and_log(const char *body, size_t len) {
+    char *t = malloc(len + 1);
+    if (!t) abort();
+    memcpy(t, body, len);
+    t[len] = 0;
+    char *nl = strchr(t, '\n');
+    const char *acrh = nl ? nl + 1 : NULL;
+    if (nl) *nl = 0;
+    const char *o = cors_allowed(&S.cors, t);
+    if (o) check_visible("Access-Control-Allow-Origin", o, 0);
+    char hdrs[1024];
+    cors_allow_headers(acrh, hdrs, sizeof hdrs);
+    check_visible("Access-Control-Allow-Headers", hdrs, 1);
+    serve_cors any = {.any = 1}, c = {0};
+    if ((o = cors_allowed(&any, t))) check_visible("Access-Control-Allow-Origin (*)", o, 0);
+    char err[512];
+    if (!cors_add(&c, t, err, sizeof err))
+        for (int i = 0; i < c.n; i++) check_visible("--cors origin", c.origin[i], 0);
+    serve_access a;
+    access_begin(&a, "POST", t, "127.0.0.1", now());
+    a.status = 400;
+    json_t *e = json_pack("{s:{s:s}}", "error", "message", acrh ? acrh : t);
+    if (e) access_error(&a, e);
+    json_decref(e);
+    char line[1024];
+    access_line(&a, now(), line, sizeof line);
+    check_visible("access log line", line, 1);
+    free(t);
+}
+
 /* v (stolen) must be a valid answer for status. */
 static void check_answer(int status, json_t *v) {
     if (!v) { fprintf(stderr, "no JSON for status %d\n", status); abort(); }
@@ -53,7 +101,8 @@ static void check_answer(int status, json_t *v) {
     json_decref(v);
     if (!s) { fprintf(stderr, "status %d: JSON does not serialise\n", status); abort(); }
     json_error_t je;
-    json_t *back = json_loads(s, JSON_REJECT_DUPLICATES, &je);
+    /* "\u0000" is JSON (a byte token 0 detokenized, a piece of it): jansson takes it when told */
+    json_t *back = json_loads(s, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!back) { fprintf(stderr, "status %d: invalid JSON %s: %s\n", status, s, je.text); abort(); }
     json_t *e = json_object_get(back, "error");
     int ok;
@@ -73,11 +122,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const routes[][2] = {
         {"POST", "/v1/chat/completions"}, {"POST", "/v1/completions"}, {"GET", "/health"}, {"GET", "/v1/models"},
         {"GET", "/metrics"}, {"GET", "/"}, {"POST", "/v1/engines/<b>x</b>"}, {"GET", "/chat/completions"},
+        {"POST", "/tokenize"}, {"POST", "/detokenize"}, {"GET", "/props"}, {"GET", "/slots"},
+        {"GET", "/v1/models/kjv-moe-f16"}, {"OPTIONS", "/v1/chat/completions"},
     };
     static const char *const auths[] = {NULL, "Bearer s3cret-key", "Bearer s3cret-kez", "s3cret-key", "Bearer  s3cret-key"};
     static const char *const lengths[] = {NULL, "10", "99999999999999999999", "-1", "4097", "abc"};
-    const char *method = routes[data[0] % 8][0], *url = routes[data[0] % 8][1];
-    const char *authz = auths[data[1] % 5], *clen = lengths[data[1] / 5 % 6];
+    static const char *const xkeys[] = {NULL, "s3cret-key", "s3cret-kez"};
+    const int n_routes = (int)(sizeof routes / sizeof routes[0]);
+    const char *method = routes[data[0] % n_routes][0], *url = routes[data[0] % n_routes][1];
+    const char *authz = auths[data[1] % 5], *clen = lengths[data[1] / 5 % 6], *xkey = xkeys[data[1] / 30 % 3];
     /* byte 2 = 'g' asks for a generation, which runs for 1 in 64 of those
        inputs (by a hash of the whole input): a generation costs ~44 ms under
        ASan, everything else ~0.07 ms, and mutations of a generating input
@@ -90,8 +143,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     int method_ok = 0;
     int r = route(url, method, &method_ok);
+    if (!strcmp(method, "OPTIONS")) { check_cors_and_log(body, len); return 0; }
     json_t *error = NULL;
-    int status = precheck(r, method_ok, method, url, authz, clen, &error);
+    int status = precheck(r, method_ok, method, url, authz, xkey, clen, &error);
     if (status) { check_answer(status, error); return 0; }
     if (len > S.max_body) {   /* as on_request after reading the body */
         check_answer(413, error_json("invalid_request_error", "request_too_large", NULL, "too large"));
@@ -99,6 +153,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (r == R_HEALTH) { check_answer(200, json_pack("{s:s}", "status", "ok")); return 0; }
     if (r == R_MODELS) { check_answer(200, models_json()); return 0; }
+    if (r == R_PROPS) { check_answer(200, props_json()); return 0; }
+    if (r == R_SLOTS) { int idle; check_answer(200, slots_json(&idle)); return 0; }
+    if (r == R_MODEL || r == R_TOKENIZE || r == R_DETOKENIZE) {
+        api_error e = {0};
+        json_t *out = NULL;
+        if (r == R_MODEL) {
+            char *id = strndup(body, len);
+            serve_info si;
+            server_info(&si);
+            if (!id) abort();
+            out = misc_model_get(&si, id, &e);
+            free(id);
+        } else {
+            json_t *b = misc_parse_body(body, len, &e);
+            if (b) out = r == R_TOKENIZE ? misc_tokenize(S.model, b, &e) : misc_detokenize(S.model, b, &e);
+            json_decref(b);
+        }
+        if (out) check_answer(200, out);
+        else check_answer(e.status, api_error_json(&e));
+        return 0;
+    }
     if (r != R_CHAT && r != R_COMPLETIONS) return 0;   /* text answers: /metrics, the page */
     job *j = parse_request(body, len, r == R_CHAT, &status, &error);
     if (!j) { check_answer(status, error); return 0; }

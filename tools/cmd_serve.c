@@ -2,7 +2,10 @@
  *
  * Endpoints: POST /v1/chat/completions, POST /v1/completions (streamed as
  * server-sent events or not), GET /v1/models, GET /health, GET /metrics
- * (Prometheus text) and GET / (a self-contained chat page, tools/webui.h).
+ * (Prometheus text) and GET / (a self-contained chat page, tools/webui.h);
+ * GET /v1/models/{id}, llama-server's /tokenize, /detokenize, /props and
+ * /slots, CORS and the access log (tools/serve_misc.c). One model is
+ * served: a request may name any model (--alias sets the id answers carry).
  *
  * Threads. libmicrohttpd runs one thread per connection. A request is parsed
  * and validated there (JSON, limits, tokenized prompt, sampler), then handed
@@ -19,8 +22,8 @@
  * Limits (each answered with an OpenAI-style error JSON): request body size
  * (413), malformed JSON or fields (400), parameters of OpenAI's API that are
  * not implemented (tools, response_format, logprobs, ...: 400
- * unsupported_parameter, never silently ignored), unknown model (404),
- * missing or wrong API key (401, compared in constant time), queue full
+ * unsupported_parameter, never silently ignored), missing or wrong API key
+ * (401, compared in constant time), queue full
  * (503). The request line and headers must fit in HEADER_MEMORY (else
  * libmicrohttpd answers 414 / 431 itself); a connection idle or trickling
  * for --timeout seconds is closed. Memory per request is bounded by the body
@@ -67,7 +70,9 @@
 #include <microhttpd.h>
 
 #include "cli.h"
+#include "serve_api.h"
 #include "serve_cache.h"
+#include "serve_misc.h"
 #include "webui.h"
 
 #if MHD_VERSION >= 0x00097002
@@ -136,11 +141,14 @@ typedef struct slot {
     int last_prompt;            /* prompt length of its latest job (or of the state loaded) */
     uint64_t st_tokens, st_bytes;   /* last pk_context_stats */
     int st_ckpts;               /* checkpoints it holds */
+    int held;                   /* tokens it holds, as of its last stats (/slots) */
 } slot;
 
 static struct server {
     pk_model *model;
-    char model_id[256];
+    const char *model_path;
+    char model_id[256];         /* the id it serves: --alias, else the file name */
+    serve_cors cors;            /* --cors */
     char api_key[512];
     int has_api_key;
     int quiet;                  /* no line per request on stderr */
@@ -211,31 +219,9 @@ static size_t utf8_complete_len(const char *s, size_t n) {
     return n;
 }
 
-/* A valid UTF-8 copy of s[0..n) (invalid bytes become U+FFFD); NULL if out of
- * memory. *out_len gets its length. */
+/* A valid UTF-8 copy of s[0..n) (tools/serve_api.c). */
 static char *utf8_sanitize(const char *s, size_t n, size_t *out_len) {
-    char *o = malloc(n * 3 + 1);
-    if (!o) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t need = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        int ok = need > 0 && i + need <= n;
-        for (size_t t = 1; ok && t < need; t++) ok = ((unsigned char)s[i + t] & 0xC0) == 0x80;
-        if (ok && need == 3) {  /* overlong and surrogates */
-            unsigned char c1 = (unsigned char)s[i + 1];
-            if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = 0;
-        }
-        if (ok && need == 4) {
-            unsigned char c1 = (unsigned char)s[i + 1];
-            if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) ok = 0;
-        }
-        if (ok) { memcpy(o + k, s + i, need); k += need; i += need; }
-        else { memcpy(o + k, "\xEF\xBF\xBD", 3); k += 3; i++; }
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
+    return api_utf8_sanitize(s, n, out_len);
 }
 
 /* Append a piece to the job's text (mu held). Cuts at a completed stop string
@@ -287,6 +273,7 @@ static void slot_stats_locked(slot *s) {
     s->st_tokens = st.tokens;
     s->st_bytes = st.weight_bytes;
     s->st_ckpts = pk_context_checkpoints(s->ctx, NULL, 0);
+    s->held = pk_context_pos(s->ctx);
 }
 
 /* How many tokens of j's prompt s would spare: the common prefix of its
@@ -444,13 +431,15 @@ static void run_job(slot *s, job *j, uint64_t entry) {
     cached = restore_prefix(s, j, entry, from, sizeof from);
     int ck[MAX_CKPT];
     int n_ck = plan_checkpoints(j, cached, ck);
-    for (int i = cached, k = 0; i < j->n_prompt;) {
+    /* taken inside the batches that reach them: a batch is not cut there */
+    if (pk_context_plan_checkpoints(s->ctx, ck, n_ck, &err))
+        fprintf(stderr, "pocket serve: slot %d: no checkpoints for this prompt: %s\n", s->index, err.msg);
+    for (int i = cached; i < j->n_prompt;) {
         pthread_mutex_lock(&S.mu);
         cancel = j->cancel || S.shutdown;
         pthread_mutex_unlock(&S.mu);
         if (cancel) break;
         int end = j->n_prompt - i < PREFILL_CHUNK ? j->n_prompt : i + PREFILL_CHUNK;
-        if (k < n_ck && ck[k] < end) end = ck[k];
         if (pk_decode(s->ctx, j->prompt + i, end - i, &err)) {
             pthread_mutex_lock(&S.mu);
             snprintf(j->err, sizeof j->err, "%s", err.msg);
@@ -459,7 +448,6 @@ static void run_job(slot *s, job *j, uint64_t entry) {
             break;
         }
         i = end;
-        if (k < n_ck && ck[k] == i) { pk_context_checkpoint(s->ctx); k++; }
     }
     t_prompt = now() - t0;
     pthread_mutex_lock(&S.mu);
@@ -620,13 +608,48 @@ typedef struct request {
     int answered;       /* a response was queued before the body was read */
     int status;
     double t0;
+    serve_access acc;   /* its access log line, written when it completes */
+    int streamed;       /* a stream was sent: the stream writes the line when it ends */
 } request;
+
+/* The request this connection's thread is answering (on_request sets it;
+ * libmicrohttpd runs a thread per connection): what send_response sends is
+ * noted in its access log line. NULL outside on_request (tests, fuzzing). */
+static _Thread_local request *cur_rq;
+
+/* --cors: Vary: Origin on every response (they differ by it), and
+ * Access-Control-Allow-Origin when the request's Origin is allowed. */
+static void cors_headers(struct MHD_Connection *c, struct MHD_Response *r) {
+    if (!S.cors.any && !S.cors.n) return;
+    MHD_add_response_header(r, "Vary", "Origin");
+    const char *o = cors_allowed(&S.cors, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+    if (o) MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
+}
+
+static void access_write(const serve_access *a) {
+    if (S.quiet && a->status && a->status < 400) return;
+    char line[1024];
+    access_line(a, now(), line, sizeof line);
+    fprintf(stderr, "pocket serve: %s\n", line);
+}
+
+/* A's tokens from j, and why j did not finish (mu held). */
+static void access_job_locked(serve_access *a, const job *j) {
+    a->n_prompt = j->n_prompt;
+    a->n_cached = j->n_cached;
+    a->n_gen = j->n_gen;
+    if (!j->finish && !a->msg[0])
+        snprintf(a->msg, sizeof a->msg, "%s%.200s", j->err[0] ? "generation failed: " : "cancelled: the client went away",
+                 j->err);
+}
 
 /* Queue r (destroyed here) and count the status for /metrics. */
 static mhd_result send_response(struct MHD_Connection *c, unsigned status, struct MHD_Response *r) {
     pthread_mutex_lock(&S.mu);
     if (status < 600) S.status_count[status]++;
     pthread_mutex_unlock(&S.mu);
+    if (cur_rq) cur_rq->acc.status = (int)status;
+    cors_headers(c, r);
     mhd_result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -646,6 +669,7 @@ static mhd_result send_buffer(struct MHD_Connection *c, unsigned status, const c
 
 /* Send a JSON value (stolen). */
 static mhd_result send_json(struct MHD_Connection *c, unsigned status, json_t *v) {
+    if (status >= 400 && cur_rq && v) access_error(&cur_rq->acc, v);
     char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);
     if (!s) {
@@ -686,18 +710,27 @@ static int client_gone(struct MHD_Connection *c) {
     return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-/* h: the Authorization header, NULL if absent. */
-static int auth_ok(const char *h) {
-    if (!S.has_api_key) return 1;
-    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
-    h += 7;
-    while (*h == ' ') h++;
-    /* constant time in the key's content: every byte of the key is compared,
-       whatever the first difference */
+/* Whether h is the API key, in constant time in the key's content: every
+ * byte of the key is compared, whatever the first difference. */
+static int key_equal(const char *h) {
     size_t a = strlen(h), b = strlen(S.api_key);
     unsigned diff = (unsigned)(a != b);
     for (size_t i = 0; i < b; i++) diff |= (unsigned char)S.api_key[i] ^ (unsigned char)(i < a ? h[i] : 0);
     return diff == 0;
+}
+
+/* authz: the Authorization header, xkey: the x-api-key header (Anthropic's
+ * clients send it), NULL if absent; either one carrying the key will do. */
+static int auth_ok(const char *authz, const char *xkey) {
+    if (!S.has_api_key) return 1;
+    int ok = 0;
+    if (authz && !strncasecmp(authz, "Bearer ", 7)) {
+        authz += 7;
+        while (*authz == ' ') authz++;
+        ok |= key_equal(authz);
+    }
+    if (xkey) ok |= key_equal(xkey);
+    return ok;
 }
 
 /* ---- chat formatting ------------------------------------------------------------------- */
@@ -786,13 +819,9 @@ static job *parse_request(const char *body, size_t len, int chat, int *status, j
                     "the body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
     if (!json_is_object(root)) FAIL_BAD(NULL, "the body must be a JSON object");
 
+    /* one model is served: any name is taken for it (as llama-server does); the answer names the served id */
     json_t *v = json_object_get(root, "model");
-    if (v && !json_is_null(v)) {
-        if (!json_is_string(v)) FAIL_BAD("model", "'model' must be a string");
-        if (strcmp(json_string_value(v), S.model_id))
-            FAIL(404, "invalid_request_error", "model_not_found", "model",
-                 "The model '%.200s' does not exist; this server serves '%s'", json_string_value(v), S.model_id);
-    }
+    if (v && !json_is_null(v) && !json_is_string(v)) FAIL_BAD("model", "'model' must be a string");
     j = calloc(1, sizeof *j);
     if (!j) FAIL(500, "server_error", NULL, NULL, "out of memory");
     pthread_cond_init(&j->cv, NULL);
@@ -1076,6 +1105,7 @@ typedef struct stream {
     int started, finished;
     pk_chat_reasoning *split;   /* the job splits: what it has decided so far */
     size_t sent_c, sent_r;      /* its content / reasoning bytes already formatted */
+    serve_access acc;           /* the request's access log line (acc.status 0: none to write) */
 } stream;
 
 static int out_add(stream *st, const char *s, size_t n) {
@@ -1194,9 +1224,11 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_free(void *cls) {
     stream *st = cls;
     pthread_mutex_lock(&S.mu);
+    access_job_locked(&st->acc, st->j);
     job_cancel_locked(st->j);
     job_unref_locked(st->j);
     pthread_mutex_unlock(&S.mu);
+    if (st->acc.status) access_write(&st->acc);
     pk_chat_reasoning_free(st->split);
     free(st->out);
     free(st);
@@ -1231,6 +1263,11 @@ static mhd_result handle_completion(struct MHD_Connection *c, request *rq, int c
         }
         st->j = j;
         st->conn = c;
+        if (cur_rq) {
+            st->acc = cur_rq->acc;
+            st->acc.status = 200;
+            cur_rq->streamed = 1;
+        }
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
@@ -1262,6 +1299,9 @@ static mhd_result handle_completion(struct MHD_Connection *c, request *rq, int c
         ret = t ? send_json(c, 200, final_json(j, t, n)) : SEND_ERROR(c, 500, "server_error", NULL, NULL, "out of memory");
         free(t);
     }
+    pthread_mutex_lock(&S.mu);
+    if (cur_rq) access_job_locked(&cur_rq->acc, j);
+    pthread_mutex_unlock(&S.mu);
     job_unref(j);
     return ret;
 }
@@ -1326,17 +1366,92 @@ static mhd_result handle_metrics(struct MHD_Connection *c) {
     return r;
 }
 
-static json_t *models_json(void) {
+static void server_info(serve_info *si) {
     pk_model_info info;
     pk_model_get_info(S.model, &info);
-    return json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I}}]}", "object", "list",
-                                       "data", "id", S.model_id, "object", "model", "created", (json_int_t)S.created,
-                                       "owned_by", "pocket", "meta", "arch", info.arch, "n_ctx", S.n_ctx,
-                                       "n_vocab", info.n_vocab, "n_params", (json_int_t)info.n_params);
+    *si = (serve_info){.model_id = S.model_id, .arch = info.arch, .file = S.model_path, .file_size = info.file_bytes,
+                       .n_params = (uint64_t)info.n_params, .n_ctx = S.n_ctx, .n_ctx_train = info.n_ctx_train,
+                       .n_vocab = info.n_vocab, .created = S.created, .version = POCKET_VERSION};
+}
+
+static json_t *models_json(void) {
+    serve_info si;
+    server_info(&si);
+    return json_pack("{s:s, s:[o]}", "object", "list", "data", misc_model_json(&si));
+}
+
+/* A refusal of serve_misc.c as an OpenAI error object. */
+static json_t *api_error_json(const api_error *e) {
+    return error_json(e->status >= 500 ? "server_error" : "invalid_request_error",
+                      e->status == 404 ? "model_not_found" : NULL, e->param[0] ? e->param : NULL, "%s", e->msg);
+}
+
+/* /props: llama-server's, as far as it applies. */
+static json_t *props_json(void) {
+    serve_info si;
+    server_info(&si);
+    misc_props p = {.chat_format = S.chat_template, .n_parallel = S.n_parallel, .sp = S.sp, .seed_given = S.seed_given};
+    return misc_props_json(S.model, &si, &p);
+}
+
+/* /slots: what each slot holds and does; *idle: how many are idle. */
+static json_t *slots_json(int *idle) {
+    misc_slot *v = calloc((size_t)S.n_parallel, sizeof *v);
+    if (!v) return NULL;
+    *idle = 0;
+    pthread_mutex_lock(&S.mu);
+    for (int i = 0; i < S.n_parallel; i++) {
+        const slot *s = &S.slots[i];
+        const job *j = s->job;
+        /* an idle slot's context is not touched while mu is held (choose_slot_locked reads it too) */
+        v[i] = (misc_slot){.id = i, .n_ctx = S.n_ctx, .is_processing = j != NULL,
+                           .n_tokens = j ? s->held : pk_context_pos(s->ctx), .n_checkpoints = s->st_ckpts};
+        if (!j) { (*idle)++; continue; }
+        snprintf(v[i].request_id, sizeof v[i].request_id, "%s", j->id);
+        v[i].n_prompt = j->n_prompt;
+        v[i].n_decoded = j->n_gen;
+        v[i].max_tokens = j->max_tokens;
+    }
+    pthread_mutex_unlock(&S.mu);
+    json_t *out = misc_slots_json(v, S.n_parallel);
+    free(v);
+    return out;
+}
+
+/* OPTIONS: 204 with Allow (the path's methods); a CORS preflight from an
+ * origin --cors allows gets the Access-Control-Allow-* answer too (the
+ * origin itself: send_response). Without --cors, or from another origin,
+ * the browser finds no permission and refuses the request, as before. */
+static mhd_result handle_options(struct MHD_Connection *c, int get, int post) {
+    char allow[64], hdrs[1024];
+    snprintf(allow, sizeof allow, "%s%sOPTIONS", get ? "GET, HEAD, " : "", post ? "POST, " : "");
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Allow", allow);
+    const char *origin = cors_allowed(&S.cors, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+    if (origin && MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Method")) {
+        cors_allow_headers(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers"), hdrs,
+                           sizeof hdrs);
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", hdrs);
+        MHD_add_response_header(r, "Access-Control-Max-Age", "7200");
+        /* Chromium's private network access: a public page calling a server on this machine */
+        if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Private-Network"))
+            MHD_add_response_header(r, "Access-Control-Allow-Private-Network", "true");
+    }
+    return send_response(c, 204, r);
 }
 
 /* Route ids. */
-enum { R_NONE, R_INDEX, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS };
+enum { R_NONE, R_INDEX, R_HEALTH, R_METRICS, R_MODELS, R_CHAT, R_COMPLETIONS, R_MODEL, R_TOKENIZE, R_DETOKENIZE,
+       R_PROPS, R_SLOTS };
+
+/* GET /v1/models/{id}: the id in url (NULL: not such a path). Ids may hold '/'. */
+static const char *model_of_path(const char *url) {
+    if (!strncmp(url, "/v1/models/", 11)) return url + 11;
+    if (!strncmp(url, "/models/", 8)) return url + 8;
+    return NULL;
+}
 
 static int route(const char *url, const char *method, int *method_ok) {
     static const struct { const char *path; const char *method; int id; } T[] = {
@@ -1344,19 +1459,26 @@ static int route(const char *url, const char *method, int *method_ok) {
         {"/metrics", "GET", R_METRICS}, {"/v1/models", "GET", R_MODELS}, {"/models", "GET", R_MODELS},
         {"/v1/chat/completions", "POST", R_CHAT}, {"/chat/completions", "POST", R_CHAT},
         {"/v1/completions", "POST", R_COMPLETIONS}, {"/completions", "POST", R_COMPLETIONS},
+        {"/tokenize", "POST", R_TOKENIZE}, {"/detokenize", "POST", R_DETOKENIZE}, {"/props", "GET", R_PROPS},
+        {"/slots", "GET", R_SLOTS},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(url, T[i].path)) {
             *method_ok = !strcmp(method, T[i].method) || (!strcmp(method, "HEAD") && !strcmp(T[i].method, "GET"));
             return T[i].id;
         }
+    if (model_of_path(url)) {
+        *method_ok = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+        return R_MODEL;
+    }
     return R_NONE;
 }
 
-/* What can be answered from the request line and headers alone (authz and
- * content_length: those headers, NULL if absent): 0 to go on and read the
- * body, else the HTTP status, with the error object in *error. */
-static int precheck(int r, int method_ok, const char *method, const char *url, const char *authz,
+/* What can be answered from the request line and headers alone (authz,
+ * xkey and content_length: the Authorization, x-api-key and Content-Length
+ * headers, NULL if absent): 0 to go on and read the body, else the HTTP
+ * status, with the error object in *error. */
+static int precheck(int r, int method_ok, const char *method, const char *url, const char *authz, const char *xkey,
                     const char *content_length, json_t **error) {
     if (r == R_NONE) {
         *error = error_json("invalid_request_error", "not_found", NULL, "no such endpoint: %s %.200s", method, url);
@@ -1367,9 +1489,11 @@ static int precheck(int r, int method_ok, const char *method, const char *url, c
                             method, url);
         return 405;
     }
-    if ((r == R_METRICS || r == R_MODELS || r == R_CHAT || r == R_COMPLETIONS) && !auth_ok(authz)) {
+    /* the page and /health are open; every API endpoint takes the key */
+    if (r != R_INDEX && r != R_HEALTH && !auth_ok(authz, xkey)) {
         *error = error_json("authentication_error", "invalid_api_key", NULL,
-                            "missing or incorrect API key: send the header 'Authorization: Bearer KEY'");
+                            "missing or incorrect API key: send the header 'Authorization: Bearer KEY' "
+                            "(or 'x-api-key: KEY')");
         return 401;
     }
     if (content_length) {
@@ -1394,6 +1518,18 @@ static size_t unescape_path(void *cls, struct MHD_Connection *c, char *s) {
     return strstr(s, "%00") ? strlen(s) : MHD_http_unescape(s);
 }
 
+/* The peer's address as text ("" if unknown); a static buffer per thread. */
+static const char *client_address(struct MHD_Connection *c) {
+    static _Thread_local char buf[INET6_ADDRSTRLEN];
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    buf[0] = 0;
+    if (!ci || !ci->client_addr) return buf;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, sizeof buf);
+    else if (sa->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, sizeof buf);
+    return buf;
+}
+
 static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                              const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     request *rq = *con_cls;
@@ -1405,9 +1541,19 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         if (!rq) return MHD_NO;
         rq->t0 = now();
         *con_cls = rq;
+        cur_rq = rq;
+        access_begin(&rq->acc, method, url, client_address(c), rq->t0);
+        if (!strcmp(method, "OPTIONS") && r != R_NONE) {
+            int get = 0, post = 0;
+            route(url, "GET", &get);
+            route(url, "POST", &post);
+            rq->answered = 1;
+            return handle_options(c, get, post);
+        }
         json_t *error = NULL;
         int status = precheck(r, method_ok, method, url,
                               MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                              MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key"),
                               MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH), &error);
         if (status) {
             rq->answered = 1;
@@ -1415,6 +1561,7 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         }
         return MHD_YES;
     }
+    cur_rq = rq;
     if (*upload_size) {
         if (!rq->answered && !rq->too_big) {
             size_t n = *upload_size;
@@ -1464,6 +1611,32 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
     case R_MODELS: return send_json(c, 200, models_json());
     case R_CHAT: return handle_completion(c, rq, 1);
     case R_COMPLETIONS: return handle_completion(c, rq, 0);
+    case R_MODEL: {
+        serve_info si;
+        api_error e = {0};
+        server_info(&si);
+        json_t *m = misc_model_get(&si, model_of_path(url), &e);
+        return send_json(c, m ? 200 : (unsigned)e.status, m ? m : api_error_json(&e));
+    }
+    case R_TOKENIZE:
+    case R_DETOKENIZE: {
+        api_error e = {0};
+        json_t *body = misc_parse_body(rq->body ? rq->body : "", rq->len, &e);
+        json_t *out = !body ? NULL : r == R_TOKENIZE ? misc_tokenize(S.model, body, &e) : misc_detokenize(S.model, body, &e);
+        json_decref(body);
+        return send_json(c, out ? 200 : (unsigned)e.status, out ? out : api_error_json(&e));
+    }
+    case R_PROPS: return send_json(c, 200, props_json());
+    case R_SLOTS: {
+        int idle = 0;
+        json_t *out = slots_json(&idle);
+        const char *f = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fail_on_no_slot");
+        if (out && !idle && f && strcmp(f, "0")) {
+            json_decref(out);
+            return SEND_ERROR(c, 503, "server_error", "no_slot_available", NULL, "no slot is idle (%d busy)", S.n_parallel);
+        }
+        return send_json(c, 200, out);
+    }
     }
     return MHD_NO;
 }
@@ -1471,6 +1644,8 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
     request *rq = *con_cls;
     if (!rq) return;
+    if (!rq->streamed) access_write(&rq->acc);
+    if (cur_rq == rq) cur_rq = NULL;
     free(rq->body);
     free(rq);
     *con_cls = NULL;
@@ -1488,14 +1663,19 @@ static const char *const serve_help =
     "\n"
     "Serve the model over HTTP with an OpenAI-compatible API:\n"
     "  POST /v1/chat/completions, POST /v1/completions (\"stream\": true for server-sent events),\n"
-    "  GET /v1/models, GET /health, GET /metrics (Prometheus), GET / (a chat page).\n"
+    "  GET /v1/models, GET /v1/models/ID, GET /health, GET /metrics (Prometheus), GET / (a chat page);\n"
+    "  llama-server's POST /tokenize, POST /detokenize, GET /props, GET /slots.\n"
     "\n"
     "  -m, --model FILE       GGUF model (default: the bundled " DEFAULT_MODEL_NAME ")\n"
     "      --host ADDR        address to listen on (default 127.0.0.1; an IPv4 or IPv6 literal)\n"
     "      --port N           TCP port (default 8080; 0: any free port, printed at start)\n"
     "      --parallel N       sequences generated at once, each with its own context (default 1)\n"
     "      --queue N          requests that may wait for a free sequence; more get 503 (default 16)\n"
-    "      --api-key KEY      require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
+    "      --api-key KEY      require 'Authorization: Bearer KEY' (or 'x-api-key: KEY') on every\n"
+    "                         endpoint but the page and /health\n"
+    "  -a, --alias NAME       the model id served (default: the file name without .gguf)\n"
+    "      --cors ORIGIN      let pages of ORIGIN (scheme://host[:port]; a comma list, repeatable;\n"
+    "                         '*': any) call the API from a browser (default: same origin only)\n"
     "  -c, --ctx-size N       context window per sequence (default: the model's trained length;\n"
     "                         more than 4096 only if its KV cache fits 1/4 of free memory)\n"
     CACHE_TYPE_HELP
@@ -1514,11 +1694,14 @@ static const char *const serve_help =
     "      --cache-dir DIR    and save them as files in DIR (made if missing; also every slot's\n"
     "                         state at shutdown), found again after a restart\n"
     "      --cache-dir-size SIZE  bound of DIR's state files, oldest deleted first (default 4G)\n"
-    "  -q, --quiet            no log line per generation on stderr\n"
+    "  -q, --quiet            no log line per generation on stderr, and access log lines\n"
+    "                         only for refused requests (4xx, 5xx)\n"
     "      --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed\n"
     "                         sampling defaults for requests that do not set them\n"
     "\n"
-    "The model id (for \"model\" in requests) is the file name without .gguf.\n"
+    "One model is served: a request may name any model; answers carry the served id.\n"
+    "Each request gets an access log line on stderr: time, client, method, path, status,\n"
+    "duration, tokens (completions), the error's message (refusals).\n"
     "Prompt cache: a slot keeps what it processed; a request goes to the idle slot that holds\n"
     "the most of its prompt without dropping a longer conversation, and only the rest of the\n"
     "prompt is processed (usage.prompt_tokens_details.cached_tokens: the tokens that were not).\n"
@@ -1529,7 +1712,8 @@ int cmd_serve(int argc, char **argv) {
     opts_init(&o);
     const char *host = "127.0.0.1", *api_key = NULL, *tmpl = NULL;
     long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20, timeout = 120, n_ckpt = 4;
-    const char *cache_dir = NULL;
+    const char *cache_dir = NULL, *alias = NULL;
+    char cors_err[512];
     uint64_t cache_ram = 0, cache_dir_size = 4ull << 30;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -1541,6 +1725,8 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) parallel = parse_long(a, VAL(), 1, 256);
         else if (!strcmp(a, "--queue")) queue = parse_long(a, VAL(), 0, 100000);
         else if (!strcmp(a, "--api-key")) api_key = VAL();
+        else if (!strcmp(a, "-a") || !strcmp(a, "--alias")) alias = VAL();
+        else if (!strcmp(a, "--cors")) { if (cors_add(&S.cors, VAL(), cors_err, sizeof cors_err)) die("serve: %s", cors_err); }
         else if (!strcmp(a, "--chat-template")) tmpl = VAL();
         else if (!strcmp(a, "--max-body")) max_body = parse_long(a, VAL(), 1024, 1L << 30);
         else if (!strcmp(a, "--timeout")) timeout = parse_long(a, VAL(), 1, 86400);
@@ -1555,6 +1741,12 @@ int cmd_serve(int argc, char **argv) {
 #undef VAL
     }
     if (api_key && (!*api_key || strlen(api_key) >= sizeof S.api_key)) die("serve: --api-key must have 1 to %zu characters", sizeof S.api_key - 1);
+    if (alias) {
+        int ok = *alias && strlen(alias) < sizeof S.model_id;
+        for (const char *q = alias; ok && *q; q++) ok = (unsigned char)*q >= 0x20 && *q != 0x7f;
+        if (!ok) die("serve: --alias '%.80s' must have 1 to %zu characters, none of them control characters", alias,
+                     sizeof S.model_id - 1);
+    }
 
     struct sockaddr_storage addr;
     memset(&addr, 0, sizeof addr);
@@ -1583,9 +1775,10 @@ int cmd_serve(int argc, char **argv) {
     S.model = load_model(path, &o, NULL);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    snprintf(S.model_id, sizeof S.model_id, "%s", base);
+    S.model_path = path;
+    snprintf(S.model_id, sizeof S.model_id, "%s", alias ? alias : base);
     size_t idl = strlen(S.model_id);
-    if (idl > 5 && !strcmp(S.model_id + idl - 5, ".gguf")) S.model_id[idl - 5] = 0;
+    if (!alias && idl > 5 && !strcmp(S.model_id + idl - 5, ".gguf")) S.model_id[idl - 5] = 0;
     S.quiet = o.quiet;
     S.sp = o.sp;
     S.seed_given = o.seed_given;
@@ -1672,6 +1865,13 @@ int cmd_serve(int argc, char **argv) {
     if (cache_dir)
         fprintf(stderr, "pocket serve: prompt cache: the states of reused slots saved in %s, up to %.0f MiB\n", cache_dir,
                 cache_dir_size / 1048576.0);
+    if (S.cors.any) {
+        fprintf(stderr, "pocket serve: CORS: pages of any origin may call the API\n");
+    } else if (S.cors.n) {
+        fprintf(stderr, "pocket serve: CORS: pages of");
+        for (int i = 0; i < S.cors.n; i++) fprintf(stderr, "%s %s", i ? "," : "", S.cors.origin[i]);
+        fprintf(stderr, " may call the API\n");
+    }
     fprintf(stderr, "pocket serve: listening on http://%s%s%s:%d/\n", ipv6 ? "[" : "", host, ipv6 ? "]" : "", bound);
     fflush(stderr);
 

@@ -28,16 +28,7 @@ tmp="$BUILD/tmp/serve"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 KEY="pocket-test-key-$$"
 fail() { echo "FAIL: $*"; exit 1; }
-# port_of LOG PID: the port a server started with --port 0 listens on, read
-# from its log (up to 30 s; empty if it exits or never says)
-port_of() {
-    j=0
-    while [ $j -lt 300 ] && kill -0 "$2" 2>/dev/null; do
-        p=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$1" 2>/dev/null)
-        [ -n "$p" ] && { echo "$p"; return; }
-        sleep 0.1; j=$((j + 1))
-    done
-}
+. tests/lib/serve_lib.sh   # port_of
 
 # ---- tools: node, npm packages, chromium ----------------------------------------
 command -v node >/dev/null || fail "node is not installed (Node.js 20 is needed for this test)"

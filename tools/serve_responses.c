@@ -852,32 +852,19 @@ static void rs_stream_free(void *vst) {
 
 /* ---- errors --------------------------------------------------------------------- */
 
-/* OpenAI's error object; the message cut back to valid UTF-8 (a refusal may
+/* OpenAI's error object; message and param made valid UTF-8 (a refusal may
  * quote a value cut in the middle of a character). */
 static json_t *rs_error(const api_error *e) {
-    char msg[sizeof e->msg], param[sizeof e->param];
-    const char *src[2] = {e->msg, e->param};
-    char *dst[2] = {msg, param};
-    size_t cap[2] = {sizeof msg, sizeof param};
-    for (int k = 0; k < 2; k++) {
-        size_t o = 0;
-        const unsigned char *s = (const unsigned char *)src[k];
-        for (size_t i = 0; s[i] && o + 1 < cap[k];) {
-            size_t n = s[i] < 0x80 ? 1 : (s[i] & 0xE0) == 0xC0 ? 2 : (s[i] & 0xF0) == 0xE0 ? 3 : (s[i] & 0xF8) == 0xF0 ? 4 : 0;
-            size_t j = 1;
-            while (n && j < n && (s[i + j] & 0xC0) == 0x80) j++;
-            if (!n || j < n || o + n >= cap[k]) { dst[k][o++] = '?'; i += n && j < n ? j : 1; continue; }
-            memcpy(dst[k] + o, s + i, n);
-            o += n;
-            i += n;
-        }
-        dst[k][o] = 0;
-    }
+    size_t ml, pl;
+    char *msg = api_utf8_sanitize(e->msg, strnlen(e->msg, sizeof e->msg), &ml);
+    char *param = api_utf8_sanitize(e->param, strnlen(e->param, sizeof e->param), &pl);
     const char *type = e->status == 401 ? "authentication_error" : e->status >= 500 ? "server_error"
                                                                                     : "invalid_request_error";
-    json_t *r = json_pack("{s:{s:s, s:s, s:s?, s:n}}", "error", "message", msg[0] ? msg : "error", "type", type,
-                          "param", param[0] ? param : NULL, "code");
-    return r ? r : json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", "invalid request", "type", type, "param", "code");
+    json_t *r = msg && param ? json_pack("{s:{s:s, s:s, s:s?, s:n}}", "error", "message", ml ? msg : "error", "type",
+                                         type, "param", pl ? param : NULL, "code") : NULL;
+    free(msg);
+    free(param);
+    return r ? r : json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", "out of memory", "type", type, "param", "code");
 }
 
 const serve_api serve_api_responses = {

@@ -11,11 +11,12 @@
  * input_text / output_text / refusal parts; function_call; function_call_
  * output; reasoning, whose text becomes the next assistant message's
  * reasoning_content), instructions (a system message first), tools
- * (function tools only), tool_choice, text.format (-> response_format),
+ * (function tools only), tool_choice, parallel_tool_calls (false: the first
+ * call only), text.format (-> response_format),
  * max_output_tokens, temperature, top_p, reasoning.effort (-> reasoning_
  * effort; "none" turns the template's enable_thinking off), stream.
  * Accepted and without effect here: store, include (but message.output_
- * text.logprobs), parallel_tool_calls, user, metadata (echoed),
+ * text.logprobs), user, metadata (echoed),
  * safety_identifier, prompt_cache_key, prompt_cache_retention, service_tier,
  * text.verbosity, reasoning.summary, stream_options, truncation "disabled".
  * pocket's own sampler fields (top_k, min_p, seed, stop, ...) pass through
@@ -324,7 +325,7 @@ static const struct { const char *name; int what; const char *refusal; } FIELDS[
     {"tools", F_OTHER, NULL}, {"tool_choice", F_OTHER, NULL}, {"text", F_OTHER, NULL},
     {"max_output_tokens", F_OTHER, NULL}, {"temperature", F_OTHER, NULL}, {"top_p", F_OTHER, NULL},
     {"stream", F_OTHER, NULL}, {"reasoning", F_OTHER, NULL}, {"include", F_OTHER, NULL},
-    {"store", F_ACCEPT, NULL}, {"parallel_tool_calls", F_ACCEPT, NULL}, {"user", F_ACCEPT, NULL},
+    {"store", F_ACCEPT, NULL}, {"parallel_tool_calls", F_PASS, NULL}, {"user", F_ACCEPT, NULL},
     {"metadata", F_ACCEPT, NULL}, {"safety_identifier", F_ACCEPT, NULL}, {"prompt_cache_key", F_ACCEPT, NULL},
     {"prompt_cache_retention", F_ACCEPT, NULL}, {"service_tier", F_ACCEPT, NULL}, {"stream_options", F_ACCEPT, NULL},
     {"previous_response_id", F_REFUSE, "pocket serve is stateless and stores no response: send the whole conversation in 'input'"},

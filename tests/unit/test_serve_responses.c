@@ -91,7 +91,8 @@ static void test_requests(void) {
                    "'parallel_tool_calls':false,'prompt_cache_key':'k','include':['reasoning.encrypted_content'],"
                    "'safety_identifier':'s','service_tier':'auto','truncation':'disabled','previous_response_id':null}",
                    "{'model':'tiny','messages':[{'role':'system','content':'Be brief.'},{'role':'user','content':'Hello'}],"
-                   "'max_tokens':64,'temperature':0.5,'top_p':0.9,'stream':true,'stream_options':{'include_usage':true}}");
+                   "'max_tokens':64,'temperature':0.5,'top_p':0.9,'stream':true,'stream_options':{'include_usage':true},"
+                   "'parallel_tool_calls':false}");
     /* items: every role, parts, reasoning before a message and before calls, two calls joining the
        message before them, their outputs, string and part outputs */
     expect_request(

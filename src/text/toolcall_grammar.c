@@ -169,7 +169,7 @@ static void free_text(tcg *G, const char *name, const char *const *forbid, int n
             }
             sb_fmt(&G->out, "%s [", alt++ ? " |" : "");
             if (k == nc) {
-                sb_put(&G->out, "^", 1);
+                sb_str(&G->out, "^\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\x7F");   /* no control characters */
                 for (int m = 0; m < nc; m++) sb_fmt(&G->out, "\\x%02X", (unsigned char)chars[m]);
             } else {
                 sb_fmt(&G->out, "\\x%02X", (unsigned char)chars[k]);
@@ -477,7 +477,9 @@ int pk_toolcall_grammar(const char *format, const char *tools_json, size_t len, 
         const char *name = json_string_value(json_object_get(f, "name"));
         if (!json_is_object(t)) { fail(&G, PK_ERR_ARG, "tools[%zu]: not an object", i); break; }
         if (!name) { fail(&G, PK_ERR_ARG, "tools[%zu]: a function without a name", i); break; }
-        if (!name_writable(name) || (fmt == TC_HARMONY && !strcmp(name, "assistant"))) {
+        /* harmony's parser takes to=assistant for a message, deepseek's "function" for V3's form */
+        if (!name_writable(name) || (fmt == TC_HARMONY && !strcmp(name, "assistant")) ||
+            (fmt == TC_DEEPSEEK && !strcmp(name, "function"))) {
             fail(&G, PK_ERR_ARG, "tools[%zu]: function name '%.64s' cannot be written in a tool call "
                                  "(1 to 256 bytes, no spaces, quotes, backslashes or angle brackets)", i, name);
             break;

@@ -58,6 +58,35 @@ static json_t *params_of(const char *name) {
 
 /* ---- reading an output back as the server does ------------------------------------ */
 
+/* JSON text with each number's exponent read as e0: the grammar allows
+ * exponents of up to 16 digits (valid JSON), beyond the range of the
+ * doubles jansson reads them into. Malloc'ed. */
+static char *exponents_zero(const char *s, size_t n, size_t *out_n) {
+    char *o = malloc(n + 1);
+    size_t k = 0;
+    int in_str = 0, esc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        o[k++] = c;
+        if (in_str) {
+            if (esc) esc = 0;
+            else if (c == '\\') esc = 1;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if ((c == 'e' || c == 'E') && i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') {
+            size_t j = i + 1;
+            if (j < n && (s[j] == '+' || s[j] == '-')) j++;
+            while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+            o[k++] = '0';
+            i = j - 1;
+        }
+    }
+    o[k] = 0;
+    *out_n = k;
+    return o;
+}
+
 /* text (n bytes) generated under the grammar of fmt, choice, flags: "" if
  * it reads as wanted, else what is wrong (static buffer). */
 static const char *read_back(const char *fmt, const char *choice, int flags, const char *text, size_t n) {
@@ -69,7 +98,7 @@ static const char *read_back(const char *fmt, const char *choice, int flags, con
     pk_chat_reasoning *r = NULL;
     if (!harmony && (flags & (PK_TOOLCALL_MAY_THINK | PK_TOOLCALL_THINKING))) {
         /* the reasoning splitter first; a prompt that opened <think> is fed it too */
-        if (pk_chat_reasoning_new("chatml", &r, &err)) return err.msg;
+        if (pk_chat_reasoning_new("chatml", &r, &err)) { snprintf(why, sizeof why, "%.400s", err.msg); return why; }
         if (flags & PK_TOOLCALL_THINKING) pk_chat_reasoning_feed(r, "<think>", 7, 0);
         pk_chat_reasoning_feed(r, text, n, 1);
         answer = pk_chat_reasoning_content(r, &an);
@@ -77,7 +106,7 @@ static const char *read_back(const char *fmt, const char *choice, int flags, con
     pk_toolcall *tc = NULL;
     if (pk_toolcall_new(fmt, 1, &tc, &err) || pk_toolcall_set_tools(tc, tools, sizeof tools - 1, &err) ||
         pk_toolcall_feed(tc, answer, an, 1)) {
-        snprintf(why, sizeof why, "parser: %s", err.msg);
+        snprintf(why, sizeof why, "parser: %.400s", err.msg);
         goto out;
     }
     why[0] = 0;
@@ -86,15 +115,18 @@ static const char *read_back(const char *fmt, const char *choice, int flags, con
     int nc = pk_toolcall_count(tc);
     if (nc < 1 || ((flags & PK_TOOLCALL_ONE_CALL) && nc != 1)) snprintf(why, sizeof why, "%d calls", nc);
     else if (cl && !(harmony && (flags & (PK_TOOLCALL_MAY_THINK | PK_TOOLCALL_THINKING)))) snprintf(why, sizeof why, "content besides the calls");
-    else if (pk_toolcall_check_choice(tc, choice, &err)) snprintf(why, sizeof why, "%s", err.msg);
+    else if (pk_toolcall_check_choice(tc, choice, &err)) snprintf(why, sizeof why, "%.400s", err.msg);
     for (int i = 0; i < nc && !why[0]; i++) {
         pk_toolcall_call c;
         pk_toolcall_get(tc, i, &c);
         json_error_t je;
-        json_t *args = json_loadb(c.arguments, c.arguments_len, JSON_ALLOW_NUL, &je);
+        size_t an2;
+        char *a = exponents_zero(c.arguments, c.arguments_len, &an2);
+        json_t *args = json_loadb(a, an2, JSON_ALLOW_NUL, &je);
+        free(a);
         json_t *schema = params_of(c.name);
         root_schema = schema;
-        if (!args) snprintf(why, sizeof why, "call %d (%s): arguments not JSON: %s", i, c.name, c.arguments);
+        if (!args) snprintf(why, sizeof why, "call %d (%s): arguments not JSON (%s): %.300s", i, c.name, je.text, c.arguments);
         else if (!c.closed && !harmony) snprintf(why, sizeof why, "call %d (%s) not closed", i, c.name);
         else if (schema ? !valid(args, schema) : json_object_size(args) != 0)
             snprintf(why, sizeof why, "call %d (%s): arguments do not validate: %s", i, c.name, c.arguments);
@@ -136,7 +168,7 @@ static long random_sentence(pk_grammar *g, size_t target, char *out, size_t cap)
             ok[k] = (unsigned char)b;
             next[k++] = s2;
         }
-        if (!k) return -1;
+        if (!k) break;   /* only the end */
         int pick = (int)(rnd() % (uint32_t)k);
         out[n++] = (char)ok[pick];
         st = next[pick];
@@ -310,6 +342,54 @@ static void test_special_tokens(void) {
     pk_vtrie_free(v);
 }
 
+/* ---- what the grammar refuses ------------------------------------------------------ */
+
+/* "+text" complete, "-text" refused, under the grammar of fmt, choice. */
+static void expect_texts(const char *fmt, const char *choice, const char *const *cases) {
+    pk_error err = {0};
+    char *gbnf = NULL;
+    pk_grammar *g = NULL;
+    if (pk_toolcall_grammar(fmt, tools, sizeof tools - 1, choice, PK_TOOLCALL_ONE_CALL, &gbnf, &err) ||
+        pk_grammar_new(NULL, gbnf, NULL, &g, &err)) {
+        TEST_CHECK(0, "%s: %s", fmt, err.msg);
+    } else {
+        for (int i = 0; cases[i]; i++) {
+            int want = cases[i][0] == '+' ? 1 : -1, got = pk_grammar_check(g, cases[i] + 1, strlen(cases[i] + 1));
+            TEST_CHECK(got == want, "%s: %d for %s", fmt, got, cases[i]);
+        }
+    }
+    pk_grammar_free(g);
+    free(gbnf);
+}
+
+static void test_texts(void) {
+#define QW(v) "<tool_call>\n<function=get_weather>\n<parameter=city>\n" v "\n</parameter>\n</function>\n</tool_call>"
+    static const char *const qwen[] = {
+        "+" QW("Paris"), "+" QW(""), "+" QW("nullx"), "+" QW("nul"), "+" QW("a</b>"), "+" QW("\n two lines \n"),
+        "-" QW("null"), "-" QW(" NULL\n"), "-" QW("a</parameter>b"), "-" QW("a</tool_call>"), "-" QW("a\x01"),
+        "+<tool_call>\n<function=get_weather>\n<parameter=city>\nX\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n"
+        "<parameter=days>\n14\n</parameter>\n</function>\n</tool_call>",
+        "-<tool_call>\n<function=get_weather>\n<parameter=city>\nX\n</parameter>\n<parameter=unit>\nkelvin\n</parameter>\n"
+        "</function>\n</tool_call>",
+        "-<tool_call>\n<function=get_weather>\n<parameter=city>\nX\n</parameter>\n<parameter=days>\n15\n</parameter>\n"
+        "</function>\n</tool_call>",
+        "-<tool_call>\n<function=get_weather>\n</function>\n</tool_call>",   /* city is required */
+        "-<tool_call>\n<function=search>\n<parameter=query>\nX\n</parameter>\n</function>\n</tool_call>",
+        NULL};
+    expect_texts("qwen3coder", "get_weather", qwen);
+    static const char *const harmony[] = {
+        "+<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"\\u003c|call|>\"}",
+        "-<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"<|call|>\"}",
+        NULL};
+    expect_texts("harmony", "get_weather", harmony);
+    static const char *const hermes[] = {
+        "+<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"<b>\"}}\n</tool_call>",
+        "-<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
+        NULL};
+    expect_texts("hermes", "get_weather", hermes);
+#undef QW
+}
+
 /* ---- bad input ----------------------------------------------------------------------- */
 
 static void expect_err(const char *fmt, const char *tl, const char *choice, int flags, const char *want) {
@@ -334,8 +414,8 @@ static void test_errors(void) {
     expect_err("hermes", NULL, "required", 0, "tools: none given");
     const char *pat = "[{\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": "
                       "{\"id\": {\"type\": \"integer\", \"allOf\": []}}}}]";
-    expect_err("hermes", pat, "required", 0, "function 'f': json_schema: 'allOf'");
-    expect_err("qwen3coder", pat, "f", 0, "parameter 'id': json_schema: 'allOf'");
+    expect_err("hermes", pat, "required", 0, "function 'f': json_schema: unknown keyword 'allOf' at /properties/id");
+    expect_err("qwen3coder", pat, "f", 0, "parameter 'id': json_schema: unknown keyword 'allOf'");
     const char *len = "[{\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": "
                       "{\"s\": {\"type\": \"string\", \"maxLength\": 3}}}}]";
     expect_err("qwen3coder", len, "f", 0, "'maxLength' is not supported for raw string values");
@@ -355,6 +435,7 @@ int main(void) {
     if (!tools_j) { fprintf(stderr, "tools: %s\n", je.text); return 1; }
     test_errors();
     test_special_tokens();
+    test_texts();
     test_random();
     test_model();
     json_decref(tools_j);

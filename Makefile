@@ -134,7 +134,7 @@ $(LIB): $(OBJ)
 $(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(LIB)
 	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(CLI_LDLIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h tests/unit/schema_valid.h $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 # the API translators' tests (test_serve_X) link their translator (tools/serve_X.c)
 SERVE_API_TESTS := $(filter $(BUILD)/tests/test_serve_%,$(TEST_BIN))

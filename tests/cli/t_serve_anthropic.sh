@@ -2,7 +2,8 @@
 # `pocket serve`'s Anthropic Messages API (POST /v1/messages,
 # /v1/messages/count_tokens) end to end through the official
 # `@anthropic-ai/sdk` npm client (tests/cli/serve/anthropic.mjs), on loopback:
-#   1. the bundled model with --api-key (sent as x-api-key): create, stream,
+#   1. the bundled model with Qwen3's template (tool calls in its hermes format)
+#      and --api-key (sent as x-api-key): create, stream,
 #      stop reasons, countTokens, a tool_use -> tool_result round trip, errors
 #   2. tests/lib/mk_chain_model.py's model under the chatml template, whose
 #      greedy answer has a <think> reasoning: thinking blocks, streamed and not
@@ -34,7 +35,8 @@ run() {
     [ $rc -eq 0 ] || { echo "FAIL $name: server exit status $rc after SIGTERM"; tail -n 20 "$log"; fails=$((fails + 1)); }
 }
 
-run bundled "$tmp/server.log" "" -m models/kjv-moe-f16.gguf -c 1024 --parallel 2 --chat-template chatml
+run bundled "$tmp/server.log" "" -m models/kjv-moe-f16.gguf -c 1024 --parallel 2 \
+    --chat-template-file tests/data/templates/Qwen-Qwen3-0.6B.jinja
 "$PYTHON" tests/lib/mk_chain_model.py "$tmp/chain.gguf" || fail "mk_chain_model.py failed"
 run thinking "$tmp/server-chain.log" '{"content": "It is two.", "reasoning": "Pondering the sum."}' \
     -m "$tmp/chain.gguf" -c 256 --chat-template chatml

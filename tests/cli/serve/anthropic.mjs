@@ -110,30 +110,46 @@ check(count.input_tokens === m.usage.input_tokens + m.usage.cache_read_input_tok
 const tools = [{ name: 'get_weather', description: 'The weather in a city now',
                  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
 const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
-const call = await client.messages.create({ model, max_tokens: 64, temperature: 0, tools, messages: ask,
-                                            tool_choice: { type: 'tool', name: 'get_weather' } });
-const use = call.content.find((b) => b.type === 'tool_use');
-check(call.stop_reason === 'tool_use' && use && use.name === 'get_weather' && typeof use.input === 'object' &&
-      typeof use.input.city === 'string' && typeof use.id === 'string' && use.id.length > 0, 'tools: a tool_use block', call);
-const toolCount = await client.messages.countTokens({ model, tools, messages: ask });
-check(toolCount.input_tokens > count.input_tokens, 'countTokens: tools count', toolCount);
-const callS = client.messages.stream({ model, max_tokens: 64, temperature: 0, tools, messages: ask,
-                                       tool_choice: { type: 'tool', name: 'get_weather' } });
-let json = '';
-callS.on('inputJson', (d) => { json += d; });
-const callF = await callS.finalMessage();
-const useS = callF.content.find((b) => b.type === 'tool_use');
-check(useS && JSON.stringify(useS.input) === JSON.stringify(use.input) && JSON.stringify(JSON.parse(json)) === JSON.stringify(use.input) &&
-      callF.stop_reason === 'tool_use', 'tools streamed: the same input, input_json_delta pieces', { json, content: callF.content });
-if (use) {
-  const answer = await client.messages.create({
-    model, max_tokens: 16, temperature: 0, tools,
-    messages: [...ask, { role: 'assistant', content: call.content },
-               { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '18 degrees, clear' }] }],
-  });
-  check(answer.type === 'message' && ['end_turn', 'max_tokens', 'tool_use'].includes(answer.stop_reason) && answer.content.length > 0,
-        'tools: the tool_result answered', answer);
+try {
+  const call = await client.messages.create({ model, max_tokens: 64, temperature: 0, tools, messages: ask,
+                                              tool_choice: { type: 'tool', name: 'get_weather' } });
+  const use = call.content.find((b) => b.type === 'tool_use');
+  check(call.stop_reason === 'tool_use' && use && use.name === 'get_weather' && typeof use.input === 'object' &&
+        typeof use.input.city === 'string' && typeof use.id === 'string' && use.id.length > 0, 'tools: a tool_use block', call);
+  const toolCount = await client.messages.countTokens({ model, tools, messages: ask });
+  check(toolCount.input_tokens > count.input_tokens, 'countTokens: tools count', toolCount);
+  const callS = client.messages.stream({ model, max_tokens: 64, temperature: 0, tools, messages: ask,
+                                         tool_choice: { type: 'tool', name: 'get_weather' } });
+  let json = '';
+  callS.on('inputJson', (d) => { json += d; });
+  const callF = await callS.finalMessage();
+  const useS = callF.content.find((b) => b.type === 'tool_use');
+  check(useS && JSON.stringify(useS.input) === JSON.stringify(use.input) && JSON.stringify(JSON.parse(json)) === JSON.stringify(use.input) &&
+        callF.stop_reason === 'tool_use', 'tools streamed: the same input, input_json_delta pieces', { json, content: callF.content });
+  if (use) {
+    const answer = await client.messages.create({
+      model, max_tokens: 16, temperature: 0, tools,
+      messages: [...ask, { role: 'assistant', content: call.content },
+                 { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '18 degrees, clear' }] }],
+    });
+    check(answer.type === 'message' && ['end_turn', 'max_tokens', 'tool_use'].includes(answer.stop_reason) && answer.content.length > 0,
+          'tools: the tool_result answered', answer);
+  }
+} catch (e) {
+  check(false, 'tools: the requests answered', String(e));
 }
+
+// the tool_result path on its own, whatever the model does: a hand-written call in the history;
+// countTokens renders the same prompt (tools, the call, its result)
+const history = [...ask,
+  { role: 'assistant', content: [{ type: 'text', text: 'Let me look.' },
+                                 { type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { city: 'Paris' } }] },
+  { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: [{ type: 'text', text: '18 degrees' }] },
+                            { type: 'text', text: 'Thanks.' }] }];
+const after = await client.messages.create({ model, max_tokens: 8, temperature: 0, tools, messages: history });
+const afterCount = await client.messages.countTokens({ model, tools, messages: history });
+check(after.type === 'message' && afterCount.input_tokens === after.usage.input_tokens + after.usage.cache_read_input_tokens &&
+      afterCount.input_tokens > count.input_tokens, 'tools: a tool_use / tool_result history answered, counted alike', [after, afterCount]);
 
 // ---- errors: the SDK's exceptions, Anthropic's error types, the field named
 async function fails(p, status, type, words, what, c = client) {

@@ -21,7 +21,7 @@
 # QWEN_CODE_VERSION (0.24.4), QWEN_CODE_DIR (where it is installed by npm,
 # ${XDG_CACHE_HOME:-$HOME/.cache}/pocket/qwen-code), NODE (node, >= 22 for
 # Qwen Code), TIMEOUT (Qwen Code's time limit, s: 3600), POCKET_ARGS (more
-# serve flags), APPROVAL (Qwen Code's --approval-mode: auto-edit, file edits
+# serve flags), QWEN_ARGS (more Qwen Code flags), APPROVAL (Qwen Code's --approval-mode: auto-edit, file edits
 # in the scratch project allowed, shell commands refused; yolo: all), BODIES
 # (a directory to keep the request bodies in, req-N.json), MACHINE, OUT (the
 # results file), BUILD (build), NETNS (1:
@@ -34,7 +34,7 @@ fi
 BUILD=${BUILD:-build}
 P="$BUILD/pocket"
 CTX=${CTX:-32768}; THREADS=${THREADS:-2}; R=${R:-64}; TIMEOUT=${TIMEOUT:-3600}
-POCKET_ARGS=${POCKET_ARGS:-}; NODE=${NODE:-node}; APPROVAL=${APPROVAL:-auto-edit}
+POCKET_ARGS=${POCKET_ARGS:-}; QWEN_ARGS=${QWEN_ARGS:-}; NODE=${NODE:-node}; APPROVAL=${APPROVAL:-auto-edit}
 QWEN_CODE_VERSION=${QWEN_CODE_VERSION:-0.24.4}
 QWEN_CODE_DIR=${QWEN_CODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pocket/qwen-code}
 SHARED=${POCKET_SHARED:-../shared}
@@ -132,14 +132,14 @@ cat >"$tmp/home/.qwen/settings.json" <<EOF
 }
 EOF
 qver=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$QC/package.json" | head -1)
-QCMD="qwen -p \"$TASK\" --auth-type openai --approval-mode $APPROVAL --output-format json"
+QCMD="qwen -p \"$TASK\" --auth-type openai --approval-mode $APPROVAL --output-format json${QWEN_ARGS:+ $QWEN_ARGS}"
 start=$(date '+%F %T'); load0=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(date +%s)
 rc=0
 (cd "$tmp/project" && env HOME="$tmp/home" OPENAI_BASE_URL="http://127.0.0.1:$tport/v1" OPENAI_API_KEY=pocket-bench \
-    OPENAI_MODEL="$id" QWEN_CODE_MAX_OUTPUT_TOKENS="$R" NO_COLOR=1 \
+    OPENAI_MODEL="$id" QWEN_CODE_MAX_OUTPUT_TOKENS="$R" QWEN_STREAM_IDLE_TIMEOUT_MS="${TIMEOUT}000" NO_COLOR=1 \
     timeout "$TIMEOUT" "$NODE" "$QC/cli-entry.js" -p "$TASK" --auth-type openai --approval-mode "$APPROVAL" \
-    --output-format json </dev/null >"$tmp/qwen.out" 2>"$tmp/qwen.err") || rc=$?
+    --output-format json $QWEN_ARGS </dev/null >"$tmp/qwen.out" 2>"$tmp/qwen.err") || rc=$?
 t1=$(date +%s)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 stop_all
@@ -160,7 +160,7 @@ pocket_rev="$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --qu
     echo "## $(basename "$MODEL" .gguf), Qwen Code $qver ($start)"
     echo
     echo "pocket $pocket_rev: \`$PCMD\`"
-    echo "Qwen Code $qver on Node.js $node_ver, in a scratch project (notes.txt, story.txt), HOME with settings.json (openai auth, model \`$id\`, no update check, no usage statistics, no telemetry): \`$QCMD\` with OPENAI_BASE_URL (the tap), OPENAI_API_KEY, OPENAI_MODEL=$id, QWEN_CODE_MAX_OUTPUT_TOKENS=$R$([ -n "${QC_IN_NETNS:-}" ] && echo '; all in a network namespace with loopback only')"
+    echo "Qwen Code $qver on Node.js $node_ver, in a scratch project (notes.txt, story.txt), HOME with settings.json (openai auth, model \`$id\`, no update check, no usage statistics, no telemetry): \`$QCMD\` with OPENAI_BASE_URL (the tap), OPENAI_API_KEY, OPENAI_MODEL=$id, QWEN_CODE_MAX_OUTPUT_TOKENS=$R, QWEN_STREAM_IDLE_TIMEOUT_MS=${TIMEOUT}000$([ -n "${QC_IN_NETNS:-}" ] && echo '; all in a network namespace with loopback only')"
     echo "load (1, 5, 15 min) before: $load0; after: $load1"
     echo
     echo "**Qwen Code exit status $rc** after $((t1 - t0)) s; the first request renders to **$first_tokens tokens** with the file's chat template (\`pocket template -m MODEL --tokens\`)."

@@ -158,7 +158,7 @@ static void free_text(tcg *G, const char *name, const char *const *forbid, int n
         sb_fmt(&G->out, "%s-%d ::=", name, i);
         int alt = 0;
         for (int k = 0; k <= nc; k++) {
-            dstate to;
+            dstate to = {.nx = NX_FREE};
             /* k == nc: every other character, which starts no marker */
             if (k < nc && d_step(&v[i], (unsigned char)chars[k], forbid, nullx, &to)) continue;
             if (k == nc) to = (dstate){.s = "", .nx = NX_FREE};
@@ -278,7 +278,7 @@ static void raw_string(tcg *G, json_t *s, const char *rule, const char *fname, c
                                 "string values (qwen3coder) unless lenient", fname, pname, keys[k]);
     static const char *const ends[] = {"</parameter>", "</function>", "</tool_call>", NULL};
     char sub[128];
-    snprintf(sub, sizeof sub, "%s-raw", rule);
+    if (snprintf(sub, sizeof sub, "%s-raw", rule) >= (int)sizeof sub) { fail(G, PK_ERR_ARG, "tools: function '%.64s': a rule name is too long", fname); return; }
     sb_fmt(&G->out, "%s ::= %s-0\n", rule, sub);
     free_text(G, sub, ends, 1);
 }
@@ -328,7 +328,7 @@ static void param_value(tcg *G, json_t *root, json_t *prop, const char *rule, co
     json_array_foreach(type, i, e) str_in_list |= json_is_string(e) && !strcmp(json_string_value(e), "string");
     if (str_type || str_in_list) {
         char sub[112];
-        snprintf(sub, sizeof sub, "%s-s", rule);
+        if (snprintf(sub, sizeof sub, "%s-s", rule) >= (int)sizeof sub) { fail(G, PK_ERR_ARG, "tools: function '%.64s': a rule name is too long", fname); return; }
         sb_fmt(&G->out, "%s ::= %s", rule, sub);
         if (str_in_list && json_array_size(type) > 1) sb_fmt(&G->out, " | %s-j", rule);
         sb_put(&G->out, "\n", 1);
@@ -339,7 +339,7 @@ static void param_value(tcg *G, json_t *root, json_t *prop, const char *rule, co
         json_array_foreach(type, i, e) if (strcmp(json_string_value(e) ? json_string_value(e) : "", "string")) json_array_append(others, e);
         if (copy) json_object_set_new(copy, "type", others);
         else json_decref(others);
-        snprintf(sub, sizeof sub, "%s-j", rule);
+        if (snprintf(sub, sizeof sub, "%s-j", rule) >= (int)sizeof sub) { json_decref(copy); copy = NULL; }
         if (copy) json_value(G, root, copy, sub, fname, pname);
         else fail(G, PK_ERR_NOMEM, "out of memory");
         json_decref(copy);

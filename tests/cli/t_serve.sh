@@ -27,19 +27,10 @@ P="$BUILD/pocket"
 tmp="$BUILD/tmp/serve"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 KEY="pocket-test-key-$$"
-fail() { echo "FAIL: $*"; exit 1; }
-. tests/lib/serve_lib.sh   # port_of
+. tests/lib/serve_node.sh
 
 # ---- tools: node, npm packages, chromium ----------------------------------------
-command -v node >/dev/null || fail "node is not installed (Node.js 20 is needed for this test)"
-command -v npm >/dev/null || fail "npm is not installed"
-if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ] || [ ! -f "$NODE_DIR/node_modules/playwright-core/package.json" ]; then
-    mkdir -p "$NODE_DIR"
-    [ -f "$NODE_DIR/package.json" ] || echo '{"name":"pocket-serve-tests","private":true}' >"$NODE_DIR/package.json"
-    echo "installing openai and playwright-core into $NODE_DIR"
-    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error openai@6 playwright-core@1) ||
-        fail "npm install of openai and playwright-core failed (is the npm registry reachable?)"
-fi
+need_npm openai@6 playwright-core@1
 CHROMIUM=/usr/bin/chromium
 if [ ! -x "$CHROMIUM" ]; then
     if [ "$(id -u)" = 0 ]; then

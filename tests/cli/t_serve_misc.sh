@@ -13,11 +13,11 @@
 # (openai, playwright-core in $BUILD/tmp/node) and Debian's chromium, as
 # t_serve.sh: when they cannot be had, the test says why and fails.
 set -u
-. tests/lib/serve_lib.sh   # fail, port_of, need_node_packages
+. tests/lib/serve_node.sh   # fail, port_of, need_npm
 BUILD=${BUILD:-build}
 tmp="$BUILD/tmp/serve-misc"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
-need_node_packages "$NODE_DIR"
+need_npm openai@6 playwright-core@1
 P="$BUILD/pocket" KEY="pocket-misc-key-$$"
 CHROMIUM=/usr/bin/chromium
 [ -x "$CHROMIUM" ] || fail "$CHROMIUM is missing: run 'sudo apt-get install chromium' (t_serve.sh installs it as root)"

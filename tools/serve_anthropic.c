@@ -49,18 +49,6 @@
 
 /* ---- small things ------------------------------------------------------------------- */
 
-static const char *kind_of(const json_t *v) {
-    if (!v) return "nothing";
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: case JSON_REAL: return "a number";
-    case JSON_TRUE: case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
 static const char *str_of(const json_t *obj, const char *key) {
     json_t *v = json_object_get(obj, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
@@ -139,7 +127,7 @@ static int refuse_block(const char *path, const char *t, const char *where, api_
 static json_t *text_of(const json_t *b, const char *path, api_error *e) {
     json_t *t = json_object_get(b, "text");
     if (!json_is_string(t)) {
-        api_fail(e, 400, path, "%s.text must be a string, got %s", path, kind_of(t));
+        api_fail(e, 400, path, "%s.text must be a string, got %s", path, api_kind(t));
         return NULL;
     }
     return t;
@@ -148,7 +136,7 @@ static json_t *text_of(const json_t *b, const char *path, api_error *e) {
 /* content[k] at path must be an object with a string type: returned, or NULL with e filled. */
 static const char *block_type(const json_t *b, const char *path, api_error *e) {
     if (!json_is_object(b)) {
-        api_fail(e, 400, path, "%s must be a content block (an object), got %s", path, kind_of(b));
+        api_fail(e, 400, path, "%s must be a content block (an object), got %s", path, api_kind(b));
         return NULL;
     }
     const char *t = str_of(b, "type");
@@ -161,7 +149,7 @@ static const char *block_type(const json_t *b, const char *path, api_error *e) {
 static json_t *tool_result_content(const json_t *b, const char *path, api_error *e) {
     json_t *c = json_object_get(b, "content"), *err = json_object_get(b, "is_error");
     if (err && !json_is_null(err) && !json_is_boolean(err)) {
-        api_fail(e, 400, path, "%s.is_error must be a boolean, got %s", path, kind_of(err));
+        api_fail(e, 400, path, "%s.is_error must be a boolean, got %s", path, api_kind(err));
         return NULL;
     }
     int is_error = json_is_true(err);
@@ -178,7 +166,7 @@ static json_t *tool_result_content(const json_t *b, const char *path, api_error 
         return v;
     }
     if (!json_is_array(c)) {
-        api_fail(e, 400, path, "%s.content must be a string or an array of text blocks, got %s", path, kind_of(c));
+        api_fail(e, 400, path, "%s.content must be a string or an array of text blocks, got %s", path, api_kind(c));
         return NULL;
     }
     json_t *parts = json_array();
@@ -313,13 +301,13 @@ done:
 }
 
 static int put_messages(json_t *out, const json_t *msgs, api_error *e) {
-    if (!json_is_array(msgs)) REFUSE("messages", "messages must be an array, got %s", kind_of(msgs));
+    if (!json_is_array(msgs)) REFUSE("messages", "messages must be an array, got %s", api_kind(msgs));
     if (!json_array_size(msgs)) REFUSE("messages", "messages must not be empty");
     for (size_t i = 0; i < json_array_size(msgs); i++) {
         char path[32];
         snprintf(path, sizeof path, "messages.%zu", i);
         json_t *m = json_array_get(msgs, i), *c;
-        if (!json_is_object(m)) REFUSE(path, "%s must be an object, got %s", path, kind_of(m));
+        if (!json_is_object(m)) REFUSE(path, "%s must be an object, got %s", path, api_kind(m));
         const char *role = str_of(m, "role");
         if (!role) REFUSE(path, "%s.role must be a string", path);
         if (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system"))
@@ -331,7 +319,7 @@ static int put_messages(json_t *out, const json_t *msgs, api_error *e) {
             if ((!strcmp(role, "assistant") ? assistant_blocks(out, c, i, e) : user_blocks(out, role, c, i, e)) < 0)
                 return -1;
         } else {
-            REFUSE(path, "%s.content must be a string or an array of content blocks, got %s", path, kind_of(c));
+            REFUSE(path, "%s.content must be a string or an array of content blocks, got %s", path, api_kind(c));
         }
     }
     return 0;
@@ -344,7 +332,7 @@ static int put_system(json_t *out, const json_t *sys, api_error *e) {
             OOM();
         return 0;
     }
-    if (!json_is_array(sys)) REFUSE("system", "system must be a string or an array of text blocks, got %s", kind_of(sys));
+    if (!json_is_array(sys)) REFUSE("system", "system must be a string or an array of text blocks, got %s", api_kind(sys));
     json_t *parts = NULL;
     for (size_t k = 0; k < json_array_size(sys); k++) {
         char path[32];
@@ -362,7 +350,7 @@ static int put_system(json_t *out, const json_t *sys, api_error *e) {
 
 static int put_tools(json_t *req, const json_t *tools, api_error *e) {
     if (!tools || json_is_null(tools)) return 0;
-    if (!json_is_array(tools)) REFUSE("tools", "tools must be an array, got %s", kind_of(tools));
+    if (!json_is_array(tools)) REFUSE("tools", "tools must be an array, got %s", api_kind(tools));
     if (!json_array_size(tools)) return 0;
     json_t *out = json_array();
     if (!out || json_object_set_new(req, "tools", out)) OOM();
@@ -370,10 +358,10 @@ static int put_tools(json_t *req, const json_t *tools, api_error *e) {
         char path[32];
         snprintf(path, sizeof path, "tools.%zu", k);
         json_t *t = json_array_get(tools, k), *type, *desc, *schema;
-        if (!json_is_object(t)) REFUSE(path, "%s must be an object, got %s", path, kind_of(t));
+        if (!json_is_object(t)) REFUSE(path, "%s must be an object, got %s", path, api_kind(t));
         type = json_object_get(t, "type");
         if (type && !json_is_null(type) && !(json_is_string(type) && !strcmp(json_string_value(type), "custom"))) {
-            if (!json_is_string(type)) REFUSE(path, "%s.type must be a string, got %s", path, kind_of(type));
+            if (!json_is_string(type)) REFUSE(path, "%s.type must be a string, got %s", path, api_kind(type));
             REFUSE(path, "%s: '%.60s' is a tool Anthropic defines or runs itself; pocket takes tools given by name, "
                    "description and input_schema", path, json_string_value(type));
         }
@@ -381,10 +369,10 @@ static int put_tools(json_t *req, const json_t *tools, api_error *e) {
         if (!name || !*name) REFUSE(path, "%s.name must be a non-empty string", path);
         desc = json_object_get(t, "description");
         if (desc && !json_is_null(desc) && !json_is_string(desc))
-            REFUSE(path, "%s.description must be a string, got %s", path, kind_of(desc));
+            REFUSE(path, "%s.description must be a string, got %s", path, api_kind(desc));
         schema = json_object_get(t, "input_schema");
         if (!json_is_object(schema))
-            REFUSE(path, "%s.input_schema must be a JSON schema (an object), got %s", path, kind_of(schema));
+            REFUSE(path, "%s.input_schema must be a JSON schema (an object), got %s", path, api_kind(schema));
         json_t *fn = json_pack("{s:s, s:O}", "name", name, "parameters", schema);
         if (fn && json_is_string(desc)) json_object_set(fn, "description", desc);
         if (!fn || json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn))) OOM();
@@ -403,10 +391,10 @@ static int has_tool(const json_t *req, const char *name) {
 
 static int put_tool_choice(json_t *req, const json_t *tc, api_error *e) {
     if (!tc || json_is_null(tc)) return 0;
-    if (!json_is_object(tc)) REFUSE("tool_choice", "tool_choice must be an object, got %s", kind_of(tc));
+    if (!json_is_object(tc)) REFUSE("tool_choice", "tool_choice must be an object, got %s", api_kind(tc));
     json_t *par = json_object_get(tc, "disable_parallel_tool_use");
     if (par && !json_is_null(par) && !json_is_boolean(par))
-        REFUSE("tool_choice", "tool_choice.disable_parallel_tool_use must be a boolean, got %s", kind_of(par));
+        REFUSE("tool_choice", "tool_choice.disable_parallel_tool_use must be a boolean, got %s", api_kind(par));
     const char *type = str_of(tc, "type");
     json_t *v;
     if (!type) REFUSE("tool_choice", "tool_choice.type must be a string (auto, any, tool or none)");
@@ -432,7 +420,7 @@ static int put_tool_choice(json_t *req, const json_t *tc, api_error *e) {
 /* thinking -> chat_template_kwargs.enable_thinking and thinking_budget_tokens */
 static int put_thinking(json_t *req, const json_t *th, api_error *e) {
     if (!th || json_is_null(th)) return 0;
-    if (!json_is_object(th)) REFUSE("thinking", "thinking must be an object, got %s", kind_of(th));
+    if (!json_is_object(th)) REFUSE("thinking", "thinking must be an object, got %s", api_kind(th));
     const char *type = str_of(th, "type");
     if (!type) REFUSE("thinking", "thinking.type must be a string (enabled, adaptive or disabled)");
     int on;
@@ -470,7 +458,7 @@ static int put_format(json_t *req, const json_t *f, const char *name, api_error 
 
 static int put_output_config(json_t *req, const json_t *oc, api_error *e) {
     if (!oc || json_is_null(oc)) return 0;
-    if (!json_is_object(oc)) REFUSE("output_config", "output_config must be an object, got %s", kind_of(oc));
+    if (!json_is_object(oc)) REFUSE("output_config", "output_config must be an object, got %s", api_kind(oc));
     json_t *eff = json_object_get(oc, "effort");
     if (eff && !json_is_null(eff)) {
         static const char *const levels[][2] = {
@@ -498,19 +486,19 @@ static int put_number(json_t *req, const json_t *body, const char *name, double 
 static int put_generation(json_t *req, const json_t *body, api_error *e) {
     json_t *v = json_object_get(body, "max_tokens");
     if (!json_is_integer(v) || json_integer_value(v) < 0)
-        REFUSE("max_tokens", "max_tokens must be a non-negative integer, got %s", kind_of(v));
+        REFUSE("max_tokens", "max_tokens must be a non-negative integer, got %s", api_kind(v));
     if (json_object_set(req, "max_tokens", v)) OOM();
     v = json_object_get(body, "stream");
-    if (v && !json_is_null(v) && !json_is_boolean(v)) REFUSE("stream", "stream must be a boolean, got %s", kind_of(v));
+    if (v && !json_is_null(v) && !json_is_boolean(v)) REFUSE("stream", "stream must be a boolean, got %s", api_kind(v));
     if (json_is_true(v) && (json_object_set_new(req, "stream", json_true()) ||
                             json_object_set_new(req, "stream_options", json_pack("{s:b}", "include_usage", 1))))
         OOM();
     v = json_object_get(body, "stop_sequences");
     if (v && !json_is_null(v)) {
-        if (!json_is_array(v)) REFUSE("stop_sequences", "stop_sequences must be an array of strings, got %s", kind_of(v));
+        if (!json_is_array(v)) REFUSE("stop_sequences", "stop_sequences must be an array of strings, got %s", api_kind(v));
         for (size_t k = 0; k < json_array_size(v); k++)
             if (!json_is_string(json_array_get(v, k)))
-                REFUSE("stop_sequences", "stop_sequences.%zu must be a string, got %s", k, kind_of(json_array_get(v, k)));
+                REFUSE("stop_sequences", "stop_sequences.%zu must be a string, got %s", k, api_kind(json_array_get(v, k)));
         if (json_array_size(v) && json_object_set(req, "stop", v)) OOM();
     }
     if (put_number(req, body, "temperature", 0, 1, e) || put_number(req, body, "top_p", 0, 1, e)) return -1;
@@ -521,10 +509,10 @@ static int put_generation(json_t *req, const json_t *body, api_error *e) {
     }
     v = json_object_get(body, "metadata");
     if (v && !json_is_null(v)) {
-        if (!json_is_object(v)) REFUSE("metadata", "metadata must be an object, got %s", kind_of(v));
+        if (!json_is_object(v)) REFUSE("metadata", "metadata must be an object, got %s", api_kind(v));
         json_t *u = json_object_get(v, "user_id");
         if (u && !json_is_null(u) && !json_is_string(u))
-            REFUSE("metadata.user_id", "metadata.user_id must be a string, got %s", kind_of(u));
+            REFUSE("metadata.user_id", "metadata.user_id must be a string, got %s", api_kind(u));
         if (json_is_string(u) && json_object_set(req, "user", u)) OOM();
     }
     v = json_object_get(body, "container");
@@ -534,7 +522,7 @@ static int put_generation(json_t *req, const json_t *body, api_error *e) {
     for (int k = 0; k < 2; k++) {
         v = json_object_get(body, hints[k]);
         if (v && !json_is_null(v) && !json_is_string(v))
-            REFUSE(hints[k], "%s must be a string, got %s", hints[k], kind_of(v));
+            REFUSE(hints[k], "%s must be a string, got %s", hints[k], api_kind(v));
     }
     return 0;
 }
@@ -557,7 +545,7 @@ static json_t *translate(const json_t *body, int in, api_error *e) {
     }
     v = json_object_get(body, "model");
     if (!json_is_string(v)) {
-        api_fail(e, 400, "model", "model must be a string, got %s", kind_of(v));
+        api_fail(e, 400, "model", "model must be a string, got %s", api_kind(v));
         return NULL;
     }
     json_t *msgs = json_array();
@@ -565,7 +553,7 @@ static json_t *translate(const json_t *body, int in, api_error *e) {
     if (!req) { api_fail(e, 500, NULL, "out of memory"); return NULL; }
     json_t *cc = json_object_get(body, "cache_control");
     if (cc && !json_is_null(cc) && !json_is_object(cc))
-        api_fail(e, 400, "cache_control", "cache_control must be an object, got %s", kind_of(cc));
+        api_fail(e, 400, "cache_control", "cache_control must be an object, got %s", api_kind(cc));
     else if (!put_system(msgs, json_object_get(body, "system"), e) &&
              !put_messages(msgs, json_object_get(body, "messages"), e) &&
              !put_tools(req, json_object_get(body, "tools"), e) &&

@@ -16,6 +16,18 @@ void api_fail(api_error *e, int status, const char *param, const char *fmt, ...)
     va_end(ap);
 }
 
+const char *api_kind(const json_t *v) {
+    if (!v) return "nothing";
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: case JSON_REAL: return "a number";
+    case JSON_TRUE: case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
 void api_put(api_buf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->n + n + 1 > b->cap) {

@@ -74,6 +74,10 @@ typedef struct api_error {
 void api_fail(api_error *e, int status, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A JSON value's kind for messages: "an object", "an array", "a string",
+ * "a number", "a boolean", "null"; "nothing" for NULL (absent). */
+const char *api_kind(const json_t *v);
+
 /* Bytes of a response stream that grow; after a failed allocation oom is
  * set and later appends do nothing. */
 typedef struct api_buf {

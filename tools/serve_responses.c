@@ -52,19 +52,6 @@ static json_t *copy_or(const json_t *v, json_t *dflt) {
     return dflt;
 }
 
-/* A printable name for a JSON value's type, for messages. */
-static const char *type_name(const json_t *v) {
-    if (!v) return "null";
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: case JSON_REAL: return "a number";
-    case JSON_TRUE: case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
 static int is_one_of(const char *s, const char *const *list) {
     for (; s && *list; list++)
         if (!strcmp(s, *list)) return 1;
@@ -88,7 +75,7 @@ typedef struct rq_state {
 static json_t *parts(const json_t *v, const char *where, api_error *e) {
     if (json_is_string(v)) return json_deep_copy(v);
     if (!json_is_array(v)) {
-        api_fail(e, 400, where, "'%s' must be a string or an array of content parts; got %s", where, type_name(v));
+        api_fail(e, 400, where, "'%s' must be a string or an array of content parts; got %s", where, api_kind(v));
         return NULL;
     }
     json_t *out = json_array();
@@ -143,7 +130,7 @@ static int input_item(rq_state *s, const json_t *it, size_t i) {
     char at[48];
     snprintf(at, sizeof at, "input[%zu]", i);
     if (!json_is_object(it)) {
-        api_fail(s->e, 400, at, "'%s' must be an object (an input item); got %s", at, type_name(it));
+        api_fail(s->e, 400, at, "'%s' must be an object (an input item); got %s", at, api_kind(it));
         return -1;
     }
     const json_t *tv = json_object_get(it, "type");
@@ -236,7 +223,7 @@ static int input_item(rq_state *s, const json_t *it, size_t i) {
 /* tools[] -> chat tools; NULL refused. */
 static json_t *tools(const json_t *v, api_error *e) {
     if (!json_is_array(v)) {
-        api_fail(e, 400, "tools", "'tools' must be an array of function tools; got %s", type_name(v));
+        api_fail(e, 400, "tools", "'tools' must be an array of function tools; got %s", api_kind(v));
         return NULL;
     }
     json_t *out = json_array();
@@ -393,7 +380,7 @@ static json_t *rs_request(const json_t *body, const serve_info *si, int *chat, a
             if (input_item(&s, it, i)) goto fail;
     } else {
         FAIL("input", "'input' must be a string or an array of input items%s%s", v ? "; got " : " (it is missing)",
-             v ? type_name(v) : "");
+             v ? api_kind(v) : "");
     }
     if (!json_array_size(s.msgs)) FAIL("input", "'input' has no message");
 

@@ -186,7 +186,7 @@ static void test_requests(void) {
         {"{'input':['hi']}", "input[0]", "must be an object"},
         {"{'input':[{'type':7}]}", "input[0]", "type' must be a string"},
         {"{'input':[{'role':'tool','content':'x'}]}", "input[0].role", "got \"tool\""},
-        {"{'input':[{'role':'user'}]}", "input[0].content", "got null"},
+        {"{'input':[{'role':'user'}]}", "input[0].content", "got nothing"},
         {"{'input':[{'role':'user','content':[{'type':'input_image','image_url':'data:'}]}]}", "input[0].content[0].type", "\"input_image\" is not supported"},
         {"{'input':[{'role':'user','content':[{'type':'input_text'}]}]}", "input[0].content[0].text", "string"},
         {"{'input':[{'type':'function_call','name':'f','arguments':'{}'}]}", "input[0]", "call_id"},

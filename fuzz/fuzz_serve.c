@@ -1,7 +1,8 @@
 /* fuzz_serve.c - libFuzzer harness: `pocket serve`'s request handling as a
  * function, without sockets: tools/cmd_serve.c is compiled in (its static
  * functions are what the HTTP callbacks call), with the bundled model, a
- * 32-token context, an API key and a 4 KiB body limit.
+ * 32-token context, an API key and a 4 KiB body limit; chatml built in, or
+ * Qwen3.5's Jinja template (tests/data/templates/).
  *
  * Input: byte 0 picks the route and method (chat and text completions,
  * health, models, metrics, the page, an unknown path, a wrong method),
@@ -9,8 +10,9 @@
  * valid completion is generated (byte 2 = 'g', for 1 in 64 such inputs: at most 2 tokens, on the calling
  * thread); the rest is the body. The answer goes through the same
  * functions as on the wire: precheck (route, method, key, length),
- * parse_request (JSON, fields, template, tokenizer), run_job and the result
- * or streamed-chunk JSON. Every answer must serialise to valid JSON that
+ * the API's request translation, parse_request (JSON, fields, template,
+ * tools, grammar, tokenizer; n jobs), run_job and the result, and the same
+ * text streamed in two pieces through the API's stream (every event JSON). Every answer must serialise to valid JSON that
  * parses back: an OpenAI-style error object {"error": {"message": non-empty
  * string, "type": string, "code": ...}} with a 4xx/5xx status, or a result
  * with one choice. Anything else aborts.
@@ -18,6 +20,9 @@
 #include "../tools/cmd_serve.c"
 
 static slot fuzz_slot;
+static pk_jinja *tmpl;
+static char *tmpl_text;
+static size_t tmpl_len;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     pk_error err = {0};
@@ -43,6 +48,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (pk_context_new(S.model, &cp, &fuzz_slot.ctx, &err)) { fprintf(stderr, "fuzz_serve: %s\n", err.msg); exit(1); }
     S.slots = &fuzz_slot;
     S.n_ctx = pk_context_n_ctx(fuzz_slot.ctx);
+    S.info = (serve_info){.model_id = S.model_id, .arch = "qwen3moe", .file = "models/kjv-moe-f16.gguf",
+                          .n_ctx = S.n_ctx, .n_vocab = pk_model_n_vocab(S.model), .version = POCKET_VERSION};
+    /* inputs with bit 3 of byte 0 set run Qwen3.5's Jinja template (tools,
+       tool calls, reasoning), the others the built-in chatml */
+    size_t n;
+    tmpl_text = read_file("tests/data/templates/Qwen3.5-4B.jinja", &n);
+    if (pk_jinja_parse(tmpl_text, n, 0, &tmpl, &err)) { fprintf(stderr, "fuzz_serve: %s\n", err.msg); exit(1); }
+    tmpl_len = n;
     return 0;
 }
 
@@ -78,6 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const lengths[] = {NULL, "10", "99999999999999999999", "-1", "4097", "abc"};
     const char *method = routes[data[0] % 8][0], *url = routes[data[0] % 8][1];
     const char *authz = auths[data[1] % 5], *clen = lengths[data[1] / 5 % 6];
+    S.jinja = data[0] & 8 ? tmpl : NULL;
+    S.template_text = S.jinja ? tmpl_text : NULL;
+    S.template_len = S.jinja ? tmpl_len : 0;
+    S.toolfmt = S.jinja ? pk_toolcall_detect(tmpl_text, tmpl_len) : NULL;
     /* byte 2 = 'g' asks for a generation, which runs for 1 in 64 of those
        inputs (by a hash of the whole input): a generation costs ~44 ms under
        ASan, everything else ~0.07 ms, and mutations of a generating input
@@ -89,38 +106,71 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const size_t len = size - 3;
 
     int method_ok = 0;
-    int r = route(url, method, &method_ok);
-    json_t *error = NULL;
-    int status = precheck(r, method_ok, method, url, authz, clen, &error);
-    if (status) { check_answer(status, error); return 0; }
+    const serve_api *api;
+    int r = route(url, method, &method_ok, &api);
+    api_error e = {0};
+    int status = precheck(r, method_ok, method, url, authz, NULL, clen, &e);
+    if (status) { check_answer(status, api_error_json(api, &e)); return 0; }
     if (len > S.max_body) {   /* as on_request after reading the body */
-        check_answer(413, error_json("invalid_request_error", "request_too_large", NULL, "too large"));
+        api_fail(&e, 413, NULL, "too large");
+        check_answer(413, api_error_json(api, &e));
         return 0;
     }
     if (r == R_HEALTH) { check_answer(200, json_pack("{s:s}", "status", "ok")); return 0; }
     if (r == R_MODELS) { check_answer(200, models_json()); return 0; }
-    if (r != R_CHAT && r != R_COMPLETIONS) return 0;   /* text answers: /metrics, the page */
-    job *j = parse_request(body, len, r == R_CHAT, &status, &error);
-    if (!j) { check_answer(status, error); return 0; }
+    if (r != R_API) return 0;   /* text answers: /metrics, the page */
+    int chat = 1, n = 0;
+    job *jobs[MAX_N];
+    json_t *oreq = NULL, *root = parse_body(body, len, &e);
+    if (root) oreq = api->request(root, &S.info, &chat, &e);
+    if (oreq && check_model(oreq, &e)) { json_decref(oreq); oreq = NULL; }
+    if (oreq) n = request_jobs(oreq, chat, jobs, &e);
+    json_decref(oreq);
+    if (!n) { json_decref(root); check_answer(e.status, api_error_json(api, &e)); return 0; }
+    job *j = jobs[0];
     if (generate) {
         if (j->max_tokens < 0 || j->max_tokens > 2) j->max_tokens = 2;
         j->refs = 1;
         run_job(&fuzz_slot, j, 0);
         j->state = JOB_DONE;
         if (j->finish) {
-            size_t n;
-            char *t = utf8_sanitize(j->text ? j->text : "", j->len, &n);
-            if (!t) abort();
-            check_answer(200, final_json(j, t, n));
-            check_answer(200, chunk_json(j, "content", t, n, j->chat, NULL));
-            check_answer(200, chunk_json(j, "reasoning_content", t, n, 0, NULL));
-            check_answer(200, chunk_json(j, "content", NULL, 0, 0, j->finish));
-            free(t);
+            json_t *comp = completion_json(jobs, 1, &e);
+            if (comp) check_answer(200, api->response(root, comp, &S.info));
+            else check_answer(e.status, api_error_json(api, &e));
+            json_decref(comp);
+            /* the same text streamed in two pieces: every event is JSON */
+            stream st = {.n = 1, .api = api, .jobs = {j}};
+            pk_error serr = {0};
+            if (!(st.ast = api->stream_new(root, &S.info)) || outsplit_init(&st.cs[0].os, j, &serr)) abort();
+            st.cs[0].os.emit = stream_emit;
+            st.cs[0].os.ctx = &st;
+            char msg[600];
+            size_t half = j->len / 2;
+            if (stream_piece(&st, 0, j->text ? j->text : "", half, j->lp, j->n_lp, 0) ||
+                stream_piece(&st, 0, j->text ? j->text + half : "", j->len - half, NULL, 0, 0))
+                abort();
+            st.cs[0].sent = j->len;
+            if (stream_end_choice(&st, 0, msg, sizeof msg)) api->stream_chunk(st.ast, NULL, msg, &st.out);
+            else api->stream_chunk(st.ast, NULL, NULL, &st.out);
+            if (st.out.oom) abort();
+            for (char *p = st.out.p; p && (p = strstr(p, "data: ")); p += 6) {
+                char *end = strstr(p, "\n\n");
+                if (!end) abort();
+                if (strncmp(p + 6, "[DONE]", 6)) {
+                    json_t *ev = json_loadb(p + 6, (size_t)(end - p - 6), 0, NULL);
+                    if (!ev) { fprintf(stderr, "stream event is not JSON: %.*s\n", (int)(end - p - 6), p + 6); abort(); }
+                    json_decref(ev);
+                }
+            }
+            outsplit_free(&st.cs[0].os);
+            api->stream_free(st.ast);
+            free(st.out.p);
         } else {
-            check_answer(500, error_json("server_error", NULL, NULL, "generation failed: %s", j->err[0] ? j->err : "cancelled"));
+            api_fail(&e, 500, NULL, "generation failed: %s", j->err[0] ? j->err : "cancelled");
+            check_answer(500, api_error_json(api, &e));
         }
     }
-    j->refs = 1;
-    job_unref(j);
+    for (int i = 0; i < n; i++) { jobs[i]->refs = 1; job_unref(jobs[i]); }
+    json_decref(root);
     return 0;
 }

@@ -19,8 +19,10 @@ LDLIBS  += -lpcre2-8 -lmicrohttpd -ljansson -lm -lpthread
 PYTHON  ?= /usr/bin/python3
 PREFIX  ?= /usr/local
 
-# Debian packages the build and tests need: package:probe
-DEB_PKGS = libpcre2-dev python3-numpy python3-jinja2 libmicrohttpd-dev libjansson-dev libedit-dev pkgconf
+# Debian packages the build and tests need (probed in `deps`). nginx is for
+# tests/cli/t_deploy.sh, which runs its own instance on loopback (deploy/);
+# where services start at install, Debian's package also starts the system's.
+DEB_PKGS = libpcre2-dev python3-numpy python3-jinja2 libmicrohttpd-dev libjansson-dev libedit-dev pkgconf nginx
 # the CLI alone links libedit (line editing in `pocket chat`)
 CLI_LDLIBS = -ledit
 
@@ -95,6 +97,7 @@ deps:
 	  echo "error: $(CC) ($(TARGET)) lacks the headers of:$$missing (pass SYSROOT=DIR with the target's packages; make test-aarch64 makes one for aarch64)" >&2; exit 1; \
 	fi; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkgconf"; \
+	{ command -v nginx || [ -x /usr/sbin/nginx ]; } >/dev/null 2>&1 || missing="$$missing nginx"; \
 	$(PYTHON) -c 'import numpy' 2>/dev/null || missing="$$missing python3-numpy"; \
 	$(PYTHON) -c 'import jinja2' 2>/dev/null || missing="$$missing python3-jinja2"; \
 	if [ -n "$$missing" ]; then \

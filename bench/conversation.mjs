@@ -9,7 +9,10 @@
 // The conversation: a system prompt of about S tokens, then T turns; each
 // turn sends the whole history (as chat clients do) plus a user message of
 // about U tokens and asks for R tokens (max_tokens R, temperature 0, a fixed
-// seed, ignore_eos: llama-server honours it, pocket ignores the field),
+// seed, ignore_eos: llama-server honours it, pocket ignores the field,
+// reasoning_format "none": the text as generated, so that no server holds
+// text back while it decides whether a reasoning block opens: a random-weight
+// gemma-4 file answers blank lines, which could still precede one),
 // streamed. The reply goes back into the history: as received (--replies
 // received, the default), or (--replies scripted) R tokens of corpus text
 // in its place. Use scripted on bench/gen_bench_model.py's random-weight
@@ -36,6 +39,12 @@
 // falls on both) or --alternate conversation (all T turns on A, then on B).
 // --rounds N repeats the whole, a new conversation each round.
 //
+// --save FILE writes each server's conversation (history, turns, turn-1 prompt
+// speed) to FILE after the run; --resume FILE continues those conversations
+// (matched by --label) from the next turn up to --T, taking the script's
+// settings from FILE: bench/conversation.sh (RESTART=1) runs turns 1..T,
+// restarts pocket serve with the same --cache-dir, and resumes with turn T+1.
+//
 // Output: one JSON line per turn on stdout as it ends, then a Markdown
 // table. Per turn: ttft_s (request sent to the first streamed chunk with
 // text), total_s, prompt (usage.prompt_tokens), cached
@@ -52,7 +61,7 @@
 // The `openai` package is found as tests/cli/serve/*.mjs find it: in
 // $POCKET_NODE_DIR (default build/tmp/node; bench/conversation.sh installs it).
 import { createRequire } from 'node:module';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -73,6 +82,8 @@ const HELP = `usage: node bench/conversation.mjs --url URL [--label NAME] [--url
   --cpt X              characters per token of the server's vocabulary (default 1)
   --run-id ID          tag opening every conversation (default: the start time)
   --key KEY            API key (default $POCKET_KEY or none)
+  --save FILE          write the conversations to FILE after the run (one round)
+  --resume FILE        continue the conversations saved in FILE, up to turn --T
   --timeout S          seconds one request may take (default 3600)`;
 
 function die(msg) { console.error('conversation.mjs: ' + msg); process.exit(2); }
@@ -118,9 +129,12 @@ function parseArgs(argv) {
       if (!(o.cpt > 0 && o.cpt <= 16)) die(`--cpt is '${v}'; it must be a number in (0, 16]`);
     } else if (a === '--run-id') o.runId = val();
     else if (a === '--key') o.key = val();
+    else if (a === '--save') o.save = val();
+    else if (a === '--resume') o.resume = val();
     else die(`unknown option '${a}' (see --help)`);
   }
   if (!o.servers.length) die('no --url given (see --help)');
+  if ((o.save || o.resume) && o.rounds !== 1) die('--save and --resume take one round (--rounds 1)');
   return o;
 }
 
@@ -177,7 +191,7 @@ async function turn(srv, messages, o) {
   let ttft = null, text = '', usage = null, timings = null, finish = null;
   const stream = await srv.client.chat.completions.create({
     model: srv.model, messages, max_tokens: o.R, temperature: 0, seed: 1, stream: true,
-    stream_options: { include_usage: true }, ignore_eos: true,
+    stream_options: { include_usage: true }, ignore_eos: true, reasoning_format: 'none',
   });
   for await (const ch of stream) {
     const d = ch.choices && ch.choices[0] && ch.choices[0].delta;
@@ -199,6 +213,13 @@ const r3 = (x) => (x === null || x === undefined ? null : Math.round(x * 1000) /
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
+  let saved = null;
+  if (o.resume) {
+    try { saved = JSON.parse(readFileSync(o.resume, 'utf8')); }
+    catch (e) { die(`--resume ${o.resume}: ${e.message}`); }
+    if (!saved || !Array.isArray(saved.conv)) die(`--resume ${o.resume}: not a file written by --save`);
+    for (const k of ['runId', 'S', 'R', 'U', 'K', 'cpt', 'agent', 'toolRole', 'replies']) o[k] = saved[k];
+  }
   const nodeDir = resolve(process.env.POCKET_NODE_DIR || join(ROOT, 'build/tmp/node'));
   let OpenAI;
   try { OpenAI = createRequire(join(nodeDir, 'package.json'))('openai').default; }
@@ -218,10 +239,15 @@ async function main() {
   const rows = [];
   for (let round = 0; round < o.rounds; round++) {
     const script = new Script(o, round);
-    const conv = o.servers.map((s) => ({ srv: s, history: [], prev: 0, pp: null }));
+    const conv = o.servers.map((s) => {
+      const sv = saved && saved.conv.find((c) => c.label === s.label);
+      if (saved && !sv) die(`--resume ${o.resume}: no conversation of '${s.label}' in it`);
+      return sv ? { srv: s, history: sv.history, prev: sv.prev, pp: sv.pp, first: sv.turns }
+                : { srv: s, history: [], prev: 0, pp: null, first: 0 };
+    });
     const order = [];          // [server index, turn] in the order they run
-    if (o.alternate === 'turn') { for (let t = 0; t < o.T; t++) for (let i = 0; i < conv.length; i++) order.push([i, t]); }
-    else { for (let i = 0; i < conv.length; i++) for (let t = 0; t < o.T; t++) order.push([i, t]); }
+    if (o.alternate === 'turn') { for (let t = 0; t < o.T; t++) for (let i = 0; i < conv.length; i++) if (t >= conv[i].first) order.push([i, t]); }
+    else { for (let i = 0; i < conv.length; i++) for (let t = conv[i].first; t < o.T; t++) order.push([i, t]); }
     for (const [i, t] of order) {
       const c = conv[i], s = c.srv;
       const messages = script.next(c.history, t);
@@ -254,6 +280,12 @@ async function main() {
       rows.push(row);
       c.prev = u.prompt_tokens;
       c.history = [...messages, { role: 'assistant', content: o.replies === 'scripted' ? script.reply(t) : r.text }];
+    }
+    if (o.save) {
+      const keep = { runId: o.runId, S: o.S, R: o.R, U: o.U, K: o.K, cpt: o.cpt, agent: !!o.agent, toolRole: o.toolRole,
+                     replies: o.replies, conv: conv.map((c) => ({ label: c.srv.label, history: c.history, prev: c.prev,
+                                                               pp: c.pp, turns: o.T })) };
+      writeFileSync(o.save, JSON.stringify(keep));
     }
   }
 

@@ -17,7 +17,10 @@
 # as a random-weight file's reply would take about 9 R tokens; received:
 # the reply as it came, for real models), CTX
 # (context of both servers, 4096), THREADS (2), POCKET_ARGS / LLAMA_ARGS
-# (more flags for either server), MACHINE (the results file's machine name;
+# (more flags for either server), RESTART (1: pocket gets --cache-dir, and
+# after the chat replay it is stopped, started again with the same command
+# and the conversation resumed with turn T+1: the restart row shows what the
+# saved state served), MACHINE (the results file's machine name;
 # default from the CPU), OUT (the results file), BUILD (build).
 # The servers run one request at a time (--parallel 1 / -np 1); both stay up
 # for the whole replay of a model, each with its own conversation. pocket
@@ -29,7 +32,7 @@ BUILD=${BUILD:-build}
 P="$BUILD/pocket"
 S=${S:-2000}; T=${T:-8}; R=${R:-64}; U=${U:-32}; K=${K:-150}; AGENT=${AGENT:-1}; ROUNDS=${ROUNDS:-1}
 ALTERNATE=${ALTERNATE:-turn}; REPLIES=${REPLIES:-scripted}; CPT=${CPT:-1}; CTX=${CTX:-4096}; THREADS=${THREADS:-2}
-POCKET_ARGS=${POCKET_ARGS:-}; LLAMA_ARGS=${LLAMA_ARGS:-}; LLAMA_SERVER=${LLAMA_SERVER:-}
+RESTART=${RESTART:-0}; POCKET_ARGS=${POCKET_ARGS:-}; LLAMA_ARGS=${LLAMA_ARGS:-}; LLAMA_SERVER=${LLAMA_SERVER:-}
 NODE_DIR=${POCKET_NODE_DIR:-$BUILD/tmp/node}
 fail() { echo "conversation.sh: $*" >&2; exit 1; }
 
@@ -103,12 +106,10 @@ if [ -n "$LLAMA_SERVER" ]; then
     lflags=$(grep -E '^(CMAKE_BUILD_TYPE|GGML_NATIVE|LLAMA_CURL|GGML_AVX512|GGML_BLAS)[:=]' "$cache" 2>/dev/null | tr '\n' ' ' || true)
 fi
 
-for m in "$@"; do
-    name=$(basename "$m" .gguf)
-    PCMD="$P serve -m $m --host 127.0.0.1 --port 0 -c $CTX -t $THREADS --parallel 1 --timeout 3600 $POCKET_ARGS"
+start_pocket() {   # PCMD -> PS, pport
     : >"$tmp/pocket.log"      # before the server opens it: read at once below
     # shellcheck disable=SC2086
-    $PCMD >"$tmp/pocket.log" 2>&1 &
+    $PCMD >>"$tmp/pocket.log" 2>&1 &
     PS=$!
     i=0; pport=""
     while [ $i -lt 600 ] && [ -z "$pport" ]; do
@@ -118,6 +119,16 @@ for m in "$@"; do
     done
     [ -n "$pport" ] || fail "pocket serve did not print its port in 10 minutes"
     wait_health "http://127.0.0.1:$pport" "$PS" "$tmp/pocket.log"
+}
+peak_rss() {   # PID: its peak resident set (VmHWM), or ?
+    sed -n 's/^VmHWM:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null || echo '?'
+}
+
+for m in "$@"; do
+    name=$(basename "$m" .gguf)
+    PCMD="$P serve -m $m --host 127.0.0.1 --port 0 -c $CTX -t $THREADS --parallel 1 --timeout 3600 $POCKET_ARGS"
+    if [ "$RESTART" = 1 ]; then rm -rf "$tmp/cache"; mkdir -p "$tmp/cache"; PCMD="$PCMD --cache-dir $tmp/cache"; fi
+    start_pocket
     urls="--url http://127.0.0.1:$pport --label pocket"
     LCMD=""
     if [ -n "$LLAMA_SERVER" ]; then
@@ -133,10 +144,11 @@ for m in "$@"; do
     for mode in $modes; do
         flags="--S $S --T $T --R $R --U $U --rounds $ROUNDS --alternate $ALTERNATE --replies $REPLIES --cpt $CPT"
         [ "$mode" = agent ] && flags="$flags --agent --K $K"
+        save=""; [ "$mode" = chat ] && [ "$RESTART" = 1 ] && save="--save $tmp/conv.json"
         load0=$(cut -d' ' -f1-3 /proc/loadavg)
         start=$(date '+%F %T')
         # shellcheck disable=SC2086
-        { rc=0; node bench/conversation.mjs $urls $flags || rc=$?; echo $rc >"$tmp/rc"; } | tee "$tmp/run.txt"
+        { rc=0; node bench/conversation.mjs $urls $flags $save || rc=$?; echo $rc >"$tmp/rc"; } | tee "$tmp/run.txt"
         [ "$(cat "$tmp/rc")" = 0 ] || fail "the $mode replay of $name failed (above); nothing was recorded for it"
         load1=$(cut -d' ' -f1-3 /proc/loadavg)
         maxload=$(sed -n 's/.*"load1":\([0-9.]*\).*/\1/p' "$tmp/run.txt" | sort -g | tail -1)
@@ -148,6 +160,7 @@ for m in "$@"; do
             [ -z "$LCMD" ] || echo "llama-server ($lver; $lflags): \`$LCMD\`"
             echo "replay: \`node bench/conversation.mjs $flags\` (URLs as above)"
             echo "load (1, 5, 15 min) before: $load0; after: $load1; highest 1-min load after a turn: ${maxload:-?}"
+            echo "peak RSS so far: pocket $(peak_rss "$PS")${LS:+, llama-server $(peak_rss "$LS")}"
             if awk -v x="${maxload:-0}" 'BEGIN { exit !(x > 2.5) }'; then
                 echo
                 echo "The 1-minute load exceeded 2.5 during this run: other processes shared the 2 cores, so the times include their work."
@@ -160,7 +173,33 @@ for m in "$@"; do
             grep '^|' "$tmp/run.txt"
         } >>"$OUT"
     done
-    stop "$PS"; PS=""
     if [ -n "$LS" ]; then stop "$LS"; LS=""; fi
+    if [ "$RESTART" = 1 ]; then
+        rss=$(peak_rss "$PS")
+        stop "$PS"; PS=""
+        saved=$(ls "$tmp/cache" | wc -l)
+        start_pocket
+        start=$(date '+%F %T')
+        flags="--T $((T + 1)) --resume $tmp/conv.json"
+        # shellcheck disable=SC2086
+        { rc=0; node bench/conversation.mjs --url "http://127.0.0.1:$pport" --label pocket $flags || rc=$?; echo $rc >"$tmp/rc"; } | tee "$tmp/run.txt"
+        [ "$(cat "$tmp/rc")" = 0 ] || fail "the restart turn of $name failed (above); nothing was recorded for it"
+        {
+            echo
+            echo "## $name, chat replay turn $((T + 1)) after a restart of pocket serve ($start)"
+            echo
+            echo "pocket $pocket_rev: \`$PCMD\` (stopped after turn $T with SIGTERM: $saved file(s) in the cache directory; peak RSS before the stop $rss; started again with the same command)"
+            echo "replay: \`node bench/conversation.mjs $flags\`; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+            echo "pocket's log after the restart:"
+            echo
+            echo '```'
+            sed -n '/cache:/p;/prompt [0-9]* tokens/p' "$tmp/pocket.log" | tail -5
+            grep '^{' "$tmp/run.txt"
+            echo '```'
+            echo
+            grep '^|' "$tmp/run.txt"
+        } >>"$OUT"
+    fi
+    stop "$PS"; PS=""
 done
 echo "results appended to $OUT"

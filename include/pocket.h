@@ -278,6 +278,16 @@ int pk_context_truncate(pk_context *c, int n);
  * where one is already kept). When all checkpoints are in use, the oldest
  * position's is replaced. */
 void pk_context_checkpoint(pk_context *c);
+/* Plan checkpoints at positions the next decodes will reach: pos[0..n),
+ * ascending, each in (pk_context_pos, n_ctx], at most the context's
+ * n_checkpoints (and 256). Each is taken while the batch holding it is
+ * processed, without cutting the batch in two for the other layers: the
+ * states are bitwise those of a decode cut there followed by
+ * pk_context_checkpoint, the whole batch's weights read once. A checkpoint
+ * at a batch's end is taken after it. A later call replaces the plan; a
+ * truncation, a load or a failed decode drops it. PK_ERR_ARG for positions
+ * out of order or range; a no-op for a context that keeps no checkpoints. */
+int pk_context_plan_checkpoints(pk_context *c, const int *pos, int n, pk_error *err);
 /* Positions of the checkpoints held, ascending: writes at most cap, returns
  * how many there are. */
 int pk_context_checkpoints(const pk_context *c, int *pos, int cap);

@@ -580,13 +580,15 @@ static void run_job(slot *s, job *j, uint64_t entry) {
     cached = restore_prefix(s, j, entry, from, sizeof from);
     int ck[MAX_CKPT];
     int n_ck = plan_checkpoints(j, cached, ck);
-    for (int i = cached, k = 0; i < j->n_prompt;) {
+    /* taken inside the batches that reach them: a batch is not cut there */
+    if (pk_context_plan_checkpoints(s->ctx, ck, n_ck, &err))
+        fprintf(stderr, "pocket serve: slot %d: no checkpoints for this prompt: %s\n", s->index, err.msg);
+    for (int i = cached; i < j->n_prompt;) {
         pthread_mutex_lock(&S.mu);
         cancel = j->cancel || S.shutdown;
         pthread_mutex_unlock(&S.mu);
         if (cancel) break;
         int end = j->n_prompt - i < PREFILL_CHUNK ? j->n_prompt : i + PREFILL_CHUNK;
-        if (k < n_ck && ck[k] < end) end = ck[k];
         if (pk_decode(s->ctx, j->prompt + i, end - i, &err)) {
             pthread_mutex_lock(&S.mu);
             snprintf(j->err, sizeof j->err, "%s", err.msg);
@@ -595,7 +597,6 @@ static void run_job(slot *s, job *j, uint64_t entry) {
             break;
         }
         i = end;
-        if (k < n_ck && ck[k] == i) { pk_context_checkpoint(s->ctx); k++; }
     }
     t_prompt = now() - t0;
     pthread_mutex_lock(&S.mu);

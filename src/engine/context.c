@@ -314,7 +314,10 @@ static int decode_batches(pk_context *c, const int32_t *tokens, int n, float *al
     for (int i = 0; i < n; i += c->n_batch) {
         int nb = n - i < c->n_batch ? n - i : c->n_batch;
         float *out = all ? all + (size_t)i * V : i + nb == n ? c->logits : NULL;
-        if ((rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL))) {
+        pk_ckpt_marks(c, nb);
+        rc = pk_forward_batch(c, tokens + i, nb, out, all != NULL);
+        pk_ckpt_marks_done(c, rc == PK_OK);
+        if (rc) {
             if (rc == PK_ERR_IO) return pk_errorf(err, rc, "%s", c->io_msg);
             return pk_errorf(err, rc, "out of memory for scratch (position %d, %d tokens)", c->pos, nb);
         }

@@ -34,6 +34,8 @@ typedef struct pk_slot {
     void *buf[PK_TYPE_COUNT];     /* converted rows, allocated at context creation */
 } pk_slot;
 
+#define PK_PLAN_MAX 256        /* checkpoints one pk_context_plan_checkpoints may plan */
+
 /* The whole forward pass works on a batch of B <= n_batch tokens at
  * consecutive positions; decoding one token is B = 1. Buffers hold B rows. */
 struct pk_context {
@@ -49,6 +51,13 @@ struct pk_context {
     int *ckpt_pos, *ckpt_slot;
     float *ckpt_state;
     size_t ckpt_floats;
+    /* checkpoints planned (pk_context_plan_checkpoints): positions ahead of
+       pos, ascending, taken as decodes reach them; the current batch's are
+       marks: after mark_off[k] of its tokens, the DeltaNet layers copy their
+       states into mark_data[k] (a checkpoint's data, engine/kinds/deltanet.c) */
+    int n_plan, plan[PK_PLAN_MAX];
+    int n_mark, mark_off[PK_PLAN_MAX];
+    float *mark_data[PK_PLAN_MAX];
     pk_pool *pool;
     const pk_kernels *kern;
     pk_kv kv;
@@ -200,5 +209,15 @@ void pk_rope_rows(const pk_context *c, int rope, int style, int n_rot, float *v,
  * none, else n_vocab floats for the last token (all_rows == 0) or for each
  * token (all_rows == 1, n * n_vocab). */
 int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits, int all_rows);
+
+/* Planned checkpoints (engine/state.c): before a batch of nb tokens, the
+ * marks inside it (each with a new checkpoint's data to fill); after it,
+ * ok: the one at its end taken, the passed ones dropped from the plan; not
+ * ok: the marks' checkpoints and the plan dropped. Where layer il's conv and
+ * recurrent states lie in a checkpoint's data. */
+void pk_ckpt_marks(pk_context *c, int nb);
+void pk_ckpt_marks_done(pk_context *c, int ok);
+size_t pk_ckpt_conv_offset(const pk_context *c, int il);
+size_t pk_ckpt_ssm_offset(const pk_context *c, int il);
 
 #endif

@@ -83,13 +83,14 @@ int pk_context_truncate(pk_context *c, int n) {
         c->n_ckpt = i + 1;   /* later ones described positions that are gone */
     }
     c->pos = to;
+    c->n_plan = 0;
     return to;
 }
 
-void pk_context_checkpoint(pk_context *c) {
-    if (!c->ckpt_cap || c->pos == 0) return;
-    int i = ckpt_at_or_before(c, c->pos);
-    if (i >= 0 && c->ckpt_pos[i] == c->pos) return;
+/* A new checkpoint at pos (after every one held): the ring's next data
+ * slot, or the earliest position's when all are in use; its data is the
+ * caller's to fill. */
+static float *ckpt_push(pk_context *c, int pos) {
     int slot;
     if (c->n_ckpt < c->ckpt_cap) {
         /* the first data slot no checkpoint uses */
@@ -104,13 +105,62 @@ void pk_context_checkpoint(pk_context *c) {
         memmove(c->ckpt_slot, c->ckpt_slot + 1, (size_t)(c->n_ckpt - 1) * sizeof *c->ckpt_slot);
         c->n_ckpt--;
     }
-    /* checkpoints are taken at the end of the sequence: after every other */
-    c->ckpt_pos[c->n_ckpt] = c->pos;
+    c->ckpt_pos[c->n_ckpt] = pos;
     c->ckpt_slot[c->n_ckpt] = slot;
-    float *d = ckpt_data(c, c->n_ckpt);
+    return ckpt_data(c, c->n_ckpt++);
+}
+
+void pk_context_checkpoint(pk_context *c) {
+    if (!c->ckpt_cap || c->pos == 0) return;
+    int i = ckpt_at_or_before(c, c->pos);
+    if (i >= 0 && c->ckpt_pos[i] == c->pos) return;
+    /* checkpoints are taken at the end of the sequence: after every other */
+    float *d = ckpt_push(c, c->pos);
     memcpy(d, c->kv.conv, conv_floats(&c->kv) * sizeof(float));
     memcpy(d + conv_floats(&c->kv), c->kv.ssm, ssm_floats(&c->kv) * sizeof(float));
-    c->n_ckpt++;
+}
+
+int pk_context_plan_checkpoints(pk_context *c, const int *pos, int n, pk_error *err) {
+    if (n < 0 || (n && !pos)) return pk_errorf(err, PK_ERR_ARG, "bad checkpoint plan (n = %d)", n);
+    const int most = c->ckpt_cap < PK_PLAN_MAX ? c->ckpt_cap : PK_PLAN_MAX;
+    if (c->ckpt_cap && n > most)
+        return pk_errorf(err, PK_ERR_ARG, "%d checkpoints planned; this context keeps at most %d", n, most);
+    for (int i = 0; i < n; i++)
+        if (pos[i] <= c->pos || pos[i] > c->n_ctx || (i && pos[i] <= pos[i - 1]))
+            return pk_errorf(err, PK_ERR_ARG, "checkpoint position %d (index %d) is not ascending in (%d, %d]",
+                             pos[i], i, c->pos, c->n_ctx);
+    c->n_plan = c->ckpt_cap ? n : 0;   /* nothing to keep without recurrent layers */
+    if (c->n_plan) memcpy(c->plan, pos, (size_t)n * sizeof *pos);
+    return PK_OK;
+}
+
+void pk_ckpt_marks(pk_context *c, int nb) {
+    c->n_mark = 0;
+    for (int i = 0; i < c->n_plan && c->plan[i] < c->pos + nb; i++) {
+        if (c->plan[i] <= c->pos) continue;
+        c->mark_off[c->n_mark] = c->plan[i] - c->pos;
+        c->mark_data[c->n_mark++] = ckpt_push(c, c->plan[i]);
+    }
+}
+
+void pk_ckpt_marks_done(pk_context *c, int ok) {
+    c->n_mark = 0;
+    if (!ok) {   /* the marks' data was not all written: drop what lies ahead */
+        while (c->n_ckpt > 0 && c->ckpt_pos[c->n_ckpt - 1] > c->pos) c->n_ckpt--;
+        c->n_plan = 0;
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < c->n_plan; i++) {
+        if (c->plan[i] == c->pos) pk_context_checkpoint(c);
+        if (c->plan[i] > c->pos) c->plan[k++] = c->plan[i];
+    }
+    c->n_plan = k;
+}
+
+size_t pk_ckpt_conv_offset(const pk_context *c, int il) { return (size_t)(pk_kv_conv(&c->kv, il) - c->kv.conv); }
+size_t pk_ckpt_ssm_offset(const pk_context *c, int il) {
+    return conv_floats(&c->kv) + (size_t)(pk_kv_ssm(&c->kv, il) - c->kv.ssm);
 }
 
 int pk_context_checkpoints(const pk_context *c, int *pos, int cap) {
@@ -443,6 +493,7 @@ static int state_load(pk_context *c, const uint8_t *b, size_t n, const char *wha
         c->ckpt_slot[i] = i;
     }
     c->pos = h.n_tokens;
+    c->n_plan = 0;
     source ld = {.in = ck + 4 * (size_t)h.n_ckpt, .copy = 1};
     walk(c, h.n_tokens, slots, h.n_ckpt, source_get, &ld);
     free(slots);

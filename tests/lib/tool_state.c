@@ -13,7 +13,10 @@
  *       (pk_context_checkpoints) must be what the calls made, a truncation
  *       must return what pk_context_reachable said it would (models without
  *       recurrent layers: n itself; with: the latest checkpoint <= n, or 0),
- *       and a loaded state must save again as the same bytes.
+ *       and a loaded state must save again as the same bytes. Models with
+ *       recurrent layers: a third of the decodes plan checkpoints inside
+ *       their batches (pk_context_plan_checkpoints), which must equal
+ *       batches cut there, each followed by a checkpoint.
  *   tool_state -refuse [options] MODEL.gguf DIR OTHER.gguf...
  *       the refusals: a state of MODEL loaded into a context of each OTHER
  *       model (PK_ERR_ARG, the message saying "model"), into one of other
@@ -280,7 +283,43 @@ static void perturb(pk_context *c) {
 }
 
 /* ---- one random run ------------------------------------------------------------- */
-static struct { int dec, trunc, trunc_ck, ck, mem, file, swap, full; } count;
+static struct { int dec, trunc, trunc_ck, ck, mem, file, swap, full, plan; } count;
+
+/* n tokens t decoded in one or two pk_decode calls with checkpoints planned
+ * (pk_context_plan_checkpoints) at random positions inside them: the
+ * context must then hold what decodes cut at those positions, each followed
+ * by pk_context_checkpoint, would have made - the same checkpoints, and
+ * logits bitwise those of a fresh context fed the batches cut there and
+ * where the context's own batches (n_batch) end. */
+static void planned_decode(pk_context *c, seq *s, const int32_t *t, int n) {
+    int pos[8], k = rnd_int(1, opt.n_ckpt < 3 ? opt.n_ckpt : 3), m = 0;
+    for (int p = s->len + 1; p <= s->len + n && m < k; p++)   /* k ascending positions, the end possibly */
+        if (rnd_int(0, s->len + n - p) < k - m) pos[m++] = p;
+    int split = rnd_int(0, 1) ? rnd_int(1, n - 1) : n;        /* the second pk_decode call's start */
+    char what[160];
+    snprintf(what, sizeof what, "decode %d tokens at %d in calls of %d and %d, checkpoints planned at", n, s->len,
+             split, n - split);
+    for (int i = 0; i < m; i++) snprintf(what + strlen(what), sizeof what - strlen(what), " %d", pos[i]);
+    note("%s", what);
+    pk_error err = {0};
+    if (pk_context_plan_checkpoints(c, pos, m, &err)) fail("pk_context_plan_checkpoints: %s", err.msg);
+    decode(c, t, split, "a planned decode");
+    if (split < n) decode(c, t + split, n - split, "a planned decode's second call");
+    /* what it must equal: batches cut at the calls' n_batch boundaries and at the positions */
+    const int start = s->len;
+    memcpy(s->tok + start, t, sizeof(int32_t) * (size_t)n);
+    for (int p = start + 1, i = 0; p <= start + n; p++) {
+        int call0 = p - start <= split ? start : start + split;
+        int cut = p == start + n || p == start + split || (p - call0) % opt.n_batch == 0;
+        if (i < m && pos[i] == p) { cut = 1; }
+        if (!cut) continue;
+        s->len = p;
+        s->end[s->n_b++] = p;
+        if (i < m && pos[i] == p) { seq_checkpoint(s); i++; }
+    }
+    check_held(c, s, "after a planned decode");
+    check_logits(c, s, "after a planned decode");
+}
 
 static void random_run(void) {
     seq s, saved;
@@ -307,6 +346,11 @@ static void random_run(void) {
             if (n > room) n = room;
             if (step == last) n = 1;
             for (int i = 0; i < n; i++) t[i] = (int32_t)rnd_int(0, n_vocab - 1);
+            if (recurrent && opt.n_ckpt > 0 && n > 1 && rnd_int(0, 2) == 0) {
+                planned_decode(c, &s, t, n);
+                count.plan++;
+                continue;
+            }
             note("decode %d tokens at %d", n, s.len);
             decode(c, t, n, "decode");
             memcpy(s.tok + s.len, t, sizeof(int32_t) * (size_t)n);
@@ -663,10 +707,10 @@ int main(int argc, char **argv) {
         }
         printf("ok   %s (kv %s/%s, %d runs from seed %llu): %d decodes = a fresh context's logits bitwise; "
                "%d truncations (%d to a checkpoint), %d checkpoints, %d + %d loads from memory / file, "
-               "%d into another context, %d overflows\n",
+               "%d into another context, %d overflows, %d decodes with planned checkpoints\n",
                model_path, pk_cache_type_name(opt.tk), pk_cache_type_name(opt.tv), opt.runs,
                (unsigned long long)opt.seed, count.dec, count.trunc, count.trunc_ck, count.ck, count.mem,
-               count.file, count.swap, count.full);
+               count.file, count.swap, count.full, count.plan);
     }
     if (ref.c) pk_context_free(ref.c);
     pk_model_free(model);

@@ -161,22 +161,19 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     for (int key = 0; key < d * d; key++) S[key] = S[key] * eg + Y[key];
 }
 
-/* One v head through the batch: decay, delta-rule update, read (token by
- * token, or chunked for prompt batches); then the gated RMSNorm. */
-static void dn_head(void *arg, int j) {
-    const dn_task *t = arg;
+/* Tokens b0..b1-1 of v head j: decay, delta-rule update, read (token by
+ * token, or chunked when there are enough of them); then the gated RMSNorm. */
+static void dn_segment(const dn_task *t, const pk_layer *L, int j, int b0, int b1, float *S) {
     pk_context *c = t->c;
     const pk_ssm_shape *sh = t->s;
     const dn_ws *ws = t->w;
-    const pk_layer *L = &c->m->layers[t->layer];
     const int d = sh->state, hk = k_head(sh, j), C = sh->channels;
     const int VD = sh->v_heads * d, HV = sh->v_heads, ib = ba_index(sh, j), ia = ib + sh->alpha_off;
-    float *S = pk_kv_ssm(&c->kv, t->layer) + (size_t)j * d * d;   /* [key i][value] */
     const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
-    if (c->cur_batch >= PK_DN_CHUNK_MIN) {
-        for (int b0 = 0; b0 < c->cur_batch; b0 += PK_DN_CHUNK)
-            dn_chunk(t, L, j, b0, c->cur_batch - b0 < PK_DN_CHUNK ? c->cur_batch - b0 : PK_DN_CHUNK, S);
-        for (int b = 0; b < c->cur_batch; b++) {
+    if (b1 - b0 >= PK_DN_CHUNK_MIN) {
+        for (int c0 = b0; c0 < b1; c0 += PK_DN_CHUNK)
+            dn_chunk(t, L, j, c0, b1 - c0 < PK_DN_CHUNK ? b1 - c0 : PK_DN_CHUNK, S);
+        for (int b = b0; b < b1; b++) {
             float *o = ws->o + (size_t)b * VD + (size_t)j * d;
             const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
             pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
@@ -184,7 +181,7 @@ static void dn_head(void *arg, int j) {
         }
         return;
     }
-    for (int b = 0; b < c->cur_batch; b++) {
+    for (int b = b0; b < b1; b++) {
         const float *qkv = ws->qkv + (size_t)b * C;
         const float *q = qkv + (size_t)hk * d;
         const float *k = qkv + (size_t)(sh->k_heads + hk) * d;
@@ -198,6 +195,24 @@ static void dn_head(void *arg, int j) {
         const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
         for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
     }
+}
+
+/* One v head through the batch, in segments cut at the batch's checkpoint
+ * marks (engine/state.c), each as a batch of its own would run: after each,
+ * the head's state goes into the mark's checkpoint. */
+static void dn_head(void *arg, int j) {
+    const dn_task *t = arg;
+    pk_context *c = t->c;
+    const pk_layer *L = &c->m->layers[t->layer];
+    const size_t dd = (size_t)t->s->state * t->s->state;
+    float *S = pk_kv_ssm(&c->kv, t->layer) + (size_t)j * dd;   /* [key i][value] */
+    int b0 = 0;
+    for (int k = 0; k < c->n_mark; k++) {
+        dn_segment(t, L, j, b0, c->mark_off[k], S);
+        memcpy(c->mark_data[k] + pk_ckpt_ssm_offset(c, t->layer) + (size_t)j * dd, S, dd * sizeof *S);
+        b0 = c->mark_off[k];
+    }
+    dn_segment(t, L, j, b0, c->cur_batch, S);
 }
 
 static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int il) {
@@ -235,7 +250,8 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     c->weight_bytes += (uint64_t)C * L->ssm_conv1d.row_bytes + L->ssm_dt.row_bytes +
                        L->ssm_a.row_bytes + L->ssm_norm.row_bytes;
     const float qscale = 1.0f / sqrtf((float)d);
-    for (int b = 0; b < B; b++) {
+    const size_t conv_n = (size_t)c->kv.conv_rows * c->kv.conv_dim;   /* the layer's conv state */
+    for (int b = 0, mk = 0; b < B; b++) {
         float *qkv = ws->qkv + (size_t)b * C;
         for (int ch = 0; ch < C; ch++) {
             const float *wc = w + (size_t)ch * K;
@@ -245,6 +261,8 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
             if (K > 1) st[(size_t)(K - 2) * C + ch] = x;
             qkv[ch] = acc / (1.0f + expf(-acc));
         }
+        for (; mk < c->n_mark && c->mark_off[mk] == b + 1; mk++)   /* a checkpoint after this token */
+            memcpy(c->mark_data[mk] + pk_ckpt_conv_offset(c, il), st, conv_n * sizeof *st);
         for (int h = 0; h < sh->k_heads; h++) {
             float *q = qkv + (size_t)h * d, *k = qkv + (size_t)(sh->k_heads + h) * d;
             l2_normalize(q, d, eps);
@@ -254,7 +272,12 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     }
     /* state ledger: the recurrent state is read and written once per token
        when decoding, once per chunk of a prompt batch; the conv state once per token */
-    const uint64_t passes = B >= PK_DN_CHUNK_MIN ? (uint64_t)(B + PK_DN_CHUNK - 1) / PK_DN_CHUNK : (uint64_t)B;
+    uint64_t passes = 0;
+    for (int k = 0, b0 = 0; k <= c->n_mark; k++) {   /* per segment (dn_head) */
+        const int b1 = k < c->n_mark ? c->mark_off[k] : B, n = b1 - b0;
+        passes += n >= PK_DN_CHUNK_MIN ? (uint64_t)(n + PK_DN_CHUNK - 1) / PK_DN_CHUNK : (uint64_t)n;
+        b0 = b1;
+    }
     c->state_bytes += 2 * sizeof(float) * (passes * (uint64_t)HV * (uint64_t)d * (uint64_t)d +
                                            (uint64_t)B * (uint64_t)(K > 1 ? K - 1 : 0) * (uint64_t)C);
     dn_task t = {.c = c, .s = sh, .w = ws, .layer = il};

@@ -13,12 +13,12 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 export PYTHON
 . tests/lib/fixtures.sh
-. tests/lib/node_openai.sh
+. tests/lib/node.sh
 tmp="$BUILD/tmp/serve-cache"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 fail() { echo "FAIL: $*"; exit 1; }
 
-need_openai "$NODE_DIR"
+msg=$(node_packages "$NODE_DIR" openai@6) || fail "$msg"
 deltanet=$(fixture_model qwen35moe) || fail "no qwen35moe fixture"
 
 fails=0

@@ -245,4 +245,14 @@ if (THINK_OPENS) {
   check(!split.choices[0].message.content.includes('think>'), 'thinking budget with the reasoning split: no markers in content',
         split.choices[0].message);
 }
+// ---- checkpoints where the last messages start, rendered by the template (recurrent models) ------
+if (THINK_OPENS) {
+  const history = [{ role: 'system', content: 'You are terse. '.repeat(20) }, { role: 'user', content: 'First?' },
+                   { role: 'assistant', content: 'Yes.' }];
+  await client.chat.completions.create({ ...base, messages: [...history, { role: 'user', content: 'Second question?' }], max_tokens: 2 });
+  const b = await client.chat.completions.create({ ...base, messages: [...history, { role: 'user', content: 'An edited one?' }], max_tokens: 2 });
+  const cached = b.usage.prompt_tokens_details.cached_tokens;
+  check(cached > 0 && cached < b.usage.prompt_tokens, `an edited last message: ${cached} of ${b.usage.prompt_tokens} prompt tokens ` +
+        'cached (the DeltaNet state at the start of the last message)', b.usage);
+}
 finish('agents.mjs');

@@ -613,18 +613,10 @@ static void run_job(slot *s, job *j, uint64_t entry) {
     if (cancel) goto done;
     /* The prompt is the repetition penalty's history; OpenAI's presence and
        frequency penalties count the completion only. A grammar starts
-       after the prompt, closing the output within max_tokens. */
+       after the prompt (and after the reasoning, when the prompt opened a
+       <think>), closing the output within the tokens left. */
     if (!j->penalties)
         for (int i = 0; i < j->n_prompt; i++) pk_sampler_accept(j->sampler, j->prompt[i]);
-    if (j->grammar) {
-        if (pk_sampler_set_grammar(j->sampler, j->grammar->g, &err)) {
-            pthread_mutex_lock(&S.mu);
-            snprintf(j->err, sizeof j->err, "%s", err.msg);
-            pthread_mutex_unlock(&S.mu);
-            goto done;
-        }
-        if (j->max_tokens > 0) pk_sampler_grammar_limit(j->sampler, j->max_tokens);
-    }
 
     int limit = j->max_tokens < 0 ? INT_MAX : j->max_tokens;
     /* the reasoning budget: inside <think> (opened by the prompt, or first
@@ -633,6 +625,7 @@ static void run_job(slot *s, job *j, uint64_t entry) {
     int in_think = j->reasoning_budget >= 0 && j->think_open, think_known = j->think_open, n_forced = 0, i_forced = 0;
     size_t think_from = 0;
     int32_t forced[16];
+    int grammar_pending = j->grammar != NULL;
     finish = "length";
     t0 = now();
     while (n_gen < limit) {
@@ -647,6 +640,17 @@ static void run_job(slot *s, job *j, uint64_t entry) {
             id = forced[i_forced++];
             lp.id = -1;
         } else {
+            if (grammar_pending && !in_think) {
+                grammar_pending = 0;
+                if (pk_sampler_set_grammar(j->sampler, j->grammar->g, &err)) {
+                    pthread_mutex_lock(&S.mu);
+                    snprintf(j->err, sizeof j->err, "%s", err.msg);
+                    pthread_mutex_unlock(&S.mu);
+                    finish = NULL;
+                    break;
+                }
+                if (limit != INT_MAX) pk_sampler_grammar_limit(j->sampler, limit - n_gen);
+            }
             id = pk_sampler_sample(j->sampler, pk_context_logits(s->ctx));
             if (pk_model_is_eog(S.model, id)) { finish = "stop"; break; }
             if (j->logprobs) {
@@ -1506,6 +1510,9 @@ static job *parse_request(const json_t *root, int chat, int index, api_error *e)
     const char *gparam;
     CHECK(request_grammar(root, &gbnf, &gparam, e));
     if (gbnf) CHECK(!(j->grammar = grammar_acquire(gbnf, gparam, e)));
+    /* constrained output after an opened <think>: the reasoning is closed
+       at once unless a budget is given; the grammar starts after it */
+    if (j->grammar && j->think_open && j->reasoning_budget < 0) j->reasoning_budget = 0;
 
     /* Tokenize; the prompt must leave room for at least one generated token. */
     size_t plen = strlen(prompt_text);

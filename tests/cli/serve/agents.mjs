@@ -241,6 +241,15 @@ if (THINK_OPENS) {
   const got = Buffer.from(c.message.content, 'utf8');
   check(got.subarray(0, before.length).equals(before) && got.subarray(before.length).toString('utf8').startsWith('\n</think>\n\n'),
         'thinking_budget_tokens 3: 3 reasoning tokens, then </think>', c.message.content);
+  // constrained output when the template opened <think>: the reasoning closes (at once, or after its budget), then the schema
+  for (const budget of [undefined, 3]) {
+    const r = await client.chat.completions.create({ temperature: 0, messages: msgs, max_tokens: 60, thinking_budget_tokens: budget,
+                                                     response_format: { type: 'json_schema', json_schema: { name: 'p', schema } } });
+    let why;
+    try { why = valid(JSON.parse(r.choices[0].message.content)); } catch (e) { why = 'JSON: ' + e.message; }
+    check(!why && (budget === undefined ? !r.choices[0].message.reasoning_content : true),
+          `json_schema with <think> opened (budget ${budget}): the content validates`, { why, message: r.choices[0].message });
+  }
   const split = await client.chat.completions.create({ temperature: 0, messages: msgs, max_tokens: 12, thinking_budget_tokens: 3 });
   check(!split.choices[0].message.content.includes('think>'), 'thinking budget with the reasoning split: no markers in content',
         split.choices[0].message);

@@ -152,6 +152,7 @@ typedef struct job {
     char *tools_json;           /* the request's tools (pk_toolcall_set_tools) */
     char tool_choice[128];      /* "" / "auto", "none", "required" or a function's name */
     uint64_t tc_seed;           /* call ids */
+    int one_call;               /* parallel_tool_calls false: the first call only */
     int logprobs, top_logprobs; /* record log-probabilities (top_logprobs of them per token) */
     struct grammar_entry *grammar;  /* the grammar attached to sampler (NULL: none) */
     int index;                  /* its choice (n > 1) */
@@ -1310,6 +1311,12 @@ static int request_tools(const json_t *root, job *j, api_error *e) {
             }
         }
     }
+    json_t *ptc = json_object_get(root, "parallel_tool_calls");
+    if (ptc && !json_is_null(ptc) && !json_is_boolean(ptc)) {
+        api_fail(e, 400, "parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+        return -1;
+    }
+    j->one_call = json_is_false(ptc);
     snprintf(j->tool_choice, sizeof j->tool_choice, "%s", choice);
     if (!has_tools || !strcmp(choice, "none")) return 0;
     if (!S.jinja || !S.toolfmt) {
@@ -1372,6 +1379,7 @@ static job *parse_request(const json_t *root, int chat, int index, api_error *e)
        rather than ignored. Each may be sent with its neutral value. */
     static const struct { const char *name, *neutral; } unsupported[] = {
         {"functions", "[]"}, {"function_call", "\"none\""}, {"echo", "false"}, {"suffix", "\"\""}, {"best_of", "1"},
+        {"audio", "null"}, {"prediction", "null"}, {"web_search_options", "null"},
     };
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
         if (!neutral_value(unsupported[i].name, json_object_get(root, unsupported[i].name)))
@@ -1670,6 +1678,7 @@ typedef struct outsplit {
     pk_chat_reasoning *r;
     pk_toolcall *tc;
     int harmony;
+    int one_call;               /* calls after the first are dropped */
     size_t sent_c, sent_r;
     int (*emit)(void *ctx, int kind, int index, const char *id, const char *text, size_t len);
     void *ctx;
@@ -1693,6 +1702,7 @@ static int outsplit_init(outsplit *o, const job *j, pk_error *err) {
             pk_toolcall_set_tools(o->tc, j->tools_json, strlen(j->tools_json), err))
             goto fail;
         o->harmony = !strcmp(j->toolfmt, "harmony");
+        o->one_call = j->one_call;
     }
     return 0;
 fail:
@@ -1701,6 +1711,7 @@ fail:
 }
 
 static int out_emit(outsplit *o, int kind, int index, const char *id, const char *t, size_t n) {
+    if (o->one_call && index > 0) return 0;
     return o->emit && (n || kind == OUT_CALL) ? o->emit(o->ctx, kind, index, id, t, n) : 0;
 }
 
@@ -1798,6 +1809,7 @@ static json_t *choice_json(const job *j, api_error *e) {
     const char *c = outsplit_content(&o, text, j->len, &cl);
     const char *r = o.r ? pk_chat_reasoning_text(o.r, &rl) : NULL;
     int n_calls = o.tc ? pk_toolcall_count(o.tc) : 0;
+    if (o.one_call && n_calls > 1) n_calls = 1;
     json_t *m = json_pack("{s:s, s:o}", "role", "assistant", "content", n_calls && !cl ? json_null() : json_text(c, cl));
     if (m && rl) json_object_set_new(m, "reasoning_content", json_text(r, rl));
     if (m && n_calls) {

@@ -48,9 +48,10 @@ if (process.env.POCKET_THINK === '1') { // Qwen3.5's template raises without a u
 const tools = [{ type: 'function', function: { name: 'get_weather', description: 'The weather in a city.',
   parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
 // the call, in the model's own format, forced by a grammar
-const callGrammar = FORMAT === 'qwen3coder'
-  ? 'root ::= "<tool_call>\\n<function=get_weather>\\n<parameter=city>\\n" [a-z]+ "\\n</parameter>\\n</function>\\n</tool_call>"'
-  : 'root ::= "<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": {\\"city\\": \\"" [a-z]+ "\\"}}\\n</tool_call>"';
+const callRule = FORMAT === 'qwen3coder'
+  ? 'call ::= "<tool_call>\\n<function=get_weather>\\n<parameter=city>\\n" [a-z]+ "\\n</parameter>\\n</function>\\n</tool_call>"'
+  : 'call ::= "<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": {\\"city\\": \\"" [a-z]+ "\\"}}\\n</tool_call>"';
+const callGrammar = 'root ::= call\n' + callRule, twoCalls = 'root ::= call "\\n" call\n' + callRule;
 const base = { temperature: 0, ...(Object.keys(KWARGS).length ? { chat_template_kwargs: KWARGS } : {}) };
 const ask = [{ role: 'system', content: 'You can look up the weather.' }, { role: 'user', content: 'Weather in Paris?' }];
 let call;
@@ -100,6 +101,19 @@ let call;
                                                       max_tokens: 160, seed: 7 });
   check(!none.choices[0].message.tool_calls && /<tool_call>/.test(none.choices[0].message.content) &&
         none.choices[0].finish_reason === 'stop', 'tool_choice none: the text stays content', none.choices[0]);
+  // two calls; parallel_tool_calls false keeps the first (streamed too)
+  const two = await client.chat.completions.create({ ...base, messages: ask, tools, grammar: twoCalls, max_tokens: 320, seed: 7 });
+  check(two.choices[0].message.tool_calls && two.choices[0].message.tool_calls.length === 2, 'two calls', two.choices[0]);
+  const one = await client.chat.completions.create({ ...base, messages: ask, tools, grammar: twoCalls, max_tokens: 320, seed: 7,
+                                                     parallel_tool_calls: false });
+  check(one.choices[0].message.tool_calls && one.choices[0].message.tool_calls.length === 1 &&
+        one.choices[0].message.tool_calls[0].function.arguments === two.choices[0].message.tool_calls[0].function.arguments,
+        'parallel_tool_calls false: the first call only', one.choices[0]);
+  const os = await client.chat.completions.create({ ...base, messages: ask, tools, grammar: twoCalls, max_tokens: 320, seed: 7,
+                                                    parallel_tool_calls: false, stream: true });
+  const idx = new Set();
+  for await (const ch of os) for (const c of ch.choices) for (const tc of (c.delta && c.delta.tool_calls) || []) idx.add(tc.index);
+  check(idx.size === 1 && idx.has(0), 'parallel_tool_calls false streamed: deltas of call 0 only', [...idx]);
   await expectError(client.chat.completions.create({ ...base, messages: ask, tools, max_tokens: 2,
                                                      tool_choice: { type: 'function', function: { name: 'nope' } } }),
                     400, 'tool_choice naming an unknown tool');

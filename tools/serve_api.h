@@ -20,6 +20,7 @@
  *   prompt: string (text completions, *chat = 0),
  *   tools: [{type: "function", function: {name, description?, parameters?}}],
  *   tool_choice: "auto" | "none" | "required" | {type: "function", function: {name}},
+ *   parallel_tool_calls: bool (false: the first call only),
  *   response_format: {type: "text" | "json_object"} |
  *                    {type: "json_schema", json_schema: {name, schema, strict?}},
  *   grammar: GBNF text (llama.cpp's field),

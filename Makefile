@@ -134,14 +134,23 @@ $(LIB): $(OBJ)
 $(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(LIB)
 	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(CLI_LDLIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h tests/unit/schema_valid.h $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+# an API translator of serve (tools/serve_NAME.c) is tested alone: JSON in, JSON out
+$(BUILD)/tests/test_serve_%: tests/unit/test_serve_%.c tests/unit/testhelp.h tools/serve_%.c tools/serve_api.c \
+                             $(wildcard tools/serve_*.h) $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Itools $< tools/serve_$*.c tools/serve_api.c $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 $(BUILD)/tests/tool_%: tests/lib/tool_%.c $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
+# the tools/ files a harness links: fuzz_serve the server's, fuzz_api_NAME
+# the translator tools/serve_NAME.c
+fuzz_tools = $(if $(filter serve,$(1)),tools/cli.c $(wildcard tools/serve_*.c))$(if \
+             $(filter api_%,$(1)), tools/serve_api.c tools/serve_$(patsubst api_%,%,$(1)).c)
+
 # the fuzz harnesses as plain programs that replay files (fuzz/driver.c)
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/driver.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h) | $(BUILD)/fuzz
-	$(CC) $(CFLAGS) -Itools $< fuzz/driver.c $(if $(filter serve,$*),tools/cli.c $(wildcard tools/serve_*.c)) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itools $< fuzz/driver.c $(call fuzz_tools,$*) $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/tests $(BUILD)/fuzz:
 	mkdir -p $@
@@ -201,7 +210,7 @@ fuzz-build: fuzz-deps
 	  OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link -fsanitize-coverage-ignorelist=fuzz/coverage-ignore.txt $(FUZZ_SAN)" $(FUZZ_BIN)
 
 $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(LIB) $(wildcard tools/*.c) $(wildcard tools/*.h)
-	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(if $(filter serve,$*),tools/cli.c $(wildcard tools/serve_*.c)) $(LIB) -o $@ \
+	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(call fuzz_tools,$*) $(LIB) -o $@ \
 	  -fsanitize=fuzzer $(FUZZ_SAN) $(LDLIBS)
 
 fuzz: fuzz-build

@@ -5,6 +5,25 @@ directly in a quantized type (no float master copy), for speed benchmarks.
     python3 bench/gen_bench_model.py OUT.gguf --geometry G --layers N \
         --type Q8_0|Q4_K|Q4_K_M|Q2_K|F16 [--seed S]
     python3 bench/gen_bench_model.py --verify OUT.gguf     # read back, check
+    python3 bench/gen_bench_model.py OUT.gguf --geometry pocket-35b --layers 4 \
+        --vocab ../shared/tokenizer/ggml-vocab-qwen3.gguf  # a real tokenizer
+
+The tokenizer is a byte vocabulary by default (the 256 byte characters, one
+token per byte of text, fillers, Qwen's chat specials; no merges) and the
+context 4,096 for the Qwen geometries. --vocab FILE writes instead the
+tokenizer of a GGUF vocabulary (llama.cpp's ggml-vocab-*.gguf: tokens, types,
+merges, special ids, pre-tokenizer), its tokens padded to the geometry's
+vocabulary with unused tokens "[PAD<id>]" (type UNUSED, as converted Qwen files
+pad: 151,936 -> 248,320 for pocket-35b), the real model's declared context
+(REAL_CTX: 262,144 for pocket-35b) and a chat template: pocket-35b gets
+Qwen3.5's (chat-templates/Qwen3.5-4B.jinja of ../shared, or $POCKET_SHARED),
+the other geometries the vocabulary file's own. Text then tokenizes exactly
+as with that vocabulary: an agent's 60 KB request is ~15k tokens, not ~60k.
+The pre-tokenizer is the vocabulary's (qwen2 for Qwen3's), not the real
+model's (Qwen3.5's qwen35 also joins combining marks to letters), so that it
+stays equal to the vocabulary file. --chat-template FILE and --ctx N set
+those two with either tokenizer; --vocab-only writes the metadata alone (no
+tensors), a vocabulary file like llama.cpp's, for tokenizer tests.
 
 Geometries (tensor and key names follow llama.cpp):
   qwen3-30b-a3b  arch qwen3moe: hidden 2048, 48 layers, 32 q / 4 kv heads of
@@ -124,6 +143,83 @@ def gpt2_byte_chars():
             chars.append(chr(256 + extra))
             extra += 1
     return chars
+
+
+# the context each Qwen geometry's real model declares (the others' specs
+# already write theirs)
+REAL_CTX = {"qwen3-30b-a3b": 40960, "dense": 40960, "pocket-35b": 262144,
+            "qwen3-next-80b-a3b": 262144}
+# the real model's chat template, in ../shared/chat-templates (else the
+# --vocab file's own tokenizer.chat_template)
+REAL_TEMPLATE = {"pocket-35b": "Qwen3.5-4B.jinja"}
+
+
+def shared_dir():
+    return os.environ.get("POCKET_SHARED") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared")
+
+
+def vocab_kv(path, vocab):
+    """The tokenizer.ggml.* keys of the GGUF vocabulary at path, its tokens
+    (types, scores) padded to vocab entries with "[PAD<id>]" UNUSED tokens,
+    and its tokenizer.chat_template (None if it has none)."""
+    try:
+        g = G.read_gguf(path, load_data=False)
+    except (OSError, G.GGUFError) as e:
+        raise SystemExit("--vocab %s: %s" % (path, e))
+    toks = g.kv.get("tokenizer.ggml.tokens")
+    if not isinstance(toks, list) or not toks:
+        raise SystemExit("--vocab %s: no tokenizer.ggml.tokens" % path)
+    n = len(toks)
+    if n > vocab:
+        raise SystemExit("--vocab %s: %d tokens, more than the geometry's "
+                         "vocabulary of %d" % (path, n, vocab))
+    kv = []
+    for k in g.kv_order:
+        if not k.startswith("tokenizer.ggml."):
+            continue
+        vtype, at = g.kv_types[k]
+        v = g.kv[k]
+        if k == "tokenizer.ggml.tokens":
+            v = toks + ["[PAD%d]" % i for i in range(n, vocab)]
+        elif k in ("tokenizer.ggml.token_type", "tokenizer.ggml.scores"):
+            if len(v) != n:
+                raise SystemExit("--vocab %s: %s has %d entries for %d tokens"
+                                 % (path, k, len(v), n))
+            fill = 5 if k.endswith("token_type") else 0   # UNUSED / score 0
+            v = np.concatenate([v, np.full(vocab - n, fill, dtype=v.dtype)])
+        kv.append((k, vtype, v, at))
+    return kv, g.kv.get("tokenizer.chat_template")
+
+
+def set_tokenizer(spec, a, vocab):
+    """Apply --vocab, --chat-template and --ctx to spec (vocab entries)."""
+    template = None
+    if a.vocab:
+        kv, template = vocab_kv(a.vocab, vocab)
+        spec.kv = [e for e in spec.kv if not e[0].startswith("tokenizer.")]
+        spec.kv += kv
+        if a.geometry in REAL_TEMPLATE and not a.chat_template:
+            a.chat_template = os.path.join(shared_dir(), "chat-templates",
+                                           REAL_TEMPLATE[a.geometry])
+        if a.ctx is None and a.geometry in REAL_CTX:
+            a.ctx = REAL_CTX[a.geometry]
+    if a.chat_template:
+        try:
+            with open(a.chat_template, encoding="utf-8") as f:
+                template = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise SystemExit("--chat-template %s: %s (POCKET_SHARED=DIR names "
+                             "the shared directory)" % (a.chat_template, e))
+    if template is not None:
+        spec.kv = [e for e in spec.kv if e[0] != "tokenizer.chat_template"]
+        spec.key("tokenizer.chat_template", G.STRING, template)
+    if a.ctx is not None:
+        key = [e[0] for e in spec.kv if e[0].endswith(".context_length") and
+               not e[0].endswith("original_context_length")]
+        assert len(key) == 1, key
+        spec.kv = [e for e in spec.kv if e[0] != key[0]]
+        spec.key(key[0], G.UINT32, a.ctx)
 
 
 def tokenizer_kv(vocab, pre, first_special):
@@ -909,10 +1005,20 @@ def verify(path):
                 print("  %s: std %.3g (want %.3g), mean %.3g" % (
                     name, x.std(), want, x.mean()))
                 bad += 1
-    last = max(g.tinfo.values(), key=lambda ti: ti["offset"])
-    print("  data section ends at %d of %d bytes" % (
-        g.data_offset + last["offset"] + nbytes_of(last["ne"], last["type"]),
-        size))
+    toks = g.kv.get("tokenizer.ggml.tokens") or []
+    ctx = [v for k, v in g.kv.items() if k == arch + ".context_length"]
+    print("  tokenizer %s (pre %s), %d tokens, %d merges; context %s; chat "
+          "template %s" % (
+              g.kv.get("tokenizer.ggml.model"), g.kv.get("tokenizer.ggml.pre"),
+              len(toks), len(g.kv.get("tokenizer.ggml.merges") or []),
+              ctx[0] if ctx else "-",
+              "%d bytes" % len(g.kv["tokenizer.chat_template"].encode())
+              if "tokenizer.chat_template" in g.kv else "none"))
+    if g.tinfo:
+        last = max(g.tinfo.values(), key=lambda ti: ti["offset"])
+        print("  data section ends at %d of %d bytes" % (
+            g.data_offset + last["offset"] +
+            nbytes_of(last["ne"], last["type"]), size))
     types = {}
     for ti in g.tinfo.values():
         types[TNAME.get(ti["type"], ti["type"])] = types.get(
@@ -935,6 +1041,16 @@ def main(argv):
                    help="routers whose expert popularity per layer follows a "
                         "Zipf law of exponent S (0: uniform, as random "
                         "weights route)")
+    p.add_argument("--vocab", metavar="FILE",
+                   help="the tokenizer of this GGUF vocabulary (e.g. "
+                        "../shared/tokenizer/ggml-vocab-qwen3.gguf) padded to "
+                        "the geometry's, the real context and chat template")
+    p.add_argument("--chat-template", metavar="FILE",
+                   help="write this Jinja file as tokenizer.chat_template")
+    p.add_argument("--ctx", type=int, default=None, metavar="N",
+                   help="the declared context (context_length)")
+    p.add_argument("--vocab-only", action="store_true",
+                   help="write the metadata only, no tensors")
     p.add_argument("--verify", action="store_true",
                    help="read OUT back and check it instead of writing")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -953,6 +1069,12 @@ def main(argv):
         spec = spec_hybrid(a)
     else:
         spec = spec_qwen3(a, a.geometry == "qwen3-30b-a3b")
+    if a.ctx is not None and not 1 <= a.ctx <= 1 << 24:
+        p.error("--ctx must be in 1..16777216")
+    vocab = next(t[1][1] for t in spec.tensors if t[0] == "token_embd.weight")
+    set_tokenizer(spec, a, vocab)
+    if a.vocab_only:
+        spec.tensors = []
     a.n_used = next((v for k, _, v, _ in spec.kv if k.endswith(".expert_used_count")), 0)
     if a.route_skew < 0 or (a.route_skew and not a.n_used):
         p.error("--route-skew needs S >= 0 and a geometry with experts")

@@ -4,18 +4,25 @@
  * 32-token context, an API key and a 4 KiB body limit; chatml built in, or
  * Qwen3.5's Jinja template (tests/data/templates/).
  *
- * Input: byte 0 picks the route and method (chat and text completions,
- * health, models, metrics, the page, an unknown path, a wrong method),
- * byte 1 the Authorization and Content-Length headers, byte 2 whether a
+ * Input: byte 0's low 7 bits pick the route and method (chat and text
+ * completions, health, models, metrics, the page, an unknown path, a wrong
+ * method, /tokenize, /detokenize, /props, /slots, /v1/models/{id}, an
+ * OPTIONS preflight), its high bit the template; byte 1 the Authorization, x-api-key and Content-Length
+ * headers, byte 2 whether a
  * valid completion is generated (byte 2 = 'g', for 1 in 64 such inputs: at most 2 tokens, on the calling
  * thread); the rest is the body. The answer goes through the same
  * functions as on the wire: precheck (route, method, key, length),
  * the API's request translation, parse_request (JSON, fields, template,
  * tools, grammar, tokenizer; n jobs), run_job and the result, and the same
- * text streamed in two pieces through the API's stream (every event JSON). Every answer must serialise to valid JSON that
+ * text streamed in two pieces through the API's stream (every event JSON);
+ * serve_misc.c's endpoints with the body (the id of /v1/models/{id} too).
+ * Every answer must serialise to valid JSON that
  * parses back: an OpenAI-style error object {"error": {"message": non-empty
- * string, "type": string, "code": ...}} with a 4xx/5xx status, or a result
- * with one choice. Anything else aborts.
+ * string, "type": string, "code": ...}} with a 4xx/5xx status, or a result.
+ * A preflight takes the body as its Origin and Access-Control-Request-Headers
+ * lines (and as a --cors value): what goes back into a header must be
+ * visible ASCII, and the access log line of the body as path and message one
+ * line of it. Anything else aborts.
  */
 #include "../tools/cmd_serve.c"
 
@@ -40,6 +47,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     S.n_parallel = 1;
     S.n_queue = 1;
     S.max_body = 4096;
+    char cerr[256];
+    if (cors_add(&S.cors, "http://localhost:3000, https://app.example.org:8443/", cerr, sizeof cerr)) abort();
     pthread_mutex_init(&S.mu, NULL);
     pthread_cond_init(&S.work_cv, NULL);
     pk_context_params cp = pk_context_default_params();
@@ -50,13 +59,53 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     S.n_ctx = pk_context_n_ctx(fuzz_slot.ctx);
     S.info = (serve_info){.model_id = S.model_id, .arch = "qwen3moe", .file = "models/kjv-moe-f16.gguf",
                           .n_ctx = S.n_ctx, .n_vocab = pk_model_n_vocab(S.model), .version = POCKET_VERSION};
-    /* inputs with bit 3 of byte 0 set run Qwen3.5's Jinja template (tools,
+    /* inputs with bit 7 of byte 0 set run Qwen3.5's Jinja template (tools,
        tool calls, reasoning), the others the built-in chatml */
     size_t n;
     tmpl_text = read_file("tests/data/templates/Qwen3.5-4B.jinja", &n);
     if (pk_jinja_parse(tmpl_text, n, 0, &tmpl, &err)) { fprintf(stderr, "fuzz_serve: %s\n", err.msg); exit(1); }
     tmpl_len = n;
     return 0;
+}
+
+/* s must be visible ASCII (and spaces, if spaces): what goes into a header or a log line. */
+static void check_visible(const char *what, const char *s, int spaces) {
+    for (const char *q = s; *q; q++)
+        if ((unsigned char)*q < (spaces ? 0x20 : 0x21) || (unsigned char)*q >= 0x7f) {
+            fprintf(stderr, "%s: byte 0x%02x at %zu\n", what, (unsigned char)*q, (size_t)(q - s));
+            abort();
+        }
+}
+
+/* The preflight and the log line: origin, requested headers and a --cors value from the body. */
+static void check_cors_and_log(const char *body, size_t len) {
+    char *t = malloc(len + 1);
+    if (!t) abort();
+    memcpy(t, body, len);
+    t[len] = 0;
+    char *nl = strchr(t, '\n');
+    const char *acrh = nl ? nl + 1 : NULL;
+    if (nl) *nl = 0;
+    const char *o = cors_allowed(&S.cors, t);
+    if (o) check_visible("Access-Control-Allow-Origin", o, 0);
+    char hdrs[1024];
+    cors_allow_headers(acrh, hdrs, sizeof hdrs);
+    check_visible("Access-Control-Allow-Headers", hdrs, 1);
+    serve_cors any = {.any = 1}, c = {0};
+    if ((o = cors_allowed(&any, t))) check_visible("Access-Control-Allow-Origin (*)", o, 0);
+    char err[512];
+    if (!cors_add(&c, t, err, sizeof err))
+        for (int i = 0; i < c.n; i++) check_visible("--cors origin", c.origin[i], 0);
+    serve_access a;
+    access_begin(&a, "POST", t, "127.0.0.1", now());
+    a.status = 400;
+    json_t *e = json_pack("{s:{s:s}}", "error", "message", acrh ? acrh : t);
+    if (e) access_error(&a, e);
+    json_decref(e);
+    char line[1024];
+    access_line(&a, now(), line, sizeof line);
+    check_visible("access log line", line, 1);
+    free(t);
 }
 
 /* v (stolen) must be a valid answer for status. */
@@ -66,7 +115,8 @@ static void check_answer(int status, json_t *v) {
     json_decref(v);
     if (!s) { fprintf(stderr, "status %d: JSON does not serialise\n", status); abort(); }
     json_error_t je;
-    json_t *back = json_loads(s, JSON_REJECT_DUPLICATES, &je);
+    /* "\u0000" is JSON (a byte token 0 detokenized, a piece of it): jansson takes it when told */
+    json_t *back = json_loads(s, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!back) { fprintf(stderr, "status %d: invalid JSON %s: %s\n", status, s, je.text); abort(); }
     json_t *e = json_object_get(back, "error");
     int ok;
@@ -86,12 +136,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const routes[][2] = {
         {"POST", "/v1/chat/completions"}, {"POST", "/v1/completions"}, {"GET", "/health"}, {"GET", "/v1/models"},
         {"GET", "/metrics"}, {"GET", "/"}, {"POST", "/v1/engines/<b>x</b>"}, {"GET", "/chat/completions"},
+        {"POST", "/tokenize"}, {"POST", "/detokenize"}, {"GET", "/props"}, {"GET", "/slots"},
+        {"GET", "/v1/models/kjv-moe-f16"}, {"OPTIONS", "/v1/chat/completions"},
     };
     static const char *const auths[] = {NULL, "Bearer s3cret-key", "Bearer s3cret-kez", "s3cret-key", "Bearer  s3cret-key"};
     static const char *const lengths[] = {NULL, "10", "99999999999999999999", "-1", "4097", "abc"};
-    const char *method = routes[data[0] % 8][0], *url = routes[data[0] % 8][1];
-    const char *authz = auths[data[1] % 5], *clen = lengths[data[1] / 5 % 6];
-    S.jinja = data[0] & 8 ? tmpl : NULL;
+    static const char *const xkeys[] = {NULL, "s3cret-key", "s3cret-kez"};
+    const int n_routes = (int)(sizeof routes / sizeof routes[0]);
+    const char *method = routes[(data[0] & 0x7f) % n_routes][0], *url = routes[(data[0] & 0x7f) % n_routes][1];
+    const char *authz = auths[data[1] % 5], *clen = lengths[data[1] / 5 % 6], *xkey = xkeys[data[1] / 30 % 3];
+    S.jinja = data[0] & 0x80 ? tmpl : NULL;
     S.template_text = S.jinja ? tmpl_text : NULL;
     S.template_len = S.jinja ? tmpl_len : 0;
     S.toolfmt = S.jinja ? pk_toolcall_detect(tmpl_text, tmpl_len) : NULL;
@@ -108,8 +162,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int method_ok = 0;
     const serve_api *api;
     int r = route(url, method, &method_ok, &api);
+    if (!strcmp(method, "OPTIONS")) { check_cors_and_log(body, len); return 0; }
     api_error e = {0};
-    int status = precheck(r, method_ok, method, url, authz, NULL, clen, &e);
+    int status = precheck(r, method_ok, method, url, authz, xkey, clen, &e);
     if (status) { check_answer(status, api_error_json(api, &e)); return 0; }
     if (len > S.max_body) {   /* as on_request after reading the body */
         api_fail(&e, 413, NULL, "too large");
@@ -118,6 +173,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (r == R_HEALTH) { check_answer(200, json_pack("{s:s}", "status", "ok")); return 0; }
     if (r == R_MODELS) { check_answer(200, models_json()); return 0; }
+    if (r == R_PROPS) { check_answer(200, props_json()); return 0; }
+    if (r == R_SLOTS) { int idle; check_answer(200, slots_json(&idle)); return 0; }
+    if (r == R_MODEL || r == R_TOKENIZE || r == R_DETOKENIZE) {
+        json_t *out = NULL;
+        if (r == R_MODEL) {
+            char *id = strndup(body, len);
+            if (!id) abort();
+            out = misc_model_get(&S.info, id, &e);
+            free(id);
+        } else {
+            json_t *b = misc_parse_body(body, len, &e);
+            if (b) out = r == R_TOKENIZE ? misc_tokenize(S.model, b, &e) : misc_detokenize(S.model, b, &e);
+            json_decref(b);
+        }
+        if (out) check_answer(200, out);
+        else check_answer(e.status, api_error_json(api, &e));
+        return 0;
+    }
     if (r != R_API) return 0;   /* text answers: /metrics, the page */
     int chat = 1, n = 0;
     job *jobs[MAX_N];

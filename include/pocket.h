@@ -690,6 +690,28 @@ int pk_toolcall_get(const pk_toolcall *tc, int i, pk_toolcall_call *out);
  * was wanted and what the model called. */
 int pk_toolcall_check_choice(const pk_toolcall *tc, const char *choice, pk_error *err);
 
+/* The GBNF grammar (malloc'ed, NUL-terminated; free it) that makes a model
+ * call a tool in format's way of writing calls (the names above), for
+ * tool_choice choice: "required" (one or more calls, to any of the tools)
+ * or a function's name (calls to it only). tools_json (len bytes) is the
+ * request's "tools", as pk_toolcall_set_tools reads it; each call's
+ * arguments follow its tool's "parameters" schema (pk_json_schema_to_rules;
+ * flags PK_SCHEMA_LENIENT passed on). qwen3coder writes string values raw:
+ * their minLength, maxLength, format and pattern are refused, or ignored
+ * with PK_SCHEMA_LENIENT. flags also: PK_TOOLCALL_ONE_CALL exactly one call
+ * (parallel_tool_calls false; harmony always: <|call|> ends the turn),
+ * PK_TOOLCALL_MAY_THINK the model may reason first (<think>...</think>,
+ * harmony's analysis message), PK_TOOLCALL_THINKING the output starts
+ * inside the reasoning (the prompt ended with <think>). Compile it with
+ * pk_grammar_new from the first generated token, and parse the output with
+ * pk_toolcall_set_tools given the same tools. PK_ERR_ARG with a one-line
+ * message for tools that are not a JSON array, a tool without a name or
+ * with one that cannot be written, an unknown function, choice "auto" or
+ * "none", a schema the converter refuses (docs/tool-calls.md). */
+enum { PK_TOOLCALL_ONE_CALL = 2, PK_TOOLCALL_MAY_THINK = 4, PK_TOOLCALL_THINKING = 8 };
+int pk_toolcall_grammar(const char *format, const char *tools_json, size_t len, const char *choice, int flags,
+                        char **gbnf, pk_error *err);
+
 /* A short human-readable CPU name into buf[cap] (always NUL-terminated, no
  * tabs or control characters): /proc/cpuinfo's "model name" (x86) or, on
  * AArch64 Linux, "Hardware"/"Model" lines, else "aarch64 (implementer 0x41

@@ -2,7 +2,10 @@
  *
  * Endpoints: POST /v1/chat/completions, POST /v1/completions (streamed as
  * server-sent events or not), GET /v1/models, GET /health, GET /metrics
- * (Prometheus text) and GET / (a self-contained chat page, tools/webui.h).
+ * (Prometheus text) and GET / (a self-contained chat page, tools/webui.h);
+ * GET /v1/models/{id}, llama-server's /tokenize, /detokenize, /props and
+ * /slots, CORS and the access log (tools/serve_misc.c). One model is
+ * served: a request may name any model (--alias sets the id answers carry).
  *
  * Threads. libmicrohttpd runs one thread per connection. A request is parsed
  * and validated there (JSON, limits, tokenized prompt, sampler), then handed
@@ -27,7 +30,6 @@
  * Limits (each answered with the API's error object): request body size
  * (413), malformed JSON or fields (400), parameters of OpenAI's API that are
  * not implemented (400 unsupported_parameter, never silently ignored),
- * unknown model (404),
  * missing or wrong API key (401, compared in constant time), queue full
  * (503). The request line and headers must fit in HEADER_MEMORY (else
  * libmicrohttpd answers 414 / 431 itself); a connection idle or trickling
@@ -77,6 +79,7 @@
 #include "cli.h"
 #include "serve_api.h"
 #include "serve_cache.h"
+#include "serve_misc.h"
 #include "webui.h"
 
 /* The other APIs' translators, routed when their files are built in. */
@@ -193,11 +196,13 @@ typedef struct slot {
     int last_prompt;            /* prompt length of its latest job (or of the state loaded) */
     uint64_t st_tokens, st_bytes;   /* last pk_context_stats */
     int st_ckpts;               /* checkpoints it holds */
+    int held;                   /* tokens it holds, as of its last stats (/slots) */
 } slot;
 
 static struct server {
     pk_model *model;
-    char model_id[256];
+    char model_id[256];         /* the id it serves: --alias, else the file name */
+    serve_cors cors;            /* --cors */
     char api_key[512];
     int has_api_key;
     int quiet;                  /* no line per request on stderr */
@@ -348,31 +353,9 @@ static size_t utf8_complete_len(const char *s, size_t n) {
     return n;
 }
 
-/* A valid UTF-8 copy of s[0..n) (invalid bytes become U+FFFD); NULL if out of
- * memory. *out_len gets its length. */
+/* A valid UTF-8 copy of s[0..n) (tools/serve_api.c). */
 static char *utf8_sanitize(const char *s, size_t n, size_t *out_len) {
-    char *o = malloc(n * 3 + 1);
-    if (!o) return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t need = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        int ok = need > 0 && i + need <= n;
-        for (size_t t = 1; ok && t < need; t++) ok = ((unsigned char)s[i + t] & 0xC0) == 0x80;
-        if (ok && need == 3) {  /* overlong and surrogates */
-            unsigned char c1 = (unsigned char)s[i + 1];
-            if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = 0;
-        }
-        if (ok && need == 4) {
-            unsigned char c1 = (unsigned char)s[i + 1];
-            if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) ok = 0;
-        }
-        if (ok) { memcpy(o + k, s + i, need); k += need; i += need; }
-        else { memcpy(o + k, "\xEF\xBF\xBD", 3); k += 3; i++; }
-    }
-    o[k] = 0;
-    *out_len = k;
-    return o;
+    return api_utf8_sanitize(s, n, out_len);
 }
 
 /* Append a piece to the job's text (mu held). Cuts at a completed stop string
@@ -424,6 +407,7 @@ static void slot_stats_locked(slot *s) {
     s->st_tokens = st.tokens;
     s->st_bytes = st.weight_bytes;
     s->st_ckpts = pk_context_checkpoints(s->ctx, NULL, 0);
+    s->held = pk_context_pos(s->ctx);
 }
 
 /* How many tokens of j's prompt s would spare: the common prefix of its
@@ -797,13 +781,53 @@ typedef struct request {
     int answered;       /* a response was queued before the body was read */
     int status;
     double t0;
+    serve_access acc;   /* its access log line, written when it completes */
+    int streamed;       /* a stream was sent: the stream writes the line when it ends */
 } request;
+
+/* The request this connection's thread is answering (on_request sets it;
+ * libmicrohttpd runs a thread per connection): what send_response sends is
+ * noted in its access log line. NULL outside on_request (tests, fuzzing). */
+static _Thread_local request *cur_rq;
+
+/* --cors: Vary: Origin on every response (they differ by it), and
+ * Access-Control-Allow-Origin when the request's Origin is allowed. */
+static void cors_headers(struct MHD_Connection *c, struct MHD_Response *r) {
+    if (!S.cors.any && !S.cors.n) return;
+    MHD_add_response_header(r, "Vary", "Origin");
+    const char *o = cors_allowed(&S.cors, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+    if (o) MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
+}
+
+static void access_write(const serve_access *a) {
+    if (S.quiet && a->status && a->status < 400) return;
+    char line[1024];
+    access_line(a, now(), line, sizeof line);
+    fprintf(stderr, "pocket serve: %s\n", line);
+}
+
+/* A's tokens from a request's n jobs (its choices), and why one did not
+ * finish (mu held). */
+static void access_jobs_locked(serve_access *a, job *const *jobs, int n) {
+    a->n_prompt = jobs[0]->n_prompt;
+    a->n_cached = jobs[0]->n_cached;
+    a->n_gen = 0;
+    for (int i = 0; i < n; i++) {
+        const job *j = jobs[i];
+        a->n_gen += j->n_gen;
+        if (!j->finish && !a->msg[0])
+            snprintf(a->msg, sizeof a->msg, "%s%.200s",
+                     j->err[0] ? "generation failed: " : "cancelled: the client went away", j->err);
+    }
+}
 
 /* Queue r (destroyed here) and count the status for /metrics. */
 static mhd_result send_response(struct MHD_Connection *c, unsigned status, struct MHD_Response *r) {
     pthread_mutex_lock(&S.mu);
     if (status < 600) S.status_count[status]++;
     pthread_mutex_unlock(&S.mu);
+    if (cur_rq) cur_rq->acc.status = (int)status;
+    cors_headers(c, r);
     mhd_result ret = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -823,6 +847,7 @@ static mhd_result send_buffer(struct MHD_Connection *c, unsigned status, const c
 
 /* Send a JSON value (stolen). */
 static mhd_result send_json(struct MHD_Connection *c, unsigned status, json_t *v) {
+    if (status >= 400 && cur_rq && v) access_error(&cur_rq->acc, v);
     char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);
     if (!s) {
@@ -842,9 +867,8 @@ static int client_gone(struct MHD_Connection *c) {
     return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-/* h: the Authorization header, NULL if absent. */
-/* Whether h is the key: constant time in the key's content (every byte of
- * the key is compared, whatever the first difference). */
+/* Whether h is the API key, in constant time in the key's content: every
+ * byte of the key is compared, whatever the first difference. */
 static int key_equal(const char *h) {
     size_t a = strlen(h), b = strlen(S.api_key);
     unsigned diff = (unsigned)(a != b);
@@ -1163,15 +1187,13 @@ static json_t *parse_body(const char *body, size_t len, api_error *e) {
     return root;
 }
 
-/* OpenAI's "model": absent, null, or this server's (404 otherwise). The
- * other APIs' translators drop it (their clients name models of their own). */
+/* OpenAI's "model": absent, null or a string. One model is served: any name
+ * is taken for it (as llama-server does); the answer names the served id.
+ * The other APIs' translators drop it (their clients name models of their own). */
 static int check_model(const json_t *root, api_error *e) {
     json_t *v = json_object_get(root, "model");
-    if (!v || json_is_null(v)) return 0;
-    if (!json_is_string(v)) { api_fail(e, 400, "model", "'model' must be a string"); return -1; }
-    if (!strcmp(json_string_value(v), S.model_id)) return 0;
-    api_fail(e, 404, "model", "The model '%.200s' does not exist; this server serves '%s'", json_string_value(v), S.model_id);
-    set_code(e, "model_not_found");
+    if (!v || json_is_null(v) || json_is_string(v)) return 0;
+    api_fail(e, 400, "model", "'model' must be a string");
     return -1;
 }
 
@@ -1867,6 +1889,7 @@ typedef struct stream {
     choice_stream cs[MAX_N];
     int cur;                    /* the choice being fed */
     json_t *lp_pending;         /* its log-probabilities, for the next chunk */
+    serve_access acc;           /* the request's access log line (acc.status 0: none to write) */
 } stream;
 
 /* An OpenAI chunk (stolen) through the API. */
@@ -2050,7 +2073,11 @@ static void jobs_release(job **jobs, int n) {
 
 static void stream_free(void *cls) {
     stream *st = cls;
+    pthread_mutex_lock(&S.mu);
+    access_jobs_locked(&st->acc, st->jobs, st->n);
+    pthread_mutex_unlock(&S.mu);
     jobs_release(st->jobs, st->n);
+    if (st->acc.status) access_write(&st->acc);
     for (int i = 0; i < st->n; i++) outsplit_free(&st->cs[i].os);
     if (st->ast) st->api->stream_free(st->ast);
     json_decref(st->body);
@@ -2164,6 +2191,11 @@ static mhd_result handle_api(struct MHD_Connection *c, request *rq, const serve_
             api_fail(&e, 500, NULL, "out of memory");
             return send_api_error(c, api, &e);
         }
+        if (cur_rq) {
+            st->acc = cur_rq->acc;
+            st->acc.status = 200;
+            cur_rq->streamed = 1;
+        }
         MHD_add_response_header(r, "Content-Type", api->stream_type);
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
@@ -2201,6 +2233,9 @@ static mhd_result handle_api(struct MHD_Connection *c, request *rq, const serve_
         if (comp && !resp) api_fail(&e, 500, NULL, "out of memory");
         ret = resp ? send_json(c, 200, resp) : send_api_error(c, api, &e);
     }
+    pthread_mutex_lock(&S.mu);
+    if (cur_rq) access_jobs_locked(&cur_rq->acc, jobs, n);
+    pthread_mutex_unlock(&S.mu);
     jobs_release(jobs, n);
     json_decref(body);
     return ret;
@@ -2283,16 +2318,66 @@ static mhd_result handle_metrics(struct MHD_Connection *c) {
 }
 
 static json_t *models_json(void) {
-    pk_model_info info;
-    pk_model_get_info(S.model, &info);
-    return json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I}}]}", "object", "list",
-                                       "data", "id", S.model_id, "object", "model", "created", (json_int_t)S.created,
-                                       "owned_by", "pocket", "meta", "arch", info.arch, "n_ctx", S.n_ctx,
-                                       "n_vocab", info.n_vocab, "n_params", (json_int_t)info.n_params);
+    return json_pack("{s:s, s:[o]}", "object", "list", "data", misc_model_json(&S.info));
+}
+
+/* /props: llama-server's, as far as it applies. */
+static json_t *props_json(void) {
+    misc_props p = {.chat_format = S.chat_template, .n_parallel = S.n_parallel, .sp = S.sp, .seed_given = S.seed_given};
+    return misc_props_json(S.model, &S.info, &p);
+}
+
+/* /slots: what each slot holds and does; *idle: how many are idle. */
+static json_t *slots_json(int *idle) {
+    misc_slot *v = calloc((size_t)S.n_parallel, sizeof *v);
+    if (!v) return NULL;
+    *idle = 0;
+    pthread_mutex_lock(&S.mu);
+    for (int i = 0; i < S.n_parallel; i++) {
+        const slot *s = &S.slots[i];
+        const job *j = s->job;
+        /* an idle slot's context is not touched while mu is held (choose_slot_locked reads it too) */
+        v[i] = (misc_slot){.id = i, .n_ctx = S.n_ctx, .is_processing = j != NULL,
+                           .n_tokens = j ? s->held : pk_context_pos(s->ctx), .n_checkpoints = s->st_ckpts};
+        if (!j) { (*idle)++; continue; }
+        snprintf(v[i].request_id, sizeof v[i].request_id, "%s", j->id);
+        v[i].n_prompt = j->n_prompt;
+        v[i].n_decoded = j->n_gen;
+        v[i].max_tokens = j->max_tokens;
+    }
+    pthread_mutex_unlock(&S.mu);
+    json_t *out = misc_slots_json(v, S.n_parallel);
+    free(v);
+    return out;
+}
+
+/* OPTIONS: 204 with Allow (the path's methods); a CORS preflight from an
+ * origin --cors allows gets the Access-Control-Allow-* answer too (the
+ * origin itself: send_response). Without --cors, or from another origin,
+ * the browser finds no permission and refuses the request, as before. */
+static mhd_result handle_options(struct MHD_Connection *c, int get, int post) {
+    char allow[64], hdrs[1024];
+    snprintf(allow, sizeof allow, "%s%sOPTIONS", get ? "GET, HEAD, " : "", post ? "POST, " : "");
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Allow", allow);
+    const char *origin = cors_allowed(&S.cors, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"));
+    if (origin && MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Method")) {
+        cors_allow_headers(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers"), hdrs,
+                           sizeof hdrs);
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", hdrs);
+        MHD_add_response_header(r, "Access-Control-Max-Age", "7200");
+        /* Chromium's private network access: a public page calling a server on this machine */
+        if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Private-Network"))
+            MHD_add_response_header(r, "Access-Control-Allow-Private-Network", "true");
+    }
+    return send_response(c, 204, r);
 }
 
 /* Route ids. */
-enum { R_NONE, R_INDEX, R_HEALTH, R_METRICS, R_MODELS, R_API, R_APPLY_TEMPLATE };
+enum { R_NONE, R_INDEX, R_HEALTH, R_METRICS, R_MODELS, R_API, R_APPLY_TEMPLATE, R_MODEL, R_TOKENIZE, R_DETOKENIZE,
+       R_PROPS, R_SLOTS };
 
 /* The endpoints: a completion endpoint (R_API) is its API's translation
  * (an API whose file is not built in has no address: no route). */
@@ -2304,6 +2389,8 @@ static const struct route_entry {
     {"/", "GET", R_INDEX, NULL}, {"/index.html", "GET", R_INDEX, NULL}, {"/health", "GET", R_HEALTH, NULL},
     {"/metrics", "GET", R_METRICS, NULL}, {"/v1/models", "GET", R_MODELS, NULL}, {"/models", "GET", R_MODELS, NULL},
     {"/apply-template", "POST", R_APPLY_TEMPLATE, NULL},
+    {"/tokenize", "POST", R_TOKENIZE, NULL}, {"/detokenize", "POST", R_DETOKENIZE, NULL},
+    {"/props", "GET", R_PROPS, NULL}, {"/slots", "GET", R_SLOTS, NULL},
     {"/v1/chat/completions", "POST", R_API, &serve_api_openai_chat},
     {"/chat/completions", "POST", R_API, &serve_api_openai_chat},
     {"/v1/completions", "POST", R_API, &serve_api_openai_completions},
@@ -2314,6 +2401,13 @@ static const struct route_entry {
     {"/api/generate", "POST", R_API, &serve_api_ollama_generate},
 };
 
+/* GET /v1/models/{id}: the id in url (NULL: not such a path). Ids may hold '/'. */
+static const char *model_of_path(const char *url) {
+    if (!strncmp(url, "/v1/models/", 11)) return url + 11;
+    if (!strncmp(url, "/models/", 8)) return url + 8;
+    return NULL;
+}
+
 /* The route of url (R_NONE: none), whether method is the route's, and its
  * API (OpenAI's shapes for the routes that have none). */
 static int route(const char *url, const char *method, int *method_ok, const serve_api **api) {
@@ -2323,6 +2417,10 @@ static int route(const char *url, const char *method, int *method_ok, const serv
         *method_ok = !strcmp(method, ROUTES[i].method) || (!strcmp(method, "HEAD") && !strcmp(ROUTES[i].method, "GET"));
         if (ROUTES[i].api) *api = ROUTES[i].api;
         return ROUTES[i].id;
+    }
+    if (model_of_path(url)) {
+        *method_ok = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+        return R_MODEL;
     }
     return R_NONE;
 }
@@ -2371,6 +2469,18 @@ static size_t unescape_path(void *cls, struct MHD_Connection *c, char *s) {
     return strstr(s, "%00") ? strlen(s) : MHD_http_unescape(s);
 }
 
+/* The peer's address as text ("" if unknown); a static buffer per thread. */
+static const char *client_address(struct MHD_Connection *c) {
+    static _Thread_local char buf[INET6_ADDRSTRLEN];
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    buf[0] = 0;
+    if (!ci || !ci->client_addr) return buf;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, sizeof buf);
+    else if (sa->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, sizeof buf);
+    return buf;
+}
+
 static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                              const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     request *rq = *con_cls;
@@ -2383,6 +2493,16 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         if (!rq) return MHD_NO;
         rq->t0 = now();
         *con_cls = rq;
+        cur_rq = rq;
+        access_begin(&rq->acc, method, url, client_address(c), rq->t0);
+        if (!strcmp(method, "OPTIONS") && r != R_NONE) {
+            int get = 0, post = 0;
+            const serve_api *ignored;
+            route(url, "GET", &get, &ignored);
+            route(url, "POST", &post, &ignored);
+            rq->answered = 1;
+            return handle_options(c, get, post);
+        }
         api_error e = {0};
         int status = precheck(r, method_ok, method, url,
                               MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
@@ -2394,6 +2514,7 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         }
         return MHD_YES;
     }
+    cur_rq = rq;
     if (*upload_size) {
         if (!rq->answered && !rq->too_big) {
             size_t n = *upload_size;
@@ -2449,6 +2570,31 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
     case R_MODELS: return send_json(c, 200, models_json());
     case R_API: return handle_api(c, rq, api);
     case R_APPLY_TEMPLATE: return handle_apply_template(c, rq);
+    case R_MODEL: {
+        json_t *m = misc_model_get(&S.info, model_of_path(url), &e);
+        if (!m && e.status == 404) set_code(&e, "model_not_found");
+        return m ? send_json(c, 200, m) : send_api_error(c, api, &e);
+    }
+    case R_TOKENIZE:
+    case R_DETOKENIZE: {
+        json_t *body = misc_parse_body(rq->body ? rq->body : "", rq->len, &e);
+        json_t *out = !body ? NULL : r == R_TOKENIZE ? misc_tokenize(S.model, body, &e) : misc_detokenize(S.model, body, &e);
+        json_decref(body);
+        return out ? send_json(c, 200, out) : send_api_error(c, api, &e);
+    }
+    case R_PROPS: return send_json(c, 200, props_json());
+    case R_SLOTS: {
+        int idle = 0;
+        json_t *out = slots_json(&idle);
+        const char *f = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fail_on_no_slot");
+        if (out && !idle && f && strcmp(f, "0")) {
+            json_decref(out);
+            api_fail(&e, 503, NULL, "no slot is idle (%d busy)", S.n_parallel);
+            set_code(&e, "no_slot_available");
+            return send_api_error(c, api, &e);
+        }
+        return send_json(c, 200, out);
+    }
     }
     return MHD_NO;
 }
@@ -2456,6 +2602,8 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
     request *rq = *con_cls;
     if (!rq) return;
+    if (!rq->streamed) access_write(&rq->acc);
+    if (cur_rq == rq) cur_rq = NULL;
     free(rq->body);
     free(rq);
     *con_cls = NULL;
@@ -2474,14 +2622,19 @@ static const char *const serve_help =
     "Serve the model over HTTP with an OpenAI-compatible API:\n"
     "  POST /v1/chat/completions, POST /v1/completions (\"stream\": true for server-sent events),\n"
     "  POST /apply-template (the prompt a chat request would give the model),\n"
-    "  GET /v1/models, GET /health, GET /metrics (Prometheus), GET / (a chat page).\n"
+    "  GET /v1/models, GET /v1/models/ID, GET /health, GET /metrics (Prometheus), GET / (a chat page);\n"
+    "  llama-server's POST /tokenize, POST /detokenize, GET /props, GET /slots.\n"
     "\n"
     "  -m, --model FILE       GGUF model (default: the bundled " DEFAULT_MODEL_NAME ")\n"
     "      --host ADDR        address to listen on (default 127.0.0.1; an IPv4 or IPv6 literal)\n"
     "      --port N           TCP port (default 8080; 0: any free port, printed at start)\n"
     "      --parallel N       sequences generated at once, each with its own context (default 1)\n"
     "      --queue N          requests that may wait for a free sequence; more get 503 (default 16)\n"
-    "      --api-key KEY      require 'Authorization: Bearer KEY' on /v1/* and /metrics\n"
+    "      --api-key KEY      require 'Authorization: Bearer KEY' (or 'x-api-key: KEY') on every\n"
+    "                         endpoint but the page and /health\n"
+    "  -a, --alias NAME       the model id served (default: the file name without .gguf)\n"
+    "      --cors ORIGIN      let pages of ORIGIN (scheme://host[:port]; a comma list, repeatable;\n"
+    "                         '*': any) call the API from a browser (default: same origin only)\n"
     "  -c, --ctx-size N       context window per sequence (default: the model's trained length;\n"
     "                         more than 4096 only if its KV cache fits 1/4 of free memory)\n"
     CACHE_TYPE_HELP
@@ -2502,11 +2655,14 @@ static const char *const serve_help =
     "      --cache-dir DIR    and save them as files in DIR (made if missing; also every slot's\n"
     "                         state at shutdown), found again after a restart\n"
     "      --cache-dir-size SIZE  bound of DIR's state files, oldest deleted first (default 4G)\n"
-    "  -q, --quiet            no log line per generation on stderr\n"
+    "  -q, --quiet            no log line per generation on stderr, and access log lines\n"
+    "                         only for refused requests (4xx, 5xx)\n"
     "      --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed\n"
     "                         sampling defaults for requests that do not set them\n"
     "\n"
-    "The model id (for \"model\" in requests) is the file name without .gguf.\n"
+    "One model is served: a request may name any model; answers carry the served id.\n"
+    "Each request gets an access log line on stderr: time, client, method, path, status,\n"
+    "duration, tokens (completions), the error's message (refusals).\n"
     "Prompt cache: a slot keeps what it processed; a request goes to the idle slot that holds\n"
     "the most of its prompt without dropping a longer conversation, and only the rest of the\n"
     "prompt is processed (usage.prompt_tokens_details.cached_tokens: the tokens that were not).\n"
@@ -2517,7 +2673,8 @@ int cmd_serve(int argc, char **argv) {
     opts_init(&o);
     const char *host = "127.0.0.1", *api_key = NULL, *tmpl = NULL, *tfile = NULL;
     long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20, timeout = 120, n_ckpt = 4;
-    const char *cache_dir = NULL;
+    const char *cache_dir = NULL, *alias = NULL;
+    char cors_err[512];
     uint64_t cache_ram = 0, cache_dir_size = 4ull << 30;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -2529,6 +2686,8 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) parallel = parse_long(a, VAL(), 1, 256);
         else if (!strcmp(a, "--queue")) queue = parse_long(a, VAL(), 0, 100000);
         else if (!strcmp(a, "--api-key")) api_key = VAL();
+        else if (!strcmp(a, "-a") || !strcmp(a, "--alias")) alias = VAL();
+        else if (!strcmp(a, "--cors")) { if (cors_add(&S.cors, VAL(), cors_err, sizeof cors_err)) die("serve: %s", cors_err); }
         else if (!strcmp(a, "--chat-template")) tmpl = VAL();
         else if (!strcmp(a, "--chat-template-file")) tfile = VAL();
         else if (!strcmp(a, "--max-body")) max_body = parse_long(a, VAL(), 1024, 1L << 30);
@@ -2544,6 +2703,12 @@ int cmd_serve(int argc, char **argv) {
 #undef VAL
     }
     if (api_key && (!*api_key || strlen(api_key) >= sizeof S.api_key)) die("serve: --api-key must have 1 to %zu characters", sizeof S.api_key - 1);
+    if (alias) {
+        int ok = *alias && strlen(alias) < sizeof S.model_id;
+        for (const char *q = alias; ok && *q; q++) ok = (unsigned char)*q >= 0x20 && *q != 0x7f;
+        if (!ok) die("serve: --alias '%.80s' must have 1 to %zu characters, none of them control characters", alias,
+                     sizeof S.model_id - 1);
+    }
 
     struct sockaddr_storage addr;
     memset(&addr, 0, sizeof addr);
@@ -2572,9 +2737,9 @@ int cmd_serve(int argc, char **argv) {
     S.model = load_model(path, &o, NULL);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    snprintf(S.model_id, sizeof S.model_id, "%s", base);
+    snprintf(S.model_id, sizeof S.model_id, "%s", alias ? alias : base);
     size_t idl = strlen(S.model_id);
-    if (idl > 5 && !strcmp(S.model_id + idl - 5, ".gguf")) S.model_id[idl - 5] = 0;
+    if (!alias && idl > 5 && !strcmp(S.model_id + idl - 5, ".gguf")) S.model_id[idl - 5] = 0;
     S.quiet = o.quiet;
     S.sp = o.sp;
     S.seed_given = o.seed_given;
@@ -2702,6 +2867,13 @@ int cmd_serve(int argc, char **argv) {
     if (cache_dir)
         fprintf(stderr, "pocket serve: prompt cache: the states of reused slots saved in %s, up to %.0f MiB\n", cache_dir,
                 cache_dir_size / 1048576.0);
+    if (S.cors.any) {
+        fprintf(stderr, "pocket serve: CORS: pages of any origin may call the API\n");
+    } else if (S.cors.n) {
+        fprintf(stderr, "pocket serve: CORS: pages of");
+        for (int i = 0; i < S.cors.n; i++) fprintf(stderr, "%s %s", i ? "," : "", S.cors.origin[i]);
+        fprintf(stderr, " may call the API\n");
+    }
     fprintf(stderr, "pocket serve: listening on http://%s%s%s:%d/\n", ipv6 ? "[" : "", host, ipv6 ? "]" : "", bound);
     fflush(stderr);
 

@@ -46,3 +46,30 @@ void api_put_json(api_buf *b, const char *prefix, json_t *v, const char *suffix)
     api_puts(b, suffix);
     free(s);
 }
+
+/* A valid UTF-8 copy of s[0..n) (invalid bytes become U+FFFD); NULL if out of
+ * memory. *out_len gets its length. */
+char *api_utf8_sanitize(const char *s, size_t n, size_t *out_len) {
+    char *o = malloc(n * 3 + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t need = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        int ok = need > 0 && i + need <= n;
+        for (size_t t = 1; ok && t < need; t++) ok = ((unsigned char)s[i + t] & 0xC0) == 0x80;
+        if (ok && need == 3) {  /* overlong and surrogates */
+            unsigned char c1 = (unsigned char)s[i + 1];
+            if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = 0;
+        }
+        if (ok && need == 4) {
+            unsigned char c1 = (unsigned char)s[i + 1];
+            if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) ok = 0;
+        }
+        if (ok) { memcpy(o + k, s + i, need); k += need; i += need; }
+        else { memcpy(o + k, "\xEF\xBF\xBD", 3); k += 3; i++; }
+    }
+    o[k] = 0;
+    *out_len = k;
+    return o;
+}

@@ -91,6 +91,11 @@ void api_puts(api_buf *b, const char *s);
    for server-sent events, "" v "\n" for NDJSON. */
 void api_put_json(api_buf *b, const char *prefix, json_t *v, const char *suffix);
 
+/* A valid UTF-8 copy of s[0..n) (invalid bytes become U+FFFD, overlong forms and
+ * surrogates included), NUL-terminated, malloc'ed; NULL if out of memory.
+ * *out_len gets its length. */
+char *api_utf8_sanitize(const char *s, size_t n, size_t *out_len);
+
 /* One API: its request and response translations. A stream state is made
  * per request; stream_chunk appends to out the bytes of the API's stream
  * for one OpenAI chunk (chunk NULL: the end of the stream, after the usage

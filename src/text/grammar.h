@@ -89,6 +89,9 @@ const int32_t *pk_vtrie_eog_ids(const pk_vtrie *v, int *n);
  * whole grammar (start rule root); else rules all named name-..., the
  * value's rule name (pk_json_schema_to_rules). PK_ERR_ARG naming the keyword and where it
  * is ("/properties/age") for what is not supported or not valid. */
+/* Internal flag beside PK_SCHEMA_LENIENT: strings never write '<' as it
+ * is (\u003c instead), for JSON inside text that ends at a marker. */
+#define PK_SCHEMA_NO_LT 0x100
 int pk_json_schema_gbnf(const char *schema, size_t len, int flags, const char *name, char **out, pk_error *err);
 
 #endif

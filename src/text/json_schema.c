@@ -114,6 +114,7 @@ static const struct prim {
 typedef struct jsg {
     json_t *root;
     int lenient;
+    int no_lt;               /* PK_SCHEMA_NO_LT: '<' in strings only as \u003c */
     pk_error *err;
     int failed;
     sbuf out;                /* the rules made so far */
@@ -165,11 +166,17 @@ static const char *use(jsg *J, int prim) {
     return J->pname[prim];
 }
 
+/* A string's character without a raw '<' (PK_SCHEMA_NO_LT): the text
+ * around tool-call arguments that ends at a marker (<|call|>, </parameter>)
+ * cannot be cut by one inside a string; \u003c still writes it. */
+static const char char_no_lt[] = "[^\"\\\\<\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" "
+                                 "([0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))";
+
 /* A shared piece's rule, its references (@name) to the others named as J
  * names them. */
 static void emit_prim(jsg *J, int prim) {
     sbuf b = {0};
-    for (const char *p = prims[prim].body; *p;) {
+    for (const char *p = prim == P_CHAR && J->no_lt ? char_no_lt : prims[prim].body; *p;) {
         if (*p != '@') { sb_put(&b, p++, 1); continue; }
         const char *q = ++p;
         while ((*q >= 'a' && *q <= 'z') || *q == '-') q++;
@@ -856,7 +863,7 @@ int pk_json_schema_gbnf(const char *schema, size_t len, int flags, const char *n
     json_error_t je;
     json_t *root = json_loadb(schema, len, JSON_DECODE_ANY, &je);
     if (!root) return pk_errorf(err, PK_ERR_ARG, "json_schema: not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
-    jsg J = {.root = root, .lenient = (flags & PK_SCHEMA_LENIENT) != 0, .err = err,
+    jsg J = {.root = root, .lenient = (flags & PK_SCHEMA_LENIENT) != 0, .no_lt = (flags & PK_SCHEMA_NO_LT) != 0, .err = err,
              .names = json_object(), .refs = json_object(), .prefix = name};
     int oom = !J.names || !J.refs;
     for (int i = 0; i < P_COUNT && !oom; i++) {

@@ -27,28 +27,10 @@ P="$BUILD/pocket"
 tmp="$BUILD/tmp/serve"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 KEY="pocket-test-key-$$"
-fail() { echo "FAIL: $*"; exit 1; }
-# port_of LOG PID: the port a server started with --port 0 listens on, read
-# from its log (up to 30 s; empty if it exits or never says)
-port_of() {
-    j=0
-    while [ $j -lt 300 ] && kill -0 "$2" 2>/dev/null; do
-        p=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$1" 2>/dev/null)
-        [ -n "$p" ] && { echo "$p"; return; }
-        sleep 0.1; j=$((j + 1))
-    done
-}
+. tests/lib/serve_node.sh
 
 # ---- tools: node, npm packages, chromium ----------------------------------------
-command -v node >/dev/null || fail "node is not installed (Node.js 20 is needed for this test)"
-command -v npm >/dev/null || fail "npm is not installed"
-if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ] || [ ! -f "$NODE_DIR/node_modules/playwright-core/package.json" ]; then
-    mkdir -p "$NODE_DIR"
-    [ -f "$NODE_DIR/package.json" ] || echo '{"name":"pocket-serve-tests","private":true}' >"$NODE_DIR/package.json"
-    echo "installing openai and playwright-core into $NODE_DIR"
-    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error openai@6 playwright-core@1) ||
-        fail "npm install of openai and playwright-core failed (is the npm registry reachable?)"
-fi
+need_npm openai@6 playwright-core@1
 CHROMIUM=/usr/bin/chromium
 if [ ! -x "$CHROMIUM" ]; then
     if [ "$(id -u)" = 0 ]; then

@@ -89,7 +89,7 @@ async function expectError(what, status, fn) {
   try { await fn(); check(false, what + ': no error'); }
   catch (e) { check(e.status === status && e.error && typeof e.error.message === 'string', what + ' -> ' + status, { status: e.status, error: e.error }); }
 }
-await expectError('unknown model', 404, () => client.chat.completions.create({ ...params, model: 'gpt-4o' }));
+await expectError('models.retrieve of another id', 404, () => client.models.retrieve('gpt-4o'));
 await expectError('negative max_tokens', 400, () => client.chat.completions.create({ ...params, max_tokens: -5 }));
 await expectError('wrong API key', 401, () => new OpenAI({ baseURL: URL_ + '/v1', apiKey: 'wrong', maxRetries: 0 }).models.list());
 

@@ -2285,10 +2285,11 @@ static mhd_result handle_metrics(struct MHD_Connection *c) {
 static json_t *models_json(void) {
     pk_model_info info;
     pk_model_get_info(S.model, &info);
-    return json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I}}]}", "object", "list",
+    return json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:I, s:s}}]}", "object", "list",
                                        "data", "id", S.model_id, "object", "model", "created", (json_int_t)S.created,
                                        "owned_by", "pocket", "meta", "arch", info.arch, "n_ctx", S.n_ctx,
-                                       "n_vocab", info.n_vocab, "n_params", (json_int_t)info.n_params);
+                                       "n_vocab", info.n_vocab, "n_params", (json_int_t)info.n_params,
+                                       "quant", S.info.quant ? S.info.quant : "");
 }
 
 /* Route ids. */
@@ -2468,6 +2469,27 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ---- pocket serve ---------------------------------------------------------------------- */
 
+/* The weight type that holds most of m's bytes ("Q4_K", "F16"...), for
+ * serve_info.quant. */
+static const char *main_weight_type(const pk_model *m) {
+    const char *types[64];
+    uint64_t bytes[64] = {0};
+    int nt = 0, best = -1;
+    for (int i = 0, n = pk_model_n_tensors(m); i < n; i++) {
+        const char *name, *type;
+        int64_t ne[4];
+        uint64_t nb;
+        if (pk_model_tensor(m, i, &name, &type, ne, &nb)) continue;
+        int k = 0;
+        while (k < nt && strcmp(types[k], type)) k++;
+        if (k == nt && nt < 64) types[nt++] = type;
+        if (k < nt) bytes[k] += nb;
+    }
+    for (int k = 0; k < nt; k++)
+        if (best < 0 || bytes[k] > bytes[best]) best = k;
+    return best < 0 ? "" : types[best];
+}
+
 static const char *const serve_help =
     "usage: pocket serve [-m MODEL] [options]\n"
     "\n"
@@ -2646,7 +2668,7 @@ int cmd_serve(int argc, char **argv) {
     if (S.jinja && !template_copy) die("out of memory");
     S.info = (serve_info){
         .model_id = S.model_id, .arch = mi.arch, .file = path, .file_size = mi.file_bytes,
-        .n_params = (uint64_t)mi.n_params, .quant = "", .n_ctx = S.n_ctx, .n_ctx_train = mi.n_ctx_train,
+        .n_params = (uint64_t)mi.n_params, .quant = main_weight_type(S.model), .n_ctx = S.n_ctx, .n_ctx_train = mi.n_ctx_train,
         .n_vocab = mi.n_vocab, .chat_template = template_copy, .created = S.created,
         .version = POCKET_VERSION,
     };

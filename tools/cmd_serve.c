@@ -1,8 +1,9 @@
 /* cmd_serve.c - `pocket serve`: an OpenAI-compatible HTTP server on one model.
  *
  * Endpoints: POST /v1/chat/completions, POST /v1/completions (streamed as
- * server-sent events or not), GET /v1/models, GET /health, GET /metrics
- * (Prometheus text) and GET / (a self-contained chat page, tools/webui.h).
+ * server-sent events or not), POST /apply-template, the other APIs' routes
+ * (ROUTES), GET /v1/models, GET /health, GET /metrics (Prometheus text) and
+ * GET / (a self-contained chat page, tools/webui.h).
  *
  * Threads. libmicrohttpd runs one thread per connection. A request is parsed
  * and validated there (JSON, limits, tokenized prompt, sampler), then handed
@@ -40,6 +41,18 @@
  * (streamed as delta.reasoning_content), the rest to content, the channel
  * markers to neither. "reasoning_format": "none" returns the text as
  * generated; "auto" and "deepseek" are the default.
+ *
+ * Chat templates. A chat is rendered by the model's own Jinja template
+ * (or --chat-template-file), parsed once at start, with the request's
+ * messages (normalised: text parts joined, tool call arguments parsed into
+ * objects), tools, chat_template_kwargs and reasoning_effort; the built-in
+ * formatters (--chat-template NAME) remain for models without one. The
+ * answer is split into reasoning, content and tool calls (outsplit:
+ * pk_chat_reasoning, pk_toolcall in the template's format), streamed as
+ * OpenAI's deltas. Grammars (response_format, "grammar") are compiled once
+ * per text and kept; logprobs are recorded per token by the worker; n > 1
+ * is n jobs of one request, the first their leader (one condition variable
+ * wakes the connection for all).
  *
  * Prompt cache. A slot keeps what it processed. What it can keep of a
  * request's prompt is the longest common prefix, as far as

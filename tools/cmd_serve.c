@@ -1,11 +1,12 @@
 /* cmd_serve.c - `pocket serve`: an OpenAI-compatible HTTP server on one model.
  *
  * Endpoints: POST /v1/chat/completions, POST /v1/completions (streamed as
- * server-sent events or not), GET /v1/models, GET /health, GET /metrics
- * (Prometheus text) and GET / (a self-contained chat page, tools/webui.h);
- * GET /v1/models/{id}, llama-server's /tokenize, /detokenize, /props and
- * /slots, CORS and the access log (tools/serve_misc.c). One model is
- * served: a request may name any model (--alias sets the id answers carry).
+ * server-sent events or not), POST /apply-template, the other APIs' routes
+ * (ROUTES), GET /v1/models, GET /health, GET /metrics (Prometheus text) and
+ * GET / (a self-contained chat page, tools/webui.h); GET /v1/models/{id},
+ * llama-server's /tokenize, /detokenize, /props and /slots, CORS and the
+ * access log (tools/serve_misc.c). One model is served: a request may name
+ * any model (--alias sets the id answers carry).
  *
  * Threads. libmicrohttpd runs one thread per connection. A request is parsed
  * and validated there (JSON, limits, tokenized prompt, sampler), then handed
@@ -42,6 +43,18 @@
  * (streamed as delta.reasoning_content), the rest to content, the channel
  * markers to neither. "reasoning_format": "none" returns the text as
  * generated; "auto" and "deepseek" are the default.
+ *
+ * Chat templates. A chat is rendered by the model's own Jinja template
+ * (or --chat-template-file), parsed once at start, with the request's
+ * messages (normalised: text parts joined, tool call arguments parsed into
+ * objects), tools, chat_template_kwargs and reasoning_effort; the built-in
+ * formatters (--chat-template NAME) remain for models without one. The
+ * answer is split into reasoning, content and tool calls (outsplit:
+ * pk_chat_reasoning, pk_toolcall in the template's format), streamed as
+ * OpenAI's deltas. Grammars (response_format, "grammar") are compiled once
+ * per text and kept; logprobs are recorded per token by the worker; n > 1
+ * is n jobs of one request, the first their leader (one condition variable
+ * wakes the connection for all).
  *
  * Prompt cache. A slot keeps what it processed. What it can keep of a
  * request's prompt is the longest common prefix, as far as
@@ -2616,6 +2629,27 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ---- pocket serve ---------------------------------------------------------------------- */
 
+/* The weight type that holds most of m's bytes ("Q4_K", "F16"...), for
+ * serve_info.quant. */
+static const char *main_weight_type(const pk_model *m) {
+    const char *types[64];
+    uint64_t bytes[64] = {0};
+    int nt = 0, best = -1;
+    for (int i = 0, n = pk_model_n_tensors(m); i < n; i++) {
+        const char *name, *type;
+        int64_t ne[4];
+        uint64_t nb;
+        if (pk_model_tensor(m, i, &name, &type, ne, &nb)) continue;
+        int k = 0;
+        while (k < nt && strcmp(types[k], type)) k++;
+        if (k == nt && nt < 64) types[nt++] = type;
+        if (k < nt) bytes[k] += nb;
+    }
+    for (int k = 0; k < nt; k++)
+        if (best < 0 || bytes[k] > bytes[best]) best = k;
+    return best < 0 ? "" : types[best];
+}
+
 static const char *const serve_help =
     "usage: pocket serve [-m MODEL] [options]\n"
     "\n"
@@ -2811,7 +2845,7 @@ int cmd_serve(int argc, char **argv) {
     if (S.jinja && !template_copy) die("out of memory");
     S.info = (serve_info){
         .model_id = S.model_id, .arch = mi.arch, .file = path, .file_size = mi.file_bytes,
-        .n_params = (uint64_t)mi.n_params, .quant = "", .n_ctx = S.n_ctx, .n_ctx_train = mi.n_ctx_train,
+        .n_params = (uint64_t)mi.n_params, .quant = main_weight_type(S.model), .n_ctx = S.n_ctx, .n_ctx_train = mi.n_ctx_train,
         .n_vocab = mi.n_vocab, .chat_template = template_copy, .created = S.created,
         .version = POCKET_VERSION,
     };

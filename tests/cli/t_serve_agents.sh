@@ -39,9 +39,9 @@ fails=0
 for m in kjv deltanet; do
     case $m in
     kjv) model=models/kjv-moe-f16.gguf; tmpl=tests/data/templates/Qwen-Qwen3-0.6B.jinja; format=hermes
-         kwargs='{}'; think=0; nschema=200 ;;
+         kwargs='{}'; think=0; nschema=200; quant=F16 ;;
     deltanet) model=$deltanet; tmpl=tests/data/templates/Qwen3.5-4B.jinja; format=qwen3coder
-         kwargs='{"enable_thinking": false}'; think=1; nschema=8 ;;
+         kwargs='{"enable_thinking": false}'; think=1; nschema=8; quant=F32 ;;
     esac
     "$P" template -m "$model" --chat-template-file "$tmpl" "$conv" >"$tmp/$m.want" 2>"$tmp/$m.template.err" ||
         { cat "$tmp/$m.template.err"; fail "pocket template $m"; }
@@ -59,7 +59,7 @@ for m in kjv deltanet; do
     grep -q "Jinja; chatml markers; tool calls $format" "$tmp/$m.log" || { cat "$tmp/$m.log"; fail "$m: the template line"; }
     start=$(date +%s)
     if POCKET_URL="http://127.0.0.1:$PORT" POCKET_KEY="$KEY" POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" \
-       POCKET_FORMAT=$format POCKET_KWARGS="$kwargs" POCKET_THINK=$think POCKET_N_SCHEMA=$nschema \
+       POCKET_FORMAT=$format POCKET_KWARGS="$kwargs" POCKET_THINK=$think POCKET_N_SCHEMA=$nschema POCKET_QUANT=$quant \
        POCKET_CONV="$conv" POCKET_EXPECTED="$tmp/$m.want" node tests/cli/serve/agents.mjs; then
         echo "ok   agents.mjs $m ($(( $(date +%s) - start ))s)"
     else

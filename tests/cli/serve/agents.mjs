@@ -30,6 +30,9 @@ async function expectError(p, status, what, test) {
 
 // ---- the template: /apply-template = pocket template ------------------------------------
 {
+  const models = await client.models.list();
+  const meta = models.data[0].meta;
+  check(meta && meta.quant === process.env.POCKET_QUANT, '/v1/models: meta.quant is the main weight type', meta);
   const conv = JSON.parse(readFileSync(process.env.POCKET_CONV, 'utf8'));
   const want = readFileSync(process.env.POCKET_EXPECTED, 'utf8');
   const r = await post('/apply-template', conv);

@@ -91,8 +91,10 @@
 
 #include "cli.h"
 #include "serve_api.h"
+#include "serve_anthropic.h"
 #include "serve_cache.h"
 #include "serve_misc.h"
+#include "serve_ollama.h"
 #include "webui.h"
 
 /* The other APIs' translators, routed when their files are built in. */
@@ -100,6 +102,8 @@ extern const serve_api serve_api_anthropic __attribute__((weak));
 extern const serve_api serve_api_responses __attribute__((weak));
 extern const serve_api serve_api_ollama_chat __attribute__((weak));
 extern const serve_api serve_api_ollama_generate __attribute__((weak));
+json_t *anthropic_count_request(const json_t *body, const serve_info *si, api_error *e) __attribute__((weak));
+json_t *ollama_tags(const serve_info *si) __attribute__((weak));
 
 #ifndef POCKET_VERSION
 #define POCKET_VERSION "dev"
@@ -159,6 +163,8 @@ typedef struct job {
     char *stop[MAX_STOP];
     int n_stop;
     size_t stop_maxlen;
+    int stop_user;              /* stop[0..stop_user) are the request's (then the template's end) */
+    int stop_hit;               /* the stop string that ended the text (-1: none) */
     int chat, stream, include_usage;
     int split;                  /* chat: answer and reasoning apart (pk_chat_reasoning) */
     int starts[N_STARTS];       /* where the last messages start in prompt (0: not known) */
@@ -393,7 +399,7 @@ static int job_append(job *j, const char *piece, size_t n) {
     for (int i = 0; i < j->n_stop; i++) {
         size_t sl = strlen(j->stop[i]);
         const char *hit = memmem(j->text + from, j->len - from, j->stop[i], sl);
-        if (hit && (size_t)(hit - j->text) < cut) cut = (size_t)(hit - j->text);
+        if (hit && (size_t)(hit - j->text) < cut) { cut = (size_t)(hit - j->text); j->stop_hit = i; }
     }
     if (cut != SIZE_MAX) {
         j->len = cut;
@@ -696,6 +702,13 @@ static void run_job(slot *s, job *j, uint64_t entry) {
         free(big);
         if (r < 0 || cancel) { finish = NULL; break; }
         if (r == 1) { finish = "stop"; break; }
+        /* a grammar that allows only the end has ended the output; one that is
+           complete at max_tokens was closed in time by its limit: not cut */
+        int gs = j->grammar && !grammar_pending ? pk_sampler_grammar_status(j->sampler, NULL) : PK_GRAMMAR_NONE;
+        if (gs == PK_GRAMMAR_MUST_END || (n_gen >= limit && gs == PK_GRAMMAR_CAN_END)) {
+            finish = "stop";
+            break;
+        }
         if (n_gen >= limit) break;
         /* prompt + completion stay within the context (the last token is not decoded) */
         if (pk_context_pos(s->ctx) + 1 >= n_ctx) break;
@@ -1366,6 +1379,27 @@ static int request_tools(const json_t *root, job *j, api_error *e) {
     return 0;
 }
 
+/* The grammar of a forced call (tool_choice "required" or a function's
+ * name; docs/tool-calls.md, "Forcing a call"): attached from the first
+ * generated token, it holds the reasoning too: inside a <think> the prompt
+ * opened (unless a reasoning budget closes it first: then the call comes at
+ * once), or an optional one first when the template knows <think> or the
+ * format is harmony's. -1 with e filled (a schema the converter refuses: 400). */
+static int tool_grammar(const job *j, char **gbnf, api_error *e) {
+    int flags = PK_SCHEMA_LENIENT | (j->one_call ? PK_TOOLCALL_ONE_CALL : 0);
+    if (j->think_open) flags |= j->reasoning_budget < 0 ? PK_TOOLCALL_THINKING : 0;
+    else if (!strcmp(j->toolfmt, "harmony") ||
+             (S.template_text && memmem(S.template_text, S.template_len, "<think>", 7)))
+        flags |= PK_TOOLCALL_MAY_THINK;
+    pk_error err = {0};
+    if (pk_toolcall_grammar(j->toolfmt, j->tools_json, strlen(j->tools_json), j->tool_choice, flags, gbnf, &err)) {
+        *gbnf = NULL;
+        api_fail(e, err.code == PK_ERR_NOMEM ? 500 : 400, "tools", "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* Parse and validate an OpenAI completion request (root: its JSON object)
  * into a new job: the choice `index` of the request (n > 1: the seed is the
  * request's + index). NULL with e filled. No connection is needed:
@@ -1385,6 +1419,7 @@ static job *parse_request(const json_t *root, int chat, int index, api_error *e)
     j->wake = &j->cv;
     j->chat = chat;
     j->max_tokens = -1;
+    j->stop_hit = -1;
     j->index = index;
     j->reasoning_budget = -1;
 
@@ -1526,6 +1561,7 @@ static job *parse_request(const json_t *root, int chat, int index, api_error *e)
         }
     }
 
+    j->stop_user = j->n_stop;
     if (chat) {
         CHECK(!(conv = conversation_json(root, e)));
         CHECK(request_tools(root, j, e));
@@ -1552,10 +1588,23 @@ static job *parse_request(const json_t *root, int chat, int index, api_error *e)
 
     const char *gparam;
     CHECK(request_grammar(root, &gbnf, &gparam, e));
+    /* tool_choice "required" or a name: a grammar forces the call, unless
+       the request brings its own "grammar" (llama.cpp's: it is the caller's
+       to make it call); a JSON response_format beside it is refused */
+    int forcing = j->toolfmt && (!strcmp(j->tool_choice, "required") || (strcmp(j->tool_choice, "auto") &&
+                                                                          strcmp(j->tool_choice, "none")));
+    if (forcing && gbnf && strcmp(gparam, "grammar"))
+        FAIL_BAD(gparam, "'%s' cannot be given with a tool_choice that forces a call (one grammar at a time)", gparam);
+    if (gbnf) forcing = 0;
+    if (forcing) {
+        CHECK(tool_grammar(j, &gbnf, e));
+        gparam = "tools";
+    }
     if (gbnf) CHECK(!(j->grammar = grammar_acquire(gbnf, gparam, e)));
     /* constrained output after an opened <think>: the reasoning is closed
-       at once unless a budget is given; the grammar starts after it */
-    if (j->grammar && j->think_open && j->reasoning_budget < 0) j->reasoning_budget = 0;
+       at once unless a budget is given; the grammar starts after it (a
+       forced call's grammar holds the reasoning itself: tool_grammar) */
+    if (j->grammar && !forcing && j->think_open && j->reasoning_budget < 0) j->reasoning_budget = 0;
 
     /* Tokenize; the prompt must leave room for at least one generated token. */
     size_t plen = strlen(prompt_text);
@@ -1811,6 +1860,13 @@ static int check_tool_choice(const job *j, const outsplit *o, api_error *e) {
     return -1;
 }
 
+/* The request's stop string that ended the text (NULL: none, or the
+   template's end of turn): choice.stop_sequence, pocket's addition to
+   OpenAI's shape, which the Anthropic translator reports. */
+static json_t *stop_sequence_json(const job *j) {
+    return j->stop_hit >= 0 && j->stop_hit < j->stop_user ? json_string(j->stop[j->stop_hit]) : NULL;
+}
+
 static const char *finish_reason(const job *j, const outsplit *o) {
     return o->tc && pk_toolcall_count(o->tc) > 0 && !strcmp(j->finish, "stop") ? "tool_calls" : j->finish;
 }
@@ -1829,8 +1885,8 @@ static json_t *choice_json(const job *j, api_error *e) {
     const char *text = j->text ? j->text : "";
     json_t *lp = j->logprobs ? logprobs_json(j, j->lp, j->n_lp, 0) : json_null();
     if (!j->chat)
-        return json_pack("{s:i, s:o, s:o, s:s}", "index", j->index, "text", json_text(text, j->len), "logprobs", lp,
-                         "finish_reason", j->finish);
+        return json_pack("{s:i, s:o, s:o, s:s, s:o*}", "index", j->index, "text", json_text(text, j->len), "logprobs", lp,
+                         "finish_reason", j->finish, "stop_sequence", stop_sequence_json(j));
     outsplit o;
     pk_error err = {0};
     if (outsplit_init(&o, j, &err) || outsplit_feed(&o, text, j->len, 1)) {
@@ -1860,7 +1916,8 @@ static json_t *choice_json(const job *j, api_error *e) {
     }
     const char *fin = finish_reason(j, &o);
     outsplit_free(&o);
-    json_t *choice = json_pack("{s:i, s:o, s:o, s:s}", "index", j->index, "message", m, "logprobs", lp, "finish_reason", fin);
+    json_t *choice = json_pack("{s:i, s:o, s:o, s:s, s:o*}", "index", j->index, "message", m, "logprobs", lp,
+                               "finish_reason", fin, "stop_sequence", stop_sequence_json(j));
     if (!choice) api_fail(e, 500, NULL, "out of memory");
     return choice;
 }
@@ -1978,7 +2035,10 @@ static int stream_end_choice(stream *st, int i, char *msg, size_t cap) {
     if (stream_piece(st, i, "", 0, NULL, 0, 1)) { snprintf(msg, cap, "out of memory"); return -1; }
     api_error e = {0};
     if (check_tool_choice(j, &cs->os, &e)) { snprintf(msg, cap, "%s", e.msg); return -1; }
-    if (out_chunk(st, chunk_json(j, j->chat ? json_object() : NULL, NULL, 0, finish_reason(j, &cs->os), NULL))) {
+    json_t *last = chunk_json(j, j->chat ? json_object() : NULL, NULL, 0, finish_reason(j, &cs->os), NULL);
+    json_t *seq = stop_sequence_json(j);
+    if (seq) json_object_set_new(json_array_get(json_object_get(last, "choices"), 0), "stop_sequence", seq);
+    if (out_chunk(st, last)) {
         snprintf(msg, cap, "out of memory");
         return -1;
     }
@@ -2270,6 +2330,33 @@ static mhd_result handle_apply_template(struct MHD_Connection *c, request *rq) {
     return send_json(c, 200, v);
 }
 
+/* Anthropic's POST /v1/messages/count_tokens: the body translated as
+ * /v1/messages translates it (tools/serve_anthropic.h), its prompt rendered
+ * and tokenized as a request's would be: {"input_tokens": N}. */
+static mhd_result handle_anthropic_count(struct MHD_Connection *c, request *rq) {
+    api_error e = {0};
+    json_t *conv = NULL, *oreq = NULL, *root = parse_body(rq->body ? rq->body : "", rq->len, &e);
+    char *text = NULL;
+    if (root) oreq = anthropic_count_request(root, &S.info, &e);
+    if (oreq && (conv = conversation_json(oreq, &e)))
+        text = render_chat(conv, json_array_size(json_object_get(conv, "messages")), 1, &e);
+    json_decref(conv);
+    json_decref(oreq);
+    json_decref(root);
+    if (!text) return send_api_error(c, &serve_api_anthropic, &e);
+    size_t len = strlen(text);
+    int32_t *tok = len + 2 <= (size_t)INT_MAX ? malloc((len + 2) * sizeof *tok) : NULL;
+    int had = tok != NULL, n = tok ? pk_model_tokenize(S.model, text, len, tok, (int)len + 2, 1, 1) : -1;
+    free(tok);
+    free(text);
+    if (n < 0) {
+        api_fail(&e, had ? 400 : 500, "messages", had ? "the prompt could not be tokenized: %s" : "out of memory",
+                 pk_status_str(-n));
+        return send_api_error(c, &serve_api_anthropic, &e);
+    }
+    return send_json(c, 200, anthropic_count_response(n));
+}
+
 static mhd_result handle_metrics(struct MHD_Connection *c) {
     size_t cap = 16384, k = 0;
     char *b = malloc(cap);
@@ -2390,7 +2477,10 @@ static mhd_result handle_options(struct MHD_Connection *c, int get, int post) {
 
 /* Route ids. */
 enum { R_NONE, R_INDEX, R_HEALTH, R_METRICS, R_MODELS, R_API, R_APPLY_TEMPLATE, R_MODEL, R_TOKENIZE, R_DETOKENIZE,
-       R_PROPS, R_SLOTS };
+       R_PROPS, R_SLOTS, R_ANTHROPIC_COUNT, R_OLLAMA_TAGS, R_OLLAMA_PS, R_OLLAMA_VERSION, R_OLLAMA_SHOW };
+
+/* Ollama's endpoints beside /api/chat and /api/generate (tools/serve_ollama.c). */
+#define R_IS_OLLAMA(r) ((r) >= R_OLLAMA_TAGS && (r) <= R_OLLAMA_SHOW)
 
 /* The endpoints: a completion endpoint (R_API) is its API's translation
  * (an API whose file is not built in has no address: no route). */
@@ -2409,9 +2499,13 @@ static const struct route_entry {
     {"/v1/completions", "POST", R_API, &serve_api_openai_completions},
     {"/completions", "POST", R_API, &serve_api_openai_completions},
     {"/v1/messages", "POST", R_API, &serve_api_anthropic},
+    {"/v1/messages/count_tokens", "POST", R_ANTHROPIC_COUNT, NULL},
     {"/v1/responses", "POST", R_API, &serve_api_responses},
     {"/api/chat", "POST", R_API, &serve_api_ollama_chat},
     {"/api/generate", "POST", R_API, &serve_api_ollama_generate},
+    {"/api/tags", "GET", R_OLLAMA_TAGS, &serve_api_ollama_chat}, {"/api/ps", "GET", R_OLLAMA_PS, &serve_api_ollama_chat},
+    {"/api/version", "GET", R_OLLAMA_VERSION, &serve_api_ollama_chat},
+    {"/api/show", "POST", R_OLLAMA_SHOW, &serve_api_ollama_chat},
 };
 
 /* GET /v1/models/{id}: the id in url (NULL: not such a path). Ids may hold '/'. */
@@ -2426,7 +2520,10 @@ static const char *model_of_path(const char *url) {
 static int route(const char *url, const char *method, int *method_ok, const serve_api **api) {
     *api = &serve_api_openai_chat;
     for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++) {
-        if (strcmp(url, ROUTES[i].path) || (ROUTES[i].id == R_API && !ROUTES[i].api)) continue;
+        if (strcmp(url, ROUTES[i].path) || (ROUTES[i].id == R_API && !ROUTES[i].api) ||
+            (ROUTES[i].id == R_ANTHROPIC_COUNT && !anthropic_count_request) ||
+            (R_IS_OLLAMA(ROUTES[i].id) && !ollama_tags))
+            continue;
         *method_ok = !strcmp(method, ROUTES[i].method) || (!strcmp(method, "HEAD") && !strcmp(ROUTES[i].method, "GET"));
         if (ROUTES[i].api) *api = ROUTES[i].api;
         return ROUTES[i].id;
@@ -2583,6 +2680,15 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
     case R_MODELS: return send_json(c, 200, models_json());
     case R_API: return handle_api(c, rq, api);
     case R_APPLY_TEMPLATE: return handle_apply_template(c, rq);
+    case R_ANTHROPIC_COUNT: return handle_anthropic_count(c, rq);
+    case R_OLLAMA_TAGS: return send_json(c, 200, ollama_tags(&S.info));
+    case R_OLLAMA_PS: return send_json(c, 200, ollama_ps(&S.info));
+    case R_OLLAMA_VERSION: return send_json(c, 200, ollama_version(&S.info));
+    case R_OLLAMA_SHOW: {
+        json_t *root = parse_body(rq->body ? rq->body : "", rq->len, &e), *v = root ? ollama_show(root, &S.info, &e) : NULL;
+        json_decref(root);
+        return v ? send_json(c, 200, v) : send_api_error(c, api, &e);
+    }
     case R_MODEL: {
         json_t *m = misc_model_get(&S.info, model_of_path(url), &e);
         if (!m && e.status == 404) set_code(&e, "model_not_found");

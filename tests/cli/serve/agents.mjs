@@ -99,6 +99,17 @@ let call;
   await expectError(client.chat.completions.create({ ...base, messages: ask, tools, tool_choice: 'required', max_tokens: 6,
                                                      grammar: 'root ::= "no call"' }),
                     500, 'tool_choice required, no call made', (e) => /tool_choice/.test(e.message));
+  // required without a grammar of the request's: the server's grammar forces the call
+  // (docs/tool-calls.md); a JSON response_format beside it is refused
+  const forced = await client.chat.completions.create({ ...base, messages: ask, tools, tool_choice: 'required',
+                                                        max_tokens: 200, seed: 7 });
+  check(forced.choices[0].finish_reason === 'tool_calls' && forced.choices[0].message.tool_calls &&
+        forced.choices[0].message.tool_calls[0].function.name === 'get_weather' &&
+        typeof JSON.parse(forced.choices[0].message.tool_calls[0].function.arguments) === 'object',
+        'tool_choice required: the call forced by the server\'s grammar', forced.choices[0]);
+  await expectError(client.chat.completions.create({ ...base, messages: ask, tools, tool_choice: 'required', max_tokens: 6,
+                                                     response_format: { type: 'json_object' } }),
+                    400, 'tool_choice required with a JSON response_format', (e) => /response_format/.test(e.message));
   // tool_choice none: the same text is content, no call parsed
   const none = await client.chat.completions.create({ ...base, messages: ask, tools, tool_choice: 'none', grammar: callGrammar,
                                                       max_tokens: 160, seed: 7 });

@@ -196,6 +196,7 @@ typedef struct job {
     int n_lp, cap_lp;
     int n_reasoning;            /* tokens generated inside the reasoning block */
     double t_submit, t_start, t_first, t_end;
+    double prompt_ms, gen_ms;   /* its prompt's processing and its generation (timings) */
     pthread_cond_t cv;
     pthread_cond_t *wake;       /* signalled on new text and when done: cv, or the leader's */
     struct job *leader;         /* n > 1: the request's first choice (a reference), whose cv is
@@ -724,6 +725,8 @@ static void run_job(slot *s, job *j, uint64_t entry) {
 done:
     pthread_mutex_lock(&S.mu);
     S.gen_seconds_total += t_gen;
+    j->prompt_ms = t_prompt * 1e3;
+    j->gen_ms = t_gen * 1e3;
     slot_stats_locked(s);
     j->finish = finish;
     if (finish) j->released = j->len;   /* a partial stop string or character at the end is text */
@@ -1670,6 +1673,26 @@ static json_t *usage_json(job *const *jobs, int n) {
                      "total_tokens", jobs[0]->n_prompt + gen, "prompt_tokens_details", "cached_tokens", jobs[0]->n_cached);
 }
 
+/* llama-server's "timings" of n done jobs (mu held or the jobs done):
+ * prompt_n the prompt tokens processed (cache_n those a slot held),
+ * predicted_n the tokens generated (every choice's), their milliseconds
+ * and speeds. */
+static json_t *timings_json(job *const *jobs, int n) {
+    int gen = 0;
+    double gen_ms = 0;
+    for (int i = 0; i < n; i++) {
+        gen += jobs[i]->n_gen;
+        gen_ms += jobs[i]->gen_ms;
+    }
+    int pn = jobs[0]->n_prompt - jobs[0]->n_cached;
+    double pms = jobs[0]->prompt_ms;
+    return json_pack("{s:i, s:i, s:f, s:f, s:f, s:i, s:f, s:f, s:f}", "cache_n", jobs[0]->n_cached, "prompt_n", pn,
+                     "prompt_ms", pms, "prompt_per_token_ms", pn > 0 ? pms / pn : 0.0, "prompt_per_second",
+                     pms > 0 ? pn * 1e3 / pms : 0.0, "predicted_n", gen, "predicted_ms", gen_ms,
+                     "predicted_per_token_ms", gen > 0 ? gen_ms / gen : 0.0, "predicted_per_second",
+                     gen_ms > 0 ? gen * 1e3 / gen_ms : 0.0);
+}
+
 /* A token's text: t (valid UTF-8, for "token") and its bytes. */
 static json_t *token_json(int32_t id, const char *key_lp, float lp, json_t *extra) {
     char buf[256];
@@ -1931,8 +1954,12 @@ static json_t *completion_json(job *const *jobs, int n, api_error *e) {
         if (!c) { json_decref(o); return NULL; }
         json_array_append_new(choices, c);
     }
-    if (o) json_object_set_new(o, "usage", usage_json(jobs, n));
-    else api_fail(e, 500, NULL, "out of memory");
+    if (o) {
+        json_object_set_new(o, "usage", usage_json(jobs, n));
+        json_object_set_new(o, "timings", timings_json(jobs, n));
+    } else {
+        api_fail(e, 500, NULL, "out of memory");
+    }
     return o;
 }
 
@@ -2106,7 +2133,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             }
             if (n_ended == st->n) {
                 json_t *u = object_json(st->jobs[0], st->jobs[0]->chat ? "chat.completion.chunk" : "text_completion", NULL);
-                if (u) json_object_set_new(u, "usage", usage_json(st->jobs, st->n));
+                if (u) {
+                    json_object_set_new(u, "usage", usage_json(st->jobs, st->n));
+                    json_object_set_new(u, "timings", timings_json(st->jobs, st->n));
+                }
                 pthread_mutex_unlock(&S.mu);
                 if (out_chunk(st, u) || st->api->stream_chunk(st->ast, NULL, NULL, &st->out) || st->out.oom)
                     return MHD_CONTENT_READER_END_WITH_ERROR;

@@ -7,7 +7,9 @@
  * Input: byte 0's low 7 bits pick the route and method (chat and text
  * completions, health, models, metrics, the page, an unknown path, a wrong
  * method, /tokenize, /detokenize, /props, /slots, /v1/models/{id}, an
- * OPTIONS preflight), its high bit the template; byte 1 the Authorization, x-api-key and Content-Length
+ * OPTIONS preflight, Anthropic's count_tokens, Ollama's /api/show and
+ * /api/tags, whose answers are checked in their API's shape), its high bit
+ * the template; byte 1 the Authorization, x-api-key and Content-Length
  * headers, byte 2 whether a
  * valid completion is generated (byte 2 = 'g', for 1 in 64 such inputs: at most 2 tokens, on the calling
  * thread); the rest is the body. The answer goes through the same
@@ -108,6 +110,25 @@ static void check_cors_and_log(const char *body, size_t len) {
     free(t);
 }
 
+/* v (stolen), an answer of another API than OpenAI's: JSON that parses
+ * back, and for a refusal an error naming a non-empty message (Anthropic's
+ * {"type": "error", "error": {"message"}}, Ollama's {"error": "..."}). */
+static void check_other(int status, json_t *v) {
+    if (!v) { fprintf(stderr, "no JSON for status %d\n", status); abort(); }
+    char *s = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    json_t *back = s ? json_loads(s, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL) : NULL;
+    if (!back) { fprintf(stderr, "status %d: invalid JSON %s\n", status, s ? s : "(none)"); abort(); }
+    json_t *e = json_object_get(back, "error");
+    const char *msg = json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
+    if (status < 400 ? status != 200 || e : status >= 600 || !msg || !*msg) {
+        fprintf(stderr, "status %d: not a valid answer: %s\n", status, s);
+        abort();
+    }
+    json_decref(back);
+    free(s);
+}
+
 /* v (stolen) must be a valid answer for status. */
 static void check_answer(int status, json_t *v) {
     if (!v) { fprintf(stderr, "no JSON for status %d\n", status); abort(); }
@@ -138,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {"GET", "/metrics"}, {"GET", "/"}, {"POST", "/v1/engines/<b>x</b>"}, {"GET", "/chat/completions"},
         {"POST", "/tokenize"}, {"POST", "/detokenize"}, {"GET", "/props"}, {"GET", "/slots"},
         {"GET", "/v1/models/kjv-moe-f16"}, {"OPTIONS", "/v1/chat/completions"},
+        {"POST", "/v1/messages/count_tokens"}, {"POST", "/api/show"}, {"GET", "/api/tags"},
     };
     static const char *const auths[] = {NULL, "Bearer s3cret-key", "Bearer s3cret-kez", "s3cret-key", "Bearer  s3cret-key"};
     static const char *const lengths[] = {NULL, "10", "99999999999999999999", "-1", "4097", "abc"};
@@ -165,14 +187,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!strcmp(method, "OPTIONS")) { check_cors_and_log(body, len); return 0; }
     api_error e = {0};
     int status = precheck(r, method_ok, method, url, authz, xkey, clen, &e);
-    if (status) { check_answer(status, api_error_json(api, &e)); return 0; }
+    /* refusals in the route's API's shape: OpenAI's, or Anthropic's / Ollama's */
+    void (*check_refusal)(int, json_t *) = api_is_openai(api) ? check_answer : check_other;
+    if (status) { check_refusal(status, api_error_json(api, &e)); return 0; }
     if (len > S.max_body) {   /* as on_request after reading the body */
         api_fail(&e, 413, NULL, "too large");
-        check_answer(413, api_error_json(api, &e));
+        check_refusal(413, api_error_json(api, &e));
         return 0;
     }
     if (r == R_HEALTH) { check_answer(200, json_pack("{s:s}", "status", "ok")); return 0; }
     if (r == R_MODELS) { check_answer(200, models_json()); return 0; }
+    if (r == R_ANTHROPIC_COUNT || r == R_OLLAMA_SHOW || r == R_OLLAMA_TAGS) {
+        json_t *out = NULL, *b = NULL;
+        if (r == R_ANTHROPIC_COUNT) out = anthropic_count_json(body, len, &e);
+        else if (r == R_OLLAMA_TAGS) out = ollama_tags(&S.info);
+        else if ((b = parse_body(body, len, &e))) out = ollama_show(b, &S.info, &e);
+        json_decref(b);
+        check_other(out ? 200 : e.status, out ? out : api_error_json(api, &e));
+        return 0;
+    }
     if (r == R_PROPS) { check_answer(200, props_json()); return 0; }
     if (r == R_SLOTS) { int idle; check_answer(200, slots_json(&idle)); return 0; }
     if (r == R_MODEL || r == R_TOKENIZE || r == R_DETOKENIZE) {

@@ -2363,28 +2363,32 @@ static mhd_result handle_apply_template(struct MHD_Connection *c, request *rq) {
 /* Anthropic's POST /v1/messages/count_tokens: the body translated as
  * /v1/messages translates it (tools/serve_anthropic.h), its prompt rendered
  * and tokenized as a request's would be: {"input_tokens": N}. */
-static mhd_result handle_anthropic_count(struct MHD_Connection *c, request *rq) {
-    api_error e = {0};
-    json_t *conv = NULL, *oreq = NULL, *root = parse_body(rq->body ? rq->body : "", rq->len, &e);
+static json_t *anthropic_count_json(const char *body, size_t blen, api_error *e) {
+    json_t *conv = NULL, *oreq = NULL, *root = parse_body(body, blen, e);
     char *text = NULL;
-    if (root) oreq = anthropic_count_request(root, &S.info, &e);
-    if (oreq && (conv = conversation_json(oreq, &e)))
-        text = render_chat(conv, json_array_size(json_object_get(conv, "messages")), 1, &e);
+    if (root) oreq = anthropic_count_request(root, &S.info, e);
+    if (oreq && (conv = conversation_json(oreq, e)))
+        text = render_chat(conv, json_array_size(json_object_get(conv, "messages")), 1, e);
     json_decref(conv);
     json_decref(oreq);
     json_decref(root);
-    if (!text) return send_api_error(c, &serve_api_anthropic, &e);
+    if (!text) return NULL;
     size_t len = strlen(text);
     int32_t *tok = len + 2 <= (size_t)INT_MAX ? malloc((len + 2) * sizeof *tok) : NULL;
-    int had = tok != NULL, n = tok ? pk_model_tokenize(S.model, text, len, tok, (int)len + 2, 1, 1) : -1;
+    int n = tok ? pk_model_tokenize(S.model, text, len, tok, (int)len + 2, 1, 1) : -PK_ERR_NOMEM;
     free(tok);
     free(text);
-    if (n < 0) {
-        api_fail(&e, had ? 400 : 500, "messages", had ? "the prompt could not be tokenized: %s" : "out of memory",
-                 pk_status_str(-n));
-        return send_api_error(c, &serve_api_anthropic, &e);
-    }
-    return send_json(c, 200, anthropic_count_response(n));
+    if (n == -PK_ERR_NOMEM) { api_fail(e, 500, NULL, "out of memory"); return NULL; }
+    if (n < 0) { api_fail(e, 400, "messages", "the prompt could not be tokenized: %s", pk_status_str(-n)); return NULL; }
+    json_t *v = anthropic_count_response(n);
+    if (!v) api_fail(e, 500, NULL, "out of memory");
+    return v;
+}
+
+static mhd_result handle_anthropic_count(struct MHD_Connection *c, request *rq) {
+    api_error e = {0};
+    json_t *v = anthropic_count_json(rq->body ? rq->body : "", rq->len, &e);
+    return v ? send_json(c, 200, v) : send_api_error(c, &serve_api_anthropic, &e);
 }
 
 static mhd_result handle_metrics(struct MHD_Connection *c) {
@@ -2529,7 +2533,7 @@ static const struct route_entry {
     {"/v1/completions", "POST", R_API, &serve_api_openai_completions},
     {"/completions", "POST", R_API, &serve_api_openai_completions},
     {"/v1/messages", "POST", R_API, &serve_api_anthropic},
-    {"/v1/messages/count_tokens", "POST", R_ANTHROPIC_COUNT, NULL},
+    {"/v1/messages/count_tokens", "POST", R_ANTHROPIC_COUNT, &serve_api_anthropic},
     {"/v1/responses", "POST", R_API, &serve_api_responses},
     {"/api/chat", "POST", R_API, &serve_api_ollama_chat},
     {"/api/generate", "POST", R_API, &serve_api_ollama_generate},

@@ -145,7 +145,7 @@ $(BUILD)/tests/tool_%: tests/lib/tool_%.c $(LIB) | $(BUILD)/tests
 
 # the tools/ files a harness links: fuzz_serve the server's, fuzz_api_NAME
 # the translator tools/serve_NAME.c
-fuzz_tools = $(if $(filter serve,$(1)),tools/cli.c tools/serve_cache.c tools/serve_api.c tools/serve_misc.c)$(if \
+fuzz_tools = $(if $(filter serve,$(1)),tools/cli.c $(wildcard tools/serve_*.c))$(if \
              $(filter api_%,$(1)), tools/serve_api.c tools/serve_$(patsubst api_%,%,$(1)).c)
 
 # the fuzz harnesses as plain programs that replay files (fuzz/driver.c)

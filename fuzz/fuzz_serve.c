@@ -1,19 +1,24 @@
 /* fuzz_serve.c - libFuzzer harness: `pocket serve`'s request handling as a
  * function, without sockets: tools/cmd_serve.c is compiled in (its static
  * functions are what the HTTP callbacks call), with the bundled model, a
- * 32-token context, an API key and a 4 KiB body limit.
+ * 32-token context, an API key and a 4 KiB body limit; chatml built in, or
+ * Qwen3.5's Jinja template (tests/data/templates/).
  *
- * Input: byte 0 picks the route and method (chat and text completions,
- * health, models, metrics, the page, an unknown path, a wrong method,
- * /tokenize, /detokenize, /props, /slots, /v1/models/{id}, an OPTIONS
- * preflight), byte 1 the Authorization, x-api-key and Content-Length
+ * Input: byte 0's low 7 bits pick the route and method (chat and text
+ * completions, health, models, metrics, the page, an unknown path, a wrong
+ * method, /tokenize, /detokenize, /props, /slots, /v1/models/{id}, an
+ * OPTIONS preflight, Anthropic's count_tokens, Ollama's /api/show and
+ * /api/tags, whose answers are checked in their API's shape), its high bit
+ * the template; byte 1 the Authorization, x-api-key and Content-Length
  * headers, byte 2 whether a
  * valid completion is generated (byte 2 = 'g', for 1 in 64 such inputs: at most 2 tokens, on the calling
  * thread); the rest is the body. The answer goes through the same
  * functions as on the wire: precheck (route, method, key, length),
- * parse_request (JSON, fields, template, tokenizer), run_job and the result
- * or streamed-chunk JSON; serve_misc.c's endpoints with the body (the id of
- * /v1/models/{id} too). Every answer must serialise to valid JSON that
+ * the API's request translation, parse_request (JSON, fields, template,
+ * tools, grammar, tokenizer; n jobs), run_job and the result, and the same
+ * text streamed in two pieces through the API's stream (every event JSON);
+ * serve_misc.c's endpoints with the body (the id of /v1/models/{id} too).
+ * Every answer must serialise to valid JSON that
  * parses back: an OpenAI-style error object {"error": {"message": non-empty
  * string, "type": string, "code": ...}} with a 4xx/5xx status, or a result.
  * A preflight takes the body as its Origin and Access-Control-Request-Headers
@@ -24,6 +29,9 @@
 #include "../tools/cmd_serve.c"
 
 static slot fuzz_slot;
+static pk_jinja *tmpl;
+static char *tmpl_text;
+static size_t tmpl_len;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     pk_error err = {0};
@@ -51,6 +59,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (pk_context_new(S.model, &cp, &fuzz_slot.ctx, &err)) { fprintf(stderr, "fuzz_serve: %s\n", err.msg); exit(1); }
     S.slots = &fuzz_slot;
     S.n_ctx = pk_context_n_ctx(fuzz_slot.ctx);
+    S.info = (serve_info){.model_id = S.model_id, .arch = "qwen3moe", .file = "models/kjv-moe-f16.gguf",
+                          .n_ctx = S.n_ctx, .n_vocab = pk_model_n_vocab(S.model), .version = POCKET_VERSION};
+    /* inputs with bit 7 of byte 0 set run Qwen3.5's Jinja template (tools,
+       tool calls, reasoning), the others the built-in chatml */
+    size_t n;
+    tmpl_text = read_file("tests/data/templates/Qwen3.5-4B.jinja", &n);
+    if (pk_jinja_parse(tmpl_text, n, 0, &tmpl, &err)) { fprintf(stderr, "fuzz_serve: %s\n", err.msg); exit(1); }
+    tmpl_len = n;
     return 0;
 }
 
@@ -94,6 +110,25 @@ static void check_cors_and_log(const char *body, size_t len) {
     free(t);
 }
 
+/* v (stolen), an answer of another API than OpenAI's: JSON that parses
+ * back, and for a refusal an error naming a non-empty message (Anthropic's
+ * {"type": "error", "error": {"message"}}, Ollama's {"error": "..."}). */
+static void check_other(int status, json_t *v) {
+    if (!v) { fprintf(stderr, "no JSON for status %d\n", status); abort(); }
+    char *s = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    json_t *back = s ? json_loads(s, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL) : NULL;
+    if (!back) { fprintf(stderr, "status %d: invalid JSON %s\n", status, s ? s : "(none)"); abort(); }
+    json_t *e = json_object_get(back, "error");
+    const char *msg = json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "message"));
+    if (status < 400 ? status != 200 || e : status >= 600 || !msg || !*msg) {
+        fprintf(stderr, "status %d: not a valid answer: %s\n", status, s);
+        abort();
+    }
+    json_decref(back);
+    free(s);
+}
+
 /* v (stolen) must be a valid answer for status. */
 static void check_answer(int status, json_t *v) {
     if (!v) { fprintf(stderr, "no JSON for status %d\n", status); abort(); }
@@ -124,13 +159,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         {"GET", "/metrics"}, {"GET", "/"}, {"POST", "/v1/engines/<b>x</b>"}, {"GET", "/chat/completions"},
         {"POST", "/tokenize"}, {"POST", "/detokenize"}, {"GET", "/props"}, {"GET", "/slots"},
         {"GET", "/v1/models/kjv-moe-f16"}, {"OPTIONS", "/v1/chat/completions"},
+        {"POST", "/v1/messages/count_tokens"}, {"POST", "/api/show"}, {"GET", "/api/tags"},
     };
     static const char *const auths[] = {NULL, "Bearer s3cret-key", "Bearer s3cret-kez", "s3cret-key", "Bearer  s3cret-key"};
     static const char *const lengths[] = {NULL, "10", "99999999999999999999", "-1", "4097", "abc"};
     static const char *const xkeys[] = {NULL, "s3cret-key", "s3cret-kez"};
     const int n_routes = (int)(sizeof routes / sizeof routes[0]);
-    const char *method = routes[data[0] % n_routes][0], *url = routes[data[0] % n_routes][1];
+    const char *method = routes[(data[0] & 0x7f) % n_routes][0], *url = routes[(data[0] & 0x7f) % n_routes][1];
     const char *authz = auths[data[1] % 5], *clen = lengths[data[1] / 5 % 6], *xkey = xkeys[data[1] / 30 % 3];
+    S.jinja = data[0] & 0x80 ? tmpl : NULL;
+    S.template_text = S.jinja ? tmpl_text : NULL;
+    S.template_len = S.jinja ? tmpl_len : 0;
+    S.toolfmt = S.jinja ? pk_toolcall_detect(tmpl_text, tmpl_len) : NULL;
     /* byte 2 = 'g' asks for a generation, which runs for 1 in 64 of those
        inputs (by a hash of the whole input): a generation costs ~44 ms under
        ASan, everything else ~0.07 ms, and mutations of a generating input
@@ -142,28 +182,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const size_t len = size - 3;
 
     int method_ok = 0;
-    int r = route(url, method, &method_ok);
+    const serve_api *api;
+    int r = route(url, method, &method_ok, &api);
     if (!strcmp(method, "OPTIONS")) { check_cors_and_log(body, len); return 0; }
-    json_t *error = NULL;
-    int status = precheck(r, method_ok, method, url, authz, xkey, clen, &error);
-    if (status) { check_answer(status, error); return 0; }
+    api_error e = {0};
+    int status = precheck(r, method_ok, method, url, authz, xkey, clen, &e);
+    /* refusals in the route's API's shape: OpenAI's, or Anthropic's / Ollama's */
+    void (*check_refusal)(int, json_t *) = api_is_openai(api) ? check_answer : check_other;
+    if (status) { check_refusal(status, api_error_json(api, &e)); return 0; }
     if (len > S.max_body) {   /* as on_request after reading the body */
-        check_answer(413, error_json("invalid_request_error", "request_too_large", NULL, "too large"));
+        api_fail(&e, 413, NULL, "too large");
+        check_refusal(413, api_error_json(api, &e));
         return 0;
     }
     if (r == R_HEALTH) { check_answer(200, json_pack("{s:s}", "status", "ok")); return 0; }
     if (r == R_MODELS) { check_answer(200, models_json()); return 0; }
+    if (r == R_ANTHROPIC_COUNT || r == R_OLLAMA_SHOW || r == R_OLLAMA_TAGS) {
+        json_t *out = NULL, *b = NULL;
+        if (r == R_ANTHROPIC_COUNT) out = anthropic_count_json(body, len, &e);
+        else if (r == R_OLLAMA_TAGS) out = ollama_tags(&S.info);
+        else if ((b = parse_body(body, len, &e))) out = ollama_show(b, &S.info, &e);
+        json_decref(b);
+        check_other(out ? 200 : e.status, out ? out : api_error_json(api, &e));
+        return 0;
+    }
     if (r == R_PROPS) { check_answer(200, props_json()); return 0; }
     if (r == R_SLOTS) { int idle; check_answer(200, slots_json(&idle)); return 0; }
     if (r == R_MODEL || r == R_TOKENIZE || r == R_DETOKENIZE) {
-        api_error e = {0};
         json_t *out = NULL;
         if (r == R_MODEL) {
             char *id = strndup(body, len);
-            serve_info si;
-            server_info(&si);
             if (!id) abort();
-            out = misc_model_get(&si, id, &e);
+            out = misc_model_get(&S.info, id, &e);
             free(id);
         } else {
             json_t *b = misc_parse_body(body, len, &e);
@@ -171,31 +221,62 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             json_decref(b);
         }
         if (out) check_answer(200, out);
-        else check_answer(e.status, api_error_json(&e));
+        else check_answer(e.status, api_error_json(api, &e));
         return 0;
     }
-    if (r != R_CHAT && r != R_COMPLETIONS) return 0;   /* text answers: /metrics, the page */
-    job *j = parse_request(body, len, r == R_CHAT, &status, &error);
-    if (!j) { check_answer(status, error); return 0; }
+    if (r != R_API) return 0;   /* text answers: /metrics, the page */
+    int chat = 1, n = 0;
+    job *jobs[MAX_N];
+    json_t *oreq = NULL, *root = parse_body(body, len, &e);
+    if (root) oreq = api->request(root, &S.info, &chat, &e);
+    if (oreq && check_model(oreq, &e)) { json_decref(oreq); oreq = NULL; }
+    if (oreq) n = request_jobs(oreq, chat, jobs, &e);
+    json_decref(oreq);
+    if (!n) { json_decref(root); check_answer(e.status, api_error_json(api, &e)); return 0; }
+    job *j = jobs[0];
     if (generate) {
         if (j->max_tokens < 0 || j->max_tokens > 2) j->max_tokens = 2;
         j->refs = 1;
         run_job(&fuzz_slot, j, 0);
         j->state = JOB_DONE;
         if (j->finish) {
-            size_t n;
-            char *t = utf8_sanitize(j->text ? j->text : "", j->len, &n);
-            if (!t) abort();
-            check_answer(200, final_json(j, t, n));
-            check_answer(200, chunk_json(j, "content", t, n, j->chat, NULL));
-            check_answer(200, chunk_json(j, "reasoning_content", t, n, 0, NULL));
-            check_answer(200, chunk_json(j, "content", NULL, 0, 0, j->finish));
-            free(t);
+            json_t *comp = completion_json(jobs, 1, &e);
+            if (comp) check_answer(200, api->response(root, comp, &S.info));
+            else check_answer(e.status, api_error_json(api, &e));
+            json_decref(comp);
+            /* the same text streamed in two pieces: every event is JSON */
+            stream st = {.n = 1, .api = api, .jobs = {j}};
+            pk_error serr = {0};
+            if (!(st.ast = api->stream_new(root, &S.info)) || outsplit_init(&st.cs[0].os, j, &serr)) abort();
+            st.cs[0].os.emit = stream_emit;
+            st.cs[0].os.ctx = &st;
+            char msg[600];
+            size_t half = j->len / 2;
+            if (stream_piece(&st, 0, j->text ? j->text : "", half, j->lp, j->n_lp, 0) ||
+                stream_piece(&st, 0, j->text ? j->text + half : "", j->len - half, NULL, 0, 0))
+                abort();
+            st.cs[0].sent = j->len;
+            if (stream_end_choice(&st, 0, msg, sizeof msg)) api->stream_chunk(st.ast, NULL, msg, &st.out);
+            else api->stream_chunk(st.ast, NULL, NULL, &st.out);
+            if (st.out.oom) abort();
+            for (char *p = st.out.p; p && (p = strstr(p, "data: ")); p += 6) {
+                char *end = strstr(p, "\n\n");
+                if (!end) abort();
+                if (strncmp(p + 6, "[DONE]", 6)) {
+                    json_t *ev = json_loadb(p + 6, (size_t)(end - p - 6), 0, NULL);
+                    if (!ev) { fprintf(stderr, "stream event is not JSON: %.*s\n", (int)(end - p - 6), p + 6); abort(); }
+                    json_decref(ev);
+                }
+            }
+            outsplit_free(&st.cs[0].os);
+            api->stream_free(st.ast);
+            free(st.out.p);
         } else {
-            check_answer(500, error_json("server_error", NULL, NULL, "generation failed: %s", j->err[0] ? j->err : "cancelled"));
+            api_fail(&e, 500, NULL, "generation failed: %s", j->err[0] ? j->err : "cancelled");
+            check_answer(500, api_error_json(api, &e));
         }
     }
-    j->refs = 1;
-    job_unref(j);
+    for (int i = 0; i < n; i++) { jobs[i]->refs = 1; job_unref(jobs[i]); }
+    json_decref(root);
     return 0;
 }

@@ -10,6 +10,7 @@
 void api_fail(api_error *e, int status, const char *param, const char *fmt, ...) {
     e->status = status;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    e->code[0] = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);

@@ -20,6 +20,7 @@
  *   prompt: string (text completions, *chat = 0),
  *   tools: [{type: "function", function: {name, description?, parameters?}}],
  *   tool_choice: "auto" | "none" | "required" | {type: "function", function: {name}},
+ *   parallel_tool_calls: bool (false: the first call only),
  *   response_format: {type: "text" | "json_object"} |
  *                    {type: "json_schema", json_schema: {name, schema, strict?}},
  *   grammar: GBNF text (llama.cpp's field),
@@ -69,6 +70,8 @@ typedef struct api_error {
     int status;                 /* 400, 404, 413, 500 ... */
     char param[64];             /* the request field at fault ("" if none) */
     char msg[512];
+    char code[48];              /* OpenAI's error code ("unsupported_parameter", "model_not_found",
+                                   "context_length_exceeded"...; "" if none): api_fail clears it */
 } api_error;
 
 void api_fail(api_error *e, int status, const char *param, const char *fmt, ...)
@@ -116,6 +119,8 @@ typedef struct serve_api {
     json_t *(*error)(const api_error *e);
 } serve_api;
 
+extern const serve_api serve_api_openai_chat;        /* tools/serve_openai.c: /v1/chat/completions */
+extern const serve_api serve_api_openai_completions; /* tools/serve_openai.c: /v1/completions */
 extern const serve_api serve_api_anthropic;  /* tools/serve_anthropic.c: /v1/messages */
 extern const serve_api serve_api_responses;  /* tools/serve_responses.c: /v1/responses */
 extern const serve_api serve_api_ollama_chat;     /* tools/serve_ollama.c: /api/chat */

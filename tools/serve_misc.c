@@ -16,10 +16,11 @@
 /* ---- models ---------------------------------------------------------------------------- */
 
 json_t *misc_model_json(const serve_info *si) {
-    return json_pack("{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:i, s:I, s:I}}", "id", si->model_id, "object",
+    return json_pack("{s:s, s:s, s:I, s:s, s:{s:s, s:i, s:i, s:i, s:I, s:I, s:s}}", "id", si->model_id, "object",
                      "model", "created", (json_int_t)si->created, "owned_by", "pocket", "meta", "arch",
                      si->arch ? si->arch : "", "n_ctx", si->n_ctx, "n_ctx_train", si->n_ctx_train, "n_vocab",
-                     si->n_vocab, "n_params", (json_int_t)si->n_params, "size", (json_int_t)si->file_size);
+                     si->n_vocab, "n_params", (json_int_t)si->n_params, "size", (json_int_t)si->file_size, "quant",
+                     si->quant ? si->quant : "");
 }
 
 json_t *misc_model_get(const serve_info *si, const char *id, api_error *e) {

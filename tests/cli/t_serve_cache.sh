@@ -13,17 +13,12 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 export PYTHON
 . tests/lib/fixtures.sh
+. tests/lib/node.sh
 tmp="$BUILD/tmp/serve-cache"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 fail() { echo "FAIL: $*"; exit 1; }
 
-command -v node >/dev/null || fail "node is not installed (Node.js 20 is needed for this test)"
-if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ]; then
-    command -v npm >/dev/null || fail "npm is not installed"
-    mkdir -p "$NODE_DIR"
-    [ -f "$NODE_DIR/package.json" ] || echo '{"name":"pocket-serve-tests","private":true}' >"$NODE_DIR/package.json"
-    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error openai@6) || fail "npm install openai failed"
-fi
+msg=$(node_packages "$NODE_DIR" openai@6) || fail "$msg"
 deltanet=$(fixture_model qwen35moe) || fail "no qwen35moe fixture"
 
 fails=0

@@ -40,13 +40,18 @@ const messages = [{ role: 'user', content: 'And God said' }];
 const chat = await client.chat.completions.create({ model: 'gpt-4o', messages, max_tokens: 6, temperature: 0 });
 check(chat.model === ID && chat.choices[0].message.content.length > 0, 'chat with model "gpt-4o": answered, model is the served id', chat.model);
 const chatUsage = chat.usage;
-let streamModel = null, streamUsage = null, streamId = null;
+// llama-server's timings beside usage: tokens processed / held / generated and their milliseconds
+const timingsOk = (t, u) => t && t.prompt_n + t.cache_n === u.prompt_tokens && t.cache_n === u.prompt_tokens_details.cached_tokens &&
+  t.predicted_n === u.completion_tokens && t.prompt_ms >= 0 && t.predicted_ms > 0 && t.predicted_per_second > 0;
+check(timingsOk(chat.timings, chat.usage), 'chat: timings agree with usage', [chat.timings, chat.usage]);
+let streamModel = null, streamUsage = null, streamId = null, streamTimings = null;
 for await (const ch of await client.chat.completions.create({ model: 'anything/else:latest', messages, max_tokens: 5, temperature: 0,
                                                               stream: true, stream_options: { include_usage: true } })) {
   streamModel = ch.model; streamId = ch.id;
-  if (ch.usage) streamUsage = ch.usage;
+  if (ch.usage) { streamUsage = ch.usage; streamTimings = ch.timings; }
 }
 check(streamModel === ID && streamUsage, 'streamed chat with another name: chunks carry the served id', streamModel);
+check(timingsOk(streamTimings, streamUsage), 'streamed chat: the usage chunk has timings', [streamTimings, streamUsage]);
 const comp = await client.completions.create({ model: 'text-davinci-003', prompt: 'In the beginning', max_tokens: 3 });
 check(comp.model === ID, 'completions with another name: the served id', comp.model);
 

@@ -1,0 +1,74 @@
+#!/bin/sh
+# What agents need of `pocket serve` end to end (tests/cli/serve/agents.mjs,
+# through the official `openai` npm client), on loopback, with a Jinja chat
+# template given by --chat-template-file, on two models:
+#   - the bundled model with Qwen3's template (tool calls in the hermes
+#     format), 200 constrained generations (json_schema, n = 4 a request)
+#   - the qwen35moe llama.cpp fixture (tests/lib/fixtures.sh) with Qwen3.5's
+#     template (tool calls in the qwen3coder format; enable_thinking false
+#     through chat_template_kwargs, and the thinking budget with it on)
+# /apply-template is compared with `pocket template` on the same
+# conversation. Needs node + npm (openai goes to $BUILD/tmp/node).
+set -u
+BUILD=${BUILD:-build}
+PYTHON=${PYTHON:-/usr/bin/python3}
+export PYTHON
+. tests/lib/fixtures.sh
+. tests/lib/node.sh
+P="$BUILD/pocket"
+tmp="$BUILD/tmp/serve-agents"; rm -rf "$tmp"; mkdir -p "$tmp"
+NODE_DIR="$BUILD/tmp/node"
+KEY="pocket-test-key-$$"
+fail() { echo "FAIL: $*"; exit 1; }
+
+msg=$(node_packages "$NODE_DIR" openai@6) || fail "$msg"
+deltanet=$(fixture_model qwen35moe) || fail "no qwen35moe fixture"
+
+# the conversation of /apply-template: tool calls with object arguments, tool
+# results, and the generation prompt (the server always adds it)
+conv="$tmp/conv.json"
+"$PYTHON" -c 'import json,sys; c=json.load(open(sys.argv[1])); c["add_generation_prompt"]=True; json.dump(c,open(sys.argv[2],"w"))' \
+    tests/data/chat/tool_call_object_args.json "$conv" || fail "cannot write $conv"
+
+SERVER=""
+cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fails=0
+for m in kjv deltanet; do
+    case $m in
+    kjv) model=models/kjv-moe-f16.gguf; tmpl=tests/data/templates/Qwen-Qwen3-0.6B.jinja; format=hermes
+         kwargs='{}'; think=0; nschema=200; quant=F16 ;;
+    deltanet) model=$deltanet; tmpl=tests/data/templates/Qwen3.5-4B.jinja; format=qwen3coder
+         kwargs='{"enable_thinking": false}'; think=1; nschema=8; quant=F32 ;;
+    esac
+    "$P" template -m "$model" --chat-template-file "$tmpl" "$conv" >"$tmp/$m.want" 2>"$tmp/$m.template.err" ||
+        { cat "$tmp/$m.template.err"; fail "pocket template $m"; }
+    "$P" serve -m "$model" --host 127.0.0.1 --port 0 --parallel 2 -c 2048 -t 1 --chat-template-file "$tmpl" \
+        --api-key "$KEY" >"$tmp/$m.log" 2>&1 &
+    SERVER=$!
+    PORT=""
+    i=0
+    while [ $i -lt 600 ] && [ -z "$PORT" ]; do
+        kill -0 "$SERVER" 2>/dev/null || { cat "$tmp/$m.log"; fail "the $m server exited at start"; }
+        PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/$m.log" 2>/dev/null)
+        sleep 0.1; i=$((i + 1))
+    done
+    [ -n "$PORT" ] || { cat "$tmp/$m.log"; fail "the $m server did not start listening"; }
+    grep -q "Jinja; chatml markers; tool calls $format" "$tmp/$m.log" || { cat "$tmp/$m.log"; fail "$m: the template line"; }
+    start=$(date +%s)
+    if POCKET_URL="http://127.0.0.1:$PORT" POCKET_KEY="$KEY" POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" \
+       POCKET_FORMAT=$format POCKET_KWARGS="$kwargs" POCKET_THINK=$think POCKET_N_SCHEMA=$nschema POCKET_QUANT=$quant \
+       POCKET_CONV="$conv" POCKET_EXPECTED="$tmp/$m.want" node tests/cli/serve/agents.mjs; then
+        echo "ok   agents.mjs $m ($(( $(date +%s) - start ))s)"
+    else
+        echo "FAIL agents.mjs $m (server log: $tmp/$m.log)"; fails=$((fails + 1))
+    fi
+    kill -0 "$SERVER" 2>/dev/null || { echo "FAIL the $m server died"; fails=$((fails + 1)); }
+    kill "$SERVER"; wait "$SERVER"; rc=$?
+    [ $rc -eq 0 ] || { echo "FAIL the $m server exited with $rc on SIGTERM"; fails=$((fails + 1)); }
+    SERVER=""
+done
+[ $fails -eq 0 ] || exit 1
+echo "t_serve_agents: all passed"

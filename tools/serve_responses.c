@@ -848,8 +848,8 @@ static json_t *rs_error(const api_error *e) {
     char *param = api_utf8_sanitize(e->param, strnlen(e->param, sizeof e->param), &pl);
     const char *type = e->status == 401 ? "authentication_error" : e->status >= 500 ? "server_error"
                                                                                     : "invalid_request_error";
-    json_t *r = msg && param ? json_pack("{s:{s:s, s:s, s:s?, s:n}}", "error", "message", ml ? msg : "error", "type",
-                                         type, "param", pl ? param : NULL, "code") : NULL;
+    json_t *r = msg && param ? json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message", ml ? msg : "error", "type",
+                                         type, "param", pl ? param : NULL, "code", e->code[0] ? e->code : NULL) : NULL;
     free(msg);
     free(param);
     return r ? r : json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", "out of memory", "type", type, "param", "code");

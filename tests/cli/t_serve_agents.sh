@@ -8,7 +8,8 @@
 #     template (tool calls in the qwen3coder format; enable_thinking false
 #     through chat_template_kwargs, and the thinking budget with it on)
 # /apply-template is compared with `pocket template` on the same
-# conversation. Needs node + npm (openai goes to $BUILD/tmp/node).
+# conversation; OpenAI's Responses API (tests/cli/serve/responses.mjs) runs
+# on the first server. Needs node + npm (openai goes to $BUILD/tmp/node).
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -64,6 +65,15 @@ for m in kjv deltanet; do
         echo "ok   agents.mjs $m ($(( $(date +%s) - start ))s)"
     else
         echo "FAIL agents.mjs $m (server log: $tmp/$m.log)"; fails=$((fails + 1))
+    fi
+    if [ $m = kjv ]; then   # /v1/responses (tools/serve_responses.c) on the same server
+        start=$(date +%s)
+        if POCKET_URL="http://127.0.0.1:$PORT" POCKET_KEY="$KEY" POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" \
+           node tests/cli/serve/responses.mjs; then
+            echo "ok   responses.mjs $m ($(( $(date +%s) - start ))s)"
+        else
+            echo "FAIL responses.mjs $m (server log: $tmp/$m.log)"; fails=$((fails + 1))
+        fi
     fi
     kill -0 "$SERVER" 2>/dev/null || { echo "FAIL the $m server died"; fails=$((fails + 1)); }
     kill "$SERVER"; wait "$SERVER"; rc=$?

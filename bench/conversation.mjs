@@ -223,7 +223,7 @@ async function main() {
   const nodeDir = resolve(process.env.POCKET_NODE_DIR || join(ROOT, 'build/tmp/node'));
   let OpenAI;
   try { OpenAI = createRequire(join(nodeDir, 'package.json'))('openai').default; }
-  catch (e) { die(`the openai package is not in ${nodeDir} (npm install openai@6 there, or set POCKET_NODE_DIR): ${e.message}`); }
+  catch (e) { die(`the openai package is not in ${nodeDir} (npm install openai@7 there, or set POCKET_NODE_DIR): ${e.message}`); }
   for (const s of o.servers) {
     s.client = new OpenAI({ baseURL: s.url + '/v1', apiKey: o.key, maxRetries: 0, timeout: o.timeout * 1000 });
     let models;

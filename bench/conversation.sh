@@ -46,7 +46,7 @@ if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ]; then
     mkdir -p "$NODE_DIR"
     [ -f "$NODE_DIR/package.json" ] || echo '{"name":"pocket-serve-tests","private":true}' >"$NODE_DIR/package.json"
     echo "installing openai into $NODE_DIR"
-    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error openai@6) || fail "npm install openai failed"
+    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error openai@7) || fail "npm install openai failed"
 fi
 export POCKET_NODE_DIR="$NODE_DIR"
 

@@ -18,9 +18,9 @@ P="$BUILD/pocket"
 tmp="$BUILD/tmp/deploy"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 fail() { echo "FAIL: $*"; exit 1; }
-. tests/lib/node.sh
+. tests/lib/serve_node.sh   # need_npm
 KEY="pocket-deploy-key-$$"
-node_packages "$NODE_DIR" openai@6 || fail "the openai npm client is needed"
+need_npm openai@7
 { command -v nginx || [ -x /usr/sbin/nginx ]; } >/dev/null 2>&1 ||
     fail "nginx is not installed: 'make' installs it as root (DEB_PKGS), or: sudo apt-get install nginx"
 free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -30,7 +30,7 @@ KEY="pocket-test-key-$$"
 . tests/lib/serve_node.sh
 
 # ---- tools: node, npm packages, chromium ----------------------------------------
-need_npm openai@6 playwright-core@1
+need_npm openai@7 playwright-core@1
 CHROMIUM=/usr/bin/chromium
 if [ ! -x "$CHROMIUM" ]; then
     if [ "$(id -u)" = 0 ]; then

@@ -15,14 +15,14 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 export PYTHON
 . tests/lib/fixtures.sh
-. tests/lib/node.sh
+. tests/lib/serve_node.sh   # need_npm
 P="$BUILD/pocket"
 tmp="$BUILD/tmp/serve-agents"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 KEY="pocket-test-key-$$"
 fail() { echo "FAIL: $*"; exit 1; }
 
-msg=$(node_packages "$NODE_DIR" openai@6) || fail "$msg"
+need_npm openai@7
 deltanet=$(fixture_model qwen35moe) || fail "no qwen35moe fixture"
 
 # the conversation of /apply-template: tool calls with object arguments, tool

@@ -13,12 +13,12 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 export PYTHON
 . tests/lib/fixtures.sh
-. tests/lib/node.sh
+. tests/lib/serve_node.sh   # need_npm
 tmp="$BUILD/tmp/serve-cache"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 fail() { echo "FAIL: $*"; exit 1; }
 
-msg=$(node_packages "$NODE_DIR" openai@6) || fail "$msg"
+need_npm openai@7
 deltanet=$(fixture_model qwen35moe) || fail "no qwen35moe fixture"
 
 fails=0

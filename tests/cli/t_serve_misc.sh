@@ -17,7 +17,7 @@ set -u
 BUILD=${BUILD:-build}
 tmp="$BUILD/tmp/serve-misc"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
-need_npm openai@6 playwright-core@1
+need_npm openai@7 playwright-core@1
 P="$BUILD/pocket" KEY="pocket-misc-key-$$"
 CHROMIUM=/usr/bin/chromium
 [ -x "$CHROMIUM" ] || fail "$CHROMIUM is missing: run 'sudo apt-get install chromium' (t_serve.sh installs it as root)"

@@ -140,7 +140,7 @@ check(slots.some((s) => s.n_tokens >= chatUsage.prompt_tokens), '/slots: a slot 
 const idleOk = await get(URL_, '/slots?fail_on_no_slot=1', auth);
 check(idleOk.status === 200, '/slots?fail_on_no_slot=1 with idle slots -> 200', idleOk.status);
 isError((await get(URL_, '/slots')).status, noKey401, 401, '/slots without the key');
-// a busy slot: a long generation, /slots read after its first chunk (and until it is seen or the stream ends)
+// a busy slot: a long generation, /slots read after each chunk until it shows a decoded token (or the stream ends)
 {
   const r = await fetch(URL_ + '/v1/completions', { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' },
     body: JSON.stringify({ prompt: 'In the beginning', max_tokens: 480, temperature: 1, stream: true }) });
@@ -154,7 +154,8 @@ isError((await get(URL_, '/slots')).status, noKey401, 401, '/slots without the k
     if (mm) id = mm[1];
     if (!id) continue;
     const s = await json(await get(URL_, '/slots', auth));
-    seen = s.find((x) => x.is_processing && x.request_id === id) || null;
+    // the stream opens with a chunk before any token: read on until one is decoded
+    seen = s.find((x) => x.is_processing && x.request_id === id && x.next_token.n_decoded >= 1) || null;
   }
   check(seen && seen.n_prompt_tokens > 0 && seen.next_token.has_next_token && seen.next_token.n_decoded >= 1 &&
         seen.next_token.n_remain === 480 - seen.next_token.n_decoded, '/slots during a generation: its slot busy with its request id', seen);

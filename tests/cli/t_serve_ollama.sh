@@ -10,16 +10,8 @@ P="$BUILD/pocket"
 tmp="$BUILD/tmp/serve-ollama"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 KEY="pocket-test-key-$$"
-fail() { echo "FAIL: $*"; exit 1; }
-
-command -v node >/dev/null || fail "node is not installed (Node.js 20 is needed for this test)"
-if [ ! -f "$NODE_DIR/node_modules/ollama/package.json" ]; then
-    command -v npm >/dev/null || fail "npm is not installed"
-    mkdir -p "$NODE_DIR"
-    [ -f "$NODE_DIR/package.json" ] || echo '{"name":"pocket-serve-tests","private":true}' >"$NODE_DIR/package.json"
-    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error ollama@0) ||
-        fail "npm install ollama failed (is the npm registry reachable?)"
-fi
+. tests/lib/serve_node.sh   # fail, port_of, need_npm
+need_npm ollama@0
 
 "$P" serve -m models/kjv-moe-f16.gguf --host 127.0.0.1 --port 0 -c 2048 -t 1 \
     --chat-template-file tests/data/templates/Qwen3.5-4B.jinja --api-key "$KEY" >"$tmp/server.log" 2>&1 &
@@ -27,14 +19,7 @@ SERVER=$!
 cleanup() { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-PORT=""
-i=0
-while [ $i -lt 300 ]; do
-    kill -0 "$SERVER" 2>/dev/null || { cat "$tmp/server.log"; fail "the server exited at start"; }
-    PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/server.log" 2>/dev/null)
-    [ -n "$PORT" ] && break
-    sleep 0.1; i=$((i + 1))
-done
+PORT=$(port_of "$tmp/server.log" "$SERVER")
 [ -n "$PORT" ] || { cat "$tmp/server.log"; fail "the server did not start listening"; }
 
 POCKET_URL="http://127.0.0.1:$PORT" POCKET_KEY="$KEY" POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" \

@@ -41,24 +41,6 @@
 #define MAX_KEY 256          /* declared names other keys are kept apart from (a rule per character) */
 
 
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) { sb_put(b, tmp, (size_t)n); return; }
-    char *big = malloc((size_t)n + 1);
-    if (!big) { b->oom = 1; return; }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, big, (size_t)n);
-    free(big);
-}
-
 /* A GBNF string literal of n bytes. */
 static void sb_literal(sbuf *b, const char *s, size_t n) {
     sb_str(b, "\"");

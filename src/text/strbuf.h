@@ -5,7 +5,9 @@
 #ifndef PK_TEXT_STRBUF_H
 #define PK_TEXT_STRBUF_H
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +38,25 @@ static inline void sb_put(sbuf *b, const char *s, size_t n) {
 }
 
 static inline void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* Append printf-formatted text. */
+static inline void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void sb_printf(sbuf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof tmp) { sb_put(b, tmp, (size_t)n); return; }
+    char *big = malloc((size_t)n + 1);
+    if (!big) { b->oom = 1; return; }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_put(b, big, (size_t)n);
+    free(big);
+}
 
 /* Drop the first k (<= n) bytes. */
 static inline void sb_take(sbuf *b, size_t k) {

@@ -60,24 +60,13 @@ typedef struct tcg {
 
 #define fail(G, code, ...) ((G)->failed ? -1 : ((G)->failed = 1, pk_errorf((G)->err, code, __VA_ARGS__), -1))
 
-static void sb_fmt(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_fmt(sbuf *b, const char *fmt, ...) {
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n >= (int)sizeof tmp) b->oom = 1;   /* only short names go through here */
-    else if (n > 0) sb_put(b, tmp, (size_t)n);
-}
-
 /* s as a GBNF string literal: printable ASCII and UTF-8 as they are, the
  * rest (and the quote and backslash) as \xHH. */
 static void quote(sbuf *b, const char *s) {
     sb_put(b, "\"", 1);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7F || c == '"' || c == '\\') sb_fmt(b, "\\x%02X", c);
+        if (c < 0x20 || c == 0x7F || c == '"' || c == '\\') sb_printf(b, "\\x%02X", c);
         else sb_put(b, s, 1);
     }
     sb_put(b, "\"", 1);
@@ -155,7 +144,7 @@ static void free_text(tcg *G, const char *name, const char *const *forbid, int n
     int n = 1;
     v[0] = (dstate){.s = "", .nx = nullx ? NX_WS : NX_FREE};
     for (int i = 0; i < n && !G->failed; i++) {
-        sb_fmt(&G->out, "%s-%d ::=", name, i);
+        sb_printf(&G->out, "%s-%d ::=", name, i);
         int alt = 0;
         for (int k = 0; k <= nc; k++) {
             dstate to = {.nx = NX_FREE};
@@ -167,14 +156,14 @@ static void free_text(tcg *G, const char *name, const char *const *forbid, int n
                 if (n == DFA_MAX) { fail(G, PK_ERR_NOMEM, "tool-call grammar: automaton too large"); break; }
                 v[j = n++] = to;
             }
-            sb_fmt(&G->out, "%s [", alt++ ? " |" : "");
+            sb_printf(&G->out, "%s [", alt++ ? " |" : "");
             if (k == nc) {
                 sb_str(&G->out, "^\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\x7F");   /* no control characters */
-                for (int m = 0; m < nc; m++) sb_fmt(&G->out, "\\x%02X", (unsigned char)chars[m]);
+                for (int m = 0; m < nc; m++) sb_printf(&G->out, "\\x%02X", (unsigned char)chars[m]);
             } else {
-                sb_fmt(&G->out, "\\x%02X", (unsigned char)chars[k]);
+                sb_printf(&G->out, "\\x%02X", (unsigned char)chars[k]);
             }
-            sb_fmt(&G->out, "] %s-%d", name, j);
+            sb_printf(&G->out, "] %s-%d", name, j);
         }
         if (v[i].nx != NX_NULL) sb_str(&G->out, " | \"\"");   /* the text may end here */
         sb_put(&G->out, "\n", 1);
@@ -279,7 +268,7 @@ static void raw_string(tcg *G, json_t *s, const char *rule, const char *fname, c
     static const char *const ends[] = {"</parameter>", "</function>", "</tool_call>", NULL};
     char sub[128];
     if (snprintf(sub, sizeof sub, "%s-raw", rule) >= (int)sizeof sub) { fail(G, PK_ERR_ARG, "tools: function '%.64s': a rule name is too long", fname); return; }
-    sb_fmt(&G->out, "%s ::= %s-0\n", rule, sub);
+    sb_printf(&G->out, "%s ::= %s-0\n", rule, sub);
     free_text(G, sub, ends, 1);
 }
 
@@ -306,7 +295,7 @@ static void param_value(tcg *G, json_t *root, json_t *prop, const char *rule, co
     json_t *e;
     json_array_foreach(en, i, e) str_enum &= json_is_string(e);
     if (json_is_string(cn) || (str_enum && (!type || str_type))) {   /* the values, as written */
-        sb_fmt(&G->out, "%s ::=", rule);
+        sb_printf(&G->out, "%s ::=", rule);
         int alt = 0;
         if (json_is_string(cn)) {
             if (raw_survives(prop, json_string_value(cn))) { sb_put(&G->out, " ", 1); quote(&G->out, json_string_value(cn)); alt++; }
@@ -329,8 +318,8 @@ static void param_value(tcg *G, json_t *root, json_t *prop, const char *rule, co
     if (str_type || str_in_list) {
         char sub[112];
         if (snprintf(sub, sizeof sub, "%s-s", rule) >= (int)sizeof sub) { fail(G, PK_ERR_ARG, "tools: function '%.64s': a rule name is too long", fname); return; }
-        sb_fmt(&G->out, "%s ::= %s", rule, sub);
-        if (str_in_list && json_array_size(type) > 1) sb_fmt(&G->out, " | %s-j", rule);
+        sb_printf(&G->out, "%s ::= %s", rule, sub);
+        if (str_in_list && json_array_size(type) > 1) sb_printf(&G->out, " | %s-j", rule);
         sb_put(&G->out, "\n", 1);
         raw_string(G, s, sub, fname, pname);
         if (!str_in_list || json_array_size(type) == 1) return;
@@ -379,17 +368,17 @@ static void qwen_params(tcg *G, json_t *params, const char *name, const char *fn
         json_array_foreach(req, i, r) required |= json_is_string(r) && !strcmp(json_string_value(r), key);
         char rule[96];
         snprintf(rule, sizeof rule, "%s-%d", name, k);
-        sb_fmt(&G->out, "%s ::= \"<parameter=\" ", rule);
+        sb_printf(&G->out, "%s ::= \"<parameter=\" ", rule);
         quote(&G->out, key);
-        sb_fmt(&G->out, " \">\\n\" %s-v \"\\n</parameter>\\n\"\n", rule);
+        sb_printf(&G->out, " \">\\n\" %s-v \"\\n</parameter>\\n\"\n", rule);
         char vrule[112];
         snprintf(vrule, sizeof vrule, "%s-v", rule);
         param_value(G, params, prop, vrule, fname, key);
-        sb_fmt(&body, " %s%s", rule, required ? "" : "?");
+        sb_printf(&body, " %s%s", rule, required ? "" : "?");
         k++;
     }
     if (body.oom) fail(G, PK_ERR_NOMEM, "out of memory");
-    sb_fmt(&G->out, "%s ::=%s\n", name, body.n ? body.p : " \"\"");
+    sb_printf(&G->out, "%s ::=%s\n", name, body.n ? body.p : " \"\"");
     free(body.p);
 }
 
@@ -402,30 +391,30 @@ static void write_call(tcg *G, int i, json_t *f) {
     json_t *empty = params ? NULL : json_pack("{s:s, s:{}}", "type", "object", "properties");
     char args[32];
     snprintf(args, sizeof args, "t%d", i);
-    sb_fmt(&G->out, "call-%d ::= ", i);
+    sb_printf(&G->out, "call-%d ::= ", i);
     switch (G->fmt) {
     case TC_QWEN3CODER:
         sb_str(&G->out, "\"<tool_call>\\n<function=\" ");
         quote(&G->out, name);
-        sb_fmt(&G->out, " \">\\n\" %s \"</function>\\n</tool_call>\"\n", args);
+        sb_printf(&G->out, " \">\\n\" %s \"</function>\\n</tool_call>\"\n", args);
         qwen_params(G, params, args, name);
         break;
     case TC_HERMES:
     case TC_LLAMA3:
         sb_str(&G->out, G->fmt == TC_HERMES ? "\"<tool_call>\\n{\\\"name\\\": \\\"\" " : "\"{\\\"name\\\": \\\"\" ");
         quote(&G->out, name);
-        sb_fmt(&G->out, " \"\\\", \\\"%s\\\": \" %s \"}%s\"\n", G->fmt == TC_HERMES ? "arguments" : "parameters", args,
+        sb_printf(&G->out, " \"\\\", \\\"%s\\\": \" %s \"}%s\"\n", G->fmt == TC_HERMES ? "arguments" : "parameters", args,
                G->fmt == TC_HERMES ? "\\n</tool_call>" : "");
         break;
     case TC_DEEPSEEK:
         sb_str(&G->out, "\"" DS_CALL_BEGIN "\" ");
         quote(&G->out, name);
-        sb_fmt(&G->out, " \"" DS_SEP "\" %s \"" DS_CALL_END "\"\n", args);
+        sb_printf(&G->out, " \"" DS_SEP "\" %s \"" DS_CALL_END "\"\n", args);
         break;
     default:   /* harmony */
         sb_str(&G->out, "\"<|channel|>commentary to=functions.\" ");
         quote(&G->out, name);
-        sb_fmt(&G->out, " \" <|constrain|>json<|message|>\" %s\n", args);
+        sb_printf(&G->out, " \" <|constrain|>json<|message|>\" %s\n", args);
     }
     if (G->fmt != TC_QWEN3CODER && !G->failed) {
         int raw_ends = G->fmt == TC_DEEPSEEK || G->fmt == TC_HARMONY;
@@ -497,7 +486,7 @@ int pk_toolcall_grammar(const char *format, const char *tools_json, size_t len, 
         sb_str(&G.out, "call ::=");
         for (i = 0; i < json_array_size(tools); i++) {
             const char *name = json_string_value(json_object_get(tool_fn(json_array_get(tools, i)), "name"));
-            if (required || !strcmp(name, choice)) sb_fmt(&G.out, "%s call-%zu", G.out.p[G.out.n - 1] == '=' ? "" : " |", i);
+            if (required || !strcmp(name, choice)) sb_printf(&G.out, "%s call-%zu", G.out.p[G.out.n - 1] == '=' ? "" : " |", i);
         }
         sb_put(&G.out, "\n", 1);
         write_reasoning(&G);
@@ -505,7 +494,7 @@ int pk_toolcall_grammar(const char *format, const char *tools_json, size_t len, 
         const char *sep = fmt == TC_LLAMA3 ? "\"; \"" : fmt == TC_DEEPSEEK ? "" : "\"\\n\"";
         if (fmt == TC_DEEPSEEK) sb_str(&G.out, "root ::= pre \"" DS_CALLS_BEGIN "\" call");
         else sb_str(&G.out, "root ::= pre call");
-        if (!one) sb_fmt(&G.out, " (%s call)*", sep);
+        if (!one) sb_printf(&G.out, " (%s call)*", sep);
         sb_str(&G.out, fmt == TC_DEEPSEEK ? " \"" DS_CALLS_END "\"\n" : "\n");
     }
     json_decref(tools);

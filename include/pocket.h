@@ -337,6 +337,28 @@ typedef struct pk_stats {
 } pk_stats;
 void pk_context_stats(const pk_context *c, pk_stats *out);
 
+/* Where a forward pass's time goes (pocket bench --profile): phases of the
+ * pass in the order first seen - its parts (embedding, norms and residuals,
+ * each mixer and FFN kind by name, the output head) and parts of those (a
+ * MoE's router, experts and shared expert; a mixer's projections and its
+ * attention or recurrence: parent the index of the phase they are part of,
+ * always an earlier one; -1 for the pass's own parts) - with their wall
+ * time, the time the decoding thread waited for worker threads within it,
+ * and the weight and sequence-state bytes they read. */
+typedef struct pk_profile_phase {
+    const char *name;
+    int parent;
+    uint64_t calls;
+    double secs, wait_secs;
+    uint64_t weight_bytes, state_bytes;
+} pk_profile_phase;
+/* on: start timing phases (counters zeroed); 0: stop (counters kept).
+ * Off by default; costs two clock reads per phase and layer when on. */
+void pk_context_profile(pk_context *c, int on);
+/* The phases timed since profiling started: writes at most max, returns
+ * how many there are. Names live as long as the model. */
+int pk_context_profile_get(const pk_context *c, pk_profile_phase *out, int max);
+
 /* Kernel variants, from the one declared list: the i-th variant's name
  * ("ref", "avx2", ..., "neon", "dotprod", "i8mm"), NULL past the end;
  * whether this CPU can run a variant; and whether POCKET_KERNELS (which

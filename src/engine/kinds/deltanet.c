@@ -225,6 +225,9 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     PK_ASSERT(used <= c->arena_bytes);   /* dn_scratch asked for it */
     (void)used;
     const dn_ws *ws = &wsb;
+    const char *kind = bk->mixer->name;   /* the profile's parent phase */
+    pk_prof_mark pm;
+    pk_prof_begin(c, &pm);
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     /* beta|alpha rows: ssm_beta then ssm_alpha, or all of ssm_ba (dn_bind
        binds one or the other) */
@@ -242,6 +245,8 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
             proj[np++] = (pk_mv){.w = baw[i], .row0 = 0, .nrows = baw[i]->ne[1], .slot = PK_SLOT_X, .n_tok = B,
                                  .idx = NULL, .y = ws->ba + baoff[i], .y_stride = 2 * HV};
     pk_matvec(c, proj, np);
+    pk_prof_end(c, "projections", kind, &pm);
+    pk_prof_begin(c, &pm);
 
     /* causal depthwise conv, token by token: taps 0..K-2 on the state rows
        (oldest first), tap K-1 on the current row; shift the state; SiLU */
@@ -272,6 +277,8 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     }
     /* state ledger: the recurrent state is read and written once per token
        when decoding, once per chunk of a prompt batch; the conv state once per token */
+    pk_prof_end(c, "conv, q/k norms", kind, &pm);
+    pk_prof_begin(c, &pm);
     uint64_t passes = 0;
     for (int k = 0, b0 = 0; k <= c->n_mark; k++) {   /* per segment (dn_head) */
         const int b1 = k < c->n_mark ? c->mark_off[k] : B, n = b1 - b0;
@@ -286,11 +293,14 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
         for (int j = 0; j < HV; j++) dn_head(&t, j);
     else
         pk_pool_run(c->pool, dn_head, &t, HV);
+    pk_prof_end(c, "recurrence", kind, &pm);
 
+    pk_prof_begin(c, &pm);
     pk_act_set(c, PK_SLOT_ATT, ws->o, B, VD, 0);
     pk_mv out = {.w = &L->ssm_out, .row0 = 0, .nrows = D, .slot = PK_SLOT_ATT, .n_tok = B, .idx = NULL, .y = c->xb2,
                  .y_stride = D};
     pk_matvec(c, &out, 1);
+    pk_prof_end(c, "projections", kind, &pm);
     return c->scratch_oom ? PK_ERR_NOMEM : PK_OK;
 }
 

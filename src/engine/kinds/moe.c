@@ -373,6 +373,9 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
     (void)ws_bytes;
     /* exp_h / exp_h2 / tok_idx / pair_w hold n_batch * k pairs (moe_layout) */
     PK_ASSERT(B >= 1 && B <= c->n_batch && B <= ws.exp_cap);
+    const char *kind = bk->ffn->name;   /* the profile's parent phase */
+    pk_prof_mark pm;
+    pk_prof_begin(c, &pm);
     if (router_in) pk_act_set(c, PK_SLOT_X, router_in, B, D, 0);
     else pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     route(c, f, L, &ws);
@@ -395,6 +398,8 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
         ws.pair_seq[i] = i;
     }
     for (int e = 0; e < E; e++) exp_off[e] -= exp_count[e];
+    pk_prof_end(c, "router", kind, &pm);
+    pk_prof_begin(c, &pm);
 
     /* The used experts in rounds of at most R (all of them at once without
        an expert cache), in order of expert index: per round the gate and up
@@ -418,7 +423,9 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
         int nx = 0;
         for (int e = 0; e < E; e++)
             if (exp_count[e]) ex[nx++] = e;
-        return moe_streamed_token(c, bk, L, il, &ws, ex, nx, guess);
+        const int rc = moe_streamed_token(c, bk, L, il, &ws, ex, nx, guess);
+        pk_prof_end(c, "experts", kind, &pm);
+        return rc;
     }
     memset(c->xb2, 0, (size_t)B * D * sizeof *c->xb2);
     for (int e = 0; e < E;) {
@@ -481,9 +488,12 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
         }
         if (xc) pk_xcache_release(xc, il, ex, nx);
     }
+    pk_prof_end(c, "experts", kind, &pm);
     if (L->gate_shexp.data) {
+        pk_prof_begin(c, &pm);
         shared_expert(c, L, f->act, &ws, ws.exp_out);   /* free again: routed outputs are summed already */
         shared_expert_add(c, L, ws.exp_out);
+        pk_prof_end(c, "shared expert", kind, &pm);
     }
     return PK_OK;
 }

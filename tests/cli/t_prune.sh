@@ -135,7 +135,9 @@ for a in qwen3moe:1e-3 mixtral:1e-3 qwen2moe:1e-3 olmoe:1e-3 granitemoe:1e-3 gpt
     "$PYTHON" tests/lib/compare_logits.py 5 "$a pruned" "$tmp/$a.npy" "$tmp/$a.f32" "$tol"
 done
 
-echo "== 6. bad input"
+echo "== 6. help; bad input"
+"$P" prune --help | grep -q "^usage: pocket prune IN.gguf OUT.gguf -f CALIB.txt" || fail "pocket prune --help"
+"$P" --help | grep -q "^  prune  " || fail "pocket --help does not list prune"
 check_err() {   # MESSAGE ARGS...: pocket prune ARGS fails with one error line containing MESSAGE
     want=$1; shift
     if "$P" prune "$@" >/dev/null 2>"$tmp/err"; then fail "accepted: prune $*"; fi

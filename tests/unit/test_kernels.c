@@ -94,8 +94,8 @@ static void test_types(void) {
     /* Q4_K and the other block types: tests/unit/test_kernels_quant.c */
     TEST_CHECK(pk_type_get(PK_TYPE_Q4_K)->to_float != NULL &&
                pk_type_get(PK_TYPE_Q4_K)->vec_dot_type == PK_TYPE_Q8_K, "Q4_K computable");
-    TEST_CHECK(pk_type_get(PK_TYPE_IQ2_XXS)->to_float == NULL &&
-               pk_type_get(PK_TYPE_IQ2_XXS)->vec_dot_type == -1, "IQ2_XXS not computable yet");
+    TEST_CHECK(pk_type_get(PK_TYPE_TQ1_0)->to_float == NULL &&
+               pk_type_get(PK_TYPE_TQ1_0)->vec_dot_type == -1, "TQ1_0 not computable yet");
 
     TEST_CHECK(pk_row_size(PK_TYPE_F32, 10) == 40, "row F32");
     TEST_CHECK(pk_row_size(PK_TYPE_F16, 7) == 14, "row F16");

@@ -114,6 +114,21 @@
 const uint64_t pk_iq2xxs_grid[256] = { PK_IQ2XXS_POINTS(IQ2_EXPAND) };
 const uint64_t pk_iq2xs_grid[512] = { PK_IQ2XS_POINTS(IQ2_EXPAND) };
 
+/* The signs as int8 multipliers (0x01: +1, 0xFF: -1) in the bytes of a
+ * uint64, element j in byte j: what SIMD kernels apply with one sign or
+ * multiply instruction per 8 activations. */
+#define IQ2_SIGN(c, j) ((uint64_t)(((c) >> (j)) & 1 ? 0xFF : 0x01) << (8 * (j)))
+#define IQ2_PARITY(c) (((c) ^ (c) >> 1 ^ (c) >> 2 ^ (c) >> 3 ^ (c) >> 4 ^ (c) >> 5 ^ (c) >> 6) & 1)
+#define IQ2_SIGNS(c) (IQ2_SIGN(c, 0) | IQ2_SIGN(c, 1) | IQ2_SIGN(c, 2) | IQ2_SIGN(c, 3) | IQ2_SIGN(c, 4) | \
+                      IQ2_SIGN(c, 5) | IQ2_SIGN(c, 6) | (uint64_t)(IQ2_PARITY(c) ? 0xFF : 0x01) << 56)
+#define IQ2_SIGNS8(c) IQ2_SIGNS(c), IQ2_SIGNS((c) + 1), IQ2_SIGNS((c) + 2), IQ2_SIGNS((c) + 3), \
+                      IQ2_SIGNS((c) + 4), IQ2_SIGNS((c) + 5), IQ2_SIGNS((c) + 6), IQ2_SIGNS((c) + 7)
+const uint64_t pk_iq2_sign8[128] = {
+    IQ2_SIGNS8(0), IQ2_SIGNS8(8), IQ2_SIGNS8(16), IQ2_SIGNS8(24), IQ2_SIGNS8(32), IQ2_SIGNS8(40),
+    IQ2_SIGNS8(48), IQ2_SIGNS8(56), IQ2_SIGNS8(64), IQ2_SIGNS8(72), IQ2_SIGNS8(80), IQ2_SIGNS8(88),
+    IQ2_SIGNS8(96), IQ2_SIGNS8(104), IQ2_SIGNS8(112), IQ2_SIGNS8(120),
+};
+
 /* ---- dequantize ------------------------------------------------------------------- */
 
 /* group by group: db = d * (0.5 + ls) / 4, then db * level * sign, as ggml */

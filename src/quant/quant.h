@@ -242,6 +242,8 @@ _Static_assert(sizeof(pk_block_iq2_xs) == 2 + PK_QK_K / 4 + PK_QK_K / 32, "wrong
 
 extern const uint64_t pk_iq2xxs_grid[256];
 extern const uint64_t pk_iq2xs_grid[512];
+/* pk_iq2_signs(c) as 8 int8 multipliers, +1 or -1, element j in byte j */
+extern const uint64_t pk_iq2_sign8[128];
 /* The signs of a group from its 7-bit code c: bit j set = element j
  * negative; bits 0-6 are c's, bit 7 makes the count of minus signs even. */
 static inline unsigned pk_iq2_signs(unsigned c) {

@@ -64,6 +64,11 @@ static void test_tables(void) {
     TEST_CHECK(h == 0xf19ba8f8c3292ba5ull, "sign table checksum %016llx, llama.cpp's ksigns_iq2xs f19ba8f8c3292ba5",
                (unsigned long long)h);
     TEST_CHECK(pk_iq2_signs(128 + 3) == 3, "sign codes use 7 bits");
+    int bad = 0;
+    for (unsigned c = 0; c < 128; c++)
+        for (int j = 0; j < 8; j++)
+            bad += (int8_t)(pk_iq2_sign8[c] >> 8 * j) != ((pk_iq2_signs(c) >> j) & 1 ? -1 : 1);
+    TEST_CHECK(bad == 0, "pk_iq2_sign8: the signs of pk_iq2_signs as +-1 bytes (%d wrong)", bad);
 }
 
 static void test_known_blocks(void) {

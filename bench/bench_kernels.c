@@ -32,7 +32,8 @@
  * kernel's; BENCH_WALL=1 uses the wall clock instead. */
 static uint32_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)rs; }
 
-/* Weights from random floats in [-1, 1] through the reference quantizer:
+/* Weights from random floats in [-1, 1] through the reference quantizer
+ * (types without one, IQ2_XXS and IQ2_XS: random bytes, fp16 scales 1/64):
  * the first 8 MB of rows quantized, then copied over the rest (quantizing
  * hundreds of MB with the reference takes minutes; the bandwidth does not
  * depend on the values repeating). */
@@ -45,7 +46,11 @@ static void fill_type(int type, void *dst, int64_t nelem) {
         /* the last piece may be short (nelem is whole rows, not whole CH) */
         int64_t m = nelem - i < CH ? nelem - i : CH;
         for (int64_t j = 0; j < m; j++) buf[j] = (float)rnd() / 2147483648.0f - 1.0f;
-        tt->from_float(buf, (char *)dst + done, m);
+        if (tt->from_float)
+            tt->from_float(buf, (char *)dst + done, m);
+        else
+            for (size_t b = 0; b < pk_row_size(type, m); b++)
+                ((uint8_t *)dst)[done + b] = b % tt->type_size == 1 ? 0x24 : (uint8_t)rnd();   /* d 2^-6 */
         done += pk_row_size(type, m);
     }
     for (; done < total; done += done < total - done ? done : total - done)
@@ -103,7 +108,8 @@ int main(int argc, char **argv) {
     static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0,
                                  PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
                                  PK_TYPE_IQ4_NL, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
-                                 PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+                                 PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS,
+                                 PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS };
     const pk_kernels *list[8];
     int nl = pk_kernels_list(list, 8);
 

@@ -211,7 +211,7 @@ static void test_all(void) {
  * Per (variant, type, n, data kind): MAXR_S rows and MAXT_S tokens quantized
  * once; every gemm call takes the first nr rows and nt tokens, for nr in
  * rows_s and every nt in 1..33, then 49 (both sides of every token count
- * at which an entry switches kernels, e.g. kernels/x86/avx2_gemm.c's
+ * at which an entry switches kernels, e.g. kernels/x86/avx2_kquant.h's kt_use and
  * k8_min_tok, and token tiles with a tail). Kinds: normal data;
  * activations all +-1 (full-scale levels); extreme scales (row r scaled by 10^(r mod 9 - 4),
  * token j by 10^(j mod 7 - 3), one zero row and one zero token); for MXFP4

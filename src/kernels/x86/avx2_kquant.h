@@ -1,6 +1,7 @@
 /* kernels/x86/avx2_kquant.h - the AVX2 / AVX-VNNI prompt kernels of the K-quants
- * (Q2_K .. Q6_K, IQ4_XS) and IQ2_XXS, IQ2_XS x Q8_K activations: per-row kernels over a tile of
- * tokens and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
+ * (Q2_K .. Q6_K, IQ4_XS) and IQ2_XXS, IQ2_XS x Q8_K activations: per-row
+ * kernels over a tile of tokens, 2-row kernels (plain AVX2: Q2_K, Q3_K,
+ * Q4_K) and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
  * avx2_gemm.c: included there once, inside its ISA guard, after the byte
  * permutations and the tile sizes (TK_*) it uses; not a header of its own. */
 
@@ -363,6 +364,132 @@ RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
 RI_ENTRY(iq2_xxs, kq_row, KQ_IQ2_XXS)
 RI_ENTRY(iq2_xs, kq_row, KQ_IQ2_XS)
 
+/* ---- the 2-row K-quant kernels (Q2_K, Q3_K, Q4_K; plain AVX2) ------------------
+ * kq_tile keeps one decoded row in registers and takes each token's
+ * activations from L1 as the memory operand of its vpmaddubsw: one load per
+ * product, besides the spills of a register file too small for the 8
+ * level registers, the scales, the mins and the accumulators. kt_gemm
+ * decodes the rows' super-blocks of a k-block once per token tile into an
+ * L1 buffer (kq_decode, the same registers), and a register tile of 2 rows
+ * x up to 4 tokens (kt_tile: 8 int16 accumulators) loads each register of
+ * levels and of activations once for all its products: 6 loads for 8
+ * vpmaddubsw. The sums and their epilogue per super-block and token are
+ * kq_body's (the same int16 sums, scales, mins and float order: the
+ * results are bitwise those of kq_tile). Measured on AMD Zen 3 (one core,
+ * bench/ab_gemm, bench/results/2026-12-07-epyc-zen3-q2k-prompt.md): Q2_K
+ * 1.07-1.16x kq_tile's speed from 2 to 128 tokens on 512 x 2048 and 1.10-1.39x
+ * on 2048 x 512; Q4_K 1.02-1.04x below 32 tokens, 1.3-1.4x from 32 on (where
+ * kq_tile's 32-token tile overflows a 32 KB L1); Q3_K 0.93-0.95x from 16
+ * tokens on rows of 2048, 1.05-1.33x on rows of 512. kt_use picks by that. */
+enum { KT_R = 2, KT_T = 4, KT_KB = 4, KT_TK = 16 };   /* rows, tokens per tile; super-blocks, tokens per buffer */
+
+GI int64_t kt_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
+
+/* the accumulators of a register tile kept in registers across the loop
+ * (else gcc copies each one to another register per step, or spills) */
+GI void kt_pin(const int R, const int T, __m256i a[KT_R][KT_T]) {
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) __asm__("" : "+x"(a[r][t]));
+}
+
+/* R rows (W[r * kb + b]) x T tokens (X[t * kb + b]) over kb super-blocks;
+ * dd[(r * KT_KB + b) * KT_TK + t] the factors d * dx; y[t * ys + r] (+)=
+ * the products. */
+GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, const xk *X, const float *dd,
+                float *y, int64_t ys, int first) {
+    __m256 F[KT_R][KT_T];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) F[r][t] = _mm256_setzero_ps();
+    for (int b = 0; b < kb; b++) {
+        __m256i a[KT_R][KT_T];
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) a[r][t] = _mm256_setzero_si256();
+        /* a loop, not unrolled: the accumulators stay in registers (unrolled,
+           GCC hoists all 8 registers' products and spills them) */
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            __m256i w[KT_R];
+            for (int r = 0; r < R; r++) w[r] = _mm256_load_si256(&W[r * kb + b].v[j]);
+            for (int t = 0; t < T; t++) {
+                __m256i x = _mm256_load_si256((const __m256i *)(X[t * kb + b].q + 32 * j));
+                __asm__("" : "+x"(x));   /* one load for the R products, not one memory operand each */
+                for (int r = 0; r < R; r++) a[r][t] = _mm256_add_epi16(a[r][t], _mm256_maddubs_epi16(w[r], x));
+            }
+            kt_pin(R, T, a);
+        }
+        for (int r = 0; r < R; r++) {
+            const kq_dec *k = &W[r * kb + b];
+            for (int t = 0; t < T; t++) {
+                const xk *xp = &X[t * kb + b];
+                __m256i s16 = a[r][t];
+                if (K == KQ_Q3_K) s16 = _mm256_sub_epi16(s16, _mm256_load_si256((const __m256i *)xp->c));
+                __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
+                F[r][t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[(r * KT_KB + b) * KT_TK + t]), F[r][t]);
+                if (K != KQ_Q3_K) F[r][t] = _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), F[r][t]);
+                if (K == KQ_Q2_K) F[r][t] = _mm256_fnmadd_ps(k->mins1, _mm256_load_ps(xp->P + 8), F[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) store_acc(T, F[r], y + r, ys, first);
+}
+
+/* kt_tile for R (1, 2) rows and nt (1 .. KT_T) tokens: one specialised copy per count */
+GI void kt_tiles(const int K, const int R, int nt, const kq_dec *W, int kb, const xk *X, const float *dd,
+                 float *y, int64_t ys, int first) {
+    switch (nt) {
+    case 1: kt_tile(K, R, 1, W, kb, X, dd, y, ys, first); break;
+    case 2: kt_tile(K, R, 2, W, kb, X, dd, y, ys, first); break;
+    case 3: kt_tile(K, R, 3, W, kb, X, dd, y, ys, first); break;
+    default: kt_tile(K, R, 4, W, kb, X, dd, y, ys, first); break;
+    }
+}
+
+/* rows of n x ntok tokens: per k-block (KT_KB super-blocks) and token tile
+ * (KT_TK tokens, balanced), the activations prepared (prep_k); per pair of
+ * rows their super-blocks decoded and d * dx formed, then the tiles of up to
+ * 4 tokens */
+GI void kt_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    const size_t bs = kq_bsize(K);
+    xk X[KT_TK * KT_KB] __attribute__((aligned(32)));
+    kq_dec Wd[KT_R * KT_KB];
+    float D[KT_KB * KT_TK] __attribute__((aligned(32)));
+    float dd[KT_R * KT_KB * KT_TK] __attribute__((aligned(32)));
+    const int64_t nb = n / PK_QK_K, ntt = (ntok + KT_TK - 1) / KT_TK;
+    for (int64_t k0 = 0; k0 < nb; k0 += KT_KB) {   /* kq_tile's k-blocks: the same float sums */
+        int kb = nb - k0 < KT_KB ? (int)(nb - k0) : KT_KB;
+        for (int64_t tt = 0; tt < ntt; tt++) {
+            int64_t t0 = kt_part(ntok, ntt, tt);
+            int nt = (int)(kt_part(ntok, ntt, tt + 1) - t0);
+            const pk_block_q8_K *xs[KT_TK];
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
+            prep_k(K, KT_TK, nt, xs, kb, X, D);
+            const int64_t pfr = kq_pf((size_t)kb * bs);
+            const int nin = (nt + KT_T - 1) / KT_T;
+            for (int64_t r0 = 0; r0 < nrows; r0 += KT_R) {
+                const int nr = nrows - r0 < KT_R ? (int)(nrows - r0) : KT_R;
+                for (int r = 0; r < nr; r++) {
+                    const char *wr = (const char *)w + (size_t)(r0 + r) * rb + (size_t)k0 * bs;
+                    if (r0 + r + pfr < nrows) pf_rows(wr + pfr * rb, rb, 1, (size_t)kb * bs);
+                    for (int b = 0; b < kb; b++) {
+                        kq_decode(K, wr + (size_t)b * bs, &Wd[r * kb + b]);
+                        const __m256 dwv = _mm256_set1_ps(Wd[r * kb + b].dwf);
+                        for (int i = 0; i < nt; i += 8)
+                            _mm256_store_ps(dd + (r * KT_KB + b) * KT_TK + i,
+                                            _mm256_mul_ps(dwv, _mm256_load_ps(D + b * KT_TK + i)));
+                    }
+                }
+                float *yr = y + t0 * ys + r0;
+                for (int i = 0; i < nin; i++) {
+                    int t = (int)kt_part(nt, nin, i), n_t = (int)kt_part(nt, nin, i + 1) - t;
+                    if (nr == 2) kt_tiles(K, 2, n_t, Wd, kb, X + t * kb, dd + t, yr + t * ys, ys, k0 == 0);
+                    else kt_tiles(K, 1, n_t, Wd, kb, X + t * kb, dd + t, yr + t * ys, ys, k0 == 0);
+                }
+            }
+        }
+    }
+}
+
 #ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
 #include "kernels/x86/kri8.h"
 GI int kq_k8(const int K) {
@@ -390,9 +517,14 @@ GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, i
         kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
 }
 #else
+/* the 2-row kernel where it measured faster than the per-row one (above) */
+GI int kt_use(const int K, int64_t n, int64_t ntok) {
+    return K == KQ_Q2_K || (K == KQ_Q4_K && ntok >= 4) || (K == KQ_Q3_K && n <= 3 * PK_QK_K);
+}
 GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                 size_t rb, const void *const *x) {
-    kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
+    if (kt_use(K, n, ntok)) kt_gemm(K, n, nrows, ntok, y, ys, w, rb, x);
+    else kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
 }
 #endif
 RI_ENTRY(q4_K, kq_gemm, KQ_Q4_K)

@@ -376,7 +376,7 @@ RI_ENTRY(iq2_xs, kq_row, KQ_IQ2_XS)
  * vpmaddubsw. The sums and their epilogue per super-block and token are
  * kq_body's (the same int16 sums, scales, mins and float order: the
  * results are bitwise those of kq_tile). Measured on AMD Zen 3 (one core,
- * bench/ab_gemm, bench/results/2026-12-07-epyc-zen3-q2k-prompt.md): Q2_K
+ * bench/ab_gemm, on a machine shared with other work): Q2_K
  * 1.07-1.16x kq_tile's speed from 2 to 128 tokens on 512 x 2048 and 1.10-1.39x
  * on 2048 x 512; Q4_K 1.02-1.04x below 32 tokens, 1.3-1.4x from 32 on (where
  * kq_tile's 32-token tile overflows a 32 KB L1); Q3_K 0.93-0.95x from 16

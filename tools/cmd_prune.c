@@ -46,23 +46,36 @@ static void plan_keep(const pk_model *m, const pk_saliency *s, int keep_all, con
     if (!named) die("out of memory");
     for (int il = 0; il < mi.n_layer; il++) named[il] = -1;
     pk_error err = {0};
-    if (spec && pk_prune_parse_keep(spec, mi.n_layer, named, &err)) die("prune: --keep-layers: %s", err.msg);
+    char msg[1024] = "";   /* the first problem; named is freed before dying */
+    if (spec && pk_prune_parse_keep(spec, mi.n_layer, named, &err))
+        snprintf(msg, sizeof msg, "prune: --keep-layers: %s", err.msg);
     const int topk = used ? used : mi.n_expert_used;
-    for (int il = 0; il < mi.n_layer; il++) {
+    for (int il = 0; !msg[0] && il < mi.n_layer; il++) {
         const int E = pk_saliency_n_expert(s, il);
-        if (!E && named[il] >= 0) die("prune: --keep-layers '%s': layer %d has no routed experts", spec, il);
+        if (!E && named[il] >= 0) {
+            snprintf(msg, sizeof msg, "prune: --keep-layers '%s': layer %d has no routed experts", spec, il);
+            break;
+        }
         keep[il] = !E ? 0 : named[il] >= 0 ? named[il] : keep_all ? keep_all : E;
         if (keep[il] > E) {
-            if (named[il] >= 0) die("prune: --keep-layers '%s': layer %d has %d experts, not %d", spec, il, E, keep[il]);
-            die("prune: --keep %d: layer %d has %d experts", keep_all, il, E);
-        }
-        if (E && keep[il] < topk) {
-            if (used) die("prune: --experts-used %d: layer %d keeps only %d experts", used, il, keep[il]);
-            die("prune: layer %d would keep %d experts, fewer than the %d each token uses (expert_used_count); keep "
-                "at least %d, or lower the top-k with --experts-used N", il, keep[il], topk, topk);
+            if (named[il] >= 0)
+                snprintf(msg, sizeof msg, "prune: --keep-layers '%s': layer %d has %d experts, not %d", spec, il, E,
+                         keep[il]);
+            else
+                snprintf(msg, sizeof msg, "prune: --keep %d: layer %d has %d experts", keep_all, il, E);
+        } else if (E && keep[il] < topk) {
+            if (used)
+                snprintf(msg, sizeof msg, "prune: --experts-used %d: layer %d keeps only %d experts", used, il,
+                         keep[il]);
+            else
+                snprintf(msg, sizeof msg,
+                         "prune: layer %d would keep %d experts, fewer than the %d each token uses "
+                         "(expert_used_count); keep at least %d, or lower the top-k with --experts-used N",
+                         il, keep[il], topk, topk);
         }
     }
     free(named);
+    if (msg[0]) die("%s", msg);
 }
 
 /* Run the model over the windows of the calibration text with s attached. */

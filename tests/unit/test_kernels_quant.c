@@ -20,6 +20,7 @@
 #include <string.h>
 #include "testhelp.h"
 #include "quant/quant.h"
+#include "quant/imat.h"
 #include "kernels/kernels.h"
 
 /* ---- deterministic data ---------------------------------------------------- */
@@ -46,8 +47,7 @@ static const double e2m1[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
 /* ---- the types under test ---------------------------------------------------- */
 
 static const struct { int t, act, blck; size_t size; double rms_bound; } types[] = {
-    /* rms_bound: RMS(x - deq(q(x))) / RMS(x) for roughly normal data; 0:
-       no from_float (ggml has none), the kernels see random blocks only */
+    /* rms_bound: RMS(x - deq(q(x))) / RMS(x) for roughly normal data */
     { PK_TYPE_Q4_0, PK_TYPE_Q8_0, 32, 18, 0.125 },
     { PK_TYPE_Q4_1, PK_TYPE_Q8_1, 32, 20, 0.105 },
     { PK_TYPE_Q5_0, PK_TYPE_Q8_0, 32, 22, 0.062 },
@@ -60,9 +60,31 @@ static const struct { int t, act, blck; size_t size; double rms_bound; } types[]
     { PK_TYPE_IQ4_NL, PK_TYPE_Q8_0, 32, 18, 0.11 },
     { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
     { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
-    { PK_TYPE_IQ2_XXS, PK_TYPE_Q8_K, 256, 66, 0 }, { PK_TYPE_IQ2_XS, PK_TYPE_Q8_K, 256, 74, 0 },
+    { PK_TYPE_IQ2_XXS, PK_TYPE_Q8_K, 256, 66, 0.36 }, { PK_TYPE_IQ2_XS, PK_TYPE_Q8_K, 256, 74, 0.32 },
 };
 enum { NTYPES = sizeof types / sizeof *types };
+
+/* The types without from_float (ggml has none: llama-quantize needs an
+ * imatrix for them) and their importance quantizers, which the tests use
+ * with importance 1 (imp NULL) where the others use from_float. */
+static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); } imat_only[] = {
+    { PK_TYPE_IQ2_XXS, pk_quantize_iq2_xxs_imat }, { PK_TYPE_IQ2_XS, pk_quantize_iq2_xs_imat },
+};
+static int is_imat_only(int t) {
+    for (size_t i = 0; i < sizeof imat_only / sizeof *imat_only; i++)
+        if (imat_only[i].t == t) return 1;
+    return 0;
+}
+
+/* a row of type t holding x */
+static void quant_row(int t, const float *x, void *q, int64_t n) {
+    for (size_t i = 0; i < sizeof imat_only / sizeof *imat_only; i++)
+        if (imat_only[i].t == t) {
+            imat_only[i].fn(x, q, n, NULL);
+            return;
+        }
+    pk_type_get(t)->from_float(x, q, n);
+}
 
 /* ---- an independent decoder: element e of one block as a - b ----------------
  * (a: the scaled level, b: the subtracted min/offset, both exact in double),
@@ -199,7 +221,7 @@ static int type_blck(int t) { return pk_type_get(t)->blck; }
 static void test_traits(void) {
     for (int i = 0; i < NTYPES; i++) {
         const pk_type_traits *tt = pk_type_get(types[i].t);
-        TEST_CHECK(tt && tt->to_float && !tt->from_float == !types[i].rms_bound && tt->vec_dot_type == types[i].act &&
+        TEST_CHECK(tt && tt->to_float && (tt->from_float == NULL) == is_imat_only(types[i].t) && tt->vec_dot_type == types[i].act &&
                    tt->blck == types[i].blck && tt->type_size == types[i].size,
                    "traits of %s", pk_type_name(types[i].t));
         TEST_CHECK(pk_kernels_ref_table.vec_dot[types[i].t] && pk_kernels_ref_table.gemv[types[i].t],
@@ -437,8 +459,7 @@ static void test_round_trip(void) {
     for (int i = 0; i < N; i++) x[i] = rndn() * ldexpf(1.0f, (i / 256) % 9 - 4);
     for (int ti = 0; ti < NTYPES; ti++) {
         const pk_type_traits *tt = pk_type_get(types[ti].t);
-        if (!types[ti].rms_bound) continue;
-        tt->from_float(x, q, N);
+        quant_row(types[ti].t, x, q, N);
         tt->to_float(q, y, N);
         /* per 256-block relative RMS, averaged (scales vary by block) */
         double rel = 0, worst = 0;
@@ -457,7 +478,7 @@ static void test_round_trip(void) {
                    tt->name, rel, worst, types[ti].rms_bound);
         /* zeros stay zeros; a constant row is close */
         float z[256] = { 0 }, zo[256];
-        tt->from_float(z, q, 256);
+        quant_row(types[ti].t, z, q, 256);
         tt->to_float(q, zo, 256);
         int nz = 0;
         for (int i = 0; i < 256; i++) nz += zo[i] != 0.0f;
@@ -465,7 +486,7 @@ static void test_round_trip(void) {
         /* one outlier: it is kept to within its block's step */
         for (int i = 0; i < 256; i++) z[i] = rndf() * 1e-3f;
         z[77] = 100.0f;
-        tt->from_float(z, q, 256);
+        quant_row(types[ti].t, z, q, 256);
         tt->to_float(q, zo, 256);
         TEST_CHECK(fabsf(zo[77] - 100.0f) < 100.0f * 2 * (float)types[ti].rms_bound,
                    "%s: outlier kept (%g)", tt->name, zo[77]);
@@ -530,8 +551,32 @@ static void test_ggml_bytes(void) {
                    pk_type_name(abs(gold[i].t)), gold[i].t < 0 ? " (full)" : "",
                    (unsigned long long)h);
     }
-    /* imp == NULL is the reference; imp given changes nothing where unused */
+    /* IQ2_XXS, IQ2_XS: FNV-1a of ggml's quantize_iq2_xxs / quantize_iq2_xs
+     * (llama.cpp 34af94c's ggml-quants.c built alone with -O2
+     * -ffp-contract=off, after iq2xs_init_impl) of the gold input, one row,
+     * importances 0.25 + ((7 i) mod 13) / 2; and of it as two rows of 2048
+     * with importances 1 (what imp == NULL means here) */
+    static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); uint64_t h, h1; } iq[] = {
+        { PK_TYPE_IQ2_XXS, pk_quantize_iq2_xxs_imat, 0xdd8a174a18ed384bull, 0x7156f0470e9866adull },
+        { PK_TYPE_IQ2_XS, pk_quantize_iq2_xs_imat, 0xf1d1ba2ae9901d6eull, 0xa42cc4e4db19a4d7ull },
+    };
     float *imp = malloc(N * sizeof(float));
+    for (size_t i = 0; i < sizeof iq / sizeof *iq; i++) {
+        const size_t sz = pk_row_size(iq[i].t, N);
+        for (int j = 0; j < N; j++) imp[j] = 0.25f + (float)((j * 7) % 13) * 0.5f;
+        memset(q, 0, sz);
+        iq[i].fn(x, q, N, imp);
+        uint64_t h = fnv1a(q, sz);
+        TEST_CHECK(h == iq[i].h, "%s quantizer bytes match ggml's (hash %016llx)", pk_type_name(iq[i].t),
+                   (unsigned long long)h);
+        memset(q, 0, sz);
+        iq[i].fn(x, q, N / 2, NULL);
+        iq[i].fn(x + N / 2, q + sz / 2, N / 2, NULL);
+        h = fnv1a(q, sz);
+        TEST_CHECK(h == iq[i].h1, "%s quantizer with importance 1 matches ggml's (hash %016llx)",
+                   pk_type_name(iq[i].t), (unsigned long long)h);
+    }
+    /* imp == NULL is the reference; imp given changes nothing where unused */
     uint8_t *q2 = malloc(N * 2);
     for (int i = 0; i < N; i++) imp[i] = 1.0f + (float)(i % 5);
     static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); } fns[] = {
@@ -643,9 +688,8 @@ static void test_dot_type(const pk_kernels *k, int t, int64_t n, int kind) {
     float *f = malloc((size_t)n * sizeof(float));
     max_mag = xt == PK_TYPE_Q8_1 ? 1e3f : 3e4f;
     for (int r = 0; r < MAXR; r++) {
-        if (kind == D_ZEROS && !tw->from_float) memset(w + r * rb, 0, rs);
-        else if (kind == D_RAW || !tw->from_float) fill_raw(t, w + r * rb, n);
-        else { fill(f, n, kind); tw->from_float(f, w + r * rb, n); }
+        if (kind == D_RAW) fill_raw(t, w + r * rb, n);
+        else { fill(f, n, kind); quant_row(t, f, w + r * rb, n); }
         memset(w + r * rb + rs, 0xAB, pad);
     }
     fill(f, n, kind == D_RAW ? D_RANDOM : kind);

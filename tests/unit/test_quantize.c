@@ -28,6 +28,7 @@
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "quant/imat.h"
 #include "pocket.h"
 #include "testhelp.h"
 
@@ -385,6 +386,16 @@ static void test_python_reader(const char *q8) {
     TEST_CHECK(st == 0, "gguf_py check of %s failed (status %d)", q8, st);
 }
 
+/* importance 1 for every tensor of the gguf_file ud, of its size ne0 * ne2 */
+static const float *imat_all(void *ud, const char *name, int64_t *n) {
+    static float ones[1 << 16];
+    const gguf_tensor *t = gguf_find_tensor(ud, name);
+    if (!t || t->ne[0] * t->ne[2] > (int64_t)(sizeof ones / sizeof *ones)) return NULL;
+    for (size_t i = 0; i < sizeof ones / sizeof *ones; i++) ones[i] = 1.0f;
+    *n = t->ne[0] * t->ne[2];
+    return ones;
+}
+
 /* ---- synthetic models -------------------------------------------------------------------- */
 
 typedef struct syn_tensor {
@@ -492,6 +503,36 @@ static void test_synthetic(void) {
                    want[i][0], prog_type(&pr, want[i][0]), want[i][1]);
     TEST_CHECK(strcmp(pr.names[0], "output.weight") == 0 && strcmp(pr.names[1], "token_embd.weight") == 0,
                "order: non-layer tensors first, by name (%s, %s)", pr.names[0], pr.names[1]);
+
+    /* IQ2_XXS (importances of 1): llama-quantize's rules for the 2-bit
+       i-quants, one layer, no experts, 1 query head per kv head */
+    gguf_file *sf = NULL;
+    if (gguf_open(syn, &sf, &err) == PK_OK) {
+        p = pk_quantize_default_params();
+        memset(&pr, 0, sizeof pr);
+        p.preset = "IQ2_XXS";
+        p.dry_run = 1;
+        p.progress = on_progress;
+        p.progress_ud = &pr;
+        p.imatrix = imat_all;
+        p.imatrix_ud = sf;
+        rc = pk_quantize_file(syn, tmp_path("syn-iq2.gguf"), &p, &err);
+        TEST_CHECK(rc == PK_OK, "synthetic IQ2_XXS dry run: %s", err.msg);
+        static const char *const want2[][2] = {
+            {"output.weight", "Q8_0"},          /* Q5_K, but 96 % 256 -> Q8_0 */
+            {"token_embd.weight", "Q4_0"},      /* Q2_K -> Q4_0 */
+            {"blk.0.attn_q.weight", "F16"},     /* IQ2_XXS -> IQ4_NL -> 48 % 32 -> F16 */
+            {"blk.0.attn_v.weight", "Q2_K"},    /* no experts, 1 query head per kv head */
+            {"blk.0.ffn_down.weight", "IQ2_XXS"},  /* the first 1 / 8 of 1 layer: none */
+            {"blk.0.ffn_gate.weight", "IQ2_XXS"},
+            {"blk.0.attn_norm.weight", "F32"},
+        };
+        for (int i = 0; i < 7; i++)
+            TEST_CHECK(strcmp(prog_type(&pr, want2[i][0]), want2[i][1]) == 0,
+                       "synthetic IQ2_XXS: '%s' -> %s, expected %s", want2[i][0], prog_type(&pr, want2[i][0]),
+                       want2[i][1]);
+        gguf_close(sf);
+    }
 
     /* Q8_0 has no fallback: a 48-element row is an error naming the tensor */
     p = pk_quantize_default_params();
@@ -686,6 +727,88 @@ static void test_imatrix_hook(void) {
     remove(out);
 }
 
+/* ---- IQ2_XXS, IQ2_XS: llama-quantize's rules, an importance matrix required ---- */
+
+/* the bundled model (6 layers, 16 experts) under IQ2_XXS / IQ2_XS with the
+ * experts overridden to Q8_0 (quantizing them at 2 bits takes a minute) */
+static int iq2_expected(const char *name, int t) {
+    if (strcmp(name, "output.weight") == 0) return PK_TYPE_Q5_K;
+    if (strcmp(name, "token_embd.weight") == 0) return PK_TYPE_Q2_K;
+    if (strstr(name, "_norm.weight") || strstr(name, "ffn_gate_inp")) return PK_TYPE_F32;
+    if (strstr(name, "_exps")) return PK_TYPE_Q8_0;
+    if (strstr(name, "attn_v.weight")) return PK_TYPE_Q4_K;    /* 16 experts: not 2 bits */
+    return t;
+}
+
+static void test_iq2_presets(void) {
+    static const struct { const char *preset; int type, ftype; } ps[] = {
+        { "IQ2_XXS", PK_TYPE_IQ2_XXS, 19 }, { "IQ2_XS", PK_TYPE_IQ2_XS, 20 },
+    };
+    const char *out = tmp_path("iq2.gguf"), *ov[1] = {"_exps=q8_0"};
+    gguf_file *in = NULL;
+    pk_error err = {0};
+    TEST_CHECK(gguf_open(MODEL, &in, &err) == PK_OK, "open %s: %s", MODEL, err.msg);
+    if (!in) return;
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        expect_fail("IQ2 preset without an importance matrix", ps[i].preset, NULL, MODEL, out, PK_ERR_ARG,
+                    "needs an importance matrix");
+        pk_quantize_params p = pk_quantize_default_params();
+        p.preset = ps[i].preset;
+        p.overrides = ov;
+        p.n_overrides = 1;
+        p.n_threads = 2;
+        p.imatrix = imat_ok;                  /* entries for ffn_up_exps only */
+        int rc = pk_quantize_file(MODEL, out, &p, &err);
+        TEST_CHECK(rc == PK_ERR_ARG && strstr(err.msg, "has no entry") && strstr(err.msg, ps[i].preset),
+                   "%s: a tensor without its importance entry: rc %d: %s", ps[i].preset, rc, err.msg);
+        TEST_CHECK(!file_exists(out), "%s: failed run left a file", ps[i].preset);
+        p.imatrix = imat_all;
+        p.imatrix_ud = in;
+        double t0 = pk_time();
+        rc = pk_quantize_file(MODEL, out, &p, &err);
+        TEST_CHECK(rc == PK_OK, "%s with an importance matrix: %s", ps[i].preset, err.msg);
+        if (rc) continue;
+        fprintf(stderr, "%s: %s in %.2fs\n", out, ps[i].preset, pk_time() - t0);
+        gguf_file *of = NULL;
+        int n2 = 0;
+        int64_t ft = -1;
+        if (gguf_open(out, &of, &err) == PK_OK) {
+            gguf_get_int(of, "general.file_type", 0, &ft, &err);
+            for (uint64_t k = 0; k < of->n_tensors; k++) {
+                const gguf_tensor *o = &of->tensors[k], *t = gguf_find_tensor(in, o->name);
+                int want = iq2_expected(o->name, ps[i].type);
+                TEST_CHECK(o->type == want, "%s file: '%s' is %s, expected %s", ps[i].preset, o->name,
+                           pk_type_name(o->type), pk_type_name(want));
+                if (o->type != ps[i].type || !t) continue;
+                /* every row: the F16 row quantized with importance 1 (imp NULL) */
+                n2++;
+                const int64_t ne0 = t->ne[0], rows = t->nelements / ne0;
+                const size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
+                float *x = malloc((size_t)ne0 * sizeof *x);
+                uint8_t *q = malloc(drow);
+                int64_t bad = -1;
+                for (int64_t r = 0; r < rows && x && q && bad < 0; r++) {
+                    pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
+                    if (o->type == PK_TYPE_IQ2_XXS) pk_quantize_iq2_xxs_imat(x, q, ne0, NULL);
+                    else pk_quantize_iq2_xs_imat(x, q, ne0, NULL);
+                    if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
+                }
+                TEST_CHECK(x && q && bad < 0, "%s: '%s' row %lld is not the quantizer's", ps[i].preset,
+                           o->name, (long long)bad);
+                free(x);
+                free(q);
+            }
+            gguf_close(of);
+        }
+        TEST_CHECK(ft == ps[i].ftype, "%s: general.file_type %lld, expected %d", ps[i].preset, (long long)ft,
+                   ps[i].ftype);
+        TEST_CHECK(n2 == 18, "%s: %d tensors of the preset's type (attn_q, attn_k, attn_output)", ps[i].preset,
+                   n2);
+        remove(out);
+    }
+    gguf_close(in);
+}
+
 /* A file size limit below the output size: write fails with EFBIG, just as a
  * full disk fails with ENOSPC. Run in a child so the limit stays there. */
 static void test_write_failure(void) {
@@ -743,6 +866,7 @@ int main(void) {
     test_synthetic();
     test_errors();
     test_imatrix_hook();
+    test_iq2_presets();
     test_write_failure();
 
     int r = TEST_REPORT();

@@ -16,7 +16,11 @@
  *   - each weight row's super-block (or group of 4 blocks) is decoded once
  *     per (k-block, token tile) into eight 256-bit registers of levels and
  *     applied to every token of the tile (1 row x 16 or 32 tokens,
- *     accumulators in L1: the 16 ymm registers hold the decoded row);
+ *     accumulators in L1: the 16 ymm registers hold the decoded row); on
+ *     plain AVX2, Q2_K, Q3_K and Q4_K instead decode two rows into an L1
+ *     buffer and take a register tile of 2 rows x 4 tokens, each level
+ *     and activation register loaded once for its 2 or 4 products
+ *     (kernels/x86/avx2_kquant.h, kt_gemm);
  *   - K-quants: the decoded registers are byte-permuted (unpack stages,
  *     shuffle ports) so that several registers carry the same sub-block in
  *     the same 16-bit lane; the vpmaddubsw products of those registers are

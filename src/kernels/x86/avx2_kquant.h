@@ -376,11 +376,12 @@ RI_ENTRY(iq2_xs, kq_row, KQ_IQ2_XS)
  * vpmaddubsw. The sums and their epilogue per super-block and token are
  * kq_body's (the same int16 sums, scales, mins and float order: the
  * results are bitwise those of kq_tile). Measured on AMD Zen 3 (one core,
- * bench/ab_gemm, on a machine shared with other work): Q2_K
- * 1.07-1.16x kq_tile's speed from 2 to 128 tokens on 512 x 2048 and 1.10-1.39x
- * on 2048 x 512; Q4_K 1.02-1.04x below 32 tokens, 1.3-1.4x from 32 on (where
- * kq_tile's 32-token tile overflows a 32 KB L1); Q3_K 0.93-0.95x from 16
- * tokens on rows of 2048, 1.05-1.33x on rows of 512. kt_use picks by that. */
+ * bench/ab_gemm, bench/results/2026-12-07-epyc-zen3-q2k-prompt.md): Q2_K
+ * 1.07-1.19x kq_tile's speed from 4 to 128 tokens on 512 x 2048, 1.10-1.39x
+ * on 2048 x 512; Q3_K and Q4_K 1.03-1.06x on rows of 512 below 32 tokens
+ * and 1.28-1.4x from 32 on, or on Q4_K's rows of 2048 (where kq_tile's
+ * 32-token tile overflows a 32 KB L1), but 0.94-1.02x on rows of 2048 with
+ * kq_tile's 16-token tile. kt_use picks by that. */
 enum { KT_R = 2, KT_T = 4, KT_KB = 4, KT_TK = 16 };   /* rows, tokens per tile; super-blocks, tokens per buffer */
 
 GI int64_t kt_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
@@ -517,9 +518,11 @@ GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, i
         kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
 }
 #else
-/* the 2-row kernel where it measured faster than the per-row one (above) */
+/* the 2-row kernel where it measured faster than the per-row one (above):
+ * Q2_K always; Q3_K and Q4_K where the per-row kernel's token tile is 32
+ * (rows of up to 3 super-blocks; Q4_K's longer rows from 17 tokens on) */
 GI int kt_use(const int K, int64_t n, int64_t ntok) {
-    return K == KQ_Q2_K || (K == KQ_Q4_K && ntok >= 4) || (K == KQ_Q3_K && n <= 3 * PK_QK_K);
+    return K == KQ_Q2_K || ((K == KQ_Q3_K || K == KQ_Q4_K) && n <= 3 * PK_QK_K) || (K == KQ_Q4_K && ntok > 16);
 }
 GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                 size_t rb, const void *const *x) {

@@ -14,7 +14,7 @@ import sys
 import gguf_py as G
 
 
-def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None):
+def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None, retype=None):
     w = G.GGUFWriter()
     for k in g.kv_order:
         if k in drop_keys:
@@ -31,6 +31,9 @@ def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None)
         if reshape and name in reshape:
             a = reshape[name](a)
         w.add_tensor(name, a, G.T_F32)
+        if retype and name in retype:   # the same bytes under another type id of 4-byte elements
+            n, ne, _, raw = w.tensors[-1]
+            w.tensors[-1] = (n, ne, retype[name], raw)
     w.write(path)
 
 
@@ -73,6 +76,10 @@ def main():
         ("wrong_shape", dict(reshape={"blk.0.attn_k.weight": lambda a: a[:-1]}), "blk.0.attn_k.weight"),
         ("no_vocab", dict(drop_keys=("tokenizer.ggml.tokens",)), "tokenizer.ggml.tokens"),
         ("type_string_for_int", dict(set_keys={arch + ".block_count": ("two", G.STRING)}), arch + ".block_count"),
+        # a weight of a type pocket does not compute (I32, ggml type 26: a known
+        # type with no dequantizer) is refused by name, type and tensor
+        ("weight_type_i32", dict(retype={"blk.0.attn_q.weight": 26}),
+         "tensor 'blk.0.attn_q.weight' has type I32, which pocket cannot compute yet"),
     ]
     for name, kw, expect in cases:
         rewrite(g, os.path.join(out, name + ".gguf"), **kw)

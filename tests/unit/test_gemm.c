@@ -18,18 +18,11 @@
 #include <string.h>
 #include <time.h>
 #include "testhelp.h"
+#define TESTRAND_SEED 0x9e3779b97f4a7c15ull
+#include "testrand.h"
 #include "quant/quant.h"
 #include "kernels/kernels.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd64(void) {                     /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; }
-static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254f; }
 
 static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                              PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,

@@ -12,20 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testhelp.h"
+#define TESTRAND_SEED 0x9e3779b97f4a7c15ull
+#include "testrand.h"
 #include "quant/quant.h"
 #include "kernels/kernels.h"
 #include "pocket.h"
 
-/* ---- deterministic data ----------------------------------------------------- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd64(void) {                     /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; } /* [-1,1) */
+/* ---- deterministic data (and testrand.h) ------------------------------------ */
 
 static float bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static uint32_t f_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }

@@ -8,7 +8,7 @@
  *
  * Adding a type: declare its block struct in quant/quant.h, write a
  * <type>_to_float / <type>_from_float pair (static here, or in the family's
- * file: quant/legacy.c, quant/kquant.c, quant/iquant.c, quant/mxfp4.c), and fill its
+ * file: quant/legacy.c, quant/kquant.c, quant/iquant.c, quant/iq2.c, quant/mxfp4.c), and fill its
  * row in type_table (to_float, from_float, vec_dot_type).
  */
 #include <math.h>
@@ -163,8 +163,10 @@ static const pk_type_traits type_table[PK_TYPE_COUNT] = {
                          .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_q6_K_to_float, .from_float = pk_q6_K_from_float},
     [PK_TYPE_Q8_K]    = {.name = "Q8_K", .blck = PK_QK_K, .type_size = sizeof(pk_block_q8_K),
                          .vec_dot_type = -1, .to_float = pk_q8_K_to_float, .from_float = pk_q8_K_from_float},
-    [PK_TYPE_IQ2_XXS] = SIZED("IQ2_XXS", 256, 66),
-    [PK_TYPE_IQ2_XS]  = SIZED("IQ2_XS", 256, 74),
+    [PK_TYPE_IQ2_XXS] = {.name = "IQ2_XXS", .blck = PK_QK_K, .type_size = sizeof(pk_block_iq2_xxs),
+                         .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_iq2_xxs_to_float, .from_float = NULL},
+    [PK_TYPE_IQ2_XS]  = {.name = "IQ2_XS", .blck = PK_QK_K, .type_size = sizeof(pk_block_iq2_xs),
+                         .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_iq2_xs_to_float, .from_float = NULL},
     [PK_TYPE_IQ3_XXS] = SIZED("IQ3_XXS", 256, 98),
     [PK_TYPE_IQ1_S]   = {.name = "IQ1_S", .blck = PK_QK_K, .type_size = sizeof(pk_block_iq1_s),
                          .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_iq1_s_to_float, .from_float = NULL},

@@ -1,5 +1,5 @@
 /* test_kernels_quant.c - the block-quantized weight types (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4) and their activation types (Q8_1, Q8_K):
+ * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ2_XS) and their activation types (Q8_1, Q8_K):
  * formats (quant_*.c) and every usable kernel table (kernels_*.c).
  *
  * Checks, per type: the type table; dequantization of blocks with known
@@ -37,7 +37,8 @@ static const double e2m1[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
 /* ---- the types under test ---------------------------------------------------- */
 
 static const struct { int t, act, blck; size_t size; double rms_bound; } types[] = {
-    /* rms_bound: RMS(x - deq(q(x))) / RMS(x) for roughly normal data */
+    /* rms_bound: RMS(x - deq(q(x))) / RMS(x) for roughly normal data; 0:
+       no from_float (ggml has none), the kernels see random blocks only */
     { PK_TYPE_Q4_0, PK_TYPE_Q8_0, 32, 18, 0.125 },
     { PK_TYPE_Q4_1, PK_TYPE_Q8_1, 32, 20, 0.105 },
     { PK_TYPE_Q5_0, PK_TYPE_Q8_0, 32, 22, 0.062 },
@@ -50,6 +51,7 @@ static const struct { int t, act, blck; size_t size; double rms_bound; } types[]
     { PK_TYPE_IQ4_NL, PK_TYPE_Q8_0, 32, 18, 0.11 },
     { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
     { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
+    { PK_TYPE_IQ2_XXS, PK_TYPE_Q8_K, 256, 66, 0 }, { PK_TYPE_IQ2_XS, PK_TYPE_Q8_K, 256, 74, 0 },
 };
 enum { NTYPES = sizeof types / sizeof *types };
 
@@ -137,6 +139,25 @@ static void elem(int t, const uint8_t *p, int e, double *a, double *b) {
         *a = h2d(p) * (ls - 32) * iq4_levels[j < 16 ? byte & 15 : byte >> 4];
         break;
     }
+    case PK_TYPE_IQ2_XXS: case PK_TYPE_IQ2_XS: {
+        int g = e / 8, j = e % 8, code, ls;
+        uint64_t point;
+        if (t == PK_TYPE_IQ2_XXS) {
+            const uint8_t *sb = p + 2 + 8 * (e / 32);
+            uint32_t aux = sb[4] | sb[5] << 8 | sb[6] << 16 | (uint32_t)sb[7] << 24;
+            point = pk_iq2xxs_grid[sb[g % 4]];
+            code = (aux >> 7 * (g % 4)) & 127;
+            ls = aux >> 28;
+        } else {
+            int q = p[2 + 2 * g] | p[3 + 2 * g] << 8;
+            point = pk_iq2xs_grid[q & 511];
+            code = q >> 9;
+            ls = (p[66 + e / 32] >> (e % 32 < 16 ? 0 : 4)) & 15;
+        }
+        int minus = j < 7 ? (code >> j) & 1 : __builtin_popcount(code) & 1;
+        *a = h2d(p) * (0.5 + ls) / 4 * (int)(uint8_t)(point >> 8 * j) * (minus ? -1 : 1);
+        break;
+    }
     default: *a = NAN;
     }
 }
@@ -148,6 +169,7 @@ static void sane_scales(int t, uint8_t *p) {
         { PK_TYPE_Q5_0, { 0, -1 } }, { PK_TYPE_Q5_1, { 0, 2 } }, { PK_TYPE_Q8_1, { 0, 2 } },
         { PK_TYPE_Q2_K, { 80, 82 } }, { PK_TYPE_Q3_K, { 108, -1 } }, { PK_TYPE_Q4_K, { 0, 2 } },
         { PK_TYPE_Q5_K, { 0, 2 } }, { PK_TYPE_Q6_K, { 208, -1 } }, { PK_TYPE_IQ4_XS, { 0, -1 } },
+        { PK_TYPE_IQ2_XXS, { 0, -1 } }, { PK_TYPE_IQ2_XS, { 0, -1 } },
     };
     for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
         if (tab[i].t == t)
@@ -168,7 +190,7 @@ static int type_blck(int t) { return pk_type_get(t)->blck; }
 static void test_traits(void) {
     for (int i = 0; i < NTYPES; i++) {
         const pk_type_traits *tt = pk_type_get(types[i].t);
-        TEST_CHECK(tt && tt->to_float && tt->from_float && tt->vec_dot_type == types[i].act &&
+        TEST_CHECK(tt && tt->to_float && !tt->from_float == !types[i].rms_bound && tt->vec_dot_type == types[i].act &&
                    tt->blck == types[i].blck && tt->type_size == types[i].size,
                    "traits of %s", pk_type_name(types[i].t));
         TEST_CHECK(pk_kernels_ref_table.vec_dot[types[i].t] && pk_kernels_ref_table.gemv[types[i].t],
@@ -369,7 +391,8 @@ static void test_known_blocks(void) {
     /* random bytes against the independent decoder */
     static const int all[] = { PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q8_1,
                                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
-                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4 };
+                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4,
+                               PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS };
     for (size_t ti = 0; ti < sizeof all / sizeof *all; ti++) {
         int t = all[ti];
         const pk_type_traits *tt = pk_type_get(t);
@@ -405,6 +428,7 @@ static void test_round_trip(void) {
     for (int i = 0; i < N; i++) x[i] = rndn() * ldexpf(1.0f, (i / 256) % 9 - 4);
     for (int ti = 0; ti < NTYPES; ti++) {
         const pk_type_traits *tt = pk_type_get(types[ti].t);
+        if (!types[ti].rms_bound) continue;
         tt->from_float(x, q, N);
         tt->to_float(q, y, N);
         /* per 256-block relative RMS, averaged (scales vary by block) */
@@ -605,7 +629,8 @@ static void test_dot_type(const pk_kernels *k, int t, int64_t n, int kind) {
     float *f = malloc((size_t)n * sizeof(float));
     max_mag = xt == PK_TYPE_Q8_1 ? 1e3f : 3e4f;
     for (int r = 0; r < MAXR; r++) {
-        if (kind == D_RAW) fill_raw(t, w + r * rb, n);
+        if (kind == D_ZEROS && !tw->from_float) memset(w + r * rb, 0, rs);
+        else if (kind == D_RAW || !tw->from_float) fill_raw(t, w + r * rb, n);
         else { fill(f, n, kind); tw->from_float(f, w + r * rb, n); }
         memset(w + r * rb + rs, 0xAB, pad);
     }

@@ -33,6 +33,11 @@
  *     multiplies per row super-block;
  *   - IQ4_XS (signed levels): int16 on both sides, levels times the
  *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
+ *   - IQ2_XXS, IQ2_XS (grid points with signs, |level| <= 43): the
+ *     K-quants' per-row kernel, signed levels at decode against
+ *     activations + 128 as unsigned bytes, the 128 * level sums subtracted
+ *     once per row super-block: 8 vpmaddubsw + 8 vpmaddwd per super-block
+ *     and token;
  *   - Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
  *     activations widened once per token tile, products by vpmaddwd (no
  *     sign fix-up per token); four blocks' sums are reduced with horizontal
@@ -122,6 +127,9 @@ enum {
 #endif
 #ifndef TK_Q6_K
 #define TK_Q6_K 16
+#endif
+#ifndef TK_IQ2
+#define TK_IQ2 16   /* IQ2_XXS, IQ2_XS */
 #endif
 
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
@@ -637,6 +645,7 @@ const pk_kernels PK_GEMM_TABLE = {.gemm = {
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
     [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
+    [PK_TYPE_IQ2_XXS] = gemm_iq2_xxs, [PK_TYPE_IQ2_XS] = gemm_iq2_xs,
 }};
 
 #ifndef PK_VNNI256

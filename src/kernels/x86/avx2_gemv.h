@@ -1,7 +1,8 @@
 /* kernels/x86/avx2_gemv.h - the AVX2 decode kernels (vec_dot and gemv) for the
  * block-quantized weight types: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 x Q8_0; Q4_1,
- * Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS, IQ1_S, IQ1_M x Q8_K. Not a translation unit: included by
- * kernels/x86/avx2.c inside its ISA guard (after <immintrin.h> and hsum8).
+ * Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M x Q8_K. Not a
+ * translation unit: included by kernels/x86/avx2.c inside its ISA guard (after
+ * <immintrin.h> and hsum8).
  *
  * Structure: ONE driver (gv_gemv / gv_vec_dot below: the 4-row gemv loop
  * with the software prefetch of the next rows, the shared activation view, the fold
@@ -42,8 +43,9 @@
  * Q5_0 -16, Q3_K -4, Q6_K -32, MXFP4 -12 on its levels + 12) are applied by adding -off * (pair sums of
  * x) to those int16 pair sums, which gives the exact pair sums of (level -
  * off) * x in the same lanes (no large cancelling terms in other lanes).
- * Signed levels (Q8_0, IQ4_NL, IQ4_XS) move their sign onto the activation,
- * which needs activations in [-127, 127] (every Q8 quantizer's range).
+ * Signed levels (Q8_0, IQ4_NL, IQ4_XS; the signs of IQ2_XXS / IQ2_XS, whose
+ * grid magnitudes are the unsigned operand) move their sign onto the
+ * activation, which needs activations in [-127, 127] (every Q8 quantizer's range).
  * Bounds: |int16 pair sum| <= 2 * 63 * 127 + 2 * 32 * 127 (Q6_K) or
  * 2 * 128 * 127 (Q8_0) < 2^15; int32 lanes < 2^24, and a row's half-block
  * sum of 4 lanes < 2^26 (rounded once when converted to float, as the
@@ -53,6 +55,7 @@
  */
 
 #define GV_INLINE static inline __attribute__((always_inline))
+#include "kernels/x86/iq2_ops.h"
 #include "kernels/x86/avx2_iq1.h"
 
 /* ---- vocabulary -------------------------------------------------------------- */
@@ -368,6 +371,22 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
     return isum;
 }
 
+/* IQ2_XXS (XS 0) / IQ2_XS (XS 1): per sub-block (kernels/x86/iq2_ops.h) the
+ * grid magnitudes times the activations with their signs (vpsignb), pair
+ * sums <= 2 * 43 * 127, then vpmaddwd with the scales 2 ls + 1: isum is 8x
+ * the block's sum (the driver's gv_isc); lanes <= 8 * 2 * 10922 * 31 < 2^23. */
+GV_INLINE __m256i gk_iq2(const int XS, const uint8_t *w, const gv_x *a) {
+    const __m256i halves = XS ? iq2_xs_halves(w) : _mm256_setzero_si256();
+    __m256i isum = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        __m256i pts, sgn;
+        iq2_sub(XS, w, s, &pts, &sgn);
+        __m256i p = _mm256_maddubs_epi16(pts, _mm256_sign_epi8(gv_ld(a->q + 32 * s), sgn));
+        isum = gv_acc(isum, _mm256_madd_epi16(p, iq2_scale(XS, w, s, halves)));
+    }
+    return isum;
+}
+
 /* IQ1_S, IQ1_M: kernels/x86/avx2_iq1.h; the sum is 8 times the block's (gv_isc) */
 GV_INLINE __m256i gk_iq1_s(const pk_block_iq1_s *w, const gv_x *a, __m128i *ms) {
     (void)ms;
@@ -386,7 +405,7 @@ GV_INLINE __m256i gk_iq1_m(const pk_block_iq1_m *w, const gv_x *a, __m128i *ms) 
 
 /* the weight types, each a constant that specialises the driver */
 enum { GV_Q8_0, GV_Q4_0, GV_Q4_1, GV_Q5_0, GV_Q5_1, GV_IQ4_NL, GV_MXFP4, GV_Q2_K, GV_Q3_K, GV_Q4_K, GV_Q5_K,
-       GV_Q6_K, GV_IQ4_XS, GV_IQ1_S, GV_IQ1_M };
+       GV_Q6_K, GV_IQ4_XS, GV_IQ2_XXS, GV_IQ2_XS, GV_IQ1_S, GV_IQ1_M };
 
 GV_INLINE int gv_kquant(const int T) { return T >= GV_Q2_K; }   /* Q8_K activations, 256-element blocks */
 /* bytes of a weight block, of an activation block; elements of a block */
@@ -404,6 +423,8 @@ GV_INLINE size_t gv_wsize(const int T) {
     case GV_Q4_K: return sizeof(pk_block_q4_K);
     case GV_Q5_K: return sizeof(pk_block_q5_K);
     case GV_Q6_K: return sizeof(pk_block_q6_K);
+    case GV_IQ2_XXS: return sizeof(pk_block_iq2_xxs);
+    case GV_IQ2_XS: return sizeof(pk_block_iq2_xs);
     case GV_IQ1_S: return sizeof(pk_block_iq1_s);
     case GV_IQ1_M: return sizeof(pk_block_iq1_m);
     default: return sizeof(pk_block_iq4_xs);
@@ -429,6 +450,8 @@ GV_INLINE size_t gv_doff(const int T) {
     case GV_Q5_K: return offsetof(pk_block_q5_K, d);
     case GV_Q6_K: return offsetof(pk_block_q6_K, d);
     case GV_IQ4_XS: return offsetof(pk_block_iq4_xs, d);
+    case GV_IQ2_XXS: return offsetof(pk_block_iq2_xxs, d);
+    case GV_IQ2_XS: return offsetof(pk_block_iq2_xs, d);
     case GV_IQ1_S: return offsetof(pk_block_iq1_s, d);
     default: return 0;
     }
@@ -448,7 +471,9 @@ GV_INLINE int gv_kind(const int T) {
 }
 GV_INLINE int gv_has_mins(const int K) { return K == 1 || K == 3; }
 GV_INLINE int gv_iq1(const int T) { return T == GV_IQ1_S || T == GV_IQ1_M; }
-GV_INLINE float gv_isc(const int T) { return T == GV_Q2_K ? 0.25f : gv_iq1(T) ? 0.125f : 1.0f; }
+GV_INLINE float gv_isc(const int T) {
+    return T == GV_Q2_K ? 0.25f : T == GV_IQ2_XXS || T == GV_IQ2_XS || gv_iq1(T) ? 0.125f : 1.0f;
+}
 
 /* a block kernel's mins: m4 (KIND 1), m8 (KIND 3) */
 typedef struct { __m128i m4; __m256i m8; } gv_mins;
@@ -476,7 +501,7 @@ GV_INLINE void gv_view(const int T, const void *x, gv_x *a) {
     case GV_Q3_K: gv_x_q8_K_o4(x, a); break;
     case GV_Q4_K: case GV_Q5_K: gv_x_q8_K_bp(x, a); break;
     case GV_Q6_K: gv_x_q8_K_o32(x, a); break;
-    case GV_IQ4_XS: gv_x_q8_K(x, a); break;
+    case GV_IQ4_XS: case GV_IQ2_XXS: case GV_IQ2_XS: gv_x_q8_K(x, a); break;
     case GV_IQ1_S: gv_x_iq1_s(x, a); break;
     case GV_IQ1_M: gv_x_iq1_m(x, a); break;
     default: gv_x_q8_0(x, a); break;   /* Q8_0, IQ4_NL */
@@ -497,6 +522,8 @@ GV_INLINE __m256i gv_block(const int T, const void *w, const gv_x *a, gv_mins *m
     case GV_Q4_K: return gk_q4_K(w, a, &ms->m4);
     case GV_Q5_K: return gk_q5_K(w, a, &ms->m4);
     case GV_Q6_K: return gk_q6_K(w, a, &ms->m4);
+    case GV_IQ2_XXS: return gk_iq2(0, w, a);
+    case GV_IQ2_XS: return gk_iq2(1, w, a);
     case GV_IQ1_S: return gk_iq1_s(w, a, &ms->m4);
     case GV_IQ1_M: return gk_iq1_m(w, a, &ms->m4);
     default: return gk_iq4_xs(w, a, &ms->m4);
@@ -670,6 +697,8 @@ GV_ENTRIES(q4_K, GV_Q4_K)
 GV_ENTRIES(q5_K, GV_Q5_K)
 GV_ENTRIES(q6_K, GV_Q6_K)
 GV_ENTRIES(iq4_xs, GV_IQ4_XS)
+GV_ENTRIES(iq2_xxs, GV_IQ2_XXS)
+GV_ENTRIES(iq2_xs, GV_IQ2_XS)
 GV_ENTRIES(iq1_s, GV_IQ1_S)
 GV_ENTRIES(iq1_m, GV_IQ1_M)
 #undef GV_ENTRIES
@@ -682,6 +711,7 @@ GV_ENTRIES(iq1_m, GV_IQ1_M)
     [PK_TYPE_Q2_K] = gv_vec_dot_q2_K, [PK_TYPE_Q3_K] = gv_vec_dot_q3_K,                       \
     [PK_TYPE_Q4_K] = gv_vec_dot_q4_K, [PK_TYPE_Q5_K] = gv_vec_dot_q5_K,                       \
     [PK_TYPE_Q6_K] = gv_vec_dot_q6_K, [PK_TYPE_IQ4_XS] = gv_vec_dot_iq4_xs,                   \
+    [PK_TYPE_IQ2_XXS] = gv_vec_dot_iq2_xxs, [PK_TYPE_IQ2_XS] = gv_vec_dot_iq2_xs,             \
     [PK_TYPE_IQ1_S] = gv_vec_dot_iq1_s, [PK_TYPE_IQ1_M] = gv_vec_dot_iq1_m,
 #define GV_GEMV_ENTRIES                                                                 \
     [PK_TYPE_Q8_0] = gv_gemv_q8_0, [PK_TYPE_Q4_0] = gv_gemv_q4_0,                             \
@@ -691,4 +721,5 @@ GV_ENTRIES(iq1_m, GV_IQ1_M)
     [PK_TYPE_Q2_K] = gv_gemv_q2_K, [PK_TYPE_Q3_K] = gv_gemv_q3_K,                             \
     [PK_TYPE_Q4_K] = gv_gemv_q4_K, [PK_TYPE_Q5_K] = gv_gemv_q5_K,                             \
     [PK_TYPE_Q6_K] = gv_gemv_q6_K, [PK_TYPE_IQ4_XS] = gv_gemv_iq4_xs,                         \
+    [PK_TYPE_IQ2_XXS] = gv_gemv_iq2_xxs, [PK_TYPE_IQ2_XS] = gv_gemv_iq2_xs,                   \
     [PK_TYPE_IQ1_S] = gv_gemv_iq1_s, [PK_TYPE_IQ1_M] = gv_gemv_iq1_m,

@@ -1,17 +1,20 @@
 /* kernels/x86/avx2_kquant.h - the AVX2 / AVX-VNNI prompt kernels of the K-quants
- * (Q2_K .. Q6_K, IQ4_XS) x Q8_K activations: per-row kernels over a tile of
+ * (Q2_K .. Q6_K, IQ4_XS) and IQ2_XXS, IQ2_XS x Q8_K activations: per-row kernels over a tile of
  * tokens and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
  * avx2_gemm.c: included there once, inside its ISA guard, after the byte
  * permutations and the tile sizes (TK_*) it uses; not a header of its own. */
 
 /* ---- K-quants x Q8_K -------------------------------------------------------- */
 
+#include "kernels/x86/iq2_ops.h"
+
 /* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
- * 3: Q4_K, 4: Q3_K, 5: Q2_K): the levels permuted (kind 1 perm1, 2 perm2,
- * 3-5 perm3); P = d * bsums (kind 5: per 16, kinds 2-3: per 32); the level
- * offsets' int16 lane sums c (kind 1: 32 * the lane's activations summed
- * over registers 0..3 | 4..7; kind 4: 4 * the sum over all 8 registers);
- * and d. */
+ * 3: Q4_K, 4: Q3_K, 5: Q2_K, 6: IQ2_XXS, 7: IQ2_XS): the levels permuted
+ * (kind 1 perm1, 2 perm2, 3-5 perm3; kinds 6, 7: in order, + 128 as
+ * unsigned bytes); P = d * bsums (kind 5: per 16, kinds 2-4: per 32); the
+ * level offsets' int16 lane sums c (kind 1: 32 * the lane's activations
+ * summed over registers 0..3 | 4..7; kind 4: 4 * the sum over all 8
+ * registers); and d. */
 typedef struct {
     int8_t q[256];
     float P[16];
@@ -30,7 +33,8 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
             for (int k = 0; k < 8; k++) v[k] = ld(s->qs + 32 * k);
             if (kind == 1) perm1(v);
             else if (kind == 2) perm2(v);
-            else if (kind >= 3) perm3(v);
+            else if (kind >= 3 && kind <= 5) perm3(v);
+            else for (int k = 0; k < 8; k++) v[k] = _mm256_xor_si256(v[k], _mm256_set1_epi8((char)0x80));
             for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(o->q + 32 * k), v[k]);
             if (kind == 1) {   /* 32 * pair sums, summed over 4 registers: |.| <= 32512 */
                 const __m256i k32 = _mm256_set1_epi8(32);
@@ -54,7 +58,7 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
                                           _mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs)))));
                 _mm256_store_ps(o->P + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
                                               _mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1)))));
-            } else {
+            } else if (kind <= 5) {
                 _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
                                           _mm256_madd_epi16(bs, _mm256_set1_epi16(1)))));
             }
@@ -95,27 +99,52 @@ GI void or_bits(__m256i *v, __m256i hb, const int to, int mask) {
 GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, idx)); }
 
 /* The per-row K-quant kernels, by kind (the prep_k kind of the type) */
-enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5 };
+enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5, KQ_IQ2_XXS = 6, KQ_IQ2_XS = 7 };
 
 GI size_t kq_bsize(const int K) {
-    return K == KQ_Q2_K ? sizeof(pk_block_q2_K) : K == KQ_Q3_K ? sizeof(pk_block_q3_K)
+    return K == KQ_IQ2_XXS ? sizeof(pk_block_iq2_xxs) : K == KQ_IQ2_XS ? sizeof(pk_block_iq2_xs)
+         : K == KQ_Q2_K ? sizeof(pk_block_q2_K) : K == KQ_Q3_K ? sizeof(pk_block_q3_K)
          : K == KQ_Q4_K ? sizeof(pk_block_q4_K) : K == KQ_Q5_K ? sizeof(pk_block_q5_K) : sizeof(pk_block_q6_K);
 }
 /* the token tile on rows of more than 3 super-blocks */
 GI int kq_tkl(const int K) {
-    return K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
+    return K >= KQ_IQ2_XXS ? TK_IQ2 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
 }
 
 /* One row's super-block, decoded: the 8 permuted level registers v, the
  * int16 lane scales (S; Q5_K, Q6_K: SA for registers 0..3 in S, SB for
- * 4..7), the float mins (Q4_K, Q5_K: mins0 per sub-block; Q2_K: mins0 |
- * mins1 for sub-blocks 0..7 | 8..15, both times dmin) and d. */
+ * 4..7; IQ2_XXS, IQ2_XS: sc, register by register), the float mins (Q4_K,
+ * Q5_K: mins0 per sub-block; Q2_K: mins0 | mins1 for sub-blocks 0..7 |
+ * 8..15, both times dmin), IQ2_XXS / IQ2_XS's corr and d (for those / 8). */
 typedef struct {
     __m256i v[8];
     __m256i S, SB;
+    __m256i sc[8], corr;
     __m256 mins0, mins1;
     float dwf;
 } kq_dec;
+
+/* IQ2_XXS, IQ2_XS: the signed levels (magnitude times sign, |.| <= 43) of
+ * the 8 sub-blocks (kernels/x86/iq2_ops.h), each register's int16 scales 2 ls
+ * + 1, and corr = 128 * sum of scale * level per int32 lane: against the
+ * activations + 128 as unsigned bytes, vpmaddubsw pairs (<= 2 * 255 * 43 <
+ * 2^15) summed by vpmaddwd with the scales, minus corr, are the reference's
+ * isum exactly (8x the block's sum: dwf is d / 8); lanes < 2^24. */
+GI void kq_iq2(const int XS, const uint8_t *w, kq_dec *o) {
+    const __m256i halves = XS ? iq2_xs_halves(w) : _mm256_setzero_si256();
+    __m256i c = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        __m256i pts, sgn;
+        iq2_sub(XS, w, s, &pts, &sgn);
+        o->v[s] = _mm256_sign_epi8(pts, sgn);
+        o->sc[s] = iq2_scale(XS, w, s, halves);
+        c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), o->v[s]), o->sc[s]));
+    }
+    o->corr = _mm256_slli_epi32(c, 7);
+    uint16_t d;
+    memcpy(&d, w, 2);
+    o->dwf = 0.125f * f16f(d);
+}
 
 /* Q4_K, Q5_K: the 8 nibble registers, natural register 2h = low nibbles of
  * qs[32h..], 2h+1 = high nibbles (sub-blocks 2h, 2h+1) */
@@ -164,7 +193,9 @@ GI void kq_crumbs(const uint8_t *qs, __m256i *v) {
  * scales; the mins in float against d * bsums. */
 GI void kq_decode(const int K, const void *wv, kq_dec *o) {
     __m256i *v = o->v;
-    if (K == KQ_Q4_K) {
+    if (K >= KQ_IQ2_XXS) {
+        kq_iq2(K == KQ_IQ2_XS, wv, o);
+    } else if (K == KQ_Q4_K) {
         const pk_block_q4_K *wb = wv;
         uint8_t sc[8], mn[8];
         pk_get_scales_mins_k4(wb->scales, sc, mn);
@@ -235,6 +266,12 @@ GI void kq_decode(const int K, const void *wv, kq_dec *o) {
  * prepared block, dd the super-block factor d * dx */
 GI __m256 kq_body(const int K, const kq_dec *k, const xk *xp, const float *dd, __m256 acc) {
     const __m256i *v = k->v;
+    if (K >= KQ_IQ2_XXS) {
+        __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), k->corr);
+        for (int j = 0; j < 8; j++)
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(ld(xp->q + 32 * j), v[j]), k->sc[j]));
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_broadcast_ss(dd), acc);
+    }
     if (K == KQ_Q4_K) {
         __m256i s16 = _mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128));
         __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
@@ -323,6 +360,8 @@ RI_ENTRY(row_q5_K, kq_row, KQ_Q5_K)
 RI_ENTRY(row_q6_K, kq_row, KQ_Q6_K)
 RI_ENTRY(row_q3_K, kq_row, KQ_Q3_K)
 RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
+RI_ENTRY(iq2_xxs, kq_row, KQ_IQ2_XXS)
+RI_ENTRY(iq2_xs, kq_row, KQ_IQ2_XS)
 
 #ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
 #include "kernels/x86/kri8.h"
@@ -441,3 +480,4 @@ static void gemm_iq4_xs(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_
         }
     }
 }
+

@@ -391,14 +391,18 @@ GV_INLINE __m256i gk_iq2(const int XS, const uint8_t *w, const gv_x *a) {
 GV_INLINE __m256i gk_iq1_s(const pk_block_iq1_s *w, const gv_x *a, __m128i *ms) {
     (void)ms;
     iq1_w d;
+    __m256i v[8];
     iq1_s_prep(w, &d);
-    return iq1_dot(0, a->grid, &d, a->xp, a->gs);
+    iq1_fetch(a->grid, &d, v);
+    return iq1_sum(0, v, d.S, d.C, a->xp, a->gs);
 }
 GV_INLINE __m256i gk_iq1_m(const pk_block_iq1_m *w, const gv_x *a, __m128i *ms) {
     (void)ms;
     iq1_w d;
+    __m256i v[8];
     iq1_m_prep(w, &d);
-    return iq1_dot(1, a->grid, &d, a->xp, a->gs);
+    iq1_fetch(a->grid, &d, v);
+    return iq1_sum(1, v, d.S, d.C, a->xp, a->gs);
 }
 
 /* ---- the driver: vec_dot and 4-row gemv, written once -------------------------------- */

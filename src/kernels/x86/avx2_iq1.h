@@ -187,22 +187,28 @@ IQ1_INLINE void iq1_m_prep(const pk_block_iq1_m *w, iq1_w *o) {
     o->C[1] = _mm256_mullo_epi16(g1, _mm256_add_epi16(neg[1], _mm256_set1_epi16(7)));
 }
 
-/* 8 times the super-block's integer sum, in 8 int32 lanes: xp the
- * activations in the V order, gs the group sums (IQ1_S: the 16 bsums in
- * gs[0]; IQ1_M: iq1_sums8) */
-IQ1_INLINE __m256i iq1_dot(const int M, const uint64_t *grid, const iq1_w *d, const __m256i *xp, const __m256i *gs) {
+/* the 8 registers V(h, j) (v[4h + j]) of a decoded super-block */
+IQ1_INLINE void iq1_fetch(const uint64_t *grid, const iq1_w *d, __m256i v[8]) {
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 4; j++) v[4 * h + j] = iq1_v(grid, d->idx, h, j);
+}
+
+/* 8 times the super-block's integer sum, in 8 int32 lanes: v its registers,
+ * S and C as in iq1_w, xp the activations in the V order, gs the group sums
+ * (IQ1_S: the 16 bsums in gs[0]; IQ1_M: iq1_sums8) */
+IQ1_INLINE __m256i iq1_sum(const int M, const __m256i *v, const __m256i *S, const __m256i *C, const __m256i *xp,
+                           const __m256i *gs) {
     __m256i isum = _mm256_setzero_si256();
     for (int h = 0; h < 2; h++) {
-        __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(iq1_v(grid, d->idx, h, 0), xp[4 * h]),
-                                       _mm256_maddubs_epi16(iq1_v(grid, d->idx, h, 1), xp[4 * h + 1]));
-        __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(iq1_v(grid, d->idx, h, 2), xp[4 * h + 2]),
-                                       _mm256_maddubs_epi16(iq1_v(grid, d->idx, h, 3), xp[4 * h + 3]));
-        if (M) isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(p01, d->S[2 * h]),
-                                                             _mm256_madd_epi16(p23, d->S[2 * h + 1])));
-        else isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_add_epi16(p01, p23), d->S[h]));
+        const __m256i *vh = v + 4 * h, *xh = xp + 4 * h;
+        __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(vh[0], xh[0]), _mm256_maddubs_epi16(vh[1], xh[1]));
+        __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(vh[2], xh[2]), _mm256_maddubs_epi16(vh[3], xh[3]));
+        if (M) isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(p01, S[2 * h]),
+                                                             _mm256_madd_epi16(p23, S[2 * h + 1])));
+        else isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_add_epi16(p01, p23), S[h]));
     }
-    __m256i c = _mm256_madd_epi16(d->C[0], gs[0]);
-    if (M) c = _mm256_add_epi32(c, _mm256_madd_epi16(d->C[1], gs[1]));
+    __m256i c = _mm256_madd_epi16(C[0], gs[0]);
+    if (M) c = _mm256_add_epi32(c, _mm256_madd_epi16(C[1], gs[1]));
     return _mm256_sub_epi32(isum, c);
 }
 

@@ -387,24 +387,6 @@ GV_INLINE __m256i gk_iq2(const int XS, const uint8_t *w, const gv_x *a) {
     return isum;
 }
 
-/* IQ1_S, IQ1_M: kernels/x86/avx2_iq1.h; the sum is 8 times the block's (gv_isc) */
-GV_INLINE __m256i gk_iq1_s(const pk_block_iq1_s *w, const gv_x *a, __m128i *ms) {
-    (void)ms;
-    iq1_w d;
-    __m256i v[8];
-    iq1_s_prep(w, &d);
-    iq1_fetch(a->grid, &d, v);
-    return iq1_sum(0, v, d.S, d.C, a->xp, a->gs);
-}
-GV_INLINE __m256i gk_iq1_m(const pk_block_iq1_m *w, const gv_x *a, __m128i *ms) {
-    (void)ms;
-    iq1_w d;
-    __m256i v[8];
-    iq1_m_prep(w, &d);
-    iq1_fetch(a->grid, &d, v);
-    return iq1_sum(1, v, d.S, d.C, a->xp, a->gs);
-}
-
 /* ---- the driver: vec_dot and 4-row gemv, written once -------------------------------- */
 
 /* the weight types, each a constant that specialises the driver */
@@ -494,6 +476,26 @@ GV_INLINE __m128i gv_hadd4(const int K, const gv_mins *m0, const gv_mins *m1, co
     return _mm_hadd_epi32(_mm_hadd_epi32(m0->m4, m1->m4), _mm_hadd_epi32(m2->m4, m3->m4));
 }
 
+/* IQ1_S, IQ1_M: kernels/x86/avx2_iq1.h; the sum is 8 times the block's
+ * (gv_isc). A row's block is decoded (gv_iq1_prep: its group indices stored)
+ * before its sum is taken (gv_iq1_sum: the grid loads at the indices read
+ * back); the 4-row gemv decodes its 4 rows' blocks first. */
+GV_INLINE void gv_iq1_prep(const int T, const void *w, iq1_w *d) {
+    if (T == GV_IQ1_S) iq1_s_prep(w, d);
+    else iq1_m_prep(w, d);
+}
+GV_INLINE __m256i gv_iq1_sum(const int T, const iq1_w *d, const gv_x *a) {
+    __m256i v[8];
+    iq1_fetch(a->grid, d, v);
+    return iq1_sum(T == GV_IQ1_M, v, d->S, d->C, a->xp, a->gs);
+}
+GV_INLINE __m256i gk_iq1(const int T, const void *w, const gv_x *a) {
+    iq1_w d;
+    gv_iq1_prep(T, w, &d);
+    iq1_stored();
+    return gv_iq1_sum(T, &d, a);
+}
+
 /* type T's activation view of the block at x */
 GV_INLINE void gv_view(const int T, const void *x, gv_x *a) {
     switch (T) {
@@ -528,8 +530,7 @@ GV_INLINE __m256i gv_block(const int T, const void *w, const gv_x *a, gv_mins *m
     case GV_Q6_K: return gk_q6_K(w, a, &ms->m4);
     case GV_IQ2_XXS: return gk_iq2(0, w, a);
     case GV_IQ2_XS: return gk_iq2(1, w, a);
-    case GV_IQ1_S: return gk_iq1_s(w, a, &ms->m4);
-    case GV_IQ1_M: return gk_iq1_m(w, a, &ms->m4);
+    case GV_IQ1_S: case GV_IQ1_M: return gk_iq1(T, w, a);
     default: return gk_iq4_xs(w, a, &ms->m4);
     }
 }
@@ -650,13 +651,30 @@ GV_INLINE void gv_gemv(const int T, pk_vec_dot_fn vd, int64_t n, int64_t nrows, 
             gv_prefetch(nxt, i, ws);
             gv_view(T, x + (size_t)i * xs, &a);
             a.grid = grid;
-            __m256i s0 = gv_block(T, b0, &a, &m0);
-            gv_fence();
-            __m256i s1 = gv_block(T, b1, &a, &m1);
-            gv_fence();
-            __m256i s2 = gv_block(T, b2, &a, &m2);
-            gv_fence();
-            __m256i s3 = gv_block(T, b3, &a, &m3);
+            __m256i s0, s1, s2, s3;
+            if (gv_iq1(T)) {
+                iq1_w d[4];
+                gv_iq1_prep(T, b0, &d[0]);
+                gv_iq1_prep(T, b1, &d[1]);
+                gv_iq1_prep(T, b2, &d[2]);
+                gv_iq1_prep(T, b3, &d[3]);
+                iq1_stored();
+                s0 = gv_iq1_sum(T, &d[0], &a);
+                gv_fence();
+                s1 = gv_iq1_sum(T, &d[1], &a);
+                gv_fence();
+                s2 = gv_iq1_sum(T, &d[2], &a);
+                gv_fence();
+                s3 = gv_iq1_sum(T, &d[3], &a);
+            } else {
+                s0 = gv_block(T, b0, &a, &m0);
+                gv_fence();
+                s1 = gv_block(T, b1, &a, &m1);
+                gv_fence();
+                s2 = gv_block(T, b2, &a, &m2);
+                gv_fence();
+                s3 = gv_block(T, b3, &a, &m3);
+            }
             __m256 fd;
             if (K) {
                 __m256 f = _mm256_mul_ps(gv_dd2(T, b0, b1, b2, b3), K == 2 ?

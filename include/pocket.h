@@ -725,7 +725,9 @@ void pk_cpu_name(char *buf, size_t cap);
  *
  * Presets (llama.cpp names, case-insensitive): F32 F16 BF16 Q8_0 Q6_K Q5_K_M
  * Q5_K_S Q5_0 Q5_1 Q4_K_M Q4_K_S Q4_0 Q4_1 Q3_K_L Q3_K_M Q3_K_S Q2_K IQ4_XS
- * IQ4_NL, and pocket's MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
+ * IQ4_NL IQ1_S IQ1_M (these two need an importance matrix with an entry for
+ * every IQ1 tensor, as llama-quantize does; their attn_output is IQ2_XXS,
+ * token embeddings Q2_K, output Q5_K), and pocket's MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
  * attention, shared experts, dense FFNs, token embeddings and output at
  * Q6_K, with attn_v and shared experts at Q8_0; router (ffn_gate_inp) and
  * norms kept as they are.

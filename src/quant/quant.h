@@ -405,6 +405,13 @@ void pk_quantize_q5_K(const float *src, void *dst, int64_t n, const float *imp);
 void pk_quantize_q6_K(const float *src, void *dst, int64_t n, const float *imp);
 void pk_quantize_iq4_nl(const float *src, void *dst, int64_t n, const float *imp);
 void pk_quantize_iq4_xs(const float *src, void *dst, int64_t n, const float *imp);
+/* IQ1_S, IQ1_M as ggml's quantize_iq1_s / _iq1_m (quant/iq1.c): imp is
+ * required for IQ1_S (NULL gives weights x^2, which ggml does not offer);
+ * IQ1_M without imp weights by x^2 as ggml does. */
+void pk_quantize_iq1_s(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq1_m(const float *src, void *dst, int64_t n, const float *imp);
+/* the length of the IQ1 quantizers' table of grid neighbours (a check) */
+int pk_iq1_neighbours_total(void);
 /* IQ4_NL as llama-quantize writes it (ggml's quantize_iq4_nl: 7 extra scale
  * trials per block); from_float is the faster quantize_row_iq4_nl_ref. */
 void pk_quantize_iq4_nl_full(const float *src, void *dst, int64_t n, const float *imp);

@@ -13,8 +13,8 @@
  * zero activations, and the extremes (every group the all +1 or all -1
  * point at the largest scale against full-scale activations: the largest
  * int sums a kernel meets).
- * There is no reference quantizer: ggml's IQ1 quantizers need an importance
- * matrix.
+ * The quantizers (importance-weighted, as ggml's; there is no reference
+ * from_float): their bytes against ggml's on fixed inputs, a round trip.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -345,8 +345,84 @@ static void test_kernels_dot(const pk_kernels *k) {
     }
 }
 
+/* ---- the quantizers ------------------------------------------------------------------ */
+
+/* a second one: uniform values, every other 512 scaled by 1/100, one
+ * 32-block constant and one below ggml's zero-block threshold */
+static void gold_input2(float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t h = (uint32_t)i * 747796405u + 2891336453u;
+        h ^= h >> 16;
+        x[i] = ((float)(h & 0xFFFF) / 32768.0f - 1.0f) * ((i / 512) % 2 ? 0.01f : 1.0f);
+    }
+    for (int i = 1024; i < 1056; i++) x[i] = 0.5f;
+    for (int i = 2048; i < 2080; i++) x[i] = 1e-13f;
+}
+
+static void test_quantizers(void) {
+    enum { N = 4096, ROW = 1024 };
+    /* the neighbour lists: 4513 codes off the grid, 327721 neighbours (both
+       counted once with a Python transcription of ggml's iq2xs_init_impl) */
+    TEST_CHECK(pk_iq1_neighbours_total() == 4513 + 327721, "IQ1 neighbour table: %d entries",
+               pk_iq1_neighbours_total());
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float)), imp[ROW];
+    uint8_t *q = malloc(N);
+    for (int i = 0; i < ROW; i++) imp[i] = 0.25f + (float)((i * 37) % 101) / 25.0f;
+    /* FNV-1a of ggml's quantize_iq1_s / quantize_iq1_m (llama.cpp 34af94c's
+       ggml-quants.c built with -ffp-contract=off) of 4 rows of 1024 with these
+       importances (IQ1_M also without) */
+    static const struct { int t, input, use_imp; uint64_t h; } gold[] = {
+        { PK_TYPE_IQ1_S, 1, 1, 0xa1fe3ffc0789fb48ull }, { PK_TYPE_IQ1_M, 1, 1, 0x06d1540b70d8106bull },
+        { PK_TYPE_IQ1_M, 1, 0, 0xeeab209167f0d210ull }, { PK_TYPE_IQ1_S, 2, 1, 0xbdf427143aad7c09ull },
+        { PK_TYPE_IQ1_M, 2, 1, 0x53454c6f60249eccull },
+    };
+    for (size_t g = 0; g < sizeof gold / sizeof *gold; g++) {
+        if (gold[g].input == 1) gold_input(x, N);
+        else gold_input2(x, N);
+        const size_t rs = pk_row_size(gold[g].t, ROW);
+        memset(q, 0xA5, N);
+        for (int r = 0; r < N / ROW; r++)
+            (gold[g].t == PK_TYPE_IQ1_S ? pk_quantize_iq1_s : pk_quantize_iq1_m)(
+                x + r * ROW, q + r * rs, ROW, gold[g].use_imp ? imp : NULL);
+        uint64_t h = fnv1a(q, rs * (N / ROW));
+        TEST_CHECK(h == gold[g].h, "%s quantizer bytes match ggml's (input %d%s, hash %016llx)",
+                   pk_type_name(gold[g].t), gold[g].input, gold[g].use_imp ? ", imp" : "", (unsigned long long)h);
+    }
+    /* a round trip of roughly normal data: relative RMS error per super-block
+       (1.5-1.75 bits: about half the signal is lost), zeros stay zeros */
+    for (int ti = 0; ti < NTYPES; ti++) {
+        int t = types[ti];
+        for (int i = 0; i < N; i++) x[i] = rndn() * ldexpf(1.0f, (i / 256) % 5 - 2);
+        void (*qf)(const float *, void *, int64_t, const float *) = t == PK_TYPE_IQ1_S ? pk_quantize_iq1_s
+                                                                                       : pk_quantize_iq1_m;
+        for (int r = 0; r < N / ROW; r++) qf(x + r * ROW, q + r * pk_row_size(t, ROW), ROW, imp);
+        pk_type_get(t)->to_float(q, y, N);
+        double worst = 0, mean = 0;
+        for (int b = 0; b < N / 256; b++) {
+            double se = 0, sx = 0;
+            for (int i = 256 * b; i < 256 * b + 256; i++) {
+                se += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+                sx += (double)x[i] * x[i];
+            }
+            double rel = sqrt(se / sx);
+            mean += rel / (N / 256);
+            worst = rel > worst ? rel : worst;
+        }
+        TEST_CHECK(mean < 0.6 && worst < 0.75, "%s round trip: relative RMS %.3f (worst block %.3f)",
+                   pk_type_name(t), mean, worst);
+        memset(x, 0, ROW * sizeof(float));
+        qf(x, q, ROW, imp);
+        pk_type_get(t)->to_float(q, y, ROW);
+        int nz = 0;
+        for (int i = 0; i < ROW; i++) nz += y[i] != 0.0f;
+        TEST_CHECK(nz == 0, "%s: zeros quantize to zeros", pk_type_name(t));
+    }
+    free(x); free(y); free(q);
+}
+
 int main(void) {
     test_grid();
+    test_quantizers();
     test_traits();
     test_dequant();
     const pk_kernels *list[8];

@@ -466,19 +466,6 @@ static void test_round_trip(void) {
 
 /* ---- byte compatibility with llama.cpp's reference quantizers ------------------------------ */
 
-/* a fixed input: integer hash -> [-1, 1), per-256 scale 2^(b % 7 - 3), a
- * spike every 97 elements, every 11th 32-block zero */
-static void gold_input(float *x, int n) {
-    for (int i = 0; i < n; i++) {
-        uint32_t h = (uint32_t)i * 2654435761u;
-        h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
-        float v = (float)(h >> 8) * 0x1p-23f - 1.0f;
-        v *= ldexpf(1.0f, (i / 256) % 7 - 3);
-        if (i % 97 == 0) v *= 6.0f;
-        if ((i / 32) % 11 == 10) v = 0.0f;
-        x[i] = v;
-    }
-}
 
 static void test_ggml_bytes(void) {
     /* FNV-1a of ggml's quantize_row_<type>_ref(gold_input, 4096 elements)

@@ -1,9 +1,11 @@
 /* testrand.h - deterministic test data for the kernel tests: splitmix64 from
  * the seed the including file defines as TESTRAND_SEED, uniform and roughly
- * normal floats from it, and the FNV-1a 64 hash the tests compare bytes
- * with (expected hashes computed once from llama.cpp's output). */
+ * normal floats from it, the fixed input of the quantizer checks, and the
+ * FNV-1a 64 hash the tests compare bytes with (expected hashes computed once
+ * from llama.cpp's output). */
 #ifndef PK_TESTRAND_H
 #define PK_TESTRAND_H
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +24,21 @@ static inline uint64_t rnd64(void) {              /* splitmix64 */
 static inline float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; }
 /* roughly normal: sum of 4 uniforms */
 static inline float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254f; }
+
+/* the quantizer checks' input (the llama.cpp hashes were made on it): an
+ * integer hash -> [-1, 1), per-256 scale 2^(b % 7 - 3), a spike every 97
+ * elements, every 11th 32-block zero */
+static inline void gold_input(float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t h = (uint32_t)i * 2654435761u;
+        h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+        float v = (float)(h >> 8) * 0x1p-23f - 1.0f;
+        v *= ldexpf(1.0f, (i / 256) % 7 - 3);
+        if (i % 97 == 0) v *= 6.0f;
+        if ((i / 32) % 11 == 10) v = 0.0f;
+        x[i] = v;
+    }
+}
 
 static inline uint64_t fnv1a(const void *p, size_t n) {
     const uint8_t *b = p;

@@ -747,8 +747,10 @@ void pk_cpu_name(char *buf, size_t cap);
  *
  * Presets (llama.cpp names, case-insensitive): F32 F16 BF16 Q8_0 Q6_K Q5_K_M
  * Q5_K_S Q5_0 Q5_1 Q4_K_M Q4_K_S Q4_0 Q4_1 Q3_K_L Q3_K_M Q3_K_S Q2_K IQ4_XS
- * IQ4_NL IQ2_XXS IQ2_XS (these two need an importance matrix, as in
- * llama-quantize), and pocket's MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
+ * IQ4_NL IQ2_XXS IQ2_XS IQ1_S IQ1_M (these four need an importance matrix with an
+ * entry for every tensor of theirs, as llama-quantize does; token embeddings
+ * Q2_K, output Q5_K, and the IQ1 presets' attn_output IQ2_XXS), and pocket's
+ * MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
  * attention, shared experts, dense FFNs, token embeddings and output at
  * Q6_K, with attn_v and shared experts at Q8_0; router (ffn_gate_inp) and
  * norms kept as they are.

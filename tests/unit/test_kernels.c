@@ -12,20 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testhelp.h"
+#define TESTRAND_SEED 0x9e3779b97f4a7c15ull
+#include "testrand.h"
 #include "quant/quant.h"
 #include "kernels/kernels.h"
 #include "pocket.h"
 
-/* ---- deterministic data ----------------------------------------------------- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd64(void) {                     /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; } /* [-1,1) */
+/* ---- deterministic data (and testrand.h) ------------------------------------ */
 
 static float bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static uint32_t f_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -727,7 +720,7 @@ static void test_x86_no_ref_fallback(void) {
     static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                               PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                               PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
-                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS };
+                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M };
     const pk_kernels *ref = &pk_kernels_ref_table, *list[8];
     int listed = 0;
     for (int t = 0; t < PK_TYPE_COUNT; t++) listed += ref->gemv[t] != NULL;
@@ -754,7 +747,7 @@ static void test_arm_no_ref_fallback(void) {
     static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                               PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                               PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
-                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS };
+                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M };
     static const int at[] = { PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q8_1, PK_TYPE_Q8_K };
     static const char *const arm[] = { "neon", "dotprod", "i8mm" };
     const pk_kernels *ref = &pk_kernels_ref_table;

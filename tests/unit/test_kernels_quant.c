@@ -19,22 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testhelp.h"
+#define TESTRAND_SEED 0x243f6a8885a308d3ull
+#include "testrand.h"
 #include "quant/quant.h"
 #include "quant/imat.h"
 #include "kernels/kernels.h"
 
-/* ---- deterministic data ---------------------------------------------------- */
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-static uint64_t rnd64(void) {                     /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; } /* [-1,1) */
-/* roughly normal: sum of 4 uniforms */
-static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254f; }
+/* ---- deterministic data (and testrand.h) ----------------------------------- */
 
 static uint16_t f16(float f) { return pk_fp32_to_fp16(f); }
 static double h2d(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return pk_fp16_to_fp32(h); }
@@ -496,24 +487,6 @@ static void test_round_trip(void) {
 
 /* ---- byte compatibility with llama.cpp's reference quantizers ------------------------------ */
 
-/* a fixed input: integer hash -> [-1, 1), per-256 scale 2^(b % 7 - 3), a
- * spike every 97 elements, every 11th 32-block zero */
-static void gold_input(float *x, int n) {
-    for (int i = 0; i < n; i++) {
-        uint32_t h = (uint32_t)i * 2654435761u;
-        h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
-        float v = (float)(h >> 8) * 0x1p-23f - 1.0f;
-        v *= ldexpf(1.0f, (i / 256) % 7 - 3);
-        if (i % 97 == 0) v *= 6.0f;
-        if ((i / 32) % 11 == 10) v = 0.0f;
-        x[i] = v;
-    }
-}
-static uint64_t fnv1a(const uint8_t *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
-    return h;
-}
 
 static void test_ggml_bytes(void) {
     /* FNV-1a of ggml's quantize_row_<type>_ref(gold_input, 4096 elements)

@@ -10,7 +10,9 @@
  * by tests/lib/gguf_py.py (an independent reader) through $PYTHON. Output is the
  * same with 1 and 2 threads. On small synthetic models written with the
  * writer: the row-length fallbacks, alignment 64, overrides, non-finite
- * values. Errors: missing input, output directory missing, unknown preset,
+ * values. IQ1_S / IQ1_M: the presets' mix (llama-quantize's), the importance
+ * matrix they need, and IQ1 rows equal to the quantizer's with their
+ * importances. Errors: missing input, output directory missing, unknown preset,
  * bad override syntax, override matching nothing, a file size limit hit while
  * writing (as a full disk would be) - and no output or .tmp file left behind.
  * Run from the project root; files go to $BUILD/tmp/quantize.
@@ -157,6 +159,7 @@ static void check_output(const char *in_path, const char *out_path, int ftype,
             continue;
         }
         const pk_type_traits *st = pk_type_get(t->type), *dt = pk_type_get(o->type);
+        if (!dt->from_float) continue;   /* importance-only types (IQ1): test_iq1 checks them */
         int64_t ne0 = t->ne[0], rows = t->nelements / ne0;
         size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
         float *x = malloc((size_t)ne0 * sizeof *x);
@@ -809,6 +812,126 @@ static void test_iq2_presets(void) {
     gguf_close(in);
 }
 
+/* ---- IQ1_S, IQ1_M ------------------------------------------------------------------------ */
+
+/* an importance matrix for every quantizable tensor of a file (ne[0] * ne[2]
+ * values of a fixed pattern), except those whose name contains skip */
+typedef struct imat_fill {
+    gguf_file *f;
+    float *buf;
+    int64_t cap;
+    const char *skip;
+} imat_fill;
+
+static const float *imat_all_fn(void *ud, const char *name, int64_t *n) {
+    imat_fill *a = ud;
+    const gguf_tensor *t = gguf_find_tensor(a->f, name);
+    if (!t || (a->skip && strstr(name, a->skip))) return NULL;
+    *n = t->ne[0] * (t->ne[2] > 0 ? t->ne[2] : 1);
+    if (*n > a->cap) return NULL;
+    for (int64_t i = 0; i < *n; i++) a->buf[i] = 0.5f + (float)((i * 29) % 17) / 8.0f;
+    return a->buf;
+}
+
+/* llama-quantize's IQ1_S / IQ1_M mix on this model (its files in
+ * ../shared/models/iq/ have these types): output Q5_K, token_embd Q2_K,
+ * attn_v Q4_K (16 experts), attn_output IQ2_XXS, no ffn_down at Q2_K (the
+ * first 6 / 8 = 0), the rest the preset's type; norms and router F32. */
+static int iq1_type;
+static int iq1_expected(const char *name) {
+    if (strcmp(name, "output.weight") == 0) return PK_TYPE_Q5_K;
+    if (strcmp(name, "token_embd.weight") == 0) return PK_TYPE_Q2_K;
+    if (strstr(name, "_norm.weight") || strstr(name, "ffn_gate_inp")) return PK_TYPE_F32;
+    if (strstr(name, "attn_v.weight")) return PK_TYPE_Q4_K;
+    if (strstr(name, "attn_output.weight")) return PK_TYPE_IQ2_XXS;
+    return iq1_type;
+}
+
+static void test_iq1(void) {
+    pk_error err = {0};
+    imat_fill ia = {0};
+    if (gguf_open(MODEL, &ia.f, &err)) { TEST_CHECK(0, "open %s: %s", MODEL, err.msg); return; }
+    for (uint64_t i = 0; i < ia.f->n_tensors; i++) {
+        const gguf_tensor *t = &ia.f->tensors[i];
+        int64_t n = t->ne[0] * (t->ne[2] > 0 ? t->ne[2] : 1);
+        if (n > ia.cap) ia.cap = n;
+    }
+    ia.buf = malloc((size_t)ia.cap * sizeof(float));
+    static const char *const names[2] = {"IQ1_S", "IQ1_M"};
+    static const int types[2] = {PK_TYPE_IQ1_S, PK_TYPE_IQ1_M};
+    for (int k = 0; k < 2; k++) {
+        pk_quantize_params p = pk_quantize_default_params();
+        prog pr = {0};
+        p.preset = names[k];
+        p.dry_run = 1;
+        p.progress = on_progress;
+        p.progress_ud = &pr;
+        p.imatrix = imat_all_fn;
+        p.imatrix_ud = &ia;
+        iq1_type = types[k];
+        int rc = pk_quantize_file(MODEL, tmp_path("iq1.gguf"), &p, &err);
+        TEST_CHECK(rc == PK_OK && pr.calls == 75, "%s dry run: rc %d, %d tensors: %s", names[k], rc, pr.calls,
+                   err.msg);
+        for (int i = 0; i < pr.calls && i < 256; i++)
+            TEST_CHECK(strcmp(pr.types[i], pk_type_name(iq1_expected(pr.names[i]))) == 0,
+                       "%s: '%s' -> %s, expected %s", names[k], pr.names[i], pr.types[i],
+                       pk_type_name(iq1_expected(pr.names[i])));
+        /* as llama-quantize: no importance matrix, no IQ1 */
+        expect_fail(names[k], names[k], NULL, MODEL, tmp_path("iq1.gguf"), PK_ERR_ARG, "needs an importance matrix");
+    }
+    /* a tensor the importance matrix lacks */
+    pk_quantize_params p = pk_quantize_default_params();
+    const char *ovs[3] = {"blk.0.ffn_up_exps=iq1_s", "blk.1.ffn_down_exps=iq1_m", "blk.2.attn_q=iq1_s"};
+    const char *out = tmp_path("iq1.gguf");
+    p.preset = "Q8_0";
+    p.overrides = ovs;
+    p.n_overrides = 3;
+    p.imatrix = imat_all_fn;
+    p.imatrix_ud = &ia;
+    p.n_threads = 2;
+    ia.skip = "blk.1.ffn_down_exps";
+    int rc = pk_quantize_file(MODEL, out, &p, &err);
+    TEST_CHECK(rc == PK_ERR_ARG && strstr(err.msg, "'blk.1.ffn_down_exps.weight'") &&
+                   strstr(err.msg, "has no entry") && strstr(err.msg, "IQ1_M needs one") && !file_exists(out),
+               "IQ1 tensor without an imatrix entry: rc %d: %s", rc, err.msg);
+    /* three tensors to IQ1 under Q8_0: every row is the quantizer's of its
+       dequantized input with its importances */
+    ia.skip = NULL;
+    rc = pk_quantize_file(MODEL, out, &p, &err);
+    TEST_CHECK(rc == PK_OK, "Q8_0 with IQ1 overrides: %s", err.msg);
+    gguf_file *of = NULL;
+    if (rc == PK_OK && gguf_open(out, &of, &err) == PK_OK) {
+        check_output(MODEL, out, 7, "Q8_0", 3);
+        static const char *const tn[3] = {"blk.0.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight",
+                                          "blk.2.attn_q.weight"};
+        for (int k = 0; k < 3; k++) {
+            const gguf_tensor *t = gguf_find_tensor(ia.f, tn[k]), *o = gguf_find_tensor(of, tn[k]);
+            const int want = k == 1 ? PK_TYPE_IQ1_M : PK_TYPE_IQ1_S;
+            TEST_CHECK(t && o && o->type == want, "%s is %s", tn[k], o ? pk_type_name(o->type) : "missing");
+            if (!t || !o || o->type != want) continue;
+            const int64_t ne0 = t->ne[0], rows = t->nelements / ne0, ne1 = t->ne[1];
+            const size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(want, ne0);
+            int64_t n = 0;
+            const float *imp = imat_all_fn(&ia, tn[k], &n);
+            float *x = malloc((size_t)ne0 * sizeof *x);
+            uint8_t *q = malloc(drow);
+            int64_t bad = -1;
+            for (int64_t r = 0; r < rows && bad < 0; r += 7) {
+                pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
+                (want == PK_TYPE_IQ1_S ? pk_quantize_iq1_s : pk_quantize_iq1_m)(x, q, ne0, imp + (r / ne1) * ne0);
+                if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
+            }
+            TEST_CHECK(bad < 0, "%s: row %lld is not the quantizer's", tn[k], (long long)bad);
+            free(x);
+            free(q);
+        }
+        gguf_close(of);
+    }
+    remove(out);
+    free(ia.buf);
+    gguf_close(ia.f);
+}
+
 /* A file size limit below the output size: write fails with EFBIG, just as a
  * full disk fails with ENOSPC. Run in a child so the limit stays there. */
 static void test_write_failure(void) {
@@ -867,6 +990,7 @@ int main(void) {
     test_errors();
     test_imatrix_hook();
     test_iq2_presets();
+    test_iq1();
     test_write_failure();
 
     int r = TEST_REPORT();

@@ -42,6 +42,11 @@
  *     activations + 128 as unsigned bytes, the 128 * level sums subtracted
  *     once per row super-block: 8 vpmaddubsw + 8 vpmaddwd per super-block
  *     and token;
+ *   - IQ1_S, IQ1_M (grid points of -1, 0, 1 and a delta per group): the
+ *     K-quants' per-row kernel, levels + 1 in {0, 1, 2} at decode
+ *     (kernels/x86/avx2_iq1.h), the activations in the same order, the
+ *     deltas through group sums: 8 vpmaddubsw + 3 (IQ1_M: 4) vpmaddwd per
+ *     super-block and token;
  *   - Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
  *     activations widened once per token tile, products by vpmaddwd (no
  *     sign fix-up per token); four blocks' sums are reduced with horizontal
@@ -134,6 +139,9 @@ enum {
 #endif
 #ifndef TK_IQ2
 #define TK_IQ2 16   /* IQ2_XXS, IQ2_XS */
+#endif
+#ifndef TK_IQ1
+#define TK_IQ1 16   /* IQ1_S, IQ1_M */
 #endif
 
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
@@ -650,6 +658,7 @@ const pk_kernels PK_GEMM_TABLE = {.gemm = {
     [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
     [PK_TYPE_IQ2_XXS] = gemm_iq2_xxs, [PK_TYPE_IQ2_XS] = gemm_iq2_xs,
+    [PK_TYPE_IQ1_S] = gemm_iq1_s, [PK_TYPE_IQ1_M] = gemm_iq1_m,
 }};
 
 #ifndef PK_VNNI256

@@ -1,21 +1,22 @@
 /* kernels/x86/avx2_kquant.h - the AVX2 / AVX-VNNI prompt kernels of the K-quants
- * (Q2_K .. Q6_K, IQ4_XS) and IQ2_XXS, IQ2_XS x Q8_K activations: per-row
- * kernels over a tile of tokens, 2-row kernels (plain AVX2: Q2_K, Q3_K,
- * Q4_K) and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
+ * (Q2_K .. Q6_K, IQ4_XS) and IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M x Q8_K activations:
+ * per-row kernels over a tile of tokens, 2-row kernels (plain AVX2: Q2_K,
+ * Q3_K, Q4_K) and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
  * avx2_gemm.c: included there once, inside its ISA guard, after the byte
  * permutations and the tile sizes (TK_*) it uses; not a header of its own. */
 
 /* ---- K-quants x Q8_K -------------------------------------------------------- */
 
 #include "kernels/x86/iq2_ops.h"
+#include "kernels/x86/avx2_iq1.h"
 
 /* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
- * 3: Q4_K, 4: Q3_K, 5: Q2_K, 6: IQ2_XXS, 7: IQ2_XS): the levels permuted
- * (kind 1 perm1, 2 perm2, 3-5 perm3; kinds 6, 7: in order, + 128 as
- * unsigned bytes); P = d * bsums (kind 5: per 16, kinds 2-4: per 32); the
- * level offsets' int16 lane sums c (kind 1: 32 * the lane's activations
- * summed over registers 0..3 | 4..7; kind 4: 4 * the sum over all 8
- * registers); and d. */
+ * 3: Q4_K, 4: Q3_K, 5: Q2_K, 6: IQ2_XXS, 7: IQ2_XS, 8: IQ1_S, 9: IQ1_M): the
+ * levels permuted (kind 1 perm1, 2 perm2, 3-5 perm3; kinds 6, 7: in order, +
+ * 128 as unsigned bytes; 8, 9: iq1_xorder); P = d * bsums (kind 5: per 16,
+ * kinds 2-4: per 32); the level offsets' int16 lane sums c (kind 1: 32 * the
+ * lane's activations summed over registers 0..3 | 4..7; kind 4: 4 * the sum
+ * over all 8 registers), kind 8's bsums, kind 9's sums of 8 (iq1_sums8); and d. */
 typedef struct {
     int8_t q[256];
     float P[16];
@@ -35,6 +36,7 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
             if (kind == 1) perm1(v);
             else if (kind == 2) perm2(v);
             else if (kind >= 3 && kind <= 5) perm3(v);
+            else if (kind >= 8) iq1_xorder(s->qs, v);
             else for (int k = 0; k < 8; k++) v[k] = _mm256_xor_si256(v[k], _mm256_set1_epi8((char)0x80));
             for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(o->q + 32 * k), v[k]);
             if (kind == 1) {   /* 32 * pair sums, summed over 4 registers: |.| <= 32512 */
@@ -51,6 +53,13 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
                 __m256i c = _mm256_setzero_si256();
                 for (int k = 0; k < 8; k++) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k4, v[k]));
                 _mm256_store_si256((__m256i *)o->c, c);
+            } else if (kind == 8) {
+                _mm256_store_si256((__m256i *)o->c, ld(s->bsums));
+            } else if (kind == 9) {
+                __m256i g[2];
+                iq1_sums8(s->qs, g);
+                _mm256_store_si256((__m256i *)o->c, g[0]);
+                _mm256_store_si256((__m256i *)(o->c + 16), g[1]);
             }
             __m256i bs = ld(s->bsums);
             __m256 d = _mm256_set1_ps(s->d);
@@ -100,23 +109,28 @@ GI void or_bits(__m256i *v, __m256i hb, const int to, int mask) {
 GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, idx)); }
 
 /* The per-row K-quant kernels, by kind (the prep_k kind of the type) */
-enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5, KQ_IQ2_XXS = 6, KQ_IQ2_XS = 7 };
+enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5, KQ_IQ2_XXS = 6, KQ_IQ2_XS = 7,
+       KQ_IQ1_S = 8, KQ_IQ1_M = 9 };
+GI int kq_iq2k(const int K) { return K == KQ_IQ2_XXS || K == KQ_IQ2_XS; }
+GI int kq_iq1k(const int K) { return K == KQ_IQ1_S || K == KQ_IQ1_M; }
 
 GI size_t kq_bsize(const int K) {
-    return K == KQ_IQ2_XXS ? sizeof(pk_block_iq2_xxs) : K == KQ_IQ2_XS ? sizeof(pk_block_iq2_xs)
+    return K == KQ_IQ1_S ? sizeof(pk_block_iq1_s) : K == KQ_IQ1_M ? sizeof(pk_block_iq1_m)
+         : K == KQ_IQ2_XXS ? sizeof(pk_block_iq2_xxs) : K == KQ_IQ2_XS ? sizeof(pk_block_iq2_xs)
          : K == KQ_Q2_K ? sizeof(pk_block_q2_K) : K == KQ_Q3_K ? sizeof(pk_block_q3_K)
          : K == KQ_Q4_K ? sizeof(pk_block_q4_K) : K == KQ_Q5_K ? sizeof(pk_block_q5_K) : sizeof(pk_block_q6_K);
 }
 /* the token tile on rows of more than 3 super-blocks */
 GI int kq_tkl(const int K) {
-    return K >= KQ_IQ2_XXS ? TK_IQ2 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
+    return kq_iq1k(K) ? TK_IQ1 : kq_iq2k(K) ? TK_IQ2 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
 }
 
 /* One row's super-block, decoded: the 8 permuted level registers v, the
  * int16 lane scales (S; Q5_K, Q6_K: SA for registers 0..3 in S, SB for
  * 4..7; IQ2_XXS, IQ2_XS: sc, register by register), the float mins (Q4_K,
  * Q5_K: mins0 per sub-block; Q2_K: mins0 | mins1 for sub-blocks 0..7 |
- * 8..15, both times dmin), IQ2_XXS / IQ2_XS's corr and d (for those / 8). */
+ * 8..15, both times dmin), IQ2_XXS / IQ2_XS's corr and d (for those / 8;
+ * IQ1_S, IQ1_M: sc[0..3] iq1_w's S, sc[4..5] its C, d / 8). */
 typedef struct {
     __m256i v[8];
     __m256i S, SB;
@@ -194,8 +208,23 @@ GI void kq_crumbs(const uint8_t *qs, __m256i *v) {
  * scales; the mins in float against d * bsums. */
 GI void kq_decode(const int K, const void *wv, kq_dec *o) {
     __m256i *v = o->v;
-    if (K >= KQ_IQ2_XXS) {
+    if (kq_iq2k(K)) {
         kq_iq2(K == KQ_IQ2_XS, wv, o);
+    } else if (kq_iq1k(K)) {   /* IQ1_S, IQ1_M: kernels/x86/avx2_iq1.h */
+        iq1_w d;
+        uint16_t d16;
+        if (K == KQ_IQ1_S) {
+            iq1_s_prep(wv, &d);
+            d16 = ((const pk_block_iq1_s *)wv)->d;
+        } else {
+            iq1_m_prep(wv, &d);
+            d16 = pk_iq1_m_d(((const pk_block_iq1_m *)wv)->scales);
+        }
+        iq1_fetch(pk_iq1s_grid(), &d, v);
+        for (int i = 0; i < 4; i++) o->sc[i] = d.S[i];
+        o->sc[4] = d.C[0];
+        o->sc[5] = d.C[1];
+        o->dwf = 0.125f * f16f(d16);
     } else if (K == KQ_Q4_K) {
         const pk_block_q4_K *wb = wv;
         uint8_t sc[8], mn[8];
@@ -267,7 +296,12 @@ GI void kq_decode(const int K, const void *wv, kq_dec *o) {
  * prepared block, dd the super-block factor d * dx */
 GI __m256 kq_body(const int K, const kq_dec *k, const xk *xp, const float *dd, __m256 acc) {
     const __m256i *v = k->v;
-    if (K >= KQ_IQ2_XXS) {
+    if (kq_iq1k(K)) {
+        const __m256i *xq = (const __m256i *)(const void *)xp->q, *gs = (const __m256i *)(const void *)xp->c;
+        __m256i s = iq1_sum(K == KQ_IQ1_M, v, k->sc, k->sc + 4, xq, gs);
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_broadcast_ss(dd), acc);
+    }
+    if (kq_iq2k(K)) {
         __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), k->corr);
         for (int j = 0; j < 8; j++)
             s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(ld(xp->q + 32 * j), v[j]), k->sc[j]));
@@ -363,6 +397,8 @@ RI_ENTRY(row_q3_K, kq_row, KQ_Q3_K)
 RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
 RI_ENTRY(iq2_xxs, kq_row, KQ_IQ2_XXS)
 RI_ENTRY(iq2_xs, kq_row, KQ_IQ2_XS)
+RI_ENTRY(iq1_s, kq_row, KQ_IQ1_S)
+RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
 
 /* ---- the 2-row K-quant kernels (Q2_K, Q3_K, Q4_K; plain AVX2) ------------------
  * kq_tile keeps one decoded row in registers and takes each token's

@@ -4,9 +4,8 @@
 # the whole held-out KJV text (209 windows of 256) must agree within 0.5%
 # with llama.cpp's figure for the same file and settings, read from the
 # file's row of $POCKET_SHARED/models/iq/README.md. A preset is listed once
-# every tensor type in its file loads (IQ2_S's file needs IQ3_S too, the
-# IQ1 ones IQ2_XXS).
-PRESETS="IQ2_XXS IQ2_XS"
+# every tensor type in its file loads (IQ2_S's file needs IQ3_S too).
+PRESETS="IQ2_XXS IQ2_XS IQ1_S IQ1_M"
 set -eu
 BUILD=${BUILD:-build}
 . tests/lib/shared.sh

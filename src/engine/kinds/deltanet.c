@@ -216,6 +216,13 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     for (int key = 0; key < d * d; key++) S[key] = S[key] * eg + Y[key];
 }
 
+/* o *= silu(z), the gated norm's gate, by the kernel table's silu_mul (z,
+ * read once, receives the product: o's copy) */
+static void gate(pk_context *c, float *o, float *z, int d) {
+    pk_kern_act_mul(c->kern, 0, z, o, d);
+    memcpy(o, z, (size_t)d * sizeof *o);
+}
+
 /* Tokens b0..b1-1 of v head j: decay, delta-rule update, read (token by
  * token, or chunked when there are enough of them); then the gated RMSNorm. */
 static void dn_segment(const dn_task *t, const pk_layer *L, int j, int b0, int b1, float *S) {
@@ -230,9 +237,8 @@ static void dn_segment(const dn_task *t, const pk_layer *L, int j, int b0, int b
             dn_chunk(t, L, j, c0, b1 - c0 < PK_DN_CHUNK ? b1 - c0 : PK_DN_CHUNK, S);
         for (int b = b0; b < b1; b++) {
             float *o = ws->o + (size_t)b * VD + (size_t)j * d;
-            const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
             pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
-            for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
+            gate(c, o, ws->z + (size_t)b * VD + (size_t)j * d, d);
         }
         return;
     }
@@ -247,8 +253,7 @@ static void dn_segment(const dn_task *t, const pk_layer *L, int j, int b0, int b
         const float beta = sigmoidf(ba[ib]);
         pk_kern_delta_step(c->kern, S, d, q, k, v, decay, beta, o);
         pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
-        const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
-        for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
+        gate(c, o, ws->z + (size_t)b * VD + (size_t)j * d, d);
     }
 }
 

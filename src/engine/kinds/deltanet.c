@@ -157,8 +157,9 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     float *W = T + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x d */
     float *U = W + (size_t)PK_DN_CHUNK * d;                         /* n x d */
     float *G = U + (size_t)PK_DN_CHUNK * d, *bet = G + PK_DN_CHUNK;
-    /* this thread's: K^T (d x n), scaled rows (n x d), n x n, and d x d */
-    float *KT = pk_thread_scratch(sizeof(float) * ((size_t)2 * d * n + (size_t)n * n + (size_t)d * d));
+    /* this thread's: K^T (d x n), scaled rows (n x d), n x n, and d x d (at least n: a row's decays) */
+    const size_t ny = (size_t)d * d > (size_t)n ? (size_t)d * d : (size_t)n;
+    float *KT = pk_thread_scratch(sizeof(float) * ((size_t)2 * d * n + (size_t)n * n + ny));
     if (!KT) { c->scratch_oom = 1; return; }
     float *X = KT + (size_t)d * n, *P = X + (size_t)n * d, *Y = P + (size_t)n * n;
     const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
@@ -174,8 +175,12 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     for (int i = 0; i < n; i++)
         for (int e = 0; e < d; e++) KT[(size_t)e * n + i] = K0[(size_t)i * C + e];
     pk_kern_sgemm(kn, n, n, d, K0, C, KT, n, P, n);               /* P = K K^T */
-    for (int i = 0; i < n; i++)
-        for (int m = 0; m < i; m++) A[i * n + m] = bet[i] * expf(G[i] - G[m]) * P[i * n + m];
+    for (int i = 0; i < n; i++) {      /* exp(G_i - G_m) as exp(-G_m - -G_i): the same difference */
+        float *Ai = A + (size_t)i * n;
+        for (int m = 0; m < i; m++) Ai[m] = -G[m];
+        pk_kern_exp_sub(kn, Ai, i, -G[i]);
+        for (int m = 0; m < i; m++) Ai[m] = bet[i] * Ai[m] * P[i * n + m];
+    }
     for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular */
         for (int m = 0; m < i; m++) {
             float sum = 0.0f;
@@ -200,7 +205,9 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     for (int r = 0; r < n; r++) {       /* ... times exp(G_r); P masked and decayed */
         const float eg = expf(G[r]);
         for (int e = 0; e < d; e++) O[(size_t)r * VD + e] *= eg;
-        for (int i = 0; i <= r; i++) P[r * n + i] *= expf(G[r] - G[i]);
+        for (int i = 0; i <= r; i++) Y[i] = -G[i];   /* Y: scratch until the state update */
+        pk_kern_exp_sub(kn, Y, r + 1, -G[r]);
+        for (int i = 0; i <= r; i++) P[r * n + i] *= Y[i];
         for (int i = r + 1; i < n; i++) P[r * n + i] = 0.0f;
     }
     pk_kern_sgemm(kn, n, d, n, P, n, U, d, X, d);                /* O += P U */

@@ -131,7 +131,7 @@ IQ2_XXS, IQ2_XS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ1_M = 16, 17, 19, 20, 21, 22, 29
 TNAME = {F32: "F32", F16: "F16", Q4_0: "Q4_0", Q5_0: "Q5_0", Q8_0: "Q8_0",
          Q2_K: "Q2_K", Q4_K: "Q4_K", Q5_K: "Q5_K", Q6_K: "Q6_K",
          MXFP4: "MXFP4", IQ2_XXS: "IQ2_XXS", IQ4_NL: "IQ4_NL", IQ3_S: "IQ3_S",
-         IQ2_S: "IQ2_S", IQ1_M: "IQ1_M"}
+         IQ2_S: "IQ2_S", IQ1_M: "IQ1_M", IQ2_XS: "IQ2_XS", IQ1_S: "IQ1_S"}
 BLOCK = {F32: (1, 4), F16: (1, 2), Q4_0: (32, 18), Q5_0: (32, 22),
          Q8_0: (32, 34), Q2_K: (256, 84), Q4_K: (256, 144), Q5_K: (256, 176),
          Q6_K: (256, 210), MXFP4: (32, 17), IQ2_XXS: (256, 66),
@@ -862,8 +862,8 @@ def make_iq4_nl(rng, nb, sigma):
 # in a compact form with a test against ggml's tables: the generator needs
 # their mean square (to set d) and --verify their points.
 
-QUANT_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                         "src", "quant")
+QUANT_SRC = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "src", "quant"))
 IQ4NL_LEVELS = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25,
                          38, 53, 69, 89, 113], dtype=np.float64)
 # per type (source file, C name, keys, levels, coordinates, points): the C
@@ -1081,6 +1081,8 @@ def write_model(a, spec):
         nb = nbytes_of(ne, t)
         plan.append((name, ne, kind, layer, sigma, t, offset, nb))
         offset += nb + pad(nb)
+    for t in set(p[5] for p in plan) & set(GRID_SRC):
+        iq_grid(t)           # a grid that cannot be read: stop before writing
     head = [G.GGUF_MAGIC, struct.pack("<IQQ", 3, len(plan), len(spec.kv))]
     for key, vtype, v, arr_type in spec.kv:
         head += [w._str(key), struct.pack("<I", vtype),

@@ -131,8 +131,14 @@ $(X86)/avxvnni.o: src/kernels/x86/avx2_gemm.c
 $(LIB): $(OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(LIB)
-	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(CLI_LDLIBS) $(LDLIBS)
+$(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(BUILD)/gen/fit_quality.c $(LIB)
+	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(BUILD)/gen/fit_quality.c $(LIB) -o $@ $(LDFLAGS) $(CLI_LDLIBS) $(LDLIBS)
+
+# pocket info's table of measured quality (tools/fit_quality.tsv) as a C string
+$(BUILD)/gen/fit_quality.c: tools/fit_quality.tsv
+	@mkdir -p $(@D)
+	{ echo 'const char pocket_fit_quality_tsv[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/.*/    "&\\n"/' $<; echo '    "";'; } >$@
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h tests/unit/testrand.h tests/unit/schema_valid.h $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)

@@ -984,6 +984,48 @@ int pk_prune_check(const pk_model *m, pk_error *err);
  * naming the input), PK_ERR_IO (writing out), PK_ERR_NOMEM. */
 int pk_prune_file(const pk_model *m, const char *out, const pk_prune_params *p, pk_error *err);
 
+/* ---- Other builds of a model (src/offline/build.c) --------------------------
+ * What another build of a loaded model would take, computed from its tensor
+ * shapes without writing or reading any weights: its tensors at the types
+ * `pocket quantize` would give them under a preset (the quantizer's own
+ * planner, as pk_quantize_file decides them, no overrides), and/or keep[il]
+ * of each layer's routed experts kept (`pocket prune`; pruned first, then
+ * quantized: the planner sees the pruned expert count). Bytes are counted as
+ * pk_model_info.bytes_per_token and the memory plan (pk_model_plan) count
+ * them for a loaded file, for the context m's plan was made for (its n_ctx,
+ * cache types and checkpoints).
+ */
+typedef struct pk_build_params {
+    const char *preset;  /* a pocket quantize preset (pk_quantize_preset_name); NULL: m's types */
+    int imatrix;         /* quantized with an importance matrix (some rules differ); a preset
+                            that needs one is planned with one whatever this says */
+    const int *keep;     /* [n_layer] routed experts kept per layer (dense layers' entries are
+                            ignored); NULL: all */
+} pk_build_params;
+
+typedef struct pk_build_size {
+    uint64_t file_bytes;      /* m's header + the build's tensor data, aligned as written (the
+                                 keys quantize / prune add are not counted: under 1 KiB, and
+                                 4 bytes per kept expert) */
+    uint64_t bytes_per_token; /* weight bytes read per decoded token */
+    uint64_t resident_bytes;  /* the plan's resident weights (all but the routed experts) */
+    uint64_t expert_bytes;    /* the routed experts */
+    uint64_t context_bytes;   /* the planned context (KV cache, states, buffers: the
+                                 activation buffers follow the build's types) */
+    uint64_t need_bytes;      /* resident + experts + context + the plan's 64 MiB margin: the
+                                 least budget (pk_model_params.mem) under which the whole build
+                                 stays in memory, no expert read from the file */
+    int imatrix;              /* planned as quantized with an importance matrix */
+    int imatrix_needed;       /* the preset needs one (pocket quantize --imatrix) */
+} pk_build_size;
+
+/* PK_OK, or PK_ERR_ARG (an unknown preset, naming the known ones; a keep
+ * count out of 1..the layer's experts or below the top-k, naming the layer;
+ * keep for a model without routed experts), PK_ERR_UNSUPPORTED (a model
+ * pk_prune_check refuses, when keep is set; a quantizer rule that cannot
+ * place a tensor), PK_ERR_NOMEM. */
+int pk_build_estimate(const pk_model *m, const pk_build_params *p, pk_build_size *out, pk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -89,8 +89,7 @@ const char *default_model(void) {
     return "models/" DEFAULT_MODEL_NAME;
 }
 
-pk_model *load_model(const char *path, const opts *o, double *secs) {
-    pk_error err = {0};
+int try_load_model(const char *path, const opts *o, pk_model **out, double *secs, pk_error *err) {
     pk_model *m;
     pk_model_params mp = pk_model_default_params();
     int dflt = 0;
@@ -112,15 +111,22 @@ pk_model *load_model(const char *path, const opts *o, double *secs) {
         }
     }
     double t0 = now();
-    int rc = pk_model_load_params(path, &mp, &m, &err);
+    int rc = pk_model_load_params(path, &mp, &m, err);
     if (rc == PK_ERR_ARG && dflt) {
         /* the default budget cannot even hold the resident part: map it all */
-        fprintf(stderr, "pocket: note: %s; mapping the whole file instead (pass --mem to insist)\n", err.msg);
+        fprintf(stderr, "pocket: note: %s; mapping the whole file instead (pass --mem to insist)\n", err->msg);
         mp.mem = 0;
-        rc = pk_model_load_params(path, &mp, &m, &err);
+        rc = pk_model_load_params(path, &mp, &m, err);
     }
-    if (rc) die("%s", err.msg);
+    *out = rc ? NULL : m;
     if (secs) *secs = now() - t0;
+    return rc;
+}
+
+pk_model *load_model(const char *path, const opts *o, double *secs) {
+    pk_error err = {0};
+    pk_model *m;
+    if (try_load_model(path, o, &m, secs, &err)) die("%s", err.msg);
     return m;
 }
 
@@ -129,7 +135,7 @@ uint64_t parse_size(const char *flag, const char *v) {
     errno = 0;
     double x = strtod(v, &end);
     double mul = 1;
-    if (end == v || errno || x < 0) die("%s: '%s' is not a size (e.g. 6G, 512M, 0 for no budget)", flag, v);
+    if (end == v || errno || !(x >= 0)) die("%s: '%s' is not a size (e.g. 6G, 512M, 0 for no budget)", flag, v);
     switch (*end) {
     case 'k': case 'K': mul = 1024.0; end++; break;
     case 'm': case 'M': mul = 1048576.0; end++; break;

@@ -25,6 +25,8 @@ const char *default_model(void);
  * if the file does not fit in it, else none. */
 struct opts;
 pk_model *load_model(const char *path, const struct opts *o, double *secs);
+/* The same, returning the library's error (PK_ERR_ARG: a budget too small) instead of dying. */
+int try_load_model(const char *path, const struct opts *o, pk_model **out, double *secs, pk_error *err);
 /* "6G", "512M", "1.5GiB", "100000000": bytes; dies naming the flag otherwise */
 uint64_t parse_size(const char *flag, const char *v);
 /* the memory plan in a few lines ("memory plan ..."), to f */

@@ -9,11 +9,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "info_fit.h"
 
 /* ---- pocket info ------------------------------------------------------------------ */
 
 static const char *info_help =
-    "usage: pocket info [--tensors] [-c N] [-ctk T] [-ctv T] [--mem SIZE] [MODEL]\n"
+    "usage: pocket info [--tensors] [-c N] [-ctk T] [-ctv T] [--mem SIZE [--fit] [--json]] [MODEL]\n"
     "\n"
     "Describe a GGUF model: architecture, geometry, the block plan (what each\n"
     "layer's mixer and FFN are, layers alike grouped), total and active\n"
@@ -25,7 +26,12 @@ static const char *info_help =
     "  -c N        context size (default: as pocket run's)\n"
     "  -ctk T, -ctv T  KV cache type of the keys / values: f32, f16 (default), q8_0\n"
     "  --mem SIZE  show the memory plan under this budget (e.g. 6G; 0: none;\n"
-    "              default: the memory available if the file does not fit in it)\n";
+    "              default: the memory available if the file does not fit in it);\n"
+    "              when the model does not fit in it whole, the builds that would\n"
+    "              (quantized by a pocket quantize preset, experts pruned by pocket\n"
+    "              prune, or both), best first, with the commands that make them\n"
+    "  --fit       list every build that fits, even when the model does\n"
+    "  --json      print only that list, as JSON, with every build\n";
 
 static void human_bytes(double b, char *out, size_t cap) {
     const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -83,13 +89,37 @@ static void print_blocks(const pk_model *m, int n_layer) {
 int cmd_info(int argc, char **argv) {
     opts o;
     opts_init(&o);
+    int fit = 0, json = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(info_help, stdout); return 0; }
+        if (!strcmp(argv[i], "--fit")) { fit = 1; continue; }
+        if (!strcmp(argv[i], "--json")) { json = 1; continue; }
         if (argv[i][0] != '-' && !o.model) { o.model = argv[i]; continue; }
         if (!parse_common(&o, argc, argv, &i)) die("info: unknown option '%s' (see pocket info --help)", argv[i]);
     }
     const char *path = o.model ? o.model : default_model();
-    pk_model *m = load_model(path, &o, NULL);
+    /* a budget too small for the model's plan is a finding here, not an error:
+       the model is described without one, and the builds that fit are listed */
+    pk_model *m;
+    pk_error perr = {0};
+    char plan_error[sizeof perr.msg] = "";
+    if (try_load_model(path, &o, &m, NULL, &perr)) {
+        if (perr.code != PK_ERR_ARG || !o.mem_set || !o.mem) die("%s", perr.msg);
+        snprintf(plan_error, sizeof plan_error, "%s", perr.msg);
+        opts whole = o;
+        whole.mem = 0;
+        m = load_model(path, &whole, NULL);
+    }
+    pk_model_plan plan;
+    pk_model_get_plan(m, &plan);
+    /* the budget the advice is for: --mem, the default one, or (--fit) what is available */
+    const uint64_t budget = o.mem_set ? o.mem : plan.mem ? plan.mem : fit || json ? pk_mem_available() : 0;
+    if ((fit || json) && !budget) die("info: --fit and --json need a memory budget: give --mem SIZE");
+    if (json) {
+        info_fit(m, path, budget, 1, 1, plan_error[0] ? plan_error : NULL);
+        pk_model_free(m);
+        return 0;
+    }
     pk_model_info mi;
     pk_model_get_info(m, &mi);
     char b1[32], b2[32];
@@ -135,7 +165,8 @@ int cmd_info(int argc, char **argv) {
     human_bytes((double)mi.bytes_per_token, b2, sizeof b2);
     printf("file size       %s\n", b1);
     printf("bytes/token     %s of weights read per decoded token\n", b2);
-    print_plan(m, stdout);
+    if (plan_error[0]) printf("memory plan     does not run: %s\n", plan_error);
+    else print_plan(m, stdout);
 
     /* the sequence memory of a context made as pocket run makes it */
     pk_context_params cp = pk_context_default_params();
@@ -183,6 +214,7 @@ int cmd_info(int argc, char **argv) {
         printf(" %s: %d (%s)%s", tnames[j], tcount[j], b1, j + 1 < nt ? "," : "");
     }
     printf("\n");
+    if (budget) info_fit(m, path, budget, fit, 0, NULL);
     if (o.show_tensors) {
         printf("\n%-40s %-6s %s\n", "tensor", "type", "shape");
         for (int i = 0; i < N; i++) {

@@ -121,7 +121,7 @@ static pk_kv_need *kv_needs(const pk_model *m) {
    figure), but start no thread pool and fill no tables; the memory plan
    measures the planned context this way at every load. */
 static int context_new(const pk_model *m, const pk_context_params *params, pk_context **out, int measure,
-                       pk_error *err) {
+                       uint64_t act_mask, pk_error *err) {
     *out = NULL;
     pk_context_params p = params ? *params : pk_context_default_params();
     const pk_hparams *hp = &m->hp;
@@ -227,7 +227,7 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
     ALLOC(c->xptr_off, c->n_jobs_cap);
     /* activation slots: capacity in elements (rows x row length) */
     for (int s = 0; s < PK_N_SLOTS; s++) c->slot[s].cap = need_s.slot[s];
-    uint64_t types = act_types(m) & ~1ull; /* F32 activations need no buffer */
+    uint64_t types = (act_mask ? act_mask : act_types(m)) & ~1ull; /* F32 activations need no buffer */
     for (int s = 0; ok && s < PK_N_SLOTS; s++)
         for (int t = 0; t < PK_TYPE_COUNT; t++)
             if (types >> t & 1 && c->slot[s].cap > 0)
@@ -246,14 +246,14 @@ static int context_new(const pk_model *m, const pk_context_params *params, pk_co
 }
 
 int pk_context_new(const pk_model *m, const pk_context_params *params, pk_context **out, pk_error *err) {
-    return context_new(m, params, out, 0, err);
+    return context_new(m, params, out, 0, 0, err);
 }
 
-int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t *mem_bytes, int *n_ctx,
-                       uint64_t *kv_bytes_per_token, int *n_checkpoints, uint64_t *checkpoint_bytes,
+int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t act_mask, uint64_t *mem_bytes,
+                       int *n_ctx, uint64_t *kv_bytes_per_token, int *n_checkpoints, uint64_t *checkpoint_bytes,
                        pk_error *err) {
     pk_context *c;
-    int rc = context_new(m, params, &c, 1, err);
+    int rc = context_new(m, params, &c, 1, act_mask, err);
     if (rc) return rc;
     *mem_bytes = c->mem_bytes;
     *n_ctx = c->n_ctx;

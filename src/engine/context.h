@@ -223,9 +223,12 @@ void pk_get_row(pk_context *c, const pk_tensor *w, int64_t r, float *out);
 /* What pk_context_new with these parameters would allocate (mem_bytes, as
  * pk_alloc_bytes counts it), its context size, KV bytes per token and
  * recurrent-state checkpoints (count, bytes of one), without starting
- * threads or filling its tables (the memory plan). */
-int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t *mem_bytes, int *n_ctx,
-                       uint64_t *kv_bytes_per_token, int *n_checkpoints, uint64_t *checkpoint_bytes,
+ * threads or filling its tables (the memory plan). act_mask: the bit of
+ * every activation type (vec_dot_type) the weights want converted inputs
+ * in - the model's when 0; another build's types (offline/build.c) give
+ * other buffers. */
+int pk_context_measure(const pk_model *m, const pk_context_params *params, uint64_t act_mask, uint64_t *mem_bytes,
+                       int *n_ctx, uint64_t *kv_bytes_per_token, int *n_checkpoints, uint64_t *checkpoint_bytes,
                        pk_error *err);
 
 /* ---- blocks (engine/forward.c and the kinds) ------------------------------------ */

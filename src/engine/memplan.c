@@ -26,7 +26,7 @@
 #include "model/xcache.h"
 
 enum { PAGE = 4096 };
-#define MARGIN ((uint64_t)64 << 20)
+#define MARGIN PK_MEM_MARGIN
 
 static uint64_t tensor_bytes(const pk_tensor *t) {
     return t->data ? t->row_bytes * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]) : 0;
@@ -43,6 +43,16 @@ static void hint_tensor(const pk_model *m, const pk_tensor *t, int locked) {
 
 static void fmt_mib(char *buf, size_t n, uint64_t b) { snprintf(buf, n, "%.1f MiB", (double)b / 1048576.0); }
 
+pk_context_params pk_memplan_context(const pk_model_params *p) {
+    pk_context_params cp = pk_context_default_params();
+    cp.n_ctx = p->n_ctx;
+    cp.n_threads = 1;
+    cp.type_k = p->type_k;
+    cp.type_v = p->type_v;
+    cp.n_checkpoints = p->n_checkpoints;
+    return cp;
+}
+
 int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
     const pk_hparams *hp = &m->hp;
     pk_model_plan *pl = &m->plan;
@@ -50,50 +60,27 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
     pl->mem = p->mem;
     pl->n_expert = hp->moe ? hp->n_expert : 0;
 
-    /* the embedding table counts whole only when it is also the output head;
-       otherwise a token reads its own row, and the context's tokens have at
-       most n_ctx distinct rows (counted once the context size is known) */
-    const int tied = m->output.data == m->tok_embd.data;
-    uint64_t resident = tensor_bytes(&m->output_norm) + tensor_bytes(&m->rope_freqs) + tensor_bytes(&m->output);
-    /* the blocks' tensors from the list of bound tensors (model/model.h);
-       a file tensor bound twice (a merged ffn_gate_up_exps as gate_exps and
-       up_exps) counts twice, as the expert cache's slot holds it twice (its
-       gate and up regions, model/xcache.c) */
-    int last_moe = -1;
-    uint64_t n_slices = 0;   /* experts over all layers (layers may differ: a pruned file) */
-    for (int i = 0; i < m->n_bound; i++) {
-        const pk_bound *b = &m->bound[i];
-        if (b->layer < 0 || b->layer >= hp->n_layer) continue;   /* the model's own, above; MTP: never read */
-        if (b->role == PK_ROLE_EXPERTS) {
-            pl->expert_bytes += tensor_bytes(b->t);
-            if (b->layer != last_moe) {   /* a layer's entries are contiguous */
-                pl->n_layer_moe++;
-                n_slices += (uint64_t)m->blocks[b->layer].ff.n_expert;
-            }
-            last_moe = b->layer;
-        } else {
-            resident += tensor_bytes(b->t);
-        }
-    }
-    pl->resident_bytes = resident;
-    if (n_slices) pl->expert_slice_bytes = pl->expert_bytes / n_slices;
+    /* the weights (model/model.c's ledger): the embedding table counts whole
+       only when it is also the output head; otherwise a token reads its own
+       row, and the context's tokens have at most n_ctx distinct rows (counted
+       once the context size is known). A file tensor bound twice (a merged
+       ffn_gate_up_exps as gate_exps and up_exps) counts twice, as the expert
+       cache's slot holds it twice (its gate and up regions, model/xcache.c) */
+    pk_ledger l;
+    pk_model_ledger(m, NULL, NULL, NULL, &l);
+    pl->expert_bytes = l.expert_bytes;
+    pl->n_layer_moe = l.n_layer_moe;
+    if (l.n_slices) pl->expert_slice_bytes = pl->expert_bytes / l.n_slices;
     pl->expert_slots = pl->n_expert;
+    m->load = *p;
 
     /* the planned context, measured */
-    pk_context_params cp = pk_context_default_params();
-    cp.n_ctx = p->n_ctx;
-    cp.n_threads = 1;
-    cp.type_k = p->type_k;
-    cp.type_v = p->type_v;
-    cp.n_checkpoints = p->n_checkpoints;
-    int rc = pk_context_measure(m, &cp, &pl->context_bytes, &pl->n_ctx, &pl->kv_bytes_per_token,
+    const pk_context_params cp = pk_memplan_context(p);
+    int rc = pk_context_measure(m, &cp, 0, &pl->context_bytes, &pl->n_ctx, &pl->kv_bytes_per_token,
                                 &pl->n_checkpoints, &pl->checkpoint_bytes, err);
     if (rc) return rc;
-    if (!tied) {
-        uint64_t rows = (uint64_t)pl->n_ctx < (uint64_t)hp->n_vocab ? (uint64_t)pl->n_ctx : (uint64_t)hp->n_vocab;
-        resident += rows * m->tok_embd.row_bytes;
-        pl->resident_bytes = resident;
-    }
+    const uint64_t resident = pk_ledger_resident(m, &l, pl->n_ctx);
+    pl->resident_bytes = resident;
 
     const int budget = p->mem > 0 || p->expert_slots > 0;
     if (budget && !pl->n_expert && p->expert_slots > 0)

@@ -548,17 +548,69 @@ static int bind_nextn(pk_model *m, int i, pk_error *err) {
     return pk_bind_specs(m, m->hp.n_layer + i, spec, (int)(sizeof spec / sizeof spec[0]), err);
 }
 
-/* Count parameters and the weight bytes one decoded token reads: everything
- * but the unselected experts and the embedding table (one row is read).
- * The blocks' tensors are the list of bound tensors; a file tensor bound
- * into two fields (its entry repeats the previous one's data) counts once. */
+/* A tensor's bytes (and one row's) as loaded, or as size says. */
+static uint64_t ledger_bytes(pk_tensor_size_fn size, void *ud, const pk_tensor *t, int il, pk_expert_dim dim,
+                             uint64_t *row_bytes) {
+    uint64_t row = 0, n = 0;
+    if (t->data && size) n = size(ud, t, il, dim, &row);
+    else if (t->data) {
+        row = t->row_bytes;
+        n = nbytes(t);
+    }
+    if (row_bytes) *row_bytes = row;
+    return n;
+}
+
+void pk_model_ledger(const pk_model *m, pk_tensor_size_fn size, void *ud, const int *n_expert_l, pk_ledger *out) {
+    const pk_hparams *hp = &m->hp;
+    memset(out, 0, sizeof *out);
+    out->tied = m->output.data == m->tok_embd.data;
+    ledger_bytes(size, ud, &m->tok_embd, -1, PK_EXPERT_DIM_NONE, &out->embd_row_bytes);
+    const uint64_t norm = ledger_bytes(size, ud, &m->output_norm, -1, PK_EXPERT_DIM_NONE, NULL);
+    const uint64_t head = ledger_bytes(size, ud, &m->output, -1, PK_EXPERT_DIM_NONE, NULL);
+    out->bytes_per_token = out->embd_row_bytes + norm + head;
+    out->resident_bytes = norm + head + ledger_bytes(size, ud, &m->rope_freqs, -1, PK_EXPERT_DIM_NONE, NULL);
+    int last_moe = -1;
+    for (int i = 0; i < m->n_bound; i++) {
+        const pk_bound *b = &m->bound[i];
+        if (b->layer < 0 || b->layer >= hp->n_layer) continue;   /* the model's own, above; MTP: never read */
+        const uint64_t n = ledger_bytes(size, ud, b->t, b->layer, b->experts, NULL);
+        const int dup = i > 0 && b->t->data == m->bound[i - 1].t->data;
+        const pk_ffn_shape *ff = &m->blocks[b->layer].ff;
+        const int n_exp = n_expert_l && n_expert_l[b->layer] > 0 ? n_expert_l[b->layer] : ff->n_expert;
+        if (b->role == PK_ROLE_EXPERTS || b->role == PK_ROLE_EXPERT_BIAS) {
+            if (!dup) out->bytes_per_token += n / (uint64_t)n_exp * (uint64_t)ff->n_expert_used;
+        } else if (!dup) {
+            out->bytes_per_token += n;
+        }
+        if (b->role == PK_ROLE_EXPERTS) {
+            out->expert_bytes += n;
+            if (b->layer != last_moe) {   /* a layer's entries are contiguous */
+                out->n_layer_moe++;
+                out->n_slices += (uint64_t)n_exp;
+            }
+            last_moe = b->layer;
+        } else {
+            out->resident_bytes += n;
+        }
+    }
+}
+
+uint64_t pk_ledger_resident(const pk_model *m, const pk_ledger *l, int n_ctx) {
+    if (l->tied) return l->resident_bytes;
+    const uint64_t rows = (uint64_t)n_ctx < (uint64_t)m->hp.n_vocab ? (uint64_t)n_ctx : (uint64_t)m->hp.n_vocab;
+    return l->resident_bytes + rows * l->embd_row_bytes;
+}
+
+/* Count parameters, and the weight bytes one decoded token reads (the
+ * ledger's). The blocks' tensors are the list of bound tensors; a file
+ * tensor bound into two fields (its entry repeats the previous one's data)
+ * counts once. */
 static void count_params(pk_model *m) {
     const pk_hparams *hp = &m->hp;
     int64_t total = nel(&m->tok_embd) + nel(&m->output_norm) + nel(&m->rope_freqs);
-    /* active counts the whole embedding table, as model cards do ("A3B");
-       bytes counts the one row a token reads */
+    /* active counts the whole embedding table, as model cards do ("A3B") */
     int64_t active = nel(&m->tok_embd) + nel(&m->output_norm);
-    uint64_t bytes = m->tok_embd.row_bytes + nbytes(&m->output_norm) + nbytes(&m->output);
     if (m->output.data != m->tok_embd.data) {
         total += nel(&m->output);
         active += nel(&m->output);
@@ -569,17 +621,16 @@ static void count_params(pk_model *m) {
         total += nel(b->t);
         if (b->layer >= hp->n_layer) continue;   /* MTP blocks: loaded, not read by decoding */
         const pk_ffn_shape *ff = &m->blocks[b->layer].ff;
-        if (b->role == PK_ROLE_EXPERTS || b->role == PK_ROLE_EXPERT_BIAS) {
+        if (b->role == PK_ROLE_EXPERTS || b->role == PK_ROLE_EXPERT_BIAS)
             active += nel(b->t) / ff->n_expert * ff->n_expert_used;
-            bytes += nbytes(b->t) / (uint64_t)ff->n_expert * (uint64_t)ff->n_expert_used;
-        } else {
+        else
             active += nel(b->t);
-            bytes += nbytes(b->t);
-        }
     }
     m->n_params = total;
     m->n_params_active = active;
-    m->bytes_per_token = bytes;
+    pk_ledger l;
+    pk_model_ledger(m, NULL, NULL, NULL, &l);
+    m->bytes_per_token = l.bytes_per_token;
 }
 
 pk_model_params pk_model_default_params(void) {

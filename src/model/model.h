@@ -205,6 +205,7 @@ struct pk_model {
     uint64_t bytes_per_token;            /* weight bytes read per decoded token */
     struct pk_xcache *xc;                /* routed-expert cache (memory budget), or NULL */
     pk_model_plan plan;                  /* engine/memplan.c */
+    pk_model_params load;                /* what the plan was made for (pk_model_load_params) */
 };
 
 /* A tensor a block kind binds: the pk_layer field, the name after
@@ -230,9 +231,42 @@ int pk_bind_specs(pk_model *m, int il, const pk_tensor_spec *spec, int n, pk_err
 /* Whether the file has tensor "blk.il.suffix". */
 int pk_has_tensor(const pk_model *m, int il, const char *suffix);
 
+/* The weight bytes of a model, counted one way for the parameter count's
+ * byte ledger (pk_model_info.bytes_per_token), the memory plan
+ * (engine/memplan.c) and the sizes of other builds of the model
+ * (offline/build.c). size, when not NULL, says what a tensor would take in
+ * another build: its bytes and, in *row_bytes, one row's (il: its block, -1
+ * for the model's own tensors; dim: which of its dimensions counts experts);
+ * NULL: as loaded. n_expert_l, when not NULL, gives each layer's routed
+ * experts in that build (NULL: the block plan's). */
+typedef uint64_t (*pk_tensor_size_fn)(void *ud, const pk_tensor *t, int il, pk_expert_dim dim,
+                                      uint64_t *row_bytes);
+typedef struct pk_ledger {
+    uint64_t bytes_per_token;  /* read per decoded token: all but the unselected experts, one
+                                  embedding row (a tensor bound twice counts once) */
+    uint64_t resident_bytes;   /* the memory plan's resident weights: all but the routed experts
+                                  and the embedding table (the whole table if it is the output
+                                  head); MTP blocks left out; a tensor bound twice counts twice */
+    uint64_t expert_bytes;     /* the routed experts (bound twice: twice, as the cache holds them) */
+    uint64_t embd_row_bytes;   /* one row of the token embeddings */
+    uint64_t n_slices;         /* experts over all layers */
+    int n_layer_moe;           /* layers with routed experts */
+    int tied;                  /* the output head is the embedding table */
+} pk_ledger;
+void pk_model_ledger(const pk_model *m, pk_tensor_size_fn size, void *ud, const int *n_expert_l, pk_ledger *out);
+/* The memory plan's resident bytes for a context of n_ctx tokens: the
+ * ledger's, plus the embedding rows those tokens can use (none when the
+ * table is the output head, counted whole already). */
+uint64_t pk_ledger_resident(const pk_model *m, const pk_ledger *l, int n_ctx);
+
+/* engine/memplan.c: the memory kept free beside the plan's parts */
+#define PK_MEM_MARGIN ((uint64_t)64 << 20)
+
 /* engine/memplan.c: decide what stays resident under p->mem, make the expert
  * cache if needed, and give the mapping its read-ahead hints (all of it,
  * or only the resident tensors). */
 int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err);
+/* The context a plan made with p reserves (and measures). */
+pk_context_params pk_memplan_context(const pk_model_params *p);
 
 #endif

@@ -30,6 +30,7 @@
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "quant/imat.h"
+#include "offline/offline.h"
 #include "pocket.h"
 
 #define SLAB_BYTES (32u << 20)        /* output bytes converted per batch */
@@ -230,6 +231,8 @@ typedef struct qstate {
     int ftype;
     int n_layer, n_head, n_head_kv, n_expert, n_gqa;
     int falcon, is_70b, tied, has_imatrix;
+    int plan_only;    /* pk_quantize_plan_types: note a missing importance matrix, no error */
+    int needs_imatrix;
     int n_attn_wv, i_attn_wv, i_ffn_down, i_ffn_gate, i_ffn_up;
     int n_fallback;
 } qstate;
@@ -484,9 +487,12 @@ static int make_plan(const gguf_file *f, qstate *qs, const pk_quantize_params *p
             else if ((rc = rule_type(qs, t, cat, type, &type, err))) return rc;
         }
         if ((rc = fallback(qs, t, type, &pl[i].type, err))) return rc;
-        if (needs_imatrix(t->name, pl[i].type) && !p->imatrix)
-            return pk_errorf(err, PK_ERR_ARG, "%s: tensor '%s': type %s needs an importance matrix",
-                             f->path, t->name, pk_type_name(pl[i].type));
+        if (needs_imatrix(t->name, pl[i].type) && !qs->has_imatrix) {
+            qs->needs_imatrix = 1;
+            if (!qs->plan_only)
+                return pk_errorf(err, PK_ERR_ARG, "%s: tensor '%s': type %s needs an importance matrix",
+                                 f->path, t->name, pk_type_name(pl[i].type));
+        }
     }
     for (int k = 0; k < p->n_overrides; k++)
         if (ov[k].hits == 0)
@@ -747,6 +753,23 @@ static int build_metadata(const gguf_file *f, gguf_writer *w, const qstate *qs,
     return PK_OK;
 }
 
+/* qs zeroed, with preset name's entry and file type (PK_ERR_ARG naming the
+ * known presets if there is none). */
+static int find_preset(const char *name, qstate *qs, pk_error *err) {
+    memset(qs, 0, sizeof *qs);
+    for (int i = 0; i < N_PRESETS; i++)
+        if (strcasecmp(presets[i].name, name) == 0) qs->ps = &presets[i];
+    if (!qs->ps) {
+        char list[400];
+        size_t o = 0;
+        for (int i = 0; i < N_PRESETS && o < sizeof list; i++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? " " : "", presets[i].name);
+        return pk_errorf(err, PK_ERR_ARG, "unknown quantization type '%s' (known: %s)", name, list);
+    }
+    qs->ftype = qs->ps->ftype;
+    return PK_OK;
+}
+
 int pk_quantize_file(const char *in, const char *out, const pk_quantize_params *p,
                      pk_error *err) {
     if (!in || !out || !p || !p->preset)
@@ -755,22 +778,11 @@ int pk_quantize_file(const char *in, const char *out, const pk_quantize_params *
         return pk_errorf(err, PK_ERR_ARG, "pk_quantize_file: bad override list (%d entries)",
                          p->n_overrides);
     qstate qs;
-    memset(&qs, 0, sizeof qs);
-    for (int i = 0; i < N_PRESETS; i++)
-        if (strcasecmp(presets[i].name, p->preset) == 0) qs.ps = &presets[i];
-    if (!qs.ps) {
-        char list[400];
-        size_t o = 0;
-        for (int i = 0; i < N_PRESETS && o < sizeof list; i++)
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? " " : "", presets[i].name);
-        return pk_errorf(err, PK_ERR_ARG, "unknown quantization type '%s' (known: %s)", p->preset,
-                         list);
-    }
-    qs.ftype = qs.ps->ftype;
+    int rc = find_preset(p->preset, &qs, err);
+    if (rc) return rc;
     qs.has_imatrix = p->imatrix != NULL;
     qs.file = in;
 
-    int rc = PK_OK;
     override *ov = pk_calloc(p->n_overrides > 0 ? (size_t)p->n_overrides : 1, sizeof *ov);
     gguf_file *f = NULL;
     plan *pl = NULL;
@@ -841,5 +853,25 @@ done:
     gguf_close(f);
     for (int k = 0; k < p->n_overrides; k++) free(ov[k].glob);
     free(ov);
+    return rc;
+}
+
+int pk_quantize_plan_types(const gguf_file *f, const char *name, int imatrix, int n_expert, int *types,
+                           int *needs_imatrix, pk_error *err) {
+    qstate qs;
+    int rc = find_preset(name, &qs, err);
+    if (rc) return rc;
+    qs.has_imatrix = imatrix != 0;
+    qs.plan_only = 1;
+    qs.file = f->path;
+    if ((rc = read_hparams(f, &qs, err))) return rc;
+    if (n_expert > 0) qs.n_expert = n_expert;
+    plan *pl = pk_calloc(f->n_tensors ? f->n_tensors : 1, sizeof *pl);
+    if (!pl) return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
+    const pk_quantize_params p = pk_quantize_default_params();   /* no overrides */
+    rc = make_plan(f, &qs, &p, NULL, pl, err);
+    for (uint64_t i = 0; !rc && i < f->n_tensors; i++) types[pl[i].t - f->tensors] = pl[i].type;
+    *needs_imatrix = qs.needs_imatrix;
+    free(pl);
     return rc;
 }

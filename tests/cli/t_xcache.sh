@@ -6,7 +6,7 @@
 # variant usable on this CPU (or $BATCH_VARIANTS), thread count, and for
 # prompt batches (experts run in rounds of at most the slots) as for one
 # token at a time. Then the CLI: the plan `pocket info --mem` prints, a
-# budget too small for the resident part (a one-line error), and a bad size.
+# budget too small for the resident part (pocket run: a one-line error), and a bad size.
 # $POCKET_RUN, if set, prefixes every binary (qemu for a cross build).
 set -eu
 BUILD=${BUILD:-build}; PYTHON=${PYTHON:-/usr/bin/python3}
@@ -48,7 +48,8 @@ echo "$out" | grep -q "memory plan     budget 80.0 MiB" || { echo "FAIL: pocket 
 echo "$out" | grep -q "cache of [0-9]* of 16 experts per layer" || { echo "FAIL: pocket info --mem 80M shows no expert cache"; echo "$out"; exit 1; }
 out=$($RUN "$BUILD/pocket" info "$M" --mem 1G)
 echo "$out" | grep -q "all mapped (16 per layer)" || { echo "FAIL: pocket info --mem 1G should map every expert"; echo "$out"; exit 1; }
-if out=$($RUN "$BUILD/pocket" info "$M" --mem 20M 2>&1); then echo "FAIL: --mem 20M accepted"; exit 1; fi
+# (pocket run refuses such a budget; pocket info reports it and lists builds that fit: t_info_fit.sh)
+if out=$($RUN "$BUILD/pocket" run -m "$M" -p "And" -n 1 --mem 20M 2>&1); then echo "FAIL: --mem 20M accepted"; exit 1; fi
 echo "$out" | grep -q "memory budget 20.0 MiB is too small: resident weights" || { echo "FAIL: --mem 20M: $out"; exit 1; }
 [ "$(echo "$out" | wc -l)" -eq 1 ] || { echo "FAIL: --mem 20M: not one line: $out"; exit 1; }
 for bad in 6X -1G abc 1e30G; do
@@ -84,4 +85,4 @@ for k in A B; do
         { echo "FAIL: pocket bench --ab under a budget: no experts line for $k (did the child run without it?)"; cat "$tmp/ab.out"; exit 1; }
 done
 echo "ok   pocket bench --expert-slots 2 --ab: both configurations ran under the budget and report the cache"
-echo "ok   pocket info --mem plans (80M: cache, 1G: all mapped), --mem 20M and malformed sizes refused in one line, run summary shows the cache"
+echo "ok   pocket info --mem plans (80M: cache, 1G: all mapped), --mem 20M (run) and malformed sizes refused in one line, run summary shows the cache"

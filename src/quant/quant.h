@@ -213,6 +213,64 @@ _Static_assert(sizeof(pk_block_iq4_xs) == 4 + PK_QK_K / 64 + PK_QK_K / 2, "wrong
 /* The 16 non-linear levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl). */
 extern const int8_t pk_iq4nl_values[16];
 
+/* The i-quants below 4 bits (IQ3_XXS, IQ3_S, IQ2_S) code groups of 4 or 8
+ * magnitudes as one index into a lattice grid (a fixed list of points, the
+ * format's codebook: pk_iq3xxs_grid, pk_iq3s_grid, pk_iq2s_grid in
+ * quant/iq3.c, byte j of entry k = coordinate j of point k) and carry the
+ * signs apart, bit i of a sign byte negating element i of a group of 8.
+ * Sub-blocks of 32 have 4-bit scales ls. */
+
+/* IQ3_XXS: 3.0625 bits per weight. Element 32s + 4g + j (sub-block s < 8,
+ * group g < 8, j < 4) is d * (0.5 + ls) * 0.5 * grid[qs[8s + g]][j] * sign
+ * (pk_iq3xxs_grid: 256 points in {4, 12, 20, 28, 36, 44, 52, 62}^4). The
+ * little-endian uint32 a = qs[64 + 4s .. 67 + 4s] holds ls = a >> 28 and, for
+ * the 8 elements 32s + 8h + i (h < 4, i < 8), the sign byte
+ * pk_iq_sign8((a >> 7h) & 127): seven stored bits, the eighth making the
+ * count of minus signs even. */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[3 * PK_QK_K / 8];    /* 64 grid indices, then 8 x (4-bit ls, 4 x 7 sign bits) */
+} pk_block_iq3_xxs;
+_Static_assert(sizeof(pk_block_iq3_xxs) == 2 + 3 * PK_QK_K / 8, "wrong iq3_xxs block size");
+
+/* IQ3_S: 3.4375 bits per weight. Element e = 32s + 4g + j is
+ * d * (1 + 2 ls) * grid[k][j], negated when bit e % 8 of signs[e / 8] is
+ * set; k = qs[8s + g] | (bit g of qh[s]) << 8 (pk_iq3s_grid: 512 points in
+ * {1, 3, ..., 15}^4), ls = nibble s % 2 of scales[s / 2]. */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[PK_QK_K / 4];        /* low 8 bits of the 64 grid indices */
+    uint8_t qh[PK_QK_K / 32];       /* their 9th bits, 8 per sub-block */
+    uint8_t signs[PK_QK_K / 8];     /* one bit per element */
+    uint8_t scales[PK_QK_K / 64];   /* 4-bit ls, two sub-blocks a byte */
+} pk_block_iq3_s;
+_Static_assert(sizeof(pk_block_iq3_s) == 2 + 13 * PK_QK_K / 32 + PK_QK_K / 64, "wrong iq3_s block size");
+
+/* IQ2_S: 2.5625 bits per weight. Element 32s + 8g + j (g < 4, j < 8) is
+ * d * (0.5 + ls) * 0.25 * grid[k][j], negated when bit j of qs[32 + 4s + g] is
+ * set; k = qs[4s + g] | ((qh[s] >> 2g) & 3) << 8 (pk_iq2s_grid: 1024 points in
+ * {8, 25, 43}^8), ls = nibble g / 2 of scales[s] (low: elements 0-15). */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[PK_QK_K / 4];        /* 32 low bytes of the grid indices, then 32 sign bytes */
+    uint8_t qh[PK_QK_K / 32];       /* bits 8-9 of the indices, 4 pairs per sub-block */
+    uint8_t scales[PK_QK_K / 32];   /* 4-bit ls, two half sub-blocks a byte */
+} pk_block_iq2_s;
+_Static_assert(sizeof(pk_block_iq2_s) == 2 + PK_QK_K / 4 + PK_QK_K / 16, "wrong iq2_s block size");
+
+/* The lattice grids, expanded on first use (thread-safe) from their compact
+ * form in quant/iq3.c; each call returns the same table. */
+const uint32_t *pk_iq3xxs_grid(void);     /* 256 entries */
+const uint32_t *pk_iq3s_grid(void);       /* 512 entries */
+const uint64_t *pk_iq2s_grid(void);       /* 1024 entries */
+
+/* The sign byte of 7 stored sign bits s7 (< 128): bit 7 set when s7 has an
+ * odd number of bits, so a group of 8 always has an even count of minus
+ * signs (ggml's ksigns_iq2xs). */
+static inline uint8_t pk_iq_sign8(uint32_t s7) {
+    return (uint8_t)(s7 | (uint32_t)__builtin_parity(s7) << 7);
+}
+
 /* MXFP4 (OCP microscaling FP4, the gpt-oss experts): 32 E2M1 values sharing
  * one E8M0 exponent: 4.25 bits per weight. w[j] = pk_mxfp4_values[q[j]] *
  * 2^(e - 128), nibbles as Q4_0 (element j: low nibble of qs[j], element
@@ -331,6 +389,9 @@ void pk_q8_K_from_float(const float *src, void *dst, int64_t n);
 void pk_iq4_nl_to_float(const void *src, float *dst, int64_t n);
 void pk_iq4_xs_to_float(const void *src, float *dst, int64_t n);
 void pk_mxfp4_to_float(const void *src, float *dst, int64_t n);
+void pk_iq3_xxs_to_float(const void *src, float *dst, int64_t n);
+void pk_iq3_s_to_float(const void *src, float *dst, int64_t n);
+void pk_iq2_s_to_float(const void *src, float *dst, int64_t n);
 void pk_q4_0_from_float(const float *src, void *dst, int64_t n);
 void pk_q4_1_from_float(const float *src, void *dst, int64_t n);
 void pk_q5_0_from_float(const float *src, void *dst, int64_t n);

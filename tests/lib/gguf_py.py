@@ -112,7 +112,8 @@ class GGUFWriter:
     add_f32, add_str, ... fix the type explicitly.
 
     Tensors: add_tensor(name, array, ttype=T_F32); array in numpy order
-    (shape (out, in) for a matrix -> ne = [in, out]).
+    (shape (out, in) for a matrix -> ne = [in, out]); add_raw(name, ne,
+    ttype, raw) for bytes of any other type.
     """
 
     def __init__(self, alignment=DEFAULT_ALIGNMENT, version=3):
@@ -193,6 +194,13 @@ class GGUFWriter:
         if any(t[0] == name for t in self.tensors):
             raise GGUFError("duplicate tensor %s" % name)
         self.tensors.append((name, ne, ttype, raw))
+
+    def add_raw(self, name, ne, ttype, raw):
+        """A tensor of any type id as bytes already encoded (ne in ggml
+        order); nothing checks that they fit the type."""
+        if any(t[0] == name for t in self.tensors):
+            raise GGUFError("duplicate tensor %s" % name)
+        self.tensors.append((name, list(ne), ttype, bytes(raw)))
 
     # -- output
     @staticmethod

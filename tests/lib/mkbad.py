@@ -14,7 +14,9 @@ import sys
 import gguf_py as G
 
 
-def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None):
+def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None, retype=None):
+    """retype: tensor name -> (type id, block elements, block bytes): that
+    tensor written as zero bytes of the type, its shape kept."""
     w = G.GGUFWriter()
     for k in g.kv_order:
         if k in drop_keys:
@@ -30,6 +32,10 @@ def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None)
         a = g.tensors[name]
         if reshape and name in reshape:
             a = reshape[name](a)
+        if retype and name in retype:
+            t, bl, bb = retype[name]
+            w.add_raw(name, a.shape[::-1], t, bytes(a.size // bl * bb))
+            continue
         w.add_tensor(name, a, G.T_F32)
     w.write(path)
 

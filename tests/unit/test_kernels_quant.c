@@ -1,8 +1,11 @@
 /* test_kernels_quant.c - the block-quantized weight types (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4) and their activation types (Q8_1, Q8_K):
- * formats (quant_*.c) and every usable kernel table (kernels_*.c).
+ * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4, IQ3_XXS, IQ3_S, IQ2_S) and their
+ * activation types (Q8_1, Q8_K): formats (quant_*.c) and every usable
+ * kernel table (kernels_*.c).
  *
- * Checks, per type: the type table; dequantization of blocks with known
+ * Checks, per type: the type table; the i-quants' lattice grids and sign
+ * bytes against ggml's tables (counts, levels, order, checksums);
+ * dequantization of blocks with known
  * contents, against hand-computed values and against an independent
  * element-by-element decoder written from the layouts documented in quant/quant.h
  * (so scale/min packing is checked bit by bit); quantize -> dequantize RMS
@@ -59,6 +62,10 @@ static const struct { int t, act, blck; size_t size; double rms_bound; } types[]
     { PK_TYPE_IQ4_NL, PK_TYPE_Q8_0, 32, 18, 0.11 },
     { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
     { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
+    /* rms_bound 0: no quantizer yet, tested on raw blocks only */
+    { PK_TYPE_IQ3_XXS, PK_TYPE_Q8_K, 256, 98, 0 },
+    { PK_TYPE_IQ3_S, PK_TYPE_Q8_K, 256, 110, 0 },
+    { PK_TYPE_IQ2_S, PK_TYPE_Q8_K, 256, 82, 0 },
 };
 enum { NTYPES = sizeof types / sizeof *types };
 
@@ -146,6 +153,32 @@ static void elem(int t, const uint8_t *p, int e, double *a, double *b) {
         *a = h2d(p) * (ls - 32) * iq4_levels[j < 16 ? byte & 15 : byte >> 4];
         break;
     }
+    case PK_TYPE_IQ3_XXS: {                 /* d, 64 indices, 8 x uint32 (ls << 28 | signs) */
+        int s = e / 32, g = e % 32 / 4;
+        uint32_t sa = p[66 + 4 * s] | p[67 + 4 * s] << 8 | p[68 + 4 * s] << 16 | (uint32_t)p[69 + 4 * s] << 24;
+        uint32_t s7 = sa >> 7 * (e % 32 / 8) & 127, ones = 0;
+        for (int k = 0; k < 7; k++) ones += s7 >> k & 1;
+        int neg = e % 8 == 7 ? (int)(ones & 1) : (int)(s7 >> (e % 8) & 1);
+        int v = (int)(pk_iq3xxs_grid()[p[2 + 8 * s + g]] >> 8 * (e % 4) & 255);
+        *a = h2d(p) * (0.5 + (sa >> 28)) * 0.5 * (neg ? -v : v);
+        break;
+    }
+    case PK_TYPE_IQ3_S: {                   /* d, qs[64], qh[8], signs[32], scales[4] */
+        int s = e / 32, g = e % 32 / 4;
+        int k = p[2 + 8 * s + g] | ((p[66 + s] >> g) & 1) << 8;
+        int v = (int)(pk_iq3s_grid()[k] >> 8 * (e % 4) & 255);
+        int ls = (p[106 + s / 2] >> 4 * (s % 2)) & 15;
+        *a = h2d(p) * (1 + 2 * ls) * ((p[74 + e / 8] >> (e % 8)) & 1 ? -v : v);
+        break;
+    }
+    case PK_TYPE_IQ2_S: {                   /* d, qs[32], signs[32], qh[8], scales[8] */
+        int s = e / 32, g = e % 32 / 8;
+        int k = p[2 + 4 * s + g] | ((p[66 + s] >> 2 * g) & 3) << 8;
+        int v = (int)(pk_iq2s_grid()[k] >> 8 * (e % 8) & 255);
+        int ls = (p[74 + s] >> 4 * (g / 2)) & 15;
+        *a = h2d(p) * (0.5 + ls) * 0.25 * ((p[34 + 4 * s + g] >> (e % 8)) & 1 ? -v : v);
+        break;
+    }
     default: *a = NAN;
     }
 }
@@ -157,6 +190,7 @@ static void sane_scales(int t, uint8_t *p) {
         { PK_TYPE_Q5_0, { 0, -1 } }, { PK_TYPE_Q5_1, { 0, 2 } }, { PK_TYPE_Q8_1, { 0, 2 } },
         { PK_TYPE_Q2_K, { 80, 82 } }, { PK_TYPE_Q3_K, { 108, -1 } }, { PK_TYPE_Q4_K, { 0, 2 } },
         { PK_TYPE_Q5_K, { 0, 2 } }, { PK_TYPE_Q6_K, { 208, -1 } }, { PK_TYPE_IQ4_XS, { 0, -1 } },
+        { PK_TYPE_IQ3_XXS, { 0, -1 } }, { PK_TYPE_IQ3_S, { 0, -1 } }, { PK_TYPE_IQ2_S, { 0, -1 } },
     };
     for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
         if (tab[i].t == t)
@@ -177,7 +211,8 @@ static int type_blck(int t) { return pk_type_get(t)->blck; }
 static void test_traits(void) {
     for (int i = 0; i < NTYPES; i++) {
         const pk_type_traits *tt = pk_type_get(types[i].t);
-        TEST_CHECK(tt && tt->to_float && tt->from_float && tt->vec_dot_type == types[i].act &&
+        TEST_CHECK(tt && tt->to_float && !tt->from_float == !(types[i].rms_bound > 0) &&
+                   tt->vec_dot_type == types[i].act &&
                    tt->blck == types[i].blck && tt->type_size == types[i].size,
                    "traits of %s", pk_type_name(types[i].t));
         TEST_CHECK(pk_kernels_ref_table.vec_dot[types[i].t] && pk_kernels_ref_table.gemv[types[i].t],
@@ -190,6 +225,61 @@ static void test_traits(void) {
                    pk_kernels_ref_table.quantize[acts[i]], "activation type %s", tt->name);
     }
     TEST_CHECK(sizeof(pk_block_q8_K) == 292 && sizeof(pk_block_q8_1) == 36, "activation sizes");
+}
+
+/* ---- the i-quant lattice grids ------------------------------------------------------- */
+
+static uint64_t fnv1a(const uint8_t *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+
+/* Each grid: its count, every coordinate one of its levels, entries in
+ * strictly increasing order (so unique), and FNV-1a 64 over the entries as
+ * little-endian bytes equal to that of ggml's table (iq3xxs_grid, iq3s_grid,
+ * iq2s_grid of ggml-common.h, llama.cpp 34af94c: the same bytes hashed with
+ * the same FNV-1a by a Python one-off). pk_iq_sign8 against ggml's
+ * ksigns_iq2xs, hashed the same way. */
+static void test_iq_grids(void) {
+    static const uint8_t l3xxs[] = { 4, 12, 20, 28, 36, 44, 52, 62 }, l3s[] = { 1, 3, 5, 7, 9, 11, 13, 15 },
+                         l2s[] = { 8, 25, 43 };
+    const struct { const char *name; int count, dim, nl; const uint8_t *levels; uint64_t fnv; } g[] = {
+        { "iq3xxs", 256, 4, 8, l3xxs, 0xdfa5dc83d6a155d5ull },
+        { "iq3s", 512, 4, 8, l3s, 0xfa37020c25b44829ull },
+        { "iq2s", 1024, 8, 3, l2s, 0x123edd38a3b62b90ull },
+    };
+    for (int gi = 0; gi < 3; gi++) {
+        uint8_t *bytes = malloc((size_t)g[gi].count * g[gi].dim);
+        int bad_level = 0, bad_order = 0;
+        uint64_t prev = 0;
+        for (int k = 0; k < g[gi].count; k++) {
+            uint64_t v = gi == 0 ? pk_iq3xxs_grid()[k] : gi == 1 ? pk_iq3s_grid()[k] : pk_iq2s_grid()[k];
+            if (gi < 2) TEST_CHECK(v >> 32 == 0, "%s entry %d fits 32 bits", g[gi].name, k);
+            bad_order += k > 0 && v <= prev;
+            prev = v;
+            for (int j = 0; j < g[gi].dim; j++) {
+                uint8_t c = (uint8_t)(v >> 8 * j);
+                bytes[k * g[gi].dim + j] = c;
+                bad_level += memchr(g[gi].levels, c, (size_t)g[gi].nl) == NULL;
+            }
+        }
+        uint64_t h = fnv1a(bytes, (size_t)g[gi].count * g[gi].dim);
+        TEST_CHECK(bad_level == 0 && bad_order == 0, "%s grid: %d coordinates off the levels, %d out of order",
+                   g[gi].name, bad_level, bad_order);
+        TEST_CHECK(h == g[gi].fnv, "%s grid equals ggml's (FNV-1a %016llx)", g[gi].name, (unsigned long long)h);
+        free(bytes);
+    }
+    TEST_CHECK(pk_iq3xxs_grid() == pk_iq3xxs_grid() && pk_iq2s_grid() == pk_iq2s_grid(), "grids made once");
+    uint8_t sg[128];
+    int odd = 0;
+    for (uint32_t i = 0; i < 128; i++) {
+        sg[i] = pk_iq_sign8(i);
+        odd += (sg[i] & 127) != i || __builtin_popcount(sg[i]) % 2;
+    }
+    uint64_t h = fnv1a(sg, 128);
+    TEST_CHECK(odd == 0 && h == 0xf19ba8f8c3292ba5ull, "sign bytes: %d wrong, FNV-1a %016llx", odd,
+               (unsigned long long)h);
 }
 
 /* ---- hand-built blocks -------------------------------------------------------------- */
@@ -364,6 +454,44 @@ static void test_known_blocks(void) {
     pk_type_get(PK_TYPE_MXFP4)->from_float(xm, &mx, 32);
     TEST_CHECK(mx.e == 254 && mx.qs[9] == 0 && mx.qs[10] == 0, "MXFP4 tiny block: e wraps to %d", mx.e);
 
+    /* IQ3_XXS, d = 1: sub-block 0 has ls = 3 (1.75); elements 0-3 grid[1] =
+     * 20 4 4 4, 4-7 grid[0] = 4s, 8-11 grid[255] = 4 28 52 62; stored signs
+     * 0000001 (parity sets bit 7: elements 0 and 7 negative) and 0000011
+     * (elements 8, 9); sub-block 1: ls 0 (0.25), grid[0], no signs */
+    pk_block_iq3_xxs x3;
+    memset(&x3, 0, sizeof x3);
+    x3.d = f16(1.0f);
+    x3.qs[0] = 1; x3.qs[2] = 255;
+    uint32_t sa = 3u << 28 | 0x01 | 0x03 << 7;
+    memcpy(x3.qs + 64, &sa, 4);
+    pk_type_get(PK_TYPE_IQ3_XXS)->to_float(&x3, out, 256);
+    TEST_CHECK(out[0] == -35.0f && out[1] == 7.0f && out[4] == 7.0f && out[7] == -7.0f && out[8] == -7.0f &&
+               out[9] == -49.0f && out[10] == 91.0f && out[11] == 108.5f && out[32] == 1.0f && out[255] == 1.0f,
+               "IQ3_XXS known values (%g %g %g %g %g %g)", out[0], out[7], out[8], out[9], out[11], out[32]);
+
+    /* IQ3_S, d = 0.5: ls 1 (1.5) then 2 (2.5); group 0 grid[1] = 3 1 1 1,
+     * group 1 grid[256] (9th bit from qh) = 7 5 9 5, element 4 negative */
+    pk_block_iq3_s s3;
+    memset(&s3, 0, sizeof s3);
+    s3.d = f16(0.5f);
+    s3.scales[0] = 0x21; s3.qs[0] = 1; s3.qh[0] = 0x02; s3.signs[0] = 0x10;
+    pk_type_get(PK_TYPE_IQ3_S)->to_float(&s3, out, 256);
+    TEST_CHECK(out[0] == 4.5f && out[1] == 1.5f && out[4] == -10.5f && out[5] == 7.5f && out[6] == 13.5f &&
+               out[8] == 1.5f && out[32] == 2.5f && out[64] == 0.5f,
+               "IQ3_S known values (%g %g %g %g %g)", out[0], out[4], out[6], out[32], out[64]);
+
+    /* IQ2_S, d = 2: elements 0-15 ls 1 (0.75), 16-31 ls 3 (1.75); group 0
+     * grid[2] = 25 25 8 ..., group 1 grid[256] = 25 x5 8 25 8, group 2
+     * grid[0] = 8s; elements 0 and 23 negative */
+    pk_block_iq2_s s2;
+    memset(&s2, 0, sizeof s2);
+    s2.d = f16(2.0f);
+    s2.scales[0] = 0x31; s2.qs[0] = 2; s2.qh[0] = 0x04; s2.qs[32] = 0x01; s2.qs[34] = 0x80;
+    pk_type_get(PK_TYPE_IQ2_S)->to_float(&s2, out, 256);
+    TEST_CHECK(out[0] == -18.75f && out[1] == 18.75f && out[2] == 6.0f && out[8] == 18.75f && out[13] == 6.0f &&
+               out[14] == 18.75f && out[16] == 14.0f && out[23] == -14.0f && out[32] == 2.0f,
+               "IQ2_S known values (%g %g %g %g %g %g)", out[0], out[2], out[8], out[13], out[16], out[23]);
+
     pk_block_q8_K q8k;
     memset(&q8k, 0, sizeof q8k);
     q8k.d = 0.125f; q8k.qs[0] = -128; q8k.qs[255] = 127;
@@ -378,7 +506,8 @@ static void test_known_blocks(void) {
     /* random bytes against the independent decoder */
     static const int all[] = { PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q8_1,
                                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
-                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4 };
+                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4,
+                               PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
     for (size_t ti = 0; ti < sizeof all / sizeof *all; ti++) {
         int t = all[ti];
         const pk_type_traits *tt = pk_type_get(t);
@@ -414,6 +543,7 @@ static void test_round_trip(void) {
     for (int i = 0; i < N; i++) x[i] = rndn() * ldexpf(1.0f, (i / 256) % 9 - 4);
     for (int ti = 0; ti < NTYPES; ti++) {
         const pk_type_traits *tt = pk_type_get(types[ti].t);
+        if (!(types[ti].rms_bound > 0)) continue;         /* no quantizer (test_traits) */
         tt->from_float(x, q, N);
         tt->to_float(q, y, N);
         /* per 256-block relative RMS, averaged (scales vary by block) */
@@ -464,12 +594,6 @@ static void gold_input(float *x, int n) {
         x[i] = v;
     }
 }
-static uint64_t fnv1a(const uint8_t *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
-    return h;
-}
-
 static void test_ggml_bytes(void) {
     /* FNV-1a of ggml's quantize_row_<type>_ref(gold_input, 4096 elements)
      * (ggml-quants.c built with -ffp-contract=off) */
@@ -539,8 +663,10 @@ static void test_ggml_bytes(void) {
 
 /* ---- kernels against exact double sums ------------------------------------------------------ */
 
-enum { D_RANDOM, D_ZEROS, D_MAX, D_OUTLIER, D_RAW, D_COUNT };
-static const char *dname[D_COUNT] = { "random", "zeros", "max", "outlier", "raw-bytes" };
+/* D_RAW: random weight bytes against normal activations; D_RAW_MAX: against
+ * activations at full scale (the largest integer sums) */
+enum { D_RANDOM, D_ZEROS, D_MAX, D_OUTLIER, D_RAW, D_RAW_MAX, D_COUNT };
+static const char *dname[D_COUNT] = { "random", "zeros", "max", "outlier", "raw-bytes", "raw-bytes-max" };
 
 /* max magnitude: 3e4 keeps fp16 scales finite; Q8_1's s = fp16(d * sum q)
  * overflows past |sum x| = 65504, so its users get 1e3 */
@@ -619,11 +745,11 @@ static void test_dot_type(const pk_kernels *k, int t, int64_t n, int kind) {
     float *f = malloc((size_t)n * sizeof(float));
     max_mag = xt == PK_TYPE_Q8_1 ? 1e3f : 3e4f;
     for (int r = 0; r < MAXR; r++) {
-        if (kind == D_RAW) fill_raw(t, w + r * rb, n);
+        if (kind >= D_RAW) fill_raw(t, w + r * rb, n);
         else { fill(f, n, kind); tw->from_float(f, w + r * rb, n); }
         memset(w + r * rb + rs, 0xAB, pad);
     }
-    fill(f, n, kind == D_RAW ? D_RANDOM : kind);
+    fill(f, n, kind == D_RAW ? D_RANDOM : kind == D_RAW_MAX ? D_MAX : kind);
     pk_type_get(xt)->from_float(f, x, n);
 
     double ex[MAXR], mg[MAXR];
@@ -670,7 +796,8 @@ static void test_kernels_dot(const pk_kernels *k) {
         const int64_t *ns = type_blck(t) == 256 ? nk : nl;
         int cnt = type_blck(t) == 256 ? 4 : 5;
         for (int i = 0; i < cnt; i++)
-            for (int kind = 0; kind < D_COUNT; kind++) test_dot_type(k, t, ns[i], kind);
+            for (int kind = 0; kind < D_COUNT; kind++)
+                if (types[ti].rms_bound > 0 || kind >= D_RAW) test_dot_type(k, t, ns[i], kind);
     }
 }
 
@@ -797,6 +924,7 @@ static void test_kernels_quant(const pk_kernels *k) {
 
 int main(void) {
     test_traits();
+    test_iq_grids();
     test_known_blocks();
     test_round_trip();
     test_ggml_bytes();

@@ -34,14 +34,14 @@ static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254
 static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                              PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                              PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
-                             PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+                             PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
 /* The gemm entries each variant must have when it is usable here: a
  * variant whose multi-token kernels went missing (a build without its ISA
  * flags, an entry dropped from its array) fails instead of testing nothing. */
-static const struct { const char *isa; int types[16]; } required[] = {
+static const struct { const char *isa; int types[24]; } required[] = {
     { "avx2", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                 PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
-                PK_TYPE_IQ4_XS, -1 } },
+                PK_TYPE_IQ4_XS, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S, -1 } },
     { "avxvnni", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                    PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, -1 } },
     { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
@@ -76,6 +76,12 @@ static void extreme_levels(int t, uint8_t *row, int64_t n) {
     case PK_TYPE_Q6_K: off = 0; len = 192; break;                       /* q 63 */
     case PK_TYPE_IQ4_XS: off = 2; len = 134; val = 0; break;            /* scales -32, level -127 */
     case PK_TYPE_MXFP4: off = 1; len = 16; break;                       /* level -12 */
+    /* the lattice i-quants: every byte after d 0xFF: the last grid point,
+       every sign negative, scales 15 (IQ3_XXS: 4 28 52 62; IQ3_S, IQ2_S:
+       index 511 / 1023) */
+    case PK_TYPE_IQ3_XXS: off = 2; len = 96; break;
+    case PK_TYPE_IQ3_S: off = 2; len = 108; break;
+    case PK_TYPE_IQ2_S: off = 2; len = 80; break;
     default: return;
     }
     const pk_type_traits *tr = pk_type_get(t);
@@ -83,6 +89,23 @@ static void extreme_levels(int t, uint8_t *row, int64_t n) {
 }
 
 #define SENT (-12345.0f)
+
+/* A weight row of type t for the floats f: the reference quantizer; for a
+ * type that has none yet (the lattice i-quants), random blocks with the
+ * fp16 d every such block starts with set to f's RMS / 32 (so zero rows
+ * stay zero and scaled rows scale). */
+static void weight_row(int t, const float *f, int64_t n, uint8_t *row) {
+    const pk_type_traits *tw = pk_type_get(t);
+    if (tw->from_float) {
+        tw->from_float(f, row, n);
+        return;
+    }
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) ss += (double)f[i] * f[i];
+    uint16_t d = pk_fp32_to_fp16((float)sqrt(ss / (double)n) / 32);
+    for (size_t i = 0; i < pk_row_size(t, n); i++) row[i] = (uint8_t)rnd64();
+    for (int64_t b = 0; b < n / tw->blck; b++) memcpy(row + b * tw->type_size, &d, 2);
+}
 
 static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
@@ -98,7 +121,7 @@ static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const void *xp[MAXT];
     for (int r = 0; r < MAXR; r++) {
         fill(f, n, D_NORMAL, 1.0f);
-        tw->from_float(f, w + r * rb, n);
+        weight_row(t, f, n, w + r * rb);
         if (kind == D_EXT) extreme_levels(t, w + r * rb, n);
         memset(w + r * rb + rs, 0xAB, rb - rs);
         tw->to_float(w + r * rb, wf + (size_t)r * n, n);
@@ -203,7 +226,7 @@ static void test_all(void) {
 static const int sweep_types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                                    PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                                    PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
-                                   PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+                                   PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
 enum { NSWEEP = sizeof sweep_types / sizeof *sweep_types };
 enum { S_NORMAL, S_MAX, S_EXTREME, S_E8M0_LO, S_E8M0_HI, S_COUNT };
 
@@ -236,7 +259,7 @@ static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const int e8m0 = kind == S_E8M0_LO || kind == S_E8M0_HI;
     for (int r = 0; r < MAXR_S; r++) {
         fill(f, n, D_NORMAL, sweep_scale(kind == S_EXTREME, r, 9, 3));
-        tw->from_float(f, w + r * rb, n);
+        weight_row(t, f, n, w + r * rb);
         if (e8m0)
             for (int64_t b = 0; b < n / PK_QK_MXFP4; b++)
                 w[r * rb + (size_t)b * sizeof(pk_block_mxfp4)] =

@@ -756,10 +756,36 @@ static void test_arm_no_ref_fallback(void) {
 #endif
 }
 
+/* On x86-64 the same for the AVX2 family (avx2 and the variants built on
+ * it) that this CPU can run: gemv and vec_dot of every weight type, and
+ * gemm of every block-quantized one, are SIMD, not the reference's. */
+static void test_x86_no_ref_fallback(void) {
+#if defined(__x86_64__)
+    static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
+                              PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
+                              PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
+                              PK_TYPE_MXFP4, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
+    static const char *const x86[] = { "avx2", "avxvnni", "avx512", "amx" };
+    const pk_kernels *ref = &pk_kernels_ref_table;
+    for (size_t v = 0; v < sizeof x86 / sizeof *x86; v++) {
+        const pk_kernels *k = pk_kernels_by_name(x86[v]);
+        if (!k) continue;                         /* this CPU lacks it */
+        for (size_t i = 0; i < sizeof wt / sizeof *wt; i++) {
+            int t = wt[i], quant = pk_type_get(t)->blck > 1;
+            TEST_CHECK(k->gemv[t] && k->gemv[t] != ref->gemv[t] && k->vec_dot[t] &&
+                           k->vec_dot[t] != ref->vec_dot[t] && (!quant || k->gemm[t]),
+                       "%s: %s gemv/vec_dot%s are SIMD, not the reference's", x86[v], pk_type_name(t),
+                       quant ? "/gemm" : "");
+        }
+    }
+#endif
+}
+
 int main(void) {
     test_selection();
     test_variant_merge();
     test_arm_no_ref_fallback();
+    test_x86_no_ref_fallback();
     test_types();
     test_k4_scales();
     test_fp16();

@@ -31,8 +31,9 @@
  *     (d * bsums) of the activations, prepared once per token; the
  *     super-block factor d * dx of all the tile's tokens takes two
  *     multiplies per row super-block;
- *   - IQ4_XS (signed levels): int16 on both sides, levels times the
- *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
+ *   - IQ4_XS and the lattice i-quants IQ3_XXS, IQ3_S, IQ2_S (signed
+ *     levels): int16 on both sides, levels times the sub-block scale at
+ *     decode, 16 vpmaddwd per super-block and token;
  *   - Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
  *     activations widened once per token tile, products by vpmaddwd (no
  *     sign fix-up per token); four blocks' sums are reduced with horizontal
@@ -92,6 +93,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && (!defined(PK_VNNI256) || defined(__AVXVNNI__))
 #include <immintrin.h>
 #include "kernels/x86/ri8.h"
+#include "kernels/x86/iq_lattice.h"
 
 #define GI static inline __attribute__((always_inline))
 
@@ -637,6 +639,7 @@ const pk_kernels PK_GEMM_TABLE = {.gemm = {
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
     [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
+    [PK_TYPE_IQ3_XXS] = gemm_iq3_xxs, [PK_TYPE_IQ3_S] = gemm_iq3_s, [PK_TYPE_IQ2_S] = gemm_iq2_s,
 }};
 
 #ifndef PK_VNNI256

@@ -264,6 +264,44 @@ const uint32_t *pk_iq3xxs_grid(void);     /* 256 entries */
 const uint32_t *pk_iq3s_grid(void);       /* 512 entries */
 const uint64_t *pk_iq2s_grid(void);       /* 1024 entries */
 
+/* The grid coordinates of sub-block sb (< 8: 32 elements) of an IQ3_XXS,
+ * IQ3_S or IQ2_S block b as 4 little-endian words (word i: elements
+ * 8i .. 8i + 7), grid the type's pk_*_grid(): what the SIMD kernels gather
+ * in general registers before moving to vectors. */
+static inline __attribute__((always_inline)) void pk_iq_lattice_words(int type, const void *b, int sb,
+                                                                      const void *grid, uint64_t w[4]) {
+    if (type == PK_TYPE_IQ2_S) {
+        const pk_block_iq2_s *x = b;
+        const uint64_t *g = grid;
+        const uint8_t *q = x->qs + 4 * sb;
+        const uint32_t h = x->qh[sb];
+        w[0] = g[q[0] | (h << 8 & 0x300)];
+        w[1] = g[q[1] | (h << 6 & 0x300)];
+        w[2] = g[q[2] | (h << 4 & 0x300)];
+        w[3] = g[q[3] | (h << 2 & 0x300)];
+        return;
+    }
+    const uint32_t *g = grid;
+    uint32_t k[8];
+    if (type == PK_TYPE_IQ3_XXS) {
+        const uint8_t *q = ((const pk_block_iq3_xxs *)b)->qs + 8 * sb;
+        k[0] = q[0]; k[1] = q[1]; k[2] = q[2]; k[3] = q[3];
+        k[4] = q[4]; k[5] = q[5]; k[6] = q[6]; k[7] = q[7];
+    } else {
+        const pk_block_iq3_s *x = b;
+        const uint8_t *q = x->qs + 8 * sb;
+        const uint32_t h = x->qh[sb];
+        k[0] = q[0] | (h << 8 & 256); k[1] = q[1] | (h << 7 & 256);
+        k[2] = q[2] | (h << 6 & 256); k[3] = q[3] | (h << 5 & 256);
+        k[4] = q[4] | (h << 4 & 256); k[5] = q[5] | (h << 3 & 256);
+        k[6] = q[6] | (h << 2 & 256); k[7] = q[7] | (h << 1 & 256);
+    }
+    w[0] = g[k[0]] | (uint64_t)g[k[1]] << 32;
+    w[1] = g[k[2]] | (uint64_t)g[k[3]] << 32;
+    w[2] = g[k[4]] | (uint64_t)g[k[5]] << 32;
+    w[3] = g[k[6]] | (uint64_t)g[k[7]] << 32;
+}
+
 /* The sign byte of 7 stored sign bits s7 (< 128): bit 7 set when s7 has an
  * odd number of bits, so a group of 8 always has an even count of minus
  * signs (ggml's ksigns_iq2xs). */

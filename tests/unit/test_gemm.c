@@ -352,7 +352,8 @@ static void test_sweep(void) {
 static void test_i8mm_complete(void) {
     static const int need[] = { PK_TYPE_Q4_K, PK_TYPE_Q8_0, PK_TYPE_Q2_K, PK_TYPE_Q6_K, PK_TYPE_Q5_K,
                                 PK_TYPE_Q3_K, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
-                                PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4,
+                                PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S,
+                                PK_TYPE_IQ2_S,
 #if defined(PK_GEMM_FLOAT) && PK_GEMM_FLOAT
                                 PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_F32,
 #endif

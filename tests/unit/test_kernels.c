@@ -727,7 +727,7 @@ static void test_arm_no_ref_fallback(void) {
     static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                               PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                               PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
-                              PK_TYPE_MXFP4 };
+                              PK_TYPE_MXFP4, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
     static const int at[] = { PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q8_1, PK_TYPE_Q8_K };
     static const char *const arm[] = { "neon", "dotprod", "i8mm" };
     const pk_kernels *ref = &pk_kernels_ref_table;

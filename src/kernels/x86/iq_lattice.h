@@ -47,31 +47,19 @@ IQL_INLINE const void *iql_grid(const int T) {
                                                                               : (const void *)pk_iq2s_grid();
 }
 
+/* type T's PK_TYPE_* */
+IQL_INLINE int iql_pk(const int T) {
+    return T == IQL_IQ3_XXS ? PK_TYPE_IQ3_XXS : T == IQL_IQ3_S ? PK_TYPE_IQ3_S : PK_TYPE_IQ2_S;
+}
+
 /* the grid coordinates of sub-block sb (< 8) of the block at b: two grid
- * entries per 64-bit word in general registers, four words to a vector
- * (vpgatherdd was slower on Zen 3, as were 8 inserts of 32 bits) */
+ * entries per 64-bit word in general registers (pk_iq_lattice_words), four
+ * words to a vector (vpgatherdd was slower on Zen 3, as were 8 inserts of
+ * 32 bits) */
 IQL_INLINE __m256i iql_levels(const int T, const void *b, int sb, const void *grid) {
-    if (T == IQL_IQ2_S) {
-        const pk_block_iq2_s *w = b;
-        const uint64_t *g = grid;
-        const uint8_t *q = w->qs + 4 * sb;
-        const uint32_t h = w->qh[sb];
-        return _mm256_setr_epi64x((long long)g[q[0] | (h << 8 & 0x300)], (long long)g[q[1] | (h << 6 & 0x300)],
-                                  (long long)g[q[2] | (h << 4 & 0x300)], (long long)g[q[3] | (h << 2 & 0x300)]);
-    }
-    const uint32_t *g = grid;
-    uint32_t k[8];
-    if (T == IQL_IQ3_XXS) {
-        const uint8_t *q = ((const pk_block_iq3_xxs *)b)->qs + 8 * sb;
-        for (int j = 0; j < 8; j++) k[j] = q[j];
-    } else {
-        const pk_block_iq3_s *w = b;
-        const uint8_t *q = w->qs + 8 * sb;
-        const uint32_t h = w->qh[sb];
-        for (int j = 0; j < 8; j++) k[j] = q[j] | (h << (8 - j) & 256);
-    }
-    return _mm256_setr_epi64x((long long)(g[k[0]] | (uint64_t)g[k[1]] << 32), (long long)(g[k[2]] | (uint64_t)g[k[3]] << 32),
-                              (long long)(g[k[4]] | (uint64_t)g[k[5]] << 32), (long long)(g[k[6]] | (uint64_t)g[k[7]] << 32));
+    uint64_t w[4];
+    pk_iq_lattice_words(iql_pk(T), b, sb, grid, w);
+    return _mm256_setr_epi64x((long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3]);
 }
 
 /* the signs of sub-block sb as vpsignb operand bytes */

@@ -1,5 +1,6 @@
-/* quant/iq3.c - the lattice i-quants IQ3_XXS, IQ3_S and IQ2_S: their grids
- * and scalar reference dequantization (block layouts: quant/quant.h).
+/* quant/iq3.c - the lattice i-quants IQ3_XXS, IQ3_S and IQ2_S: their grids,
+ * scalar reference dequantization and the importance-weighted quantizers
+ * (block layouts: quant/quant.h).
  *
  * Tuned for: nothing - this defines the formats. to_float computes what
  * ggml's dequantize_row_iq3_xxs / _iq3_s / _iq2_s compute, with the same
@@ -15,6 +16,7 @@
  * iq3xxs_grid, iq3s_grid and iq2s_grid; tests/unit/test_kernels_quant.c
  * checks the expanded tables' counts, levels and checksums.
  */
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include "quant/quant.h"
@@ -194,3 +196,389 @@ void pk_iq2_s_to_float(const void *src, float *y, int64_t n) {
         }
     }
 }
+
+/* ---- quantization ---------------------------------------------------------------
+ * As ggml's quantize_row_iq3_xxs_impl (256-point grid), quantize_row_iq3_s_impl
+ * and quantize_row_iq2_s_impl, with the same searches and the same float
+ * operations in the same order, so that they write llama.cpp's bytes
+ * (except where ggml's IQ3_S skips a sub-block of zeros: ggml then writes
+ * the later sub-blocks' indices and signs one slot early, a mis-encoding;
+ * here every sub-block keeps its own slots).
+ *
+ * Per sub-block (32 elements; IQ2_S: 16) of a super-block: weights (the
+ * importances times sqrt(sigma2 + x^2), or x^2; IQ2_S without importances
+ * sigma2 / 4 + x^2), magnitudes and sign bits (IQ3_XXS: an even number of
+ * minus signs, the element of least weight * x^2 flipped if needed), then a
+ * search over 2 T + 1 inverse scales (2 m - 1 + t * step) / max: each group
+ * of 4 (IQ2_S: 8) magnitudes rounded to levels l (the value 2 l + 1) and,
+ * off the grid, replaced by the grid point of least weighted error among
+ * its precomputed neighbours; the scale with the best sumqx^2 / sumq2
+ * kept, then the groups off the grid redone with that scale (IQ3_S: every
+ * group, when any is off). The sub-block scales become 4-bit codes of
+ * max_scale / 31, times a fudge factor in d.
+ *
+ * The grids are the level-index keys of the dequantization grids above
+ * (point k has level i_j = digit j of its key), the neighbours of a key off
+ * the grid its nearest grid points in the N closest distances (IQ3_XXS 2,
+ * IQ3_S 3, IQ2_S 1), ordered by distance then index (ggml's order, which
+ * decides ties). */
+
+typedef struct {
+    int n_grid, dim, nl, nkeys;
+    int nwant;                       /* distance shells of neighbours */
+    uint16_t *key;                   /* n_grid: the key of each point */
+    uint8_t *lv;                     /* n_grid * dim: its levels (the key's digits) */
+    int32_t *map;                    /* nkeys: point, or -(1 + offset into nbr) */
+    uint16_t *nbr;                   /* per key off the grid: count, then points */
+    int n_nbr;                       /* entries of nbr used */
+} lattice_q;
+
+/* neighbour list sizes (counts included), computed once by lattice_q_init
+ * and checked there */
+#define IQ3XXS_NBR 22825
+#define IQ3S_NBR 28317
+#define IQ2S_NBR 50253
+
+static uint16_t q3xxs_key[256], q3s_key[512], q2s_key[1024];
+static uint8_t q3xxs_lv[256 * 4], q3s_lv[512 * 4], q2s_lv[1024 * 8];
+static int32_t q3xxs_map[4096], q3s_map[4096], q2s_map[6561];
+static uint16_t q3xxs_nbr[IQ3XXS_NBR], q3s_nbr[IQ3S_NBR], q2s_nbr[IQ2S_NBR];
+static lattice_q q3xxs = {.n_grid = 256, .dim = 4, .nl = 8, .nkeys = 4096, .nwant = 2, .key = q3xxs_key,
+                          .lv = q3xxs_lv, .map = q3xxs_map, .nbr = q3xxs_nbr};
+static lattice_q q3s = {.n_grid = 512, .dim = 4, .nl = 8, .nkeys = 4096, .nwant = 3, .key = q3s_key,
+                        .lv = q3s_lv, .map = q3s_map, .nbr = q3s_nbr};
+static lattice_q q2s = {.n_grid = 1024, .dim = 8, .nl = 3, .nkeys = 6561, .nwant = 1, .key = q2s_key,
+                        .lv = q2s_lv, .map = q2s_map, .nbr = q2s_nbr};
+static pthread_once_t qgrids_once = PTHREAD_ONCE_INIT;
+static int qgrids_ok;
+
+static int key_digit(const lattice_q *g, int key, int j) {
+    for (int i = 0; i < j; i++) key /= g->nl;
+    return key % g->nl;
+}
+
+/* the keys of a bitmap's points, the map, the neighbour lists; 0 if the
+ * lists do not fill cap entries exactly */
+static int lattice_q_init(lattice_q *g, const uint64_t *bits, int cap) {
+    int k = 0;
+    for (int key = 0; key < g->nkeys; key++) {
+        g->map[key] = -1;
+        if (bits[key / 64] >> (key % 64) & 1) {
+            g->map[key] = k;
+            g->key[k++] = (uint16_t)key;
+        }
+    }
+    if (k != g->n_grid) return 0;
+    for (int p = 0; p < g->n_grid; p++)
+        for (int j = 0; j < g->dim; j++) g->lv[g->dim * p + j] = (uint8_t)key_digit(g, g->key[p], j);
+    int n = 0;
+    for (int key = 0; key < g->nkeys; key++) {
+        if (g->map[key] >= 0) continue;
+        int lv[8], shell[3], ns = 0;
+        for (int j = 0; j < g->dim; j++) lv[j] = key_digit(g, key, j);
+        /* the nwant smallest distinct distances, ascending */
+        for (int p = 0; p < g->n_grid; p++) {
+            int d2 = 0;
+            for (int j = 0; j < g->dim; j++) {
+                int d = g->lv[g->dim * p + j] - lv[j];
+                d2 += d * d;
+            }
+            int at = ns;
+            while (at > 0 && shell[at - 1] > d2) at--;
+            if (at > 0 && shell[at - 1] == d2) continue;
+            if (at >= g->nwant) continue;
+            for (int s = ns < g->nwant ? ns : g->nwant - 1; s > at; s--) shell[s] = shell[s - 1];
+            shell[at] = d2;
+            if (ns < g->nwant) ns++;
+        }
+        if (n >= cap) return 0;
+        int start = n++, cnt = 0;
+        g->map[key] = -(1 + start);
+        for (int s = 0; s < ns; s++)
+            for (int p = 0; p < g->n_grid; p++) {
+                int d2 = 0;
+                for (int j = 0; j < g->dim; j++) {
+                    int d = g->lv[g->dim * p + j] - lv[j];
+                    d2 += d * d;
+                }
+                if (d2 != shell[s]) continue;
+                if (n >= cap) return 0;
+                g->nbr[n++] = (uint16_t)p;
+                cnt++;
+            }
+        g->nbr[start] = (uint16_t)cnt;
+    }
+    g->n_nbr = n;
+    return n == cap;
+}
+
+static void qgrids_init(void) {
+    qgrids_ok = lattice_q_init(&q3xxs, iq3xxs_keys, IQ3XXS_NBR) && lattice_q_init(&q3s, iq3s_keys, IQ3S_NBR) &&
+                lattice_q_init(&q2s, iq2s_keys, IQ2S_NBR);
+}
+
+/* The grid point among key's neighbours (nb: count, then points) with the
+ * least weighted squared error against scale * (2 l + 1); its levels to L */
+static int best_neighbour(const lattice_q *g, const uint16_t *nb, const float *xval, const float *w, float scale,
+                          int8_t *L) {
+    float best_d2 = 3.40282347e38f;
+    int best = -1;
+    for (int j = 1; j <= nb[0]; j++) {
+        float d2 = 0;
+        for (int i = 0; i < g->dim; i++) {
+            float q = (float)(2 * g->lv[g->dim * nb[j] + i] + 1);
+            float diff = scale * q - xval[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best_d2) {
+            best_d2 = d2;
+            best = nb[j];
+        }
+    }
+    for (int i = 0; i < g->dim; i++) L[i] = (int8_t)g->lv[g->dim * best + i];
+    return best;
+}
+
+static inline int nearest_int_iq(float v) {   /* as quant/kquant.c */
+    float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* The levels of group xv (dim magnitudes) at inverse scale id, clamped to
+ * the grid's levels, and its key */
+static int group_key(const lattice_q *g, const float *xv, float id, int8_t *L) {
+    int key = 0;
+    for (int i = g->dim - 1; i >= 0; i--) {
+        int l = nearest_int_iq(0.5f * (id * xv[i] - 1));
+        l = l < 0 ? 0 : l > g->nl - 1 ? g->nl - 1 : l;
+        L[i] = (int8_t)l;
+        key = key * g->nl + l;
+    }
+    return key;
+}
+
+/* the search's parameters per type */
+typedef struct {
+    const lattice_q *g;
+    int sub;                   /* elements per sub-block (one scale) */
+    int ntry;                  /* inverse scales tried: 2 ntry + 1 */
+    float step;
+    float eps;                 /* a sub-block below it is zero; 0: only exact zeros */
+    float fudge;               /* d = max_scale / 31 * fudge */
+    int even_signs;            /* IQ3_XXS: 7 sign bits, the 8th the parity */
+    int start_on_grid;         /* the groups' state before any scale improves */
+    int redo_all;              /* second pass: every group (IQ3_S) or those off the grid */
+    int sigma_w;               /* without importances: sigma2 / 4 + x^2 (IQ2_S), else x^2 */
+} lattice_kind;
+
+/* sum w x q (returned) and sum w q^2 (*sumq2) of the values q = 2 l + 1 of
+ * levels L against the magnitudes xval, in ggml's order */
+static float fit_sums(const float *weight, const float *xval, const int8_t *L, int n, float *sumq2) {
+    float sumqx = 0, s2 = 0;
+    for (int i = 0; i < n; i++) {
+        float w = weight[i], q = (float)(2 * L[i] + 1);
+        sumqx += w * xval[i] * q;
+        s2 += w * q * q;
+    }
+    *sumq2 = s2;
+    return sumqx;
+}
+
+/* One sub-block of n = k->sub elements: its scale and, per group, the grid
+ * point (idx) and the sign bytes (one per 8 elements); returns 0 for a
+ * sub-block too small to quantize (then nothing of it is stored, *scale 0) */
+static int lattice_sub(const lattice_kind *k, const float *xb, const float *qw, float sigma2, float *scale_out,
+                       int *idx, uint8_t *signs) {
+    const lattice_q *g = k->g;
+    const int n = k->sub, ng = n / g->dim, kmax = g->nl;
+    float weight[32], waux[32], xval[32] = {0};
+    int8_t L[32], Laux[32];
+    int on[8], on_aux[8];
+    for (int i = 0; i < n; i++) {
+        if (qw) weight[i] = qw[i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        else if (k->sigma_w) weight[i] = 0.25f * sigma2 + xb[i] * xb[i];
+        else weight[i] = xb[i] * xb[i];
+    }
+    for (int i = 0; i < n; i++) waux[i] = sqrtf(weight[i]);
+    for (int b = 0; b < n / 8; b++) {
+        int nflip = 0;
+        uint8_t s = 0;
+        for (int i = 0; i < 8; i++) {
+            if (xb[8 * b + i] >= 0) xval[8 * b + i] = xb[8 * b + i];
+            else {
+                xval[8 * b + i] = -xb[8 * b + i];
+                nflip++;
+                s |= (uint8_t)(1 << i);
+            }
+        }
+        if (k->even_signs && nflip % 2) {
+            int imin = 0;
+            float min = weight[8 * b] * xb[8 * b] * xb[8 * b];
+            for (int i = 1; i < 8; i++) {
+                float ax = weight[8 * b + i] * xb[8 * b + i] * xb[8 * b + i];
+                if (ax < min) { min = ax; imin = i; }
+            }
+            xval[8 * b + imin] = -xval[8 * b + imin];
+            s ^= (uint8_t)(1 << imin);
+        }
+        signs[b] = k->even_signs ? s & 127 : s;
+    }
+    float max = xval[0];
+    for (int i = 1; i < n; i++) max = max > xval[i] ? max : xval[i];
+    memset(L, 0, sizeof L);
+    if (k->eps > 0 ? max < k->eps : !max) {
+        *scale_out = 0.0f;
+        return 0;
+    }
+    float best = 0, scale = max / (2 * kmax - 1);
+    for (int j = 0; j < ng; j++) on[j] = k->start_on_grid;
+    for (int t = -k->ntry; t <= k->ntry; t++) {
+        float id = (2 * kmax - 1 + t * k->step) / max, this_scale = 1 / id;
+        for (int j = 0; j < ng; j++) {
+            int key = group_key(g, xval + g->dim * j, id, Laux + g->dim * j);
+            on_aux[j] = g->map[key] >= 0;
+            if (!on_aux[j])
+                best_neighbour(g, g->nbr - g->map[key] - 1, xval + g->dim * j, waux + g->dim * j, this_scale,
+                               Laux + g->dim * j);
+        }
+        float sumq2, sumqx = fit_sums(weight, xval, Laux, n, &sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            scale = sumqx / sumq2;
+            best = scale * sumqx;
+            memcpy(L, Laux, (size_t)n);
+            for (int j = 0; j < ng; j++) on[j] = on_aux[j];
+        }
+    }
+    int off = 0;
+    for (int j = 0; j < ng; j++) off += !on[j];
+    if (off > 0 && scale > 0) {
+        float id = 1 / scale;
+        for (int j = 0; j < ng; j++) {
+            if (on[j] && !k->redo_all) continue;
+            int key = group_key(g, xval + g->dim * j, id, L + g->dim * j);
+            if (g->map[key] < 0)
+                best_neighbour(g, g->nbr - g->map[key] - 1, xval + g->dim * j, waux + g->dim * j, scale,
+                               L + g->dim * j);
+        }
+        float sumq2, sumqx = fit_sums(weight, xval, L, n, &sumq2);
+        if (sumq2 > 0) scale = sumqx / sumq2;
+    }
+    if (scale < 0) {   /* cannot happen with non-negative weights; as ggml, flip the signs */
+        scale = -scale;
+        for (int b = 0; b < n / 8; b++) signs[b] = (uint8_t)(k->even_signs ? ~signs[b] & 127 : ~signs[b]);
+    }
+    for (int j = 0; j < ng; j++) {
+        int key = 0;
+        for (int i = g->dim - 1; i >= 0; i--) key = key * g->nl + L[g->dim * j + i];
+        idx[j] = g->map[key];      /* on the grid by construction */
+    }
+    *scale_out = scale;
+    return 1;
+}
+
+static const lattice_kind kind_iq3_xxs = {&q3xxs, 32, 15, 0.2f, 1e-8f, 1.0125f, 1, 1, 0, 0};
+static const lattice_kind kind_iq3_s = {&q3s, 32, 9, 0.2f, 0.0f, 1.033f, 0, 0, 1, 0};
+static const lattice_kind kind_iq2_s = {&q2s, 16, 9, 0.1f, 1e-8f, 0.9875f, 0, 1, 0, 1};
+
+/* the 4-bit code of a sub-block scale given 1 / d */
+static inline uint8_t scale_code(float id, float s) {
+    int l = nearest_int_iq(0.5f * (id * s - 1));
+    return (uint8_t)(l < 0 ? 0 : l > 15 ? 15 : l);
+}
+
+/* One super-block of type t at x (importances qw or NULL) into block blk */
+static void lattice_block(int t, const float *x, const float *qw, uint8_t *blk) {
+    const lattice_kind *k = t == PK_TYPE_IQ3_XXS ? &kind_iq3_xxs : t == PK_TYPE_IQ3_S ? &kind_iq3_s : &kind_iq2_s;
+    const int nsub = PK_QK_K / k->sub, ng = k->sub / k->g->dim;
+    memset(blk, 0, pk_type_get(t)->type_size);
+    float sumx2 = 0;
+    for (int i = 0; i < PK_QK_K; i++) sumx2 += x[i] * x[i];
+    const float sigma2 = 2 * sumx2 / PK_QK_K;
+    float scales[16], max_scale = 0;
+    for (int ib = 0; ib < nsub; ib++) {
+        int idx[8];
+        uint8_t signs[4];
+        float s;
+        if (!lattice_sub(k, x + k->sub * ib, qw ? qw + k->sub * ib : NULL, sigma2, &s, idx, signs)) {
+            scales[ib] = 0.0f;
+            continue;
+        }
+        scales[ib] = s;
+        if (t == PK_TYPE_IQ3_XXS) {
+            pk_block_iq3_xxs *b = (pk_block_iq3_xxs *)(void *)blk;
+            for (int j = 0; j < ng; j++) b->qs[8 * ib + j] = (uint8_t)idx[j];
+            uint32_t sa = (uint32_t)signs[0] | (uint32_t)signs[1] << 7 | (uint32_t)signs[2] << 14 |
+                          (uint32_t)signs[3] << 21;
+            memcpy(b->qs + 64 + 4 * ib, &sa, 4);
+        } else if (t == PK_TYPE_IQ3_S) {
+            pk_block_iq3_s *b = (pk_block_iq3_s *)(void *)blk;
+            for (int j = 0; j < ng; j++) {
+                b->qs[8 * ib + j] = (uint8_t)(idx[j] & 255);
+                b->qh[ib] |= (uint8_t)((idx[j] >> 8) << j);
+            }
+            memcpy(b->signs + 4 * ib, signs, 4);
+        } else {
+            pk_block_iq2_s *b = (pk_block_iq2_s *)(void *)blk;
+            for (int j = 0; j < ng; j++) {
+                const int i8 = 2 * ib + j;
+                b->qs[i8] = (uint8_t)(idx[j] & 255);
+                b->qh[i8 / 4] |= (uint8_t)((idx[j] >> 8) << 2 * (i8 % 4));
+                b->qs[32 + i8] = signs[j];
+            }
+        }
+        max_scale = max_scale > s ? max_scale : s;
+    }
+    if (!max_scale) {
+        memset(blk, 0, pk_type_get(t)->type_size);
+        return;
+    }
+    const float d = max_scale / 31, id = 1 / d;
+    const uint16_t dh = pk_fp32_to_fp16(d * k->fudge);
+    memcpy(blk, &dh, 2);
+    if (t == PK_TYPE_IQ3_XXS) {
+        pk_block_iq3_xxs *b = (pk_block_iq3_xxs *)(void *)blk;
+        for (int ib = 0; ib < nsub; ib++) b->qs[64 + 4 * ib + 3] |= (uint8_t)(scale_code(id, scales[ib]) << 4);
+    } else if (t == PK_TYPE_IQ3_S) {
+        pk_block_iq3_s *b = (pk_block_iq3_s *)(void *)blk;
+        for (int ib = 0; ib < nsub; ib += 2)
+            b->scales[ib / 2] = (uint8_t)(scale_code(id, scales[ib]) | scale_code(id, scales[ib + 1]) << 4);
+    } else {
+        pk_block_iq2_s *b = (pk_block_iq2_s *)(void *)blk;
+        for (int ib = 0; ib < nsub; ib += 2)
+            b->scales[ib / 2] = (uint8_t)(scale_code(id, scales[ib]) | scale_code(id, scales[ib + 1]) << 4);
+    }
+}
+
+/* the grids' quantization tables, made once; 0 if they could not be (the
+ * neighbour lists not of the sizes above: a bug, which the tests catch) */
+static int qgrids(void) {
+    pthread_once(&qgrids_once, qgrids_init);
+    return qgrids_ok;
+}
+
+static void lattice_rows(int t, const float *src, void *dst, int64_t n, const float *imp) {
+    const size_t bs = pk_type_get(t)->type_size;
+    if (!qgrids()) {
+        memset(dst, 0, (size_t)(n / PK_QK_K) * bs);
+        return;
+    }
+    for (int64_t i = 0; i < n / PK_QK_K; i++)
+        lattice_block(t, src + PK_QK_K * i, imp ? imp + PK_QK_K * i : NULL, (uint8_t *)dst + (size_t)i * bs);
+}
+
+void pk_quantize_iq3_xxs(const float *src, void *dst, int64_t n, const float *imp) {
+    lattice_rows(PK_TYPE_IQ3_XXS, src, dst, n, imp);
+}
+void pk_quantize_iq3_s(const float *src, void *dst, int64_t n, const float *imp) {
+    lattice_rows(PK_TYPE_IQ3_S, src, dst, n, imp);
+}
+void pk_quantize_iq2_s(const float *src, void *dst, int64_t n, const float *imp) {
+    lattice_rows(PK_TYPE_IQ2_S, src, dst, n, imp);
+}
+void pk_iq3_xxs_from_float(const float *src, void *dst, int64_t n) { pk_quantize_iq3_xxs(src, dst, n, NULL); }
+void pk_iq3_s_from_float(const float *src, void *dst, int64_t n) { pk_quantize_iq3_s(src, dst, n, NULL); }
+void pk_iq2_s_from_float(const float *src, void *dst, int64_t n) { pk_quantize_iq2_s(src, dst, n, NULL); }
+
+int pk_iq_lattice_tables_ok(void) { return qgrids(); }

@@ -409,6 +409,14 @@ void pk_quantize_iq4_xs(const float *src, void *dst, int64_t n, const float *imp
 /* IQ4_NL as llama-quantize writes it (ggml's quantize_iq4_nl: 7 extra scale
  * trials per block); from_float is the faster quantize_row_iq4_nl_ref. */
 void pk_quantize_iq4_nl_full(const float *src, void *dst, int64_t n, const float *imp);
+/* The lattice i-quants (quant/iq3.c): ggml's quantize_iq3_xxs, _iq3_s,
+ * _iq2_s; from_float is the same with imp == NULL (their _ref). */
+void pk_quantize_iq3_xxs(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq3_s(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq2_s(const float *src, void *dst, int64_t n, const float *imp);
+/* 1 when their quantization tables (grid maps, neighbour lists) were made
+ * as expected (made on first use; the quantizers write zeros otherwise) */
+int pk_iq_lattice_tables_ok(void);
 
 /* Reference conversions of the types above (used by the type table). */
 void pk_q4_0_to_float(const void *src, float *dst, int64_t n);
@@ -430,6 +438,9 @@ void pk_mxfp4_to_float(const void *src, float *dst, int64_t n);
 void pk_iq3_xxs_to_float(const void *src, float *dst, int64_t n);
 void pk_iq3_s_to_float(const void *src, float *dst, int64_t n);
 void pk_iq2_s_to_float(const void *src, float *dst, int64_t n);
+void pk_iq3_xxs_from_float(const float *src, void *dst, int64_t n);
+void pk_iq3_s_from_float(const float *src, void *dst, int64_t n);
+void pk_iq2_s_from_float(const float *src, void *dst, int64_t n);
 void pk_q4_0_from_float(const float *src, void *dst, int64_t n);
 void pk_q4_1_from_float(const float *src, void *dst, int64_t n);
 void pk_q5_0_from_float(const float *src, void *dst, int64_t n);

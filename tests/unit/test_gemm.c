@@ -90,23 +90,6 @@ static void extreme_levels(int t, uint8_t *row, int64_t n) {
 
 #define SENT (-12345.0f)
 
-/* A weight row of type t for the floats f: the reference quantizer; for a
- * type that has none yet (the lattice i-quants), random blocks with the
- * fp16 d every such block starts with set to f's RMS / 32 (so zero rows
- * stay zero and scaled rows scale). */
-static void weight_row(int t, const float *f, int64_t n, uint8_t *row) {
-    const pk_type_traits *tw = pk_type_get(t);
-    if (tw->from_float) {
-        tw->from_float(f, row, n);
-        return;
-    }
-    double ss = 0;
-    for (int64_t i = 0; i < n; i++) ss += (double)f[i] * f[i];
-    uint16_t d = pk_fp32_to_fp16((float)sqrt(ss / (double)n) / 32);
-    for (size_t i = 0; i < pk_row_size(t, n); i++) row[i] = (uint8_t)rnd64();
-    for (int64_t b = 0; b < n / tw->blck; b++) memcpy(row + b * tw->type_size, &d, 2);
-}
-
 static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
     static const int rows_list[] = { 1, 3, 8, 13, 16, 37 };
@@ -121,7 +104,7 @@ static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const void *xp[MAXT];
     for (int r = 0; r < MAXR; r++) {
         fill(f, n, D_NORMAL, 1.0f);
-        weight_row(t, f, n, w + r * rb);
+        tw->from_float(f, w + r * rb, n);
         if (kind == D_EXT) extreme_levels(t, w + r * rb, n);
         memset(w + r * rb + rs, 0xAB, rb - rs);
         tw->to_float(w + r * rb, wf + (size_t)r * n, n);
@@ -259,7 +242,7 @@ static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const int e8m0 = kind == S_E8M0_LO || kind == S_E8M0_HI;
     for (int r = 0; r < MAXR_S; r++) {
         fill(f, n, D_NORMAL, sweep_scale(kind == S_EXTREME, r, 9, 3));
-        weight_row(t, f, n, w + r * rb);
+        tw->from_float(f, w + r * rb, n);
         if (e8m0)
             for (int64_t b = 0; b < n / PK_QK_MXFP4; b++)
                 w[r * rb + (size_t)b * sizeof(pk_block_mxfp4)] =

@@ -48,6 +48,20 @@ static const double e2m1[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
 
 /* ---- the types under test ---------------------------------------------------- */
 
+/* the lattice i-quants' round-trip bounds (relative RMS error, normal data) */
+#define RMS_IQ3_XXS 0.23
+#define RMS_IQ3_S 0.175
+#define RMS_IQ2_S 0.28
+/* FNV-1a of ggml's quantizers' bytes (test_ggml_bytes) */
+#define GOLD_IQ3_XXS 0x8d107e9269ee915full
+#define GOLD_IQ2_S 0x922fb6c46b264f20ull
+#define GOLD_IQ3_XXS_IMP 0xc771554bf6ee30f9ull
+#define GOLD_IQ2_S_IMP 0xc9ee56919f58eb26ull
+#define GOLD_IQ3_S_NZ 0x9c1a8e4576d62bc0ull
+#define GOLD_IQ3_S_NZ_IMP 0xb066b9dd3fa8ed36ull
+#define GOLD_IQ3_XXS_NZ_IMP 0xfc039f73030668b1ull
+#define GOLD_IQ2_S_NZ 0xeebdd86f25ffa586ull
+
 static const struct { int t, act, blck; size_t size; double rms_bound; } types[] = {
     /* rms_bound: RMS(x - deq(q(x))) / RMS(x) for roughly normal data */
     { PK_TYPE_Q4_0, PK_TYPE_Q8_0, 32, 18, 0.125 },
@@ -62,10 +76,9 @@ static const struct { int t, act, blck; size_t size; double rms_bound; } types[]
     { PK_TYPE_IQ4_NL, PK_TYPE_Q8_0, 32, 18, 0.11 },
     { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
     { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
-    /* rms_bound 0: no quantizer yet, tested on raw blocks only */
-    { PK_TYPE_IQ3_XXS, PK_TYPE_Q8_K, 256, 98, 0 },
-    { PK_TYPE_IQ3_S, PK_TYPE_Q8_K, 256, 110, 0 },
-    { PK_TYPE_IQ2_S, PK_TYPE_Q8_K, 256, 82, 0 },
+    { PK_TYPE_IQ3_XXS, PK_TYPE_Q8_K, 256, 98, RMS_IQ3_XXS },
+    { PK_TYPE_IQ3_S, PK_TYPE_Q8_K, 256, 110, RMS_IQ3_S },
+    { PK_TYPE_IQ2_S, PK_TYPE_Q8_K, 256, 82, RMS_IQ2_S },
 };
 enum { NTYPES = sizeof types / sizeof *types };
 
@@ -582,18 +595,19 @@ static void test_round_trip(void) {
 /* ---- byte compatibility with llama.cpp's reference quantizers ------------------------------ */
 
 /* a fixed input: integer hash -> [-1, 1), per-256 scale 2^(b % 7 - 3), a
- * spike every 97 elements, every 11th 32-block zero */
-static void gold_input(float *x, int n) {
+ * spike every 97 elements, every 11th 32-block zero (unless !zeros) */
+static void gold_input_z(float *x, int n, int zeros) {
     for (int i = 0; i < n; i++) {
         uint32_t h = (uint32_t)i * 2654435761u;
         h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
         float v = (float)(h >> 8) * 0x1p-23f - 1.0f;
         v *= ldexpf(1.0f, (i / 256) % 7 - 3);
         if (i % 97 == 0) v *= 6.0f;
-        if ((i / 32) % 11 == 10) v = 0.0f;
+        if (zeros && (i / 32) % 11 == 10) v = 0.0f;
         x[i] = v;
     }
 }
+static void gold_input(float *x, int n) { gold_input_z(x, n, 1); }
 static void test_ggml_bytes(void) {
     /* FNV-1a of ggml's quantize_row_<type>_ref(gold_input, 4096 elements)
      * (ggml-quants.c built with -ffp-contract=off) */
@@ -615,6 +629,10 @@ static void test_ggml_bytes(void) {
         { -PK_TYPE_IQ4_NL, 0xba891499f3a2fc39ull },
         /* ggml-org/ggml d99724f2 quantize_row_mxfp4_ref, built as above */
         { PK_TYPE_MXFP4, 0x068c9ff39cda89d9ull },
+        /* llama.cpp 34af94c quantize_row_iq3_xxs_ref, quantize_row_iq2_s_ref,
+           built as above (IQ3_S below) */
+        { PK_TYPE_IQ3_XXS, GOLD_IQ3_XXS },
+        { PK_TYPE_IQ2_S, GOLD_IQ2_S },
     };
     enum { N = 4096 };
     float *x = malloc(N * sizeof(float));
@@ -634,13 +652,39 @@ static void test_ggml_bytes(void) {
     float *imp = malloc(N * sizeof(float));
     uint8_t *q2 = malloc(N * 2);
     for (int i = 0; i < N; i++) imp[i] = 1.0f + (float)(i % 5);
+    /* The lattice types with importances (ggml's quantize_iq3_xxs, _iq3_s,
+     * _iq2_s with quant_weights imp, one row; built as above), and IQ3_S
+     * without: on the input without its zero 32-blocks, as ggml's IQ3_S
+     * quantizer mis-places the indices and signs after an all-zero
+     * sub-block (this one keeps them in place: test_iq_zero_sub below) */
+    TEST_CHECK(pk_iq_lattice_tables_ok(), "lattice quantization tables made");
+    static const struct { int t, zeros, use_imp; uint64_t h; } gold_iq[] = {
+        { PK_TYPE_IQ3_XXS, 1, 1, GOLD_IQ3_XXS_IMP }, { PK_TYPE_IQ2_S, 1, 1, GOLD_IQ2_S_IMP },
+        { PK_TYPE_IQ3_S, 0, 0, GOLD_IQ3_S_NZ }, { PK_TYPE_IQ3_S, 0, 1, GOLD_IQ3_S_NZ_IMP },
+        { PK_TYPE_IQ3_XXS, 0, 1, GOLD_IQ3_XXS_NZ_IMP }, { PK_TYPE_IQ2_S, 0, 0, GOLD_IQ2_S_NZ },
+    };
+    for (size_t i = 0; i < sizeof gold_iq / sizeof *gold_iq; i++) {
+        size_t sz = pk_row_size(gold_iq[i].t, N);
+        gold_input_z(x, N, gold_iq[i].zeros);
+        void (*fn)(const float *, void *, int64_t, const float *) =
+            gold_iq[i].t == PK_TYPE_IQ3_XXS ? pk_quantize_iq3_xxs : gold_iq[i].t == PK_TYPE_IQ3_S ? pk_quantize_iq3_s
+                                                                                               : pk_quantize_iq2_s;
+        memset(q, 0, sz);
+        fn(x, q, N, gold_iq[i].use_imp ? imp : NULL);
+        uint64_t h = fnv1a(q, sz);
+        TEST_CHECK(h == gold_iq[i].h, "%s%s%s quantizer bytes match ggml (hash %016llx)",
+                   pk_type_name(gold_iq[i].t), gold_iq[i].use_imp ? " with importances" : "",
+                   gold_iq[i].zeros ? "" : " (no zero blocks)", (unsigned long long)h);
+    }
+    gold_input(x, N);
     static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); } fns[] = {
         { PK_TYPE_Q4_0, pk_quantize_q4_0 }, { PK_TYPE_Q4_1, pk_quantize_q4_1 },
         { PK_TYPE_Q5_0, pk_quantize_q5_0 }, { PK_TYPE_Q5_1, pk_quantize_q5_1 },
         { PK_TYPE_Q2_K, pk_quantize_q2_K }, { PK_TYPE_Q3_K, pk_quantize_q3_K },
         { PK_TYPE_Q4_K, pk_quantize_q4_K }, { PK_TYPE_Q5_K, pk_quantize_q5_K },
         { PK_TYPE_Q6_K, pk_quantize_q6_K }, { PK_TYPE_IQ4_NL, pk_quantize_iq4_nl },
-        { PK_TYPE_IQ4_XS, pk_quantize_iq4_xs },
+        { PK_TYPE_IQ4_XS, pk_quantize_iq4_xs }, { PK_TYPE_IQ3_XXS, pk_quantize_iq3_xxs },
+        { PK_TYPE_IQ3_S, pk_quantize_iq3_s }, { PK_TYPE_IQ2_S, pk_quantize_iq2_s },
     };
     for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
         size_t sz = pk_row_size(fns[i].t, N);
@@ -659,6 +703,37 @@ static void test_ggml_bytes(void) {
         free(y);
     }
     free(x); free(q); free(q2); free(imp);
+}
+
+/* An all-zero sub-block (IQ3_S: ggml's quantizer then writes the later
+ * sub-blocks' indices and signs a slot early): it decodes to its smallest
+ * values (these formats have no zero level: grid point 0 at scale code 0)
+ * and the rest of the super-block decodes as well as a block without one
+ * (indices in the wrong slots would not). */
+static void test_iq_zero_sub(void) {
+    static const struct { int t; double rms; } ts[] = {
+        { PK_TYPE_IQ3_S, RMS_IQ3_S }, { PK_TYPE_IQ3_XXS, RMS_IQ3_XXS }, { PK_TYPE_IQ2_S, RMS_IQ2_S } };
+    float x[256], y[256];
+    uint8_t q[128];
+    for (size_t ti = 0; ti < 3; ti++) {
+        const pk_type_traits *tt = pk_type_get(ts[ti].t);
+        for (int i = 0; i < 256; i++) x[i] = i >= 64 && i < 96 ? 0.0f : rndn();   /* sub-block 2 zero */
+        tt->from_float(x, q, 256);
+        tt->to_float(q, y, 256);
+        double se = 0, sx = 0, zmax = 0, amax = 0;
+        for (int i = 0; i < 256; i++) {
+            if (i >= 64 && i < 96) {
+                zmax = fmax(zmax, fabs(y[i]));
+                continue;
+            }
+            se += (x[i] - y[i]) * (double)(x[i] - y[i]);
+            sx += (double)x[i] * x[i];
+            amax = fmax(amax, fabs(x[i]));
+        }
+        TEST_CHECK(zmax < 0.1 * amax && sqrt(se / sx) < 1.5 * ts[ti].rms,
+                   "%s: a zero sub-block decodes small (%.3g of max %.3g), the others decode (relative RMS %.3f)",
+                   tt->name, zmax, amax, sqrt(se / sx));
+    }
 }
 
 /* ---- kernels against exact double sums ------------------------------------------------------ */
@@ -928,6 +1003,7 @@ int main(void) {
     test_known_blocks();
     test_round_trip();
     test_ggml_bytes();
+    test_iq_zero_sub();
     const pk_kernels *list[8];
     int nl = pk_kernels_list(list, 8);
     for (int i = 0; i < nl; i++) {

@@ -40,6 +40,7 @@
 static const char *bench_help =
     "usage: pocket bench [-m MODEL] [-p 512] [-n 64] [-r 5] [-t N] [-c N] [-b N] [--mem SIZE] [--json OUT]\n"
     "                    [--ab \"FLAGS_A\" \"FLAGS_B\"] [--ppl-file TEXT] [--no-bw] [--bw-refresh]\n"
+    "                    [--profile]\n"
     "\n"
     "Throughput of MODEL as llama-bench measures it: pp (a prompt of -p tokens\n"
     "decoded from an empty context) and tg (-n tokens decoded one at a time from\n"
@@ -69,6 +70,12 @@ static const char *bench_help =
     "                    a read in flight (the kernel's counters, Linux)\n"
     "  --no-bw           skip the memory-bandwidth probe\n"
     "  --bw-refresh      re-measure the bandwidth instead of using the cached figure\n"
+    "  --profile         after the draws, one more run of each test with the phases\n"
+    "                    of the forward pass timed: per phase (embedding, norms,\n"
+    "                    each mixer and FFN kind and their parts, output head) the\n"
+    "                    time per token, its share, the time waiting for worker\n"
+    "                    threads, the weight and state bytes read and the GB/s\n"
+    "                    that makes (against the bandwidth probe)\n"
     "\n"
     "The probe reads a 1 GiB array 5 times with the bench's thread count and is\n"
     "cached per CPU model and thread count in ~/.cache/pocket/bandwidth. The tg\n"
@@ -92,6 +99,8 @@ typedef struct series {
     int n;
 } series;
 
+#define PROF_MAX 40   /* phases --profile keeps (the engine has at most 32) */
+
 typedef struct stats { int n; double mean, sd, min, max; } stats;
 
 /* What one configuration measured. */
@@ -112,11 +121,22 @@ typedef struct cres {
     char ppl_isa[16];
     int have_bw;
     bw_result bw;
+    /* --profile: the phases of one more run of each test (0: pp, 1: tg) */
+    struct {
+        int n, tokens;
+        double secs;
+        struct {
+            char name[40];
+            int parent;
+            double secs, wait;
+            uint64_t wbytes, sbytes;
+        } ph[PROF_MAX];
+    } prof[2];
 } cres;
 
 typedef struct bench {
     const char *model, *json, *ppl_file;
-    int n_prompt, n_gen, reps, no_bw, bw_refresh, ab;
+    int n_prompt, n_gen, reps, no_bw, bw_refresh, ab, profile;
     int mem_set, expert_slots;   /* --mem, --expert-slots: passed to --ab's children */
     uint64_t mem;
     cfg base, c[2];
@@ -397,6 +417,27 @@ static int default_ctx(const bench *b, const cfg *c) {
     return c->n_ctx ? c->n_ctx : b->n_prompt + b->n_gen;
 }
 
+/* One more run of test gen (0: pp, 1: tg) with the phases timed, into r. */
+static void run_profiled(pk_context *c, const int32_t *toks, int n, int gen, cres *r) {
+    pk_profile_phase ph[PROF_MAX];
+    pk_context_profile(c, 1);
+    const double tps = run_once(c, toks, n, gen, NULL, NULL, NULL, NULL, NULL);
+    pk_context_profile(c, 0);
+    int np = pk_context_profile_get(c, ph, PROF_MAX);
+    if (np > PROF_MAX) np = PROF_MAX;
+    r->prof[gen].n = np;
+    r->prof[gen].tokens = n;
+    r->prof[gen].secs = n / tps;
+    for (int i = 0; i < np; i++) {
+        snprintf(r->prof[gen].ph[i].name, sizeof r->prof[gen].ph[i].name, "%s", ph[i].name);
+        r->prof[gen].ph[i].parent = ph[i].parent;
+        r->prof[gen].ph[i].secs = ph[i].secs;
+        r->prof[gen].ph[i].wait = ph[i].wait_secs;
+        r->prof[gen].ph[i].wbytes = ph[i].weight_bytes;
+        r->prof[gen].ph[i].sbytes = ph[i].state_bytes;
+    }
+}
+
 /* Warm-up and reps draws of each test in this process, into r. */
 static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps, cres *r) {
     pk_error err = {0};
@@ -419,12 +460,14 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
         for (int i = 0; i < reps; i++)
             push(&r->pp, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes,
                                   NULL, NULL, NULL));
+        if (b->profile) run_profiled(ctx, toks, b->n_prompt, 0, r);
     }
     if (b->n_gen) {
         run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL, NULL, NULL);
         for (int i = 0; i < reps; i++)
             push(&r->tg, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes,
                                   &r->tg_state, r, b->plan.streaming ? b->model : NULL));
+        if (b->profile) run_profiled(ctx, toks, b->n_gen, 1, r);
     }
     pk_stats st;
     pk_context_stats(ctx, &st);
@@ -773,6 +816,39 @@ static void write_json(const bench *b) {
         } else {
             fputs("null", f);
         }
+        fputs(",\n     \"profile\": ", f);
+        if (b->profile) {
+            for (int gen = 0; gen < 2; gen++) {
+                char ptn[32];
+                test_name(ptn, sizeof ptn, gen, r->prof[gen].tokens);
+                fputs(gen ? ", " : "{", f);
+                json_str(f, gen ? "tg" : "pp");
+                if (!r->prof[gen].n) {
+                    fputs(": null", f);
+                    continue;
+                }
+                fputs(": {\"test\": ", f);
+                json_str(f, ptn);
+                fprintf(f, ", \"tokens\": %d, \"secs\": ", r->prof[gen].tokens);
+                json_num(f, r->prof[gen].secs);
+                fputs(", \"phases\": [", f);
+                for (int i = 0; i < r->prof[gen].n; i++) {
+                    fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+                    json_str(f, r->prof[gen].ph[i].name);
+                    fprintf(f, ", \"parent\": %d, \"secs\": ", r->prof[gen].ph[i].parent);
+                    json_num(f, r->prof[gen].ph[i].secs);
+                    fputs(", \"wait_secs\": ", f);
+                    json_num(f, r->prof[gen].ph[i].wait);
+                    fprintf(f, ", \"weight_bytes\": %llu, \"state_bytes\": %llu}",
+                            (unsigned long long)r->prof[gen].ph[i].wbytes,
+                            (unsigned long long)r->prof[gen].ph[i].sbytes);
+                }
+                fputs("]}", f);
+            }
+            fputs("}", f);
+        } else {
+            fputs("null", f);
+        }
         fprintf(f, "}%s\n", k + 1 < nc ? "," : "");
     }
     fputs("  ],\n  \"differences\": [", f);
@@ -817,6 +893,45 @@ static const char *batch_str(const cfg *c) {
     if (c->n_batch) snprintf(buf[i], sizeof buf[i], "%d", c->n_batch);
     else snprintf(buf[i], sizeof buf[i], "default");
     return buf[i];
+}
+
+/* --profile's tables: per test, each phase's share of the run */
+static void print_profile(const bench *b) {
+    const cres *r = &b->r[0];
+    for (int gen = 0; gen < 2; gen++) {
+        const int n = r->prof[gen].n, ntok = r->prof[gen].tokens;
+        if (!n) continue;
+        const double total = r->prof[gen].secs;
+        char tn[32];
+        test_name(tn, sizeof tn, gen, ntok);
+        printf("\nprofile of one %s run (%.1f ms per token; %s", tn, 1e3 * total / ntok,
+               gen ? "one token per forward pass" : "the prompt in batches");
+        if (r->have_bw) printf("; bandwidth probe %.2f GB/s", r->bw.best_gbs);
+        printf("):\n");
+        printf("| %-32s | %9s | %6s | %9s | %9s | %9s | %7s |\n", "phase", "ms/token", "share", "waiting",
+               "weight MB", "state MB", "GB/s");
+        printf("| %.32s | %.9s | %.6s | %.9s | %.9s | %.9s | %.7s |\n", "--------------------------------",
+               "--------:", "-----:", "--------:", "--------:", "--------:", "------:");
+        double top = 0.0;
+        /* each top-level phase, then its parts (the parts always follow their phase) */
+        for (int i = 0; i < n; i++) {
+            if (r->prof[gen].ph[i].parent >= 0) continue;
+            for (int j = i; j < n; j++) {
+                if (j != i && r->prof[gen].ph[j].parent != i) continue;
+                const double s = r->prof[gen].ph[j].secs;
+                const double bytes = (double)(r->prof[gen].ph[j].wbytes + r->prof[gen].ph[j].sbytes);
+                char name[48];
+                snprintf(name, sizeof name, "%s%s", j == i ? "" : "  ", r->prof[gen].ph[j].name);
+                printf("| %-32s | %9.3f | %5.1f%% | %9.3f | %9.2f | %9.2f | %7.2f |\n", name, 1e3 * s / ntok,
+                       100.0 * s / total, 1e3 * r->prof[gen].ph[j].wait / ntok,
+                       r->prof[gen].ph[j].wbytes / 1e6 / ntok, r->prof[gen].ph[j].sbytes / 1e6 / ntok,
+                       s > 0 ? bytes / s / 1e9 : 0.0);
+                if (j == i) top += s;
+            }
+        }
+        printf("| %-32s | %9.3f | %5.1f%% | %9s | %9s | %9s | %7s |\n", "outside the phases", 1e3 * (total - top) / ntok,
+               100.0 * (total - top) / total, "", "", "", "");
+    }
 }
 
 static void print_report(const bench *b) {
@@ -1005,6 +1120,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--ppl-file")) b->ppl_file = VAL();
         else if (!strcmp(a, "--no-bw")) b->no_bw = 1;
         else if (!strcmp(a, "--bw-refresh")) b->bw_refresh = 1;
+        else if (!strcmp(a, "--profile")) b->profile = 1;
         else if (!strcmp(a, "--single")) single = 1;            /* internal: one child draw */
         else if (!strcmp(a, "--single-ppl")) single_ppl = VAL(); /* internal: child perplexity */
         else if (!strcmp(a, "--ab")) {
@@ -1035,6 +1151,7 @@ int cmd_bench(int argc, char **argv) {
         die("bench: -c %d is smaller than the test (-p %d, -n %d)", b->base.n_ctx, b->n_prompt, b->n_gen);
     if (b->ab) {
         if (single || single_ppl) die("bench: --ab cannot run inside a child draw");
+        if (b->profile) die("bench: --profile times one configuration; it does not combine with --ab");
         parse_ab_flags("A", ab_a, &b->base, &b->c[0]);
         parse_ab_flags("B", ab_b, &b->base, &b->c[1]);
         for (int k = 0; k < 2; k++)
@@ -1106,6 +1223,7 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     print_report(b);
+    if (b->profile) print_profile(b);
     if (b->json) write_json(b);
     pk_model_free(m);
     free(b);

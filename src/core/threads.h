@@ -23,6 +23,9 @@ int pk_pool_size(const pk_pool *p);
 /* Run fn on chunks 0..n_chunks-1 (n_chunks < 2^24); not reentrant: one
  * caller at a time. */
 void pk_pool_run(pk_pool *p, pk_chunk_fn fn, void *arg, int n_chunks);
+/* Seconds the callers of pk_pool_run have spent waiting, after claiming
+ * no more chunks, for chunks still running on workers (0 for NULL). */
+double pk_pool_wait_secs(const pk_pool *p);
 /* Scratch memory of the calling thread, at least n bytes, 64-byte aligned;
  * grows as needed (contents not kept), freed when the thread exits. NULL if
  * out of memory. For chunk functions, which do not know their thread. */

@@ -335,6 +335,41 @@ int pk_decode_all(pk_context *c, const int32_t *tokens, int n, float *all_logits
     return decode_batches(c, tokens, n, all_logits, err);
 }
 
+/* The phase named name under parent (-1: none), made if new; -1 if the
+ * table is full (that phase is then not profiled) */
+static int prof_find(pk_context *c, const char *name, int parent) {
+    for (int i = 0; i < c->n_prof; i++)
+        if (c->prof[i].parent == parent && (c->prof[i].name == name || !strcmp(c->prof[i].name, name))) return i;
+    if (c->n_prof == PK_PROF_MAX) return -1;
+    c->prof[c->n_prof] = (pk_prof_entry){.name = name, .parent = parent};
+    return c->n_prof++;
+}
+
+void pk_prof_add(pk_context *c, const char *name, const char *parent, const pk_prof_mark *m) {
+    const int p = parent ? prof_find(c, parent, -1) : -1;
+    const int i = parent && p < 0 ? -1 : prof_find(c, name, p);
+    if (i < 0) return;
+    pk_prof_entry *e = &c->prof[i];
+    e->calls++;
+    e->secs += pk_time() - m->t;
+    e->wait_secs += pk_pool_wait_secs(c->pool) - m->wait;
+    e->weight_bytes += c->weight_bytes - m->wb;
+    e->state_bytes += c->state_bytes - m->sb;
+}
+
+void pk_context_profile(pk_context *c, int on) {
+    c->prof_on = on != 0;
+    if (on) c->n_prof = 0;
+}
+
+int pk_context_profile_get(const pk_context *c, pk_profile_phase *out, int max) {
+    for (int i = 0; i < c->n_prof && i < max; i++)
+        out[i] = (pk_profile_phase){.name = c->prof[i].name, .parent = c->prof[i].parent, .calls = c->prof[i].calls,
+                                    .secs = c->prof[i].secs, .wait_secs = c->prof[i].wait_secs,
+                                    .weight_bytes = c->prof[i].weight_bytes, .state_bytes = c->prof[i].state_bytes};
+    return c->n_prof;
+}
+
 void pk_context_stats(const pk_context *c, pk_stats *out) {
     out->tokens = c->n_tokens;
     out->weight_bytes = c->weight_bytes;

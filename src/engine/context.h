@@ -18,6 +18,13 @@
 typedef void (*pk_matvec_observer)(void *ud, const pk_tensor *w, int64_t row0, int64_t nrows,
                                    const float *x);
 
+/* Called for each routed expert of a layer a batch used, once its outputs
+ * are computed: layer il, expert e, the n tokens routed to it, their router
+ * weights w[0..n) (what each output is multiplied by before the sum) and
+ * outputs out[i * D .. (i + 1) * D) (before the weight). Runs on the
+ * decoding thread (expert saliency, offline/prune.c). */
+typedef void (*pk_expert_observer)(void *ud, int il, int e, int n, const float *w, const float *out, int D);
+
 /* Activation slots: a batch of input rows converted once to the format each
  * weight type's dot product wants, reused by every matrix that reads them.
  * PK_SLOT_X: a block's normed input (and the output head's); PK_SLOT_ATT:
@@ -35,6 +42,23 @@ typedef struct pk_slot {
 } pk_slot;
 
 #define PK_PLAN_MAX 256        /* checkpoints one pk_context_plan_checkpoints may plan */
+
+/* The per-phase profile (pk_context_profile, include/pocket.h): a phase is
+ * a named span of the forward pass: its parts (embedding, norms, each mixer
+ * and FFN kind, the output head), or parts of one of those (parent: its
+ * name; e.g. a MoE's router and experts). pk_prof_begin before the span,
+ * pk_prof_end after it: both cost nothing while profiling is off. */
+#define PK_PROF_MAX 32
+typedef struct pk_prof_entry {
+    const char *name;             /* a string that outlives the context (a literal, a kind's name) */
+    int parent;                   /* index of the phase this one is part of, -1: none */
+    uint64_t calls, weight_bytes, state_bytes;
+    double secs, wait_secs;       /* wall time; of it, the caller waiting for workers */
+} pk_prof_entry;
+typedef struct pk_prof_mark {
+    double t, wait;
+    uint64_t wb, sb;
+} pk_prof_mark;
 
 /* The whole forward pass works on a batch of B <= n_batch tokens at
  * consecutive positions; decoding one token is B = 1. Buffers hold B rows. */
@@ -90,6 +114,9 @@ struct pk_context {
     /* optional observer of every matrix input (importance matrix) */
     pk_matvec_observer observer;
     void *observer_ud;
+    /* optional observer of every routed expert's outputs (expert saliency) */
+    pk_expert_observer expert_observer;
+    void *expert_observer_ud;
 
     uint64_t n_tokens;            /* decoded since creation */
     uint64_t weight_bytes;        /* weight bytes read (counted in matvec) */
@@ -98,8 +125,24 @@ struct pk_context {
     uint64_t guess_bytes;         /* of weight_bytes: routers read to guess the next
                                      layer's experts (engine/kinds/moe.c, under a budget) */
     pk_xcache_stats xstats;       /* expert cache use (engine/kinds/moe.c) */
+    int prof_on, n_prof;          /* the per-phase profile, in first-seen order */
+    pk_prof_entry prof[PK_PROF_MAX];
     char io_msg[512];             /* the last expert read error */
 };
+
+static inline void pk_prof_begin(const pk_context *c, pk_prof_mark *m) {
+    if (!c->prof_on) return;
+    m->t = pk_time();
+    m->wait = pk_pool_wait_secs(c->pool);
+    m->wb = c->weight_bytes;
+    m->sb = c->state_bytes;
+}
+/* Adds the span since m to phase `name`, part of phase `parent` (NULL:
+ * none) (engine/context.c) */
+void pk_prof_add(pk_context *c, const char *name, const char *parent, const pk_prof_mark *m);
+static inline void pk_prof_end(pk_context *c, const char *name, const char *parent, const pk_prof_mark *m) {
+    if (c->prof_on) pk_prof_add(c, name, parent, m);
+}
 
 /* What a block kind needs of a context for a forward over n_batch tokens
  * (pk_block_kind.scratch raises each field to its need; the context

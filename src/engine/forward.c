@@ -84,35 +84,51 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     c->cur_batch = n;
     const uint64_t bytes0 = c->weight_bytes, guess0 = c->guess_bytes;   /* for the ledger check below */
     (void)bytes0, (void)guess0;
+    static const char NORMS[] = "norms, residuals";
+    pk_prof_mark pm;
+    pk_prof_begin(c, &pm);
     for (int b = 0; b < n; b++) {
         PK_ASSERT(tokens[b] >= 0 && tokens[b] < hp->n_vocab);
         pk_get_row(c, &m->tok_embd, tokens[b], c->x + (size_t)b * D);
     }
     if (hp->embd_scale != 1.0f)   /* gemma4: x sqrt(D) */
         for (int i = 0; i < n * D; i++) c->x[i] *= hp->embd_scale;
+    pk_prof_end(c, "embedding", NULL, &pm);
     /* The rows the output head reads: the last, every row, or none (a
        prompt's batch before its last). The last layer's FFN is computed for
        those rows only: its mixer has written every row's KV cache or state,
        and the other rows' FFN outputs would only feed the discarded rest of
        x (llama.cpp prunes the same rows). Not while an observer collects
-       every row's inputs (pocket imatrix). */
-    const int keep = c->observer ? n : !logits ? 0 : all_rows ? n : 1;
+       every row's inputs (pocket imatrix) or experts (pocket prune). */
+    const int keep = c->observer || c->expert_observer ? n : !logits ? 0 : all_rows ? n : 1;
     int rows = n;   /* rows of x carried through the layers */
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_block *bk = &m->blocks[il];
         const pk_layer *L = &m->layers[il];
         int rc;
+        pk_prof_begin(c, &pm);
         pk_rmsnorm_rows(c, c->xb, c->x, &L->attn_norm, D, n, D);
+        pk_prof_end(c, NORMS, NULL, &pm);
+        pk_prof_begin(c, &pm);
         if ((rc = bk->mixer->forward(c, bk, L, il))) return rc;
+        pk_prof_end(c, bk->mixer->name, NULL, &pm);
+        pk_prof_begin(c, &pm);
         if (L->post_mixer_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_mixer_norm, D, n, D);
         residual_add(c->x, c->xb2, n * D, hp->residual_scale);
         if (il == hp->n_layer - 1 && keep < n) {
-            if (!keep) break;
+            if (!keep) {
+                pk_prof_end(c, NORMS, NULL, &pm);
+                break;
+            }
             memmove(c->x, c->x + (size_t)(n - 1) * D, (size_t)D * sizeof *c->x);   /* keep = 1: the last row */
             rows = c->cur_batch = keep;
         }
         pk_rmsnorm_rows(c, c->xb, c->x, &L->ffn_norm, D, rows, D);
+        pk_prof_end(c, NORMS, NULL, &pm);
+        pk_prof_begin(c, &pm);
         if ((rc = bk->ffn->forward(c, bk, L, il))) return rc;
+        pk_prof_end(c, bk->ffn->name, NULL, &pm);
+        pk_prof_begin(c, &pm);
         if (L->post_ffn_norm.data) pk_rmsnorm_rows(c, c->xb2, c->xb2, &L->post_ffn_norm, D, rows, D);
         residual_add(c->x, c->xb2, rows * D, hp->residual_scale);
         if (L->out_scale.data) {   /* the whole residual stream, scaled */
@@ -120,6 +136,7 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
             pk_get_row(c, &L->out_scale, 0, &s);
             for (int i = 0; i < rows * D; i++) c->x[i] *= s;
         }
+        pk_prof_end(c, NORMS, NULL, &pm);
     }
     memcpy(c->tokens + c->pos, tokens, (size_t)n * sizeof *tokens);
     c->pos += n;
@@ -128,6 +145,7 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
     /* the output head for the last row, or for every row (x holds only the
        last row when the last layer kept it alone) */
     const int first = all_rows ? 0 : rows - 1, nout = rows - first;
+    pk_prof_begin(c, &pm);
     pk_rmsnorm_rows(c, c->xb, c->x + (size_t)first * D, &m->output_norm, D, nout, D);
     pk_act_set(c, PK_SLOT_X, c->xb, nout, D, 0);
     pk_mv o = {.w = &m->output, .row0 = 0, .nrows = hp->n_vocab, .slot = PK_SLOT_X, .n_tok = nout, .idx = NULL,
@@ -144,6 +162,7 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
                            .kern = c->kern};
         pk_pool_run(c->pool, softcap_run, &st, chunks);
     }
+    pk_prof_end(c, "output head", NULL, &pm);
     /* the weight-byte ledger: every weight read is counted (pk_matvec,
        pk_get_row, pk_rmsnorm_rows, engine/kinds/deltanet.c's small tensors), so one token
        reads exactly what model/model.c's count_params says a token reads */

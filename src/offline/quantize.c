@@ -67,7 +67,9 @@ static const preset presets[] = {
     {"IQ4_NL", FT_IQ4_NL, PK_TYPE_IQ4_NL, 0}, {"MOE_Q2_K", FT_Q2_K, PK_TYPE_Q2_K, 1},
     {"IQ3_M", FT_IQ3_M, PK_TYPE_IQ3_S, 0},   {"IQ3_S", FT_IQ3_S, PK_TYPE_IQ3_S, 0},
     {"IQ3_XS", FT_IQ3_XS, PK_TYPE_IQ3_S, 0}, {"IQ3_XXS", FT_IQ3_XXS, PK_TYPE_IQ3_XXS, 0},
-    {"IQ2_M", FT_IQ2_M, PK_TYPE_IQ2_S, 0},
+    {"IQ2_M", FT_IQ2_M, PK_TYPE_IQ2_S, 0},   {"IQ2_S", FT_IQ2_S, PK_TYPE_IQ2_XS, 0},
+    {"IQ2_XXS", FT_IQ2_XXS, PK_TYPE_IQ2_XXS, 0}, {"IQ2_XS", FT_IQ2_XS, PK_TYPE_IQ2_XS, 0},
+    {"IQ1_S", FT_IQ1_S, PK_TYPE_IQ1_S, 0},   {"IQ1_M", FT_IQ1_M, PK_TYPE_IQ1_M, 0},
 };
 #define N_PRESETS ((int)(sizeof presets / sizeof presets[0]))
 
@@ -240,6 +242,13 @@ static int use_more_bits(int i, int n) {
     return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
+/* The i-quant presets below 3 bits, which llama-quantize gives their own
+ * rules for attention v / k / output, ffn_down, the output and the token
+ * embeddings (llama.cpp's llama-quant.cpp). */
+static int low_iq(int ft) {
+    return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ2_S || ft == FT_IQ2_M || ft == FT_IQ1_S || ft == FT_IQ1_M;
+}
+
 /* Layer of an FFN tensor: from its name in MoE models (experts need not be
  * stored in layer order), else the running counter. */
 static int layer_info(const qstate *qs, int counter, const char *name, int *il, pk_error *err) {
@@ -259,13 +268,6 @@ static int layer_info(const qstate *qs, int counter, const char *name, int *il, 
 
 static int blck(int type) { return pk_type_get(type)->blck; }
 
-/* the presets of 2 bits and less (llama-quantize's rules for them are a
- * branch of their own) */
-static int low_bit(int ft) {
-    return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ2_S || ft == FT_IQ2_M ||
-           ft == FT_IQ1_M;
-}
-
 /* llama-quantize's choice for one quantizable tensor under a llama.cpp
  * preset, starting from the preset's default type nt. */
 static int rule_type(qstate *qs, const gguf_tensor *t, int cat, int nt, int *out, pk_error *err) {
@@ -274,15 +276,16 @@ static int rule_type(qstate *qs, const gguf_tensor *t, int cat, int nt, int *out
     int il, rc;
     if (cat == CAT_OUTPUT || (qs->tied && cat == CAT_TOKEN_EMBD)) {
         if (qs->falcon || t->ne[0] % blck(nt)) nt = PK_TYPE_Q8_0;
-        else if (low_bit(ft) || ft == FT_IQ3_XXS) nt = PK_TYPE_Q5_K;
+        else if (low_iq(ft) || ft == FT_IQ3_XXS) nt = PK_TYPE_Q5_K;
         else if (nt != PK_TYPE_Q8_0) nt = PK_TYPE_Q6_K;
-    } else if (cat == CAT_TOKEN_EMBD) {
-        if (ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ1_M) nt = PK_TYPE_Q2_K;
-        else if (iq2sm || ft == FT_IQ3_XXS) nt = PK_TYPE_IQ3_S;
-    } else if (low_bit(ft)) {
+    } else if (cat == CAT_TOKEN_EMBD) {   /* the other presets keep the default type */
+        if (iq2sm || ft == FT_IQ3_XXS) nt = PK_TYPE_IQ3_S;
+        else if (low_iq(ft)) nt = PK_TYPE_Q2_K;
+    } else if (low_iq(ft)) {
+        /* the counters as llama-quantize keeps them in this branch: ffn_down's
+           only (its first n_layer / 8 tensors, counted, not by layer) */
         if (is_attn_v_like(cat)) {
-            if (qs->n_gqa >= 4 || qs->n_expert >= 4) nt = PK_TYPE_Q4_K;
-            else nt = iq2sm ? PK_TYPE_IQ3_S : PK_TYPE_Q2_K;
+            nt = qs->n_gqa >= 4 || qs->n_expert >= 4 ? PK_TYPE_Q4_K : iq2sm ? PK_TYPE_IQ3_S : PK_TYPE_Q2_K;
             qs->i_attn_wv++;
         } else if (qs->n_expert == 8 && cat == CAT_ATTN_K) {
             nt = PK_TYPE_Q4_K;
@@ -514,9 +517,10 @@ static int make_plan(const gguf_file *f, qstate *qs, const pk_quantize_params *p
 /* The quantizer for a type given importance weights (one row of n elements,
  * w: n per-column importances), as llama-quantize picks ggml's
  * quantize_<type> with quant_weights: the weighted searches of quant/imat.c
- * for the legacy and K types, quant/iquant.c's for IQ4_NL (with its extra scale
- * trials), IQ4_XS and quant/iq3.c's for IQ3_XXS, IQ3_S, IQ2_S. NULL: no
- * importance-aware quantizer. */
+ * for the legacy and K types and IQ2_XXS / IQ2_XS (which have no other),
+ * quant/iquant.c's for IQ4_NL (with its extra scale trials) and IQ4_XS,
+ * quant/iq1.c's for IQ1_S / IQ1_M and quant/iq3.c's for IQ3_XXS, IQ3_S, IQ2_S.
+ * NULL: no importance-aware quantizer. */
 typedef void (*from_float_imat_fn)(const float *src, void *dst, int64_t n, const float *w);
 static from_float_imat_fn imat_quantizer(int type) {
     switch (type) {
@@ -531,6 +535,10 @@ static from_float_imat_fn imat_quantizer(int type) {
     case PK_TYPE_Q6_K: return pk_quantize_q6_K_imat;
     case PK_TYPE_IQ4_NL: return pk_quantize_iq4_nl_full;
     case PK_TYPE_IQ4_XS: return pk_quantize_iq4_xs;
+    case PK_TYPE_IQ2_XXS: return pk_quantize_iq2_xxs_imat;
+    case PK_TYPE_IQ2_XS: return pk_quantize_iq2_xs_imat;
+    case PK_TYPE_IQ1_S: return pk_quantize_iq1_s;
+    case PK_TYPE_IQ1_M: return pk_quantize_iq1_m;
     case PK_TYPE_IQ3_XXS: return pk_quantize_iq3_xxs;
     case PK_TYPE_IQ3_S: return pk_quantize_iq3_s;
     case PK_TYPE_IQ2_S: return pk_quantize_iq2_s;
@@ -553,16 +561,25 @@ static int check_plan(const gguf_file *f, const pk_quantize_params *p, plan *pl,
             return pk_errorf(err, PK_ERR_UNSUPPORTED,
                              "%s: tensor '%s': cannot convert from %s: pocket has no %s dequantizer",
                              f->path, t->name, src->name, src->name);
-        if (!dst->from_float)
+        /* a type quantized only with importance weights (IQ1: ggml has no
+           reference quantizer) needs this tensor's imatrix entry */
+        const int imat_only = !dst->from_float && imat_quantizer(ty);
+        if (!dst->from_float && !imat_only)
             return pk_errorf(err, PK_ERR_UNSUPPORTED,
                              "%s: tensor '%s': cannot quantize to %s: pocket has no %s quantizer yet",
                              f->path, t->name, dst->name, dst->name);
-        if (!p->imatrix || dst->blck == 1) continue;
         int64_t n = 0;
-        const float *w = p->imatrix(p->imatrix_ud, t->name, &n);
+        const float *w = p->imatrix && dst->blck > 1 ? p->imatrix(p->imatrix_ud, t->name, &n) : NULL;
+        if (w && n != t->ne[0] * t->ne[2] && is_token_embd(t->name))
+            w = NULL;                                  /* as llama-quantize: ignored */
+        if (!w && p->imatrix && (imat_only || needs_imatrix(t->name, ty)))   /* as llama-quantize */
+            return pk_errorf(err, PK_ERR_ARG, "%s: tensor '%s': the importance matrix has no entry for it "
+                             "(type %s needs one)", f->path, t->name, dst->name);
+        if (!w && imat_only)
+            return pk_errorf(err, PK_ERR_ARG, "%s: tensor '%s': type %s needs an importance matrix",
+                             f->path, t->name, dst->name);
         if (!w) continue;
         if (n != t->ne[0] * t->ne[2]) {
-            if (is_token_embd(t->name)) continue;     /* as llama-quantize: ignored */
             return pk_errorf(err, PK_ERR_ARG,
                              "importance matrix for tensor '%s' has %lld values, expected %lld",
                              t->name, (long long)n, (long long)(t->ne[0] * t->ne[2]));
@@ -591,7 +608,7 @@ typedef struct qjob {
     uint8_t *dst;             /* slab */
     size_t dst_row;
     pk_from_float_fn from_float;
-    from_float_imat_fn from_float_imat; /* with imat: used instead of from_float */
+    from_float_imat_fn from_float_imat; /* if set, used instead of from_float (imat may be NULL) */
     const float *imat;        /* ne0 * n_mat importances, or NULL */
     int64_t rows_per_mat, n_mat;  /* ne[1], ne[2]: row r uses imat + ((r / ne1) % ne2) * ne0 */
     pk_to_float_fn check;     /* target's dequantizer, for validation (may be NULL) */
@@ -626,9 +643,9 @@ static void run_rows(qjob *j, int tid) {
             uint8_t *d = j->dst + (size_t)r * j->dst_row;
             j->to_float(j->src + (size_t)(j->row0 + r) * j->src_row, x, j->ne0);
             if (!all_finite(x, j->ne0)) { note_bad(j, j->row0 + r, 1); return; }
-            if (j->imat) {
+            if (j->from_float_imat) {
                 const int64_t mat = ((j->row0 + r) / j->rows_per_mat) % j->n_mat;
-                j->from_float_imat(x, d, j->ne0, j->imat + mat * j->ne0);
+                j->from_float_imat(x, d, j->ne0, j->imat ? j->imat + mat * j->ne0 : NULL);
             } else {
                 j->from_float(x, d, j->ne0);
             }
@@ -675,7 +692,7 @@ static int convert_tensor(const gguf_file *f, const plan *pl, gguf_writer *w, in
     j.to_float = src->to_float;
     j.dst_row = pk_row_size(pl->type, ne0);
     j.from_float = dst->from_float;
-    if (pl->imat) {
+    if (pl->imat || !dst->from_float) {   /* IQ2_XXS / IQ2_XS have only this quantizer */
         j.imat = pl->imat;
         j.from_float_imat = imat_quantizer(pl->type);
         j.rows_per_mat = t->ne[1] > 0 ? t->ne[1] : 1;

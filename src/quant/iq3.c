@@ -152,7 +152,7 @@ void pk_iq3_xxs_to_float(const void *src, float *y, int64_t n) {
             memcpy(&a, b[i].qs + 64 + 4 * s, 4);
             const float db = d * (0.5f + (float)(a >> 28)) * 0.5f;
             for (int h = 0; h < 4; h++, y += 8) {
-                const uint8_t sg = pk_iq_sign8((a >> 7 * h) & 127);
+                const unsigned sg = pk_iq2_signs(a >> 7 * h);
                 const uint32_t p0 = grid[b[i].qs[8 * s + 2 * h]], p1 = grid[b[i].qs[8 * s + 2 * h + 1]];
                 for (int j = 0; j < 4; j++) {
                     y[j] = db * coord(p0, j) * (sg >> j & 1 ? -1.0f : 1.0f);
@@ -339,19 +339,12 @@ static int best_neighbour(const lattice_q *g, const uint16_t *nb, const float *x
     return best;
 }
 
-static inline int nearest_int_iq(float v) {   /* as quant/kquant.c */
-    float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 /* The levels of group xv (dim magnitudes) at inverse scale id, clamped to
  * the grid's levels, and its key */
 static int group_key(const lattice_q *g, const float *xv, float id, int8_t *L) {
     int key = 0;
     for (int i = g->dim - 1; i >= 0; i--) {
-        int l = nearest_int_iq(0.5f * (id * xv[i] - 1));
+        int l = pk_nearest_int(0.5f * (id * xv[i] - 1));
         l = l < 0 ? 0 : l > g->nl - 1 ? g->nl - 1 : l;
         L[i] = (int8_t)l;
         key = key * g->nl + l;
@@ -484,7 +477,7 @@ static const lattice_kind kind_iq2_s = {&q2s, 16, 9, 0.1f, 1e-8f, 0.9875f, 0, 1,
 
 /* the 4-bit code of a sub-block scale given 1 / d */
 static inline uint8_t scale_code(float id, float s) {
-    int l = nearest_int_iq(0.5f * (id * s - 1));
+    int l = pk_nearest_int(0.5f * (id * s - 1));
     return (uint8_t)(l < 0 ? 0 : l > 15 ? 15 : l);
 }
 

@@ -2,7 +2,7 @@
 # pocket bench on the bundled model: the JSON report parses, holds every
 # draw (2 per test with -r 2) with finite positive tok/s, and the weight
 # bytes per generated token counted by the engine match `pocket info` within
-# 1%; an --ab run prints a difference line with its interval; bad input gives
+# 1%; --profile's phases account for every weight byte of a token; an --ab run prints a difference line with its interval; bad input gives
 # one "pocket: error:" line and exit 1. No timing assertions: speeds are only
 # checked to be finite and positive.
 set -u
@@ -94,6 +94,50 @@ else
     fail "bench --ab: exit $?"; sed 's/^/    /' "$tmp/bench.err"
 fi
 
+# --profile: the phases of one more run of each test; every weight byte of
+# a decoded token is read inside exactly one top-level phase, each phase's
+# parts lie within it, and the phases' times fit in the run's
+JP="$tmp/bench-profile.json"; rm -f "$JP"
+if "$P" bench -m "$M" -p 16 -n 4 -r 1 -t 2 --no-bw --profile --json "$JP" >"$tmp/bench.out" 2>"$tmp/bench.err"; then
+    sed -n '/^profile of/,$p' "$tmp/bench.out"
+    grep -q "^profile of one tg4 run" "$tmp/bench.out" || fail "--profile printed no tg table"
+    if "$PYTHON" - "$JP" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["configs"][0]
+exact = d["model"]["bytes_per_token_info"]
+for key, test in (("pp", "pp16"), ("tg", "tg4")):
+    p = c["profile"][key]
+    assert p["test"] == test, p["test"]
+    ph = p["phases"]
+    names = [x["name"] for x in ph if x["parent"] < 0]
+    for want in ("embedding", "norms, residuals", "attention", "moe", "output head"):
+        assert want in names, (key, want, names)
+    assert [x["name"] for x in ph if x["parent"] >= 0 and ph[x["parent"]]["name"] == "moe"] == \
+        ["router", "experts"], (key, "moe's parts")
+    top = 0.0
+    for i, x in enumerate(ph):
+        assert x["secs"] >= 0 and 0 <= x["wait_secs"] <= x["secs"] + 1e-6, x
+        if x["parent"] >= 0:
+            assert x["parent"] < i and ph[x["parent"]]["parent"] < 0, x
+        else:
+            top += x["secs"]
+            kids = [y for y in ph if y["parent"] == i]
+            if kids:
+                assert sum(y["weight_bytes"] for y in kids) <= x["weight_bytes"], x
+                assert sum(y["secs"] for y in kids) <= x["secs"] * 1.001 + 1e-6, x
+    assert top <= p["secs"] * 1.001, (key, top, p["secs"])
+    if key == "tg":
+        w = sum(x["weight_bytes"] for x in ph if x["parent"] < 0)
+        print("profile tg: top-level phases read %d weight bytes per token, the model %d" % (w / p["tokens"], exact))
+        assert w == exact * p["tokens"], (w, exact)
+PY
+    then echo "ok   --profile"; else fail "--profile JSON"; fi
+else
+    fail "bench --profile: exit $?"; sed 's/^/    /' "$tmp/bench.err"
+fi
+
+expect_error "--profile with --ab" "--profile" "$P" bench -m "$M" --no-bw --profile --ab "-t 1" "-t 2"
 expect_error "missing model" "$tmp/nope.gguf" "$P" bench -m "$tmp/nope.gguf" --no-bw
 expect_error "zero repetitions" "-r" "$P" bench -m "$M" -r 0 --no-bw
 expect_error "--ab with one configuration" "--ab needs two" "$P" bench -m "$M" --no-bw --ab "-t 1"

@@ -112,8 +112,8 @@ class GGUFWriter:
     add_f32, add_str, ... fix the type explicitly.
 
     Tensors: add_tensor(name, array, ttype=T_F32); array in numpy order
-    (shape (out, in) for a matrix -> ne = [in, out]); add_raw(name, ne,
-    ttype, raw) for bytes of any other type.
+    (shape (out, in) for a matrix -> ne = [in, out]); add_raw_tensor(name,
+    ne, ttype, raw) for bytes of any other type.
     """
 
     def __init__(self, alignment=DEFAULT_ALIGNMENT, version=3):
@@ -195,9 +195,9 @@ class GGUFWriter:
             raise GGUFError("duplicate tensor %s" % name)
         self.tensors.append((name, ne, ttype, raw))
 
-    def add_raw(self, name, ne, ttype, raw):
-        """A tensor of any type id as bytes already encoded (ne in ggml
-        order); nothing checks that they fit the type."""
+    def add_raw_tensor(self, name, ne, ttype, raw):
+        """A tensor of any ggml type id as its bytes (ne: ne0-first), for
+        files with types this module does not encode."""
         if any(t[0] == name for t in self.tensors):
             raise GGUFError("duplicate tensor %s" % name)
         self.tensors.append((name, list(ne), ttype, bytes(raw)))

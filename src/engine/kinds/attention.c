@@ -174,6 +174,9 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
        transposed into an F32 cache or converted row by row */
     const int tk = c->kv.type_k, tv = c->kv.type_v;
     float *vrows = tv == PK_TYPE_F32 ? pk_kv_v(&c->kv, il, pos0) : w.vb;
+    const char *kind = bk->mixer->name;   /* the profile's parent phase */
+    pk_prof_mark pm;
+    pk_prof_begin(c, &pm);
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     pk_mv qkv[3] = {
         {.w = &L->wq, .row0 = 0, .nrows = L->wq.ne[1], .slot = PK_SLOT_X, .n_tok = B, .idx = NULL,
@@ -184,6 +187,8 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
          .y_stride = vd},
     };
     pk_matvec(c, qkv, a->v_from_k ? 2 : 3);
+    pk_prof_end(c, "projections", kind, &pm);
+    pk_prof_begin(c, &pm);
     add_bias(c, w.q, &L->bq, qd, B, qd);
     add_bias(c, w.kb, &L->bk, kd, B, kd);
     add_bias(c, vrows, &L->bv, vd, B, vd);
@@ -231,6 +236,8 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
                 pk_kern_quantize(c->kern, tk, w.kb + (size_t)b * kd + (size_t)g * hd,
                                  pk_kv_k(&c->kv, il, g, pos0 + b), hd);
 
+    pk_prof_end(c, "norms, rope, cache writes", kind, &pm);
+    pk_prof_begin(c, &pm);
     /* chunks of up to 16 tokens per kv head, fewer if their scores would
        pass 4 MiB */
     if (a->sinks) pk_get_row(c, &L->attn_sinks, 0, w.sinks);
@@ -250,7 +257,9 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
     else
         pk_pool_run(c->pool, att_run, &t, chunks);
     if (c->scratch_oom) return PK_ERR_NOMEM;
+    pk_prof_end(c, "attention", kind, &pm);
 
+    pk_prof_begin(c, &pm);
     if (gated)
         for (int i = 0; i < B * od; i++) w.att_out[i] *= 1.0f / (1.0f + expf(-w.gate[i]));
     pk_act_set(c, PK_SLOT_ATT, w.att_out, B, od, 0);
@@ -258,6 +267,7 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
                .y_stride = D};
     pk_matvec(c, &o, 1);
     add_bias(c, c->xb2, &L->bo, D, B, D);
+    pk_prof_end(c, "projections", kind, &pm);
     return PK_OK;
 }
 

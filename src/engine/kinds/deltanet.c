@@ -10,8 +10,8 @@
  *     S = exp(g) S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q
  *   o_j = rmsnorm(o_j, ssm_norm) * silu(z_j);  out = ssm_out . o
  * The projections run batched (weights read once per batch) and the conv
- * steps through the batch. Decoding (fewer than PK_DN_CHUNK_MIN tokens)
- * applies the recurrence token by token; a prompt batch uses the chunked
+ * steps through the batch, a head's channels per thread (conv_run).
+ * Decoding (fewer than PK_DN_CHUNK_MIN tokens) applies the recurrence token by token; a prompt batch uses the chunked
  * form of the same delta rule (WY representation, chunks of PK_DN_CHUNK):
  * within a chunk with entry state S0 and G_r = sum_{i<=r} g_i,
  *   T = (I + A)^-1, A_ri = beta_r exp(G_r - G_i) k_r.k_i  (i < r)
@@ -84,6 +84,49 @@ typedef struct dn_task {
     int layer;
 } dn_task;
 
+typedef struct dn_conv_task {
+    pk_context *c;
+    const pk_ssm_shape *s;
+    float *qkv, *st;            /* the batch's projections (conv output in place); the layer's conv state */
+    const float *w;             /* ssm_conv1d: channel ch's K taps at w + ch K */
+    int B, layer;
+    float eps, qscale;
+} dn_conv_task;
+
+/* Channels g d .. g d + d - 1 (one q, k or v head) through the batch, token
+ * by token: the causal depthwise conv (taps 0..K-2 on the state rows,
+ * oldest first; tap K-1 on the current row), the state shifted, SiLU; a q
+ * or k head then L2-normalised (q also scaled by 1/sqrt(d)); after a token
+ * where a checkpoint is planned, these channels of the state copied into
+ * it. The groups touch disjoint channels: any split gives the same bits. */
+static void conv_run(void *arg, int g) {
+    const dn_conv_task *t = arg;
+    pk_context *c = t->c;
+    const pk_ssm_shape *sh = t->s;
+    const int C = sh->channels, K = sh->conv, d = sh->state, c0 = g * d;
+    const size_t conv_off = pk_ckpt_conv_offset(c, t->layer);
+    float *st = t->st;
+    for (int b = 0, mk = 0; b < t->B; b++) {
+        float *qkv = t->qkv + (size_t)b * C;
+        for (int ch = c0; ch < c0 + d; ch++) {
+            const float *wc = t->w + (size_t)ch * K;
+            float x = qkv[ch], acc = wc[K - 1] * x;
+            for (int j = 0; j < K - 1; j++) acc += wc[j] * st[(size_t)j * C + ch];
+            for (int j = 0; j + 1 < K - 1; j++) st[(size_t)j * C + ch] = st[(size_t)(j + 1) * C + ch];
+            if (K > 1) st[(size_t)(K - 2) * C + ch] = x;
+            qkv[ch] = acc / (1.0f + expf(-acc));
+        }
+        for (; mk < c->n_mark && c->mark_off[mk] == b + 1; mk++)   /* a checkpoint after this token */
+            for (int j = 0; j < K - 1; j++)
+                memcpy(c->mark_data[mk] + conv_off + (size_t)j * C + c0, st + (size_t)j * C + c0,
+                       (size_t)d * sizeof *st);
+        if (g < 2 * sh->k_heads) {   /* a q head (g < k_heads) or a k head */
+            l2_normalize(qkv + c0, d, t->eps);
+            if (g < sh->k_heads)
+                for (int i = 0; i < d; i++) qkv[c0 + i] *= t->qscale;
+        }
+    }
+}
 
 /* Tokens b0..b0+n-1 of v head j in the chunked form (see the top comment);
  * leaves the outputs (before the gated norm) in ws->o and the state in S.
@@ -225,6 +268,9 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     PK_ASSERT(used <= c->arena_bytes);   /* dn_scratch asked for it */
     (void)used;
     const dn_ws *ws = &wsb;
+    const char *kind = bk->mixer->name;   /* the profile's parent phase */
+    pk_prof_mark pm;
+    pk_prof_begin(c, &pm);
     pk_act_set(c, PK_SLOT_X, c->xb, B, D, 0);
     /* beta|alpha rows: ssm_beta then ssm_alpha, or all of ssm_ba (dn_bind
        binds one or the other) */
@@ -242,36 +288,21 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
             proj[np++] = (pk_mv){.w = baw[i], .row0 = 0, .nrows = baw[i]->ne[1], .slot = PK_SLOT_X, .n_tok = B,
                                  .idx = NULL, .y = ws->ba + baoff[i], .y_stride = 2 * HV};
     pk_matvec(c, proj, np);
+    pk_prof_end(c, "projections", kind, &pm);
+    pk_prof_begin(c, &pm);
 
-    /* causal depthwise conv, token by token: taps 0..K-2 on the state rows
-       (oldest first), tap K-1 on the current row; shift the state; SiLU */
-    float *st = pk_kv_conv(&c->kv, il);
-    const float *w = L->ssm_conv1d.data;
+    /* causal depthwise conv and the q/k norms, in groups of d channels (a
+       q, k or v head each: conv_run) on the threads */
     c->weight_bytes += (uint64_t)C * L->ssm_conv1d.row_bytes + L->ssm_dt.row_bytes +
                        L->ssm_a.row_bytes + L->ssm_norm.row_bytes;
-    const float qscale = 1.0f / sqrtf((float)d);
-    const size_t conv_n = (size_t)c->kv.conv_rows * c->kv.conv_dim;   /* the layer's conv state */
-    for (int b = 0, mk = 0; b < B; b++) {
-        float *qkv = ws->qkv + (size_t)b * C;
-        for (int ch = 0; ch < C; ch++) {
-            const float *wc = w + (size_t)ch * K;
-            float x = qkv[ch], acc = wc[K - 1] * x;
-            for (int j = 0; j < K - 1; j++) acc += wc[j] * st[(size_t)j * C + ch];
-            for (int j = 0; j + 1 < K - 1; j++) st[(size_t)j * C + ch] = st[(size_t)(j + 1) * C + ch];
-            if (K > 1) st[(size_t)(K - 2) * C + ch] = x;
-            qkv[ch] = acc / (1.0f + expf(-acc));
-        }
-        for (; mk < c->n_mark && c->mark_off[mk] == b + 1; mk++)   /* a checkpoint after this token */
-            memcpy(c->mark_data[mk] + pk_ckpt_conv_offset(c, il), st, conv_n * sizeof *st);
-        for (int h = 0; h < sh->k_heads; h++) {
-            float *q = qkv + (size_t)h * d, *k = qkv + (size_t)(sh->k_heads + h) * d;
-            l2_normalize(q, d, eps);
-            l2_normalize(k, d, eps);
-            for (int i = 0; i < d; i++) q[i] *= qscale;
-        }
-    }
-    /* state ledger: the recurrent state is read and written once per token
-       when decoding, once per chunk of a prompt batch; the conv state once per token */
+    dn_conv_task ct = {.c = c, .s = sh, .qkv = ws->qkv, .st = pk_kv_conv(&c->kv, il), .w = L->ssm_conv1d.data,
+                       .B = B, .layer = il, .eps = eps, .qscale = 1.0f / sqrtf((float)d)};
+    if ((int64_t)B * C * K < (1 << 13))
+        for (int g = 0; g < C / d; g++) conv_run(&ct, g);
+    else
+        pk_pool_run(c->pool, conv_run, &ct, C / d);
+    pk_prof_end(c, "conv, q/k norms", kind, &pm);
+    pk_prof_begin(c, &pm);
     uint64_t passes = 0;
     for (int k = 0, b0 = 0; k <= c->n_mark; k++) {   /* per segment (dn_head) */
         const int b1 = k < c->n_mark ? c->mark_off[k] : B, n = b1 - b0;
@@ -286,11 +317,14 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
         for (int j = 0; j < HV; j++) dn_head(&t, j);
     else
         pk_pool_run(c->pool, dn_head, &t, HV);
+    pk_prof_end(c, "recurrence", kind, &pm);
 
+    pk_prof_begin(c, &pm);
     pk_act_set(c, PK_SLOT_ATT, ws->o, B, VD, 0);
     pk_mv out = {.w = &L->ssm_out, .row0 = 0, .nrows = D, .slot = PK_SLOT_ATT, .n_tok = B, .idx = NULL, .y = c->xb2,
                  .y_stride = D};
     pk_matvec(c, &out, 1);
+    pk_prof_end(c, "projections", kind, &pm);
     return c->scratch_oom ? PK_ERR_NOMEM : PK_OK;
 }
 

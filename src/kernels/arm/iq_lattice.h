@@ -41,8 +41,7 @@ IQA_INLINE void iqa_signed(const int T, const void *b, int sb, const void *grid,
     uint32_t s;
     if (T == IQA_IQ3_XXS) {
         const uint32_t a = iqa_u32(((const pk_block_iq3_xxs *)b)->qs + 64 + 4 * sb);
-        s = pk_iq_sign8(a & 127) | (uint32_t)pk_iq_sign8(a >> 7 & 127) << 8 |
-            (uint32_t)pk_iq_sign8(a >> 14 & 127) << 16 | (uint32_t)pk_iq_sign8(a >> 21 & 127) << 24;
+        s = pk_iq2_signs(a) | pk_iq2_signs(a >> 7) << 8 | pk_iq2_signs(a >> 14) << 16 | pk_iq2_signs(a >> 21) << 24;
     } else {
         s = iqa_u32((T == IQA_IQ3_S ? ((const pk_block_iq3_s *)b)->signs : ((const pk_block_iq2_s *)b)->qs + 32) + 4 * sb);
     }

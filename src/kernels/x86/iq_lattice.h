@@ -26,21 +26,6 @@ IQL_INLINE __m256i iql_bits32(uint32_t v) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(b, sel), sel);
 }
 
-/* IQ3_XXS's 7-bit sign codes c as vpsignb operands: byte i is -1 when bit
- * i of pk_iq_sign8(c) is set (bit 7: the parity of c), else 1 */
-#define IQL_SB(c, i) ((uint64_t)(((c) >> (i) & 1) ? 0xFF : 0x01) << 8 * (i))
-#define IQL_S64(c) (IQL_SB(c, 0) | IQL_SB(c, 1) | IQL_SB(c, 2) | IQL_SB(c, 3) | IQL_SB(c, 4) | IQL_SB(c, 5) | \
-                    IQL_SB(c, 6) | IQL_SB(((c) ^ (c) >> 1 ^ (c) >> 2 ^ (c) >> 3 ^ (c) >> 4 ^ (c) >> 5 ^ (c) >> 6) << 7, 7))
-#define IQL_S4(c) IQL_S64(c), IQL_S64((c) + 1), IQL_S64((c) + 2), IQL_S64((c) + 3)
-#define IQL_S16(c) IQL_S4(c), IQL_S4((c) + 4), IQL_S4((c) + 8), IQL_S4((c) + 12)
-static const uint64_t iql_sign7_tab[128] = {
-    IQL_S16(0), IQL_S16(16), IQL_S16(32), IQL_S16(48), IQL_S16(64), IQL_S16(80), IQL_S16(96), IQL_S16(112),
-};
-#undef IQL_SB
-#undef IQL_S64
-#undef IQL_S4
-#undef IQL_S16
-
 /* type T's grid (fetched once per call by the callers) */
 IQL_INLINE const void *iql_grid(const int T) {
     return T == IQL_IQ3_XXS ? (const void *)pk_iq3xxs_grid() : T == IQL_IQ3_S ? (const void *)pk_iq3s_grid()
@@ -62,12 +47,13 @@ IQL_INLINE __m256i iql_levels(const int T, const void *b, int sb, const void *gr
     return _mm256_setr_epi64x((long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3]);
 }
 
-/* the signs of sub-block sb as vpsignb operand bytes */
+/* the signs of sub-block sb as vpsignb operand bytes (IQ3_XXS: its 7-bit
+ * codes as IQ2_XXS's, through pk_iq2_sign8) */
 IQL_INLINE __m256i iql_signs(const int T, const void *b, int sb) {
     if (T == IQL_IQ3_XXS) {
         const uint32_t s = iql_u32(((const pk_block_iq3_xxs *)b)->qs + 64 + 4 * sb);
-        return _mm256_setr_epi64x((long long)iql_sign7_tab[s & 127], (long long)iql_sign7_tab[s >> 7 & 127],
-                                  (long long)iql_sign7_tab[s >> 14 & 127], (long long)iql_sign7_tab[s >> 21 & 127]);
+        return _mm256_setr_epi64x((long long)pk_iq2_sign8[s & 127], (long long)pk_iq2_sign8[s >> 7 & 127],
+                                  (long long)pk_iq2_sign8[s >> 14 & 127], (long long)pk_iq2_sign8[s >> 21 & 127]);
     }
     const uint8_t *s = T == IQL_IQ3_S ? ((const pk_block_iq3_s *)b)->signs : ((const pk_block_iq2_s *)b)->qs + 32;
     return _mm256_or_si256(iql_bits32(iql_u32(s + 4 * sb)), _mm256_set1_epi8(1));

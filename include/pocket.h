@@ -747,9 +747,11 @@ void pk_cpu_name(char *buf, size_t cap);
  *
  * Presets (llama.cpp names, case-insensitive): F32 F16 BF16 Q8_0 Q6_K Q5_K_M
  * Q5_K_S Q5_0 Q5_1 Q4_K_M Q4_K_S Q4_0 Q4_1 Q3_K_L Q3_K_M Q3_K_S Q2_K IQ4_XS
- * IQ4_NL IQ2_XXS IQ2_XS IQ1_S IQ1_M (these four need an importance matrix with an
- * entry for every tensor of theirs, as llama-quantize does; token embeddings
- * Q2_K, output Q5_K, and the IQ1 presets' attn_output IQ2_XXS), and pocket's
+ * IQ4_NL IQ3_M IQ3_S IQ3_XS IQ3_XXS IQ2_M IQ2_S IQ2_XXS IQ2_XS IQ1_S IQ1_M
+ * (IQ3_XXS and the ones after it need an importance matrix with an entry for
+ * every tensor of theirs of the types IQ3_XXS, IQ2_* and IQ1_*, as
+ * llama-quantize does; token embeddings Q2_K - IQ3_S for IQ3_XXS, IQ2_M,
+ * IQ2_S -, output Q5_K, and the IQ1 presets' attn_output IQ2_XXS), and pocket's
  * MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
  * attention, shared experts, dense FFNs, token embeddings and output at
  * Q6_K, with attn_v and shared experts at Q8_0; router (ffn_gate_inp) and
@@ -762,13 +764,17 @@ void pk_cpu_name(char *buf, size_t cap);
  * Q5_K, token_embd at Q2_K, attn_v at Q4_K (Q2_K when the model has fewer
  * than 4 experts and fewer than 4 query heads per kv head), the first eighth
  * of the ffn_down tensors at Q2_K, attn_k at Q4_K and attn_output at Q5_K in
- * 8-expert models; rows whose length is not a multiple of the block size
- * fall back (Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
- * IQ4_XS and the IQ2 types -> IQ4_NL, then F16). Tensors are written in
+ * 8-expert models (IQ2_S, IQ2_M: IQ3_S where those have Q2_K, and
+ * attn_output IQ3_S); the IQ3 presets follow llama-quantize's rules for
+ * attn_q/k/v/output, ffn_down and (IQ3_XS) ffn_gate/up; rows whose length
+ * is not a multiple of the block size fall back (Q2_K/Q3_K -> Q4_0, Q4_K ->
+ * Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS and the IQ1/IQ2/IQ3 types ->
+ * IQ4_NL, then F16). Tensors are written in
  * llama-quantize's order (by layer, then by name). With the same input,
  * preset and no importance matrix the tensor data equals llama-quantize's
- * bit for bit, given reference quantizers that match ggml's; IQ2_XXS and
- * IQ2_XS tensors equal llama-quantize's with the same importance matrix.
+ * bit for bit, given reference quantizers that match ggml's; the i-quant
+ * tensors below 4 bits equal llama-quantize's with the same importance
+ * matrix.
  * MXFP4 tensors (gpt-oss experts) are copied unchanged under every preset
  * (llama-quantize would dequantize and re-quantize them); an override that
  * names one converts it like any other tensor.

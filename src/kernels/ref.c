@@ -353,6 +353,72 @@ static void vec_dot_iq1_m(int64_t n, float *s, const void *w, const void *x) {
     *s = sum;
 }
 
+/* ---- lattice i-quants x Q8_K (ggml's generic kernels): per 16 elements
+ * an exact int32 dot of the signed grid coordinates with the activations,
+ * times the odd scale 2 ls + 1, summed exactly over the super-block; then
+ * sum += dw * dx * isum; at the end the constant factor (IQ3_XXS 1/4, IQ2_S
+ * 1/8). Blocks are read as bytes (layouts: quant/quant.h), all with the fp16
+ * d first. ---- */
+
+/* the signed coordinate of element e (< 256) of block p */
+static inline int lattice_level(int t, const uint8_t *p, const void *grid, int e) {
+    int v, neg;
+    if (t == PK_TYPE_IQ3_XXS) {
+        uint32_t sa;
+        memcpy(&sa, p + 66 + 4 * (e / 32), 4);
+        v = (int)(((const uint32_t *)grid)[p[2 + e / 4]] >> 8 * (e % 4) & 0xFF);
+        neg = pk_iq2_signs(sa >> 7 * (e % 32 / 8)) >> (e % 8) & 1;
+    } else if (t == PK_TYPE_IQ3_S) {
+        const pk_block_iq3_s *a = (const pk_block_iq3_s *)p;
+        v = (int)(((const uint32_t *)grid)[a->qs[e / 4] | (a->qh[e / 32] >> (e % 32 / 4) & 1) << 8] >> 8 * (e % 4) &
+                  0xFF);
+        neg = a->signs[e / 8] >> (e % 8) & 1;
+    } else {
+        const pk_block_iq2_s *a = (const pk_block_iq2_s *)p;
+        v = (int)(((const uint64_t *)grid)[a->qs[e / 8] | (a->qh[e / 32] >> 2 * (e % 32 / 8) & 3) << 8] >>
+                      8 * (e % 8) & 0xFF);
+        neg = a->qs[32 + e / 8] >> (e % 8) & 1;
+    }
+    return neg ? -v : v;
+}
+/* 2 ls + 1 for elements 16h .. 16h + 15 */
+static inline int lattice_scale(int t, const uint8_t *p, int h) {
+    if (t == PK_TYPE_IQ3_XXS) return 2 * (p[66 + 4 * (h / 2) + 3] >> 4) + 1;
+    if (t == PK_TYPE_IQ3_S) return 2 * (((const pk_block_iq3_s *)p)->scales[h / 4] >> 4 * (h / 2 % 2) & 0xF) + 1;
+    return 2 * (((const pk_block_iq2_s *)p)->scales[h / 2] >> 4 * (h % 2) & 0xF) + 1;
+}
+static inline __attribute__((always_inline)) void vec_dot_lattice(int t, int64_t n, float *s, const void *w,
+                                                                  const void *x) {
+    const pk_block_q8_K *b = x;
+    const size_t bs = pk_type_get(t)->type_size;
+    const void *grid = t == PK_TYPE_IQ3_XXS ? (const void *)pk_iq3xxs_grid()
+                       : t == PK_TYPE_IQ3_S ? (const void *)pk_iq3s_grid()
+                                            : (const void *)pk_iq2s_grid();
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / PK_QK_K; i++) {
+        const uint8_t *p = (const uint8_t *)w + (size_t)i * bs;
+        uint16_t d16;
+        memcpy(&d16, p, 2);
+        int32_t isum = 0;
+        for (int h = 0; h < 16; h++) {
+            int32_t dot = 0;
+            for (int e = 16 * h; e < 16 * h + 16; e++) dot += lattice_level(t, p, grid, e) * b[i].qs[e];
+            isum += dot * lattice_scale(t, p, h);
+        }
+        sum += pk_fp16_to_fp32(d16) * b[i].d * (float)isum;
+    }
+    *s = (t == PK_TYPE_IQ3_XXS ? 0.25f : t == PK_TYPE_IQ2_S ? 0.125f : 1.0f) * sum;
+}
+static void vec_dot_iq3_xxs(int64_t n, float *s, const void *w, const void *x) {
+    vec_dot_lattice(PK_TYPE_IQ3_XXS, n, s, w, x);
+}
+static void vec_dot_iq3_s(int64_t n, float *s, const void *w, const void *x) {
+    vec_dot_lattice(PK_TYPE_IQ3_S, n, s, w, x);
+}
+static void vec_dot_iq2_s(int64_t n, float *s, const void *w, const void *x) {
+    vec_dot_lattice(PK_TYPE_IQ2_S, n, s, w, x);
+}
+
 /* gemv as one vec_dot per row, rows in order */
 static inline __attribute__((always_inline)) void gemv_by(pk_vec_dot_fn dot, int64_t n, int64_t nrows, float *y,
                                                          const void *w, size_t row_bytes, const void *x) {
@@ -383,6 +449,9 @@ GEMV_ENTRY(iq2_xxs)
 GEMV_ENTRY(iq2_xs)
 GEMV_ENTRY(iq1_s)
 GEMV_ENTRY(iq1_m)
+GEMV_ENTRY(iq3_xxs)
+GEMV_ENTRY(iq3_s)
+GEMV_ENTRY(iq2_s)
 
 /* Activation conversions are the reference from_float of each type. */
 static void quantize_f32(const float *x, void *y, int64_t n) {
@@ -403,7 +472,8 @@ static void quantize_q8_K(const float *x, void *y, int64_t n) { pk_q8_K_from_flo
 #define QTYPES(X) X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(IQ4_NL, iq4_nl) \
     X(MXFP4, mxfp4) X(Q2_K, q2_K) X(Q3_K, q3_K) X(Q4_K, q4_K) X(Q5_K, q5_K) X(Q6_K, q6_K) \
     X(IQ4_XS, iq4_xs) \
-    X(IQ2_XXS, iq2_xxs) X(IQ2_XS, iq2_xs) X(IQ1_S, iq1_s) X(IQ1_M, iq1_m)
+    X(IQ2_XXS, iq2_xxs) X(IQ2_XS, iq2_xs) X(IQ1_S, iq1_s) X(IQ1_M, iq1_m) \
+    X(IQ3_XXS, iq3_xxs) X(IQ3_S, iq3_s) X(IQ2_S, iq2_s)
 #define VD(T, t) [PK_TYPE_##T] = vec_dot_##t,
 #define GV(T, t) [PK_TYPE_##T] = gemv_##t,
 

@@ -43,8 +43,9 @@ enum {
     FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8,
     FT_Q5_1 = 9, FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13,
     FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18,
-    FT_IQ2_XXS = 19, FT_IQ2_XS = 20,
-    FT_IQ1_S = 24, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_IQ1_M = 31, FT_BF16 = 32,
+    FT_IQ2_XXS = 19, FT_IQ2_XS = 20, FT_IQ3_XS = 22, FT_IQ3_XXS = 23, FT_IQ1_S = 24,
+    FT_IQ4_NL = 25, FT_IQ3_S = 26, FT_IQ3_M = 27, FT_IQ2_S = 28, FT_IQ2_M = 29, FT_IQ4_XS = 30,
+    FT_IQ1_M = 31, FT_BF16 = 32,
 };
 
 typedef struct preset {
@@ -65,6 +66,9 @@ static const preset presets[] = {
     {"Q3_K_M", FT_Q3_K_M, PK_TYPE_Q3_K, 0},  {"Q3_K_S", FT_Q3_K_S, PK_TYPE_Q3_K, 0},
     {"Q2_K", FT_Q2_K, PK_TYPE_Q2_K, 0},      {"IQ4_XS", FT_IQ4_XS, PK_TYPE_IQ4_XS, 0},
     {"IQ4_NL", FT_IQ4_NL, PK_TYPE_IQ4_NL, 0}, {"MOE_Q2_K", FT_Q2_K, PK_TYPE_Q2_K, 1},
+    {"IQ3_M", FT_IQ3_M, PK_TYPE_IQ3_S, 0},   {"IQ3_S", FT_IQ3_S, PK_TYPE_IQ3_S, 0},
+    {"IQ3_XS", FT_IQ3_XS, PK_TYPE_IQ3_S, 0}, {"IQ3_XXS", FT_IQ3_XXS, PK_TYPE_IQ3_XXS, 0},
+    {"IQ2_M", FT_IQ2_M, PK_TYPE_IQ2_S, 0},   {"IQ2_S", FT_IQ2_S, PK_TYPE_IQ2_XS, 0},
     {"IQ2_XXS", FT_IQ2_XXS, PK_TYPE_IQ2_XXS, 0}, {"IQ2_XS", FT_IQ2_XS, PK_TYPE_IQ2_XS, 0},
     {"IQ1_S", FT_IQ1_S, PK_TYPE_IQ1_S, 0},   {"IQ1_M", FT_IQ1_M, PK_TYPE_IQ1_M, 0},
 };
@@ -244,7 +248,9 @@ static int use_more_bits(int i, int n) {
 /* The i-quant presets below 3 bits, which llama-quantize gives their own
  * rules for attention v / k / output, ffn_down, the output and the token
  * embeddings (llama.cpp's llama-quant.cpp). */
-static int low_iq(int ft) { return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ1_M; }
+static int low_iq(int ft) {
+    return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ2_S || ft == FT_IQ2_M || ft == FT_IQ1_S || ft == FT_IQ1_M;
+}
 
 /* Layer of an FFN tensor: from its name in MoE models (experts need not be
  * stored in layer order), else the running counter. */
@@ -265,39 +271,42 @@ static int layer_info(const qstate *qs, int counter, const char *name, int *il, 
 
 static int blck(int type) { return pk_type_get(type)->blck; }
 
-/* the presets of llama-quantize's very-low-bit branch (its own rules for
- * attn_v, attn_k, ffn_down and attn_output; Q2_K token embeddings, Q5_K
- * output) */
-
 /* llama-quantize's choice for one quantizable tensor under a llama.cpp
  * preset, starting from the preset's default type nt. */
 static int rule_type(qstate *qs, const gguf_tensor *t, int cat, int nt, int *out, pk_error *err) {
     const int ft = qs->ftype, n = qs->n_layer;
+    const int iq2sm = ft == FT_IQ2_S || ft == FT_IQ2_M;
     int il, rc;
     if (cat == CAT_OUTPUT || (qs->tied && cat == CAT_TOKEN_EMBD)) {
         if (qs->falcon || t->ne[0] % blck(nt)) nt = PK_TYPE_Q8_0;
-        else if (low_iq(ft)) nt = PK_TYPE_Q5_K;
+        else if (low_iq(ft) || ft == FT_IQ3_XXS) nt = PK_TYPE_Q5_K;
         else if (nt != PK_TYPE_Q8_0) nt = PK_TYPE_Q6_K;
-    } else if (cat == CAT_TOKEN_EMBD) {
-        if (low_iq(ft)) nt = PK_TYPE_Q2_K;   /* the other presets keep the default type */
+    } else if (cat == CAT_TOKEN_EMBD) {   /* the other presets keep the default type */
+        if (iq2sm || ft == FT_IQ3_XXS) nt = PK_TYPE_IQ3_S;
+        else if (low_iq(ft)) nt = PK_TYPE_Q2_K;
     } else if (low_iq(ft)) {
         /* the counters as llama-quantize keeps them in this branch: ffn_down's
            only (its first n_layer / 8 tensors, counted, not by layer) */
         if (is_attn_v_like(cat)) {
-            nt = qs->n_gqa >= 4 || qs->n_expert >= 4 ? PK_TYPE_Q4_K : PK_TYPE_Q2_K;
+            nt = qs->n_gqa >= 4 || qs->n_expert >= 4 ? PK_TYPE_Q4_K : iq2sm ? PK_TYPE_IQ3_S : PK_TYPE_Q2_K;
             qs->i_attn_wv++;
         } else if (qs->n_expert == 8 && cat == CAT_ATTN_K) {
             nt = PK_TYPE_Q4_K;
         } else if (cat == CAT_FFN_DOWN) {
-            if (qs->i_ffn_down < n / 8) nt = PK_TYPE_Q2_K;
+            if (qs->i_ffn_down < n / 8) nt = iq2sm ? PK_TYPE_IQ3_S : PK_TYPE_Q2_K;
             qs->i_ffn_down++;
         } else if (cat == CAT_ATTN_OUTPUT) {
             if (qs->n_expert == 8) nt = PK_TYPE_Q5_K;
             else if (ft == FT_IQ1_S || ft == FT_IQ1_M) nt = PK_TYPE_IQ2_XXS;
+            else if (iq2sm) nt = PK_TYPE_IQ3_S;
         }
     } else if (is_attn_v_like(cat)) {
         const int i = qs->i_attn_wv;
         if (ft == FT_Q2_K) nt = qs->n_gqa >= 4 ? PK_TYPE_Q4_K : PK_TYPE_Q3_K;
+        else if (ft == FT_IQ3_XXS)
+            nt = qs->n_gqa >= 4 ? PK_TYPE_Q4_K : !qs->has_imatrix ? PK_TYPE_IQ3_S : PK_TYPE_IQ3_XXS;
+        else if ((ft == FT_IQ3_XS || ft == FT_IQ3_S) && qs->n_gqa >= 4) nt = PK_TYPE_Q4_K;
+        else if (ft == FT_IQ3_M) nt = PK_TYPE_Q4_K;
         else if (ft == FT_Q3_K_M) nt = i < 2 ? PK_TYPE_Q5_K : PK_TYPE_Q4_K;
         else if (ft == FT_Q3_K_L) nt = PK_TYPE_Q5_K;
         else if ((ft == FT_IQ4_NL || ft == FT_IQ4_XS) && qs->n_gqa >= 4) nt = PK_TYPE_Q5_K;
@@ -309,10 +318,17 @@ static int rule_type(qstate *qs, const gguf_tensor *t, int cat, int nt, int *out
         qs->i_attn_wv++;
     } else if (cat == CAT_ATTN_K) {
         if (qs->n_expert == 8) nt = PK_TYPE_Q8_0;
+        else if (ft == FT_IQ3_XS) nt = PK_TYPE_IQ3_XXS;
+        else if (ft == FT_IQ3_XXS) nt = PK_TYPE_IQ2_S;
+    } else if (cat == CAT_ATTN_Q) {
+        if (ft == FT_IQ3_XS) nt = PK_TYPE_IQ3_XXS;
+        else if (ft == FT_IQ3_XXS) nt = PK_TYPE_IQ2_S;
     } else if (cat == CAT_FFN_DOWN) {
         if ((rc = layer_info(qs, qs->i_ffn_down, t->name, &il, err))) return rc;
         const int more = use_more_bits(il, n);
         if (ft == FT_Q2_K) nt = PK_TYPE_Q3_K;
+        else if (ft == FT_IQ3_XXS && !qs->has_imatrix) nt = il < n / 8 ? PK_TYPE_Q4_K : PK_TYPE_Q3_K;
+        else if (ft == FT_IQ3_M && (il < n / 8 || (qs->n_expert == 8 && more))) nt = PK_TYPE_Q4_K;
         else if (ft == FT_Q3_K_M)
             nt = il < n / 16 ? PK_TYPE_Q5_K : (!qs->falcon || more) ? PK_TYPE_Q4_K : PK_TYPE_Q3_K;
         else if (ft == FT_Q3_K_L) nt = qs->falcon ? PK_TYPE_Q4_K : PK_TYPE_Q5_K;
@@ -329,23 +345,25 @@ static int rule_type(qstate *qs, const gguf_tensor *t, int cat, int nt, int *out
     } else if (cat == CAT_ATTN_OUTPUT) {
         if (!qs->falcon) {
             if (qs->n_expert == 8) {
-                if (ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_IQ4_NL ||
-                    ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ4_XS)
+                if (ft == FT_Q2_K || ft == FT_IQ3_XS || ft == FT_IQ3_XXS || ft == FT_Q3_K_S || ft == FT_Q3_K_M ||
+                    ft == FT_IQ4_NL || ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ3_S || ft == FT_IQ3_M ||
+                    ft == FT_IQ4_XS)
                     nt = PK_TYPE_Q5_K;
             } else {
                 if (ft == FT_Q2_K) nt = PK_TYPE_Q3_K;
+                else if (ft == FT_IQ3_XXS) nt = PK_TYPE_IQ3_S;
                 else if (ft == FT_Q3_K_M) nt = PK_TYPE_Q4_K;
                 else if (ft == FT_Q3_K_L) nt = PK_TYPE_Q5_K;
+                else if (ft == FT_IQ3_M) nt = PK_TYPE_Q4_K;
             }
         } else if (ft == FT_Q3_K_L) {
             nt = PK_TYPE_Q4_K;
         }
-    } else if (cat == CAT_FFN_GATE) {   /* no rule for these presets; counted */
-        if ((rc = layer_info(qs, qs->i_ffn_gate, t->name, &il, err))) return rc;
-        qs->i_ffn_gate++;
-    } else if (cat == CAT_FFN_UP) {
-        if ((rc = layer_info(qs, qs->i_ffn_up, t->name, &il, err))) return rc;
-        qs->i_ffn_up++;
+    } else if (cat == CAT_FFN_GATE || cat == CAT_FFN_UP) {
+        int *ctr = cat == CAT_FFN_GATE ? &qs->i_ffn_gate : &qs->i_ffn_up;
+        if ((rc = layer_info(qs, *ctr, t->name, &il, err))) return rc;
+        if (ft == FT_IQ3_XS && il >= n / 8 && il < 7 * n / 8) nt = PK_TYPE_IQ3_XXS;
+        (*ctr)++;
     }
     *out = nt;
     return PK_OK;
@@ -506,7 +524,8 @@ static int make_plan(const gguf_file *f, qstate *qs, const pk_quantize_params *p
  * w: n per-column importances), as llama-quantize picks ggml's
  * quantize_<type> with quant_weights: the weighted searches of quant/imat.c
  * for the legacy and K types and IQ2_XXS / IQ2_XS (which have no other),
- * quant/iquant.c's for IQ4_NL (with its extra scale trials) and IQ4_XS.
+ * quant/iquant.c's for IQ4_NL (with its extra scale trials) and IQ4_XS,
+ * quant/iq1.c's for IQ1_S / IQ1_M and quant/iq3.c's for IQ3_XXS, IQ3_S, IQ2_S.
  * NULL: no importance-aware quantizer. */
 typedef void (*from_float_imat_fn)(const float *src, void *dst, int64_t n, const float *w);
 static from_float_imat_fn imat_quantizer(int type) {
@@ -526,6 +545,9 @@ static from_float_imat_fn imat_quantizer(int type) {
     case PK_TYPE_IQ2_XS: return pk_quantize_iq2_xs_imat;
     case PK_TYPE_IQ1_S: return pk_quantize_iq1_s;
     case PK_TYPE_IQ1_M: return pk_quantize_iq1_m;
+    case PK_TYPE_IQ3_XXS: return pk_quantize_iq3_xxs;
+    case PK_TYPE_IQ3_S: return pk_quantize_iq3_s;
+    case PK_TYPE_IQ2_S: return pk_quantize_iq2_s;
     default: return NULL;
     }
 }

@@ -23,15 +23,6 @@
 
 #define GROUP_MAX_EPS 1e-15f
 
-/* Round to nearest, ties to even (the trick quant/kquant.c uses); exact for
- * |v| <= 2^22, some int without UB otherwise. */
-static inline int nearest_int(float v) {
-    float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* ---- weighted scale searches ------------------------------------------------ */
@@ -54,7 +45,7 @@ static float fit_sym(int n, int nmax, const float *x, const float *w, int8_t *L)
     }
     float iscale = -nmax / max, sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
-        int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        int l = clampi(pk_nearest_int(iscale * x[i]), -nmax, nmax - 1);
         L[i] = (int8_t)(l + nmax);
         sumlx += w[i] * x[i] * l;
         suml2 += w[i] * l * l;
@@ -66,13 +57,13 @@ static float fit_sym(int n, int nmax, const float *x, const float *w, int8_t *L)
         iscale = -(nmax + 0.1f * k) / max;
         sumlx = suml2 = 0;
         for (int i = 0; i < n; i++) {
-            int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+            int l = clampi(pk_nearest_int(iscale * x[i]), -nmax, nmax - 1);
             sumlx += w[i] * x[i] * l;
             suml2 += w[i] * l * l;
         }
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; i++)
-                L[i] = (int8_t)(nmax + clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+                L[i] = (int8_t)(nmax + clampi(pk_nearest_int(iscale * x[i]), -nmax, nmax - 1));
             scale = sumlx / suml2;
             best = scale * sumlx;
         }
@@ -103,7 +94,7 @@ static float fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *
     }
     float iscale = nmax / (max - min), scale = 1 / iscale, best = 0;
     for (int i = 0; i < n; i++) {
-        L[i] = (uint8_t)clampi(nearest_int(iscale * (x[i] - min)), 0, nmax);
+        L[i] = (uint8_t)clampi(pk_nearest_int(iscale * (x[i] - min)), 0, nmax);
         float d = scale * L[i] + min - x[i];
         best += w[i] * (mad ? fabsf(d) : d * d);
     }
@@ -111,7 +102,7 @@ static float fit_asym(int n, int nmax, const float *x, const float *w, uint8_t *
         iscale = (rmin + rdelta * k + nmax) / (max - min);
         float sum_l = 0, sum_l2 = 0, sum_xl = 0;
         for (int i = 0; i < n; i++) {
-            int l = clampi(nearest_int(iscale * (x[i] - min)), 0, nmax);
+            int l = clampi(pk_nearest_int(iscale * (x[i] - min)), 0, nmax);
             Laux[i] = (uint8_t)l;
             sum_l += w[i] * l;
             sum_l2 += w[i] * l * l;
@@ -160,7 +151,7 @@ static float fit_pos(int n, int nmax, const float *x, uint8_t *L, const float *w
     }
     float iscale = nmax / max, best = 0;
     for (int i = 0; i < n; i++) {
-        L[i] = (uint8_t)nearest_int(iscale * x[i]);
+        L[i] = (uint8_t)pk_nearest_int(iscale * x[i]);
         float d = x[i] - 1 / iscale * L[i];
         best += w[i] * d * d;
     }
@@ -168,7 +159,7 @@ static float fit_pos(int n, int nmax, const float *x, uint8_t *L, const float *w
         if (k == 0) continue;
         float is = (0.1f * k + nmax) / max, s = 1 / is, err = 0;
         for (int i = 0; i < n; i++) {
-            int l = nearest_int(is * x[i]);
+            int l = pk_nearest_int(is * x[i]);
             float d = x[i] - s * (l < nmax ? l : nmax);
             err += w[i] * d * d;
         }
@@ -179,7 +170,7 @@ static float fit_pos(int n, int nmax, const float *x, uint8_t *L, const float *w
     }
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
-        int l = nearest_int(iscale * x[i]);
+        int l = pk_nearest_int(iscale * x[i]);
         if (l > nmax) l = nmax;
         L[i] = (uint8_t)l;
         sumlx += w[i] * x[i] * l;
@@ -190,7 +181,7 @@ static float fit_pos(int n, int nmax, const float *x, uint8_t *L, const float *w
         for (int i = 0; i < n; i++) {
             float slx = sumlx - w[i] * x[i] * L[i], sl2 = suml2 - w[i] * L[i] * L[i];
             if (!(slx > 0 && sl2 > 0)) continue;
-            int nl = nearest_int(x[i] * sl2 / slx);
+            int nl = pk_nearest_int(x[i] * sl2 / slx);
             if (nl > nmax) nl = nmax;
             if (nl == L[i]) continue;
             slx += w[i] * x[i] * nl;
@@ -252,8 +243,8 @@ void pk_quantize_q2_K_imat(const float *x, void *dst, int64_t n, const float *im
             if (mins[j] > max_min) max_min = mins[j];
         }
         for (int j = 0; j < 16; j++) {
-            Ls[j] = max_scale > 0 ? (uint8_t)clampi(nearest_int(15 / max_scale * scales[j]), 0, 15) : 0;
-            Lm[j] = max_min > 0 ? (uint8_t)clampi(nearest_int(15 / max_min * mins[j]), 0, 15) : 0;
+            Ls[j] = max_scale > 0 ? (uint8_t)clampi(pk_nearest_int(15 / max_scale * scales[j]), 0, 15) : 0;
+            Lm[j] = max_min > 0 ? (uint8_t)clampi(pk_nearest_int(15 / max_min * mins[j]), 0, 15) : 0;
         }
         y[i].d = pk_fp32_to_fp16(max_scale / 15);
         y[i].dmin = pk_fp32_to_fp16(max_min / 15);
@@ -262,7 +253,7 @@ void pk_quantize_q2_K_imat(const float *x, void *dst, int64_t n, const float *im
             y[i].scales[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
             const float d = dm * Ls[j], m = mm * Lm[j];
             for (int l = 0; l < 16; l++)
-                Lq[16 * j + l] = (int8_t)(d ? clampi(nearest_int((x[16 * j + l] + m) / d), 0, 3)
+                Lq[16 * j + l] = (int8_t)(d ? clampi(pk_nearest_int((x[16 * j + l] + m) / d), 0, 3)
                                             : L[16 * j + l]);
         }
         pack_2bit(Lq, y[i].qs);
@@ -295,7 +286,7 @@ void pk_quantize_q3_K_imat(const float *x, void *dst, int64_t n, const float *im
             const float d = pk_fp16_to_fp32(y[i].d) * sc[j];
             if (!d) continue;
             for (int l = 0; l < 16; l++)
-                L[16 * j + l] = (int8_t)(clampi(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
+                L[16 * j + l] = (int8_t)(clampi(pk_nearest_int(x[16 * j + l] / d), -4, 3) + 4);
         }
         memset(y[i].hmask, 0, sizeof y[i].hmask);
         for (int j = 0; j < PK_QK_K; j++)
@@ -330,7 +321,7 @@ static void k4_imat_block(const float *x, const float *imp, int nmax, uint8_t *p
         if (!d) continue;
         const float dm = pk_fp16_to_fp32(*dmin16) * m;
         for (int l = 0; l < 32; l++)
-            L[32 * j + l] = (uint8_t)clampi(nearest_int((x[32 * j + l] + dm) / d), 0, nmax);
+            L[32 * j + l] = (uint8_t)clampi(pk_nearest_int((x[32 * j + l] + dm) / d), 0, nmax);
     }
 }
 
@@ -382,12 +373,12 @@ void pk_quantize_q6_K_imat(const float *x, void *dst, int64_t n, const float *im
         }
         const float iscale = -128.0f / max_scale;
         y[i].d = pk_fp32_to_fp16(1 / iscale);
-        for (int j = 0; j < 16; j++) y[i].scales[j] = (int8_t)clampi(nearest_int(iscale * scales[j]), -128, 127);
+        for (int j = 0; j < 16; j++) y[i].scales[j] = (int8_t)clampi(pk_nearest_int(iscale * scales[j]), -128, 127);
         for (int j = 0; j < 16; j++) {
             const float d = pk_fp16_to_fp32(y[i].d) * y[i].scales[j];
             if (!d) continue;
             for (int l = 0; l < 16; l++)
-                L[16 * j + l] = (int8_t)(clampi(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
+                L[16 * j + l] = (int8_t)(clampi(pk_nearest_int(x[16 * j + l] / d), -32, 31) + 32);
         }
         uint8_t *ql = y[i].ql, *qh = y[i].qh;
         for (int j = 0; j < PK_QK_K; j += 128, ql += 64, qh += 32)
@@ -598,7 +589,7 @@ static int iq2_point(const iq2_tab *t, int8_t *L, const float *xv, const float *
 
 /* levels l = round((x / scale - 1) / 2) clamped to 0..2, from id = 1 / scale */
 static void iq2_round(const float *xv, float id, int8_t *L) {
-    for (int i = 0; i < 8; i++) L[i] = (int8_t)clampi(nearest_int(0.5f * (id * xv[i] - 1)), 0, 2);
+    for (int i = 0; i < 8; i++) L[i] = (int8_t)clampi(pk_nearest_int(0.5f * (id * xv[i] - 1)), 0, 2);
 }
 
 /* sum w x q and sum w q^2 of n elements at levels L, q = 2 l + 1 */
@@ -746,7 +737,7 @@ static float iq2_xs_half(const iq2_tab *t, const float *x, const float *imp, flo
 }
 
 /* The 4-bit code of a sub-block scale against d (1 / d = id): 2 l + 1 ~ scale / d */
-static int iq2_scale_code(float scale, float id) { return clampi(nearest_int(0.5f * (id * scale - 1)), 0, 15); }
+static int iq2_scale_code(float scale, float id) { return clampi(pk_nearest_int(0.5f * (id * scale - 1)), 0, 15); }
 
 /* Both formats: per block the scaled pieces (IQ2_XXS sub-blocks of 32,
  * IQ2_XS halves of 16), then d = max scale / 31 and the 4-bit scale codes

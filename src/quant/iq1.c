@@ -171,13 +171,6 @@ int pk_iq1_neighbours_total(void) {
     return iq1_nb_used;
 }
 
-static inline int nearest_int(float v) {   /* as quant/kquant.c */
-    float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 /* The grid index for the levels L[0..7] (in {0, 1, 2}, i.e. level + 1) of
  * a group: the point itself, or of its neighbours the one whose levels,
  * through xx (the three level values with the delta) times scale, are
@@ -311,7 +304,7 @@ void pk_quantize_iq1_s(const float *src, void *dst, int64_t n, const float *imp)
         y[ibl].d = pk_fp32_to_fp16(d * 1.125f);
         const float id = 1 / d;
         for (int ib = 0; ib < 8; ib++) {
-            int l = nearest_int(0.5f * (id * scales[ib] - 1));
+            int l = pk_nearest_int(0.5f * (id * scales[ib] - 1));
             l = l < 0 ? 0 : l > 7 ? 7 : l;
             if (shifts[ib] == -1) l |= 8;
             y[ibl].qh[ib] = (uint16_t)(y[ibl].qh[ib] | l << 12);
@@ -402,7 +395,7 @@ void pk_quantize_iq1_m(const float *src, void *dst, int64_t n, const float *imp)
         const float id = 1 / d;
         float sqx = 0, sq2 = 0;
         for (int ib = 0; ib < 16; ib++) {
-            int l = nearest_int(0.5f * (id * scales[ib] - 1));
+            int l = pk_nearest_int(0.5f * (id * scales[ib] - 1));
             l = l < 0 ? 0 : l > 7 ? 7 : l;
             unsigned wd = y[ibl].scales[2 * (ib / 4)] | (unsigned)y[ibl].scales[2 * (ib / 4) + 1] << 8;
             wd |= (unsigned)l << 3 * (ib % 4);

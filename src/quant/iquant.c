@@ -22,13 +22,6 @@ const int8_t pk_iq4nl_values[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
 };
 
-static inline int nearest_int(float v) {   /* as quant/kquant.c */
-    float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 /* Index of the level nearest x (ties to the lower level); NaN gives 15. */
 static int best_index(const int8_t *val, float x) {
     if (x <= val[0]) return 0;
@@ -110,7 +103,7 @@ static void iq4_block(int sbs, const float *x, uint16_t *dh, uint8_t *q4, uint16
         *dh = pk_fp32_to_fp16(d);
         float id = d ? 1 / d : 0.0f;
         for (int ib = 0; ib < sbs / 32; ib++) {
-            int l = nearest_int(id * scales[ib]);
+            int l = pk_nearest_int(id * scales[ib]);
             l = l < -32 ? -32 : l > 31 ? 31 : l;
             float dl = d * l;
             float idl = dl ? 1 / dl : 0.0f;

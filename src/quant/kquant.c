@@ -20,15 +20,6 @@
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline int imax(int a, int b) { return a > b ? a : b; }
 
-/* Round to nearest, ties to even, by adding 1.5 * 2^23 (ggml's nearest_int).
- * Exact for |v| <= 2^22; any other input gives some int without UB. */
-static inline int nearest_int(float v) {
-    float t = v + 12582912.0f;
-    int32_t i;
-    memcpy(&i, &t, sizeof i);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 /* ---- scale searches (after ggml's make_*_quants) ----------------------------- */
 
 /* Symmetric: levels l in [-nmax, nmax - 1] (stored as l + nmax) with weights
@@ -46,7 +37,7 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
     float iscale = -nmax / max;
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
-        int l = imax(-nmax, imin(nmax - 1, nearest_int(iscale * x[i])));
+        int l = imax(-nmax, imin(nmax - 1, pk_nearest_int(iscale * x[i])));
         L[i] = (int8_t)(l + nmax);
         float w = x[i] * x[i];
         sumlx += w * x[i] * l;
@@ -59,14 +50,14 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
         iscale = -(nmax + 0.1f * is) / max;
         sumlx = suml2 = 0;
         for (int i = 0; i < n; i++) {
-            int l = imax(-nmax, imin(nmax - 1, nearest_int(iscale * x[i])));
+            int l = imax(-nmax, imin(nmax - 1, pk_nearest_int(iscale * x[i])));
             float w = x[i] * x[i];
             sumlx += w * x[i] * l;
             suml2 += w * l * l;
         }
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; i++) {
-                int l = nearest_int(iscale * x[i]);
+                int l = pk_nearest_int(iscale * x[i]);
                 L[i] = (int8_t)(nmax + imax(-nmax, imin(nmax - 1, l)));
             }
             scale = sumlx / suml2;
@@ -91,7 +82,7 @@ static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
     float iscale = -nmax / max;
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
-        int l = imax(-nmax, imin(nmax - 1, nearest_int(iscale * x[i])));
+        int l = imax(-nmax, imin(nmax - 1, pk_nearest_int(iscale * x[i])));
         L[i] = (int8_t)l;
         float w = x[i] * x[i];
         sumlx += w * x[i] * l;
@@ -104,7 +95,7 @@ static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
             float slx = sumlx - w * x[i] * L[i];
             if (slx > 0) {
                 float sl2 = suml2 - w * L[i] * L[i];
-                int nl = imax(-nmax, imin(nmax - 1, nearest_int(x[i] * sl2 / slx)));
+                int nl = imax(-nmax, imin(nmax - 1, pk_nearest_int(x[i] * sl2 / slx)));
                 if (nl != L[i]) {
                     slx += w * x[i] * nl;
                     sl2 += w * nl * nl;
@@ -145,7 +136,7 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
     float scale = 1 / iscale;
     float best_error = 0;
     for (int i = 0; i < n; i++) {
-        int l = nearest_int(iscale * (x[i] - min));
+        int l = pk_nearest_int(iscale * (x[i] - min));
         L[i] = (uint8_t)imax(0, imin(nmax, l));
         float diff = scale * L[i] + min - x[i];
         diff = use_mad ? fabsf(diff) : diff * diff;
@@ -155,7 +146,7 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
         iscale = (rmin + rdelta * is + nmax) / (max - min);
         float sum_l = 0, sum_l2 = 0, sum_xl = 0;
         for (int i = 0; i < n; i++) {
-            int l = imax(0, imin(nmax, nearest_int(iscale * (x[i] - min))));
+            int l = imax(0, imin(nmax, pk_nearest_int(iscale * (x[i] - min))));
             Laux[i] = (uint8_t)l;
             float w = weights[i];
             sum_l += w * l;
@@ -225,7 +216,7 @@ void pk_quantize_q2_K(const float *x, void *dst, int64_t n, const float *imp) {
         if (max_scale > 0) {
             float iscale = q4scale / max_scale;
             for (int j = 0; j < PK_QK_K / 16; j++)
-                y[i].scales[j] = (uint8_t)nearest_int(iscale * scales[j]);
+                y[i].scales[j] = (uint8_t)pk_nearest_int(iscale * scales[j]);
             y[i].d = pk_fp32_to_fp16(max_scale / q4scale);
         } else {
             for (int j = 0; j < PK_QK_K / 16; j++) y[i].scales[j] = 0;
@@ -234,7 +225,7 @@ void pk_quantize_q2_K(const float *x, void *dst, int64_t n, const float *imp) {
         if (max_min > 0) {
             float iscale = q4scale / max_min;
             for (int j = 0; j < PK_QK_K / 16; j++)
-                y[i].scales[j] |= (uint8_t)((unsigned)nearest_int(iscale * mins[j]) << 4); /* NaN in: no UB */
+                y[i].scales[j] |= (uint8_t)((unsigned)pk_nearest_int(iscale * mins[j]) << 4); /* NaN in: no UB */
             y[i].dmin = pk_fp32_to_fp16(max_min / q4scale);
         } else {
             y[i].dmin = pk_fp32_to_fp16(0.0f);
@@ -244,7 +235,7 @@ void pk_quantize_q2_K(const float *x, void *dst, int64_t n, const float *imp) {
             if (!d) continue;
             float dm = pk_fp16_to_fp32(y[i].dmin) * (float)(y[i].scales[j] >> 4);
             for (int ii = 0; ii < 16; ii++) {
-                int l = nearest_int((x[16 * j + ii] + dm) / d);
+                int l = pk_nearest_int((x[16 * j + ii] + dm) / d);
                 L[16 * j + ii] = (uint8_t)imax(0, imin(3, l));
             }
         }
@@ -296,7 +287,7 @@ void pk_quantize_q3_K(const float *x, void *dst, int64_t n, const float *imp) {
         if (max_scale) {
             float iscale = -32.0f / max_scale;
             for (int j = 0; j < PK_QK_K / 16; j++) {
-                int l = (int8_t)nearest_int(iscale * scales[j]);
+                int l = (int8_t)pk_nearest_int(iscale * scales[j]);
                 l = imax(-32, imin(31, l)) + 32;
                 if (j < 8) y[i].scales[j] = (uint8_t)(l & 0xF);
                 else y[i].scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
@@ -312,7 +303,7 @@ void pk_quantize_q3_K(const float *x, void *dst, int64_t n, const float *imp) {
             float d = pk_fp16_to_fp32(y[i].d) * (float)sc[j];
             if (!d) continue;
             for (int ii = 0; ii < 16; ii++) {
-                int l = nearest_int(x[16 * j + ii] / d);
+                int l = pk_nearest_int(x[16 * j + ii] / d);
                 L[16 * j + ii] = (int8_t)(imax(-4, imin(3, l)) + 4);
             }
         }
@@ -358,8 +349,8 @@ static void k4_scales(const float *x, int nmax, float rmin, int nstep, uint8_t *
     float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
     uint8_t ls[8], lm[8];
     for (int j = 0; j < 8; j++) {
-        uint8_t a = (uint8_t)nearest_int(inv_scale * scales[j]);
-        uint8_t b = (uint8_t)nearest_int(inv_min * mins[j]);
+        uint8_t a = (uint8_t)pk_nearest_int(inv_scale * scales[j]);
+        uint8_t b = (uint8_t)pk_nearest_int(inv_min * mins[j]);
         ls[j] = a > 63 ? 63 : a;
         lm[j] = b > 63 ? 63 : b;
     }
@@ -373,7 +364,7 @@ static void k4_scales(const float *x, int nmax, float rmin, int nstep, uint8_t *
         if (!d) continue;
         float dm = pk_fp16_to_fp32(*dmin16) * (float)m;
         for (int ii = 0; ii < 32; ii++) {
-            int l = nearest_int((x[32 * j + ii] + dm) / d);
+            int l = pk_nearest_int((x[32 * j + ii] + dm) / d);
             L[32 * j + ii] = (uint8_t)imax(0, imin(nmax, l));
         }
     }
@@ -497,12 +488,12 @@ void pk_quantize_q6_K(const float *x, void *dst, int64_t n, const float *imp) {
         float iscale = -128.0f / max_scale;
         y[i].d = pk_fp32_to_fp16(1 / iscale);
         for (int ib = 0; ib < PK_QK_K / 16; ib++)
-            y[i].scales[ib] = (int8_t)imin(127, nearest_int(iscale * scales[ib]));
+            y[i].scales[ib] = (int8_t)imin(127, pk_nearest_int(iscale * scales[ib]));
         for (int j = 0; j < PK_QK_K / 16; j++) {
             float d = pk_fp16_to_fp32(y[i].d) * (float)y[i].scales[j];
             if (!d) continue;
             for (int ii = 0; ii < 16; ii++) {
-                int l = nearest_int(x[16 * j + ii] / d);
+                int l = pk_nearest_int(x[16 * j + ii] / d);
                 L[16 * j + ii] = (int8_t)(imax(-32, imin(31, l)) + 32);
             }
         }
@@ -532,7 +523,7 @@ void pk_q8_K_to_float(const void *src, float *y, int64_t n) {
 }
 
 /* As ggml's quantize_row_q8_K_ref: the first element of largest magnitude
- * (sign kept) maps to -127; q = min(127, nearest_int(-127 / max * x)), so q
+ * (sign kept) maps to -127; q = min(127, pk_nearest_int(-127 / max * x)), so q
  * is in [-127, 127] for finite input; d = 1 / iscale stored as float. */
 void pk_q8_K_from_float(const float *x, void *dst, int64_t n) {
     pk_block_q8_K *y = dst;
@@ -550,7 +541,7 @@ void pk_q8_K_from_float(const float *x, void *dst, int64_t n) {
         }
         float iscale = -127.0f / max;
         for (int j = 0; j < PK_QK_K; j++)
-            y[i].qs[j] = (int8_t)imax(-128, imin(127, nearest_int(iscale * x[j])));
+            y[i].qs[j] = (int8_t)imax(-128, imin(127, pk_nearest_int(iscale * x[j])));
         for (int j = 0; j < PK_QK_K / 16; j++) {
             int sum = 0;
             for (int ii = 0; ii < 16; ii++) sum += y[i].qs[16 * j + ii];

@@ -211,6 +211,16 @@ typedef struct {
 } pk_block_iq4_xs;
 _Static_assert(sizeof(pk_block_iq4_xs) == 4 + PK_QK_K / 64 + PK_QK_K / 2, "wrong iq4_xs block size");
 
+/* Round to nearest, ties to even, by adding 1.5 * 2^23 (ggml's nearest_int),
+ * for the quantizers. Exact for |v| <= 2^22; any other input gives some int
+ * without UB. */
+static inline int pk_nearest_int(float v) {
+    float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
 /* The 16 non-linear levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl). */
 extern const int8_t pk_iq4nl_values[16];
 
@@ -307,6 +317,95 @@ static inline uint16_t pk_iq1_m_d(const uint8_t *sc) {
 /* The IQ1 grid (ggml's iq1s_grid): PK_IQ1_GRID points, byte j of entry i
  * the int8 level of element j of point i; made on the first call. */
 const uint64_t *pk_iq1s_grid(void);
+
+/* The i-quants below 4 bits (IQ3_XXS, IQ3_S, IQ2_S) code groups of 4 or 8
+ * magnitudes as one index into a lattice grid (a fixed list of points, the
+ * format's codebook: pk_iq3xxs_grid, pk_iq3s_grid, pk_iq2s_grid in
+ * quant/iq3.c, byte j of entry k = coordinate j of point k) and carry the
+ * signs apart, bit i of a sign byte negating element i of a group of 8.
+ * Sub-blocks of 32 have 4-bit scales ls. */
+
+/* IQ3_XXS: 3.0625 bits per weight. Element 32s + 4g + j (sub-block s < 8,
+ * group g < 8, j < 4) is d * (0.5 + ls) * 0.5 * grid[qs[8s + g]][j] * sign
+ * (pk_iq3xxs_grid: 256 points in {4, 12, 20, 28, 36, 44, 52, 62}^4). The
+ * little-endian uint32 a = qs[64 + 4s .. 67 + 4s] holds ls = a >> 28 and, for
+ * the 8 elements 32s + 8h + i (h < 4, i < 8), the sign byte
+ * pk_iq2_signs((a >> 7h) & 127): seven stored bits, the eighth making the
+ * count of minus signs even (as IQ2_XXS's codes). */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[3 * PK_QK_K / 8];    /* 64 grid indices, then 8 x (4-bit ls, 4 x 7 sign bits) */
+} pk_block_iq3_xxs;
+_Static_assert(sizeof(pk_block_iq3_xxs) == 2 + 3 * PK_QK_K / 8, "wrong iq3_xxs block size");
+
+/* IQ3_S: 3.4375 bits per weight. Element e = 32s + 4g + j is
+ * d * (1 + 2 ls) * grid[k][j], negated when bit e % 8 of signs[e / 8] is
+ * set; k = qs[8s + g] | (bit g of qh[s]) << 8 (pk_iq3s_grid: 512 points in
+ * {1, 3, ..., 15}^4), ls = nibble s % 2 of scales[s / 2]. */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[PK_QK_K / 4];        /* low 8 bits of the 64 grid indices */
+    uint8_t qh[PK_QK_K / 32];       /* their 9th bits, 8 per sub-block */
+    uint8_t signs[PK_QK_K / 8];     /* one bit per element */
+    uint8_t scales[PK_QK_K / 64];   /* 4-bit ls, two sub-blocks a byte */
+} pk_block_iq3_s;
+_Static_assert(sizeof(pk_block_iq3_s) == 2 + 13 * PK_QK_K / 32 + PK_QK_K / 64, "wrong iq3_s block size");
+
+/* IQ2_S: 2.5625 bits per weight. Element 32s + 8g + j (g < 4, j < 8) is
+ * d * (0.5 + ls) * 0.25 * grid[k][j], negated when bit j of qs[32 + 4s + g] is
+ * set; k = qs[4s + g] | ((qh[s] >> 2g) & 3) << 8 (pk_iq2s_grid: 1024 points in
+ * {8, 25, 43}^8), ls = nibble g / 2 of scales[s] (low: elements 0-15). */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[PK_QK_K / 4];        /* 32 low bytes of the grid indices, then 32 sign bytes */
+    uint8_t qh[PK_QK_K / 32];       /* bits 8-9 of the indices, 4 pairs per sub-block */
+    uint8_t scales[PK_QK_K / 32];   /* 4-bit ls, two half sub-blocks a byte */
+} pk_block_iq2_s;
+_Static_assert(sizeof(pk_block_iq2_s) == 2 + PK_QK_K / 4 + PK_QK_K / 16, "wrong iq2_s block size");
+
+/* The lattice grids, expanded on first use (thread-safe) from their compact
+ * form in quant/iq3.c; each call returns the same table. */
+const uint32_t *pk_iq3xxs_grid(void);     /* 256 entries */
+const uint32_t *pk_iq3s_grid(void);       /* 512 entries */
+const uint64_t *pk_iq2s_grid(void);       /* 1024 entries */
+
+/* The grid coordinates of sub-block sb (< 8: 32 elements) of an IQ3_XXS,
+ * IQ3_S or IQ2_S block b as 4 little-endian words (word i: elements
+ * 8i .. 8i + 7), grid the type's pk_*_grid(): what the SIMD kernels gather
+ * in general registers before moving to vectors. */
+static inline __attribute__((always_inline)) void pk_iq_lattice_words(int type, const void *b, int sb,
+                                                                      const void *grid, uint64_t w[4]) {
+    if (type == PK_TYPE_IQ2_S) {
+        const pk_block_iq2_s *x = b;
+        const uint64_t *g = grid;
+        const uint8_t *q = x->qs + 4 * sb;
+        const uint32_t h = x->qh[sb];
+        w[0] = g[q[0] | (h << 8 & 0x300)];
+        w[1] = g[q[1] | (h << 6 & 0x300)];
+        w[2] = g[q[2] | (h << 4 & 0x300)];
+        w[3] = g[q[3] | (h << 2 & 0x300)];
+        return;
+    }
+    const uint32_t *g = grid;
+    uint32_t k[8];
+    if (type == PK_TYPE_IQ3_XXS) {
+        const uint8_t *q = ((const pk_block_iq3_xxs *)b)->qs + 8 * sb;
+        k[0] = q[0]; k[1] = q[1]; k[2] = q[2]; k[3] = q[3];
+        k[4] = q[4]; k[5] = q[5]; k[6] = q[6]; k[7] = q[7];
+    } else {
+        const pk_block_iq3_s *x = b;
+        const uint8_t *q = x->qs + 8 * sb;
+        const uint32_t h = x->qh[sb];
+        k[0] = q[0] | (h << 8 & 256); k[1] = q[1] | (h << 7 & 256);
+        k[2] = q[2] | (h << 6 & 256); k[3] = q[3] | (h << 5 & 256);
+        k[4] = q[4] | (h << 4 & 256); k[5] = q[5] | (h << 3 & 256);
+        k[6] = q[6] | (h << 2 & 256); k[7] = q[7] | (h << 1 & 256);
+    }
+    w[0] = g[k[0]] | (uint64_t)g[k[1]] << 32;
+    w[1] = g[k[2]] | (uint64_t)g[k[3]] << 32;
+    w[2] = g[k[4]] | (uint64_t)g[k[5]] << 32;
+    w[3] = g[k[6]] | (uint64_t)g[k[7]] << 32;
+}
 
 /* MXFP4 (OCP microscaling FP4, the gpt-oss experts): 32 E2M1 values sharing
  * one E8M0 exponent: 4.25 bits per weight. w[j] = pk_mxfp4_values[q[j]] *
@@ -415,6 +514,14 @@ int pk_iq1_neighbours_total(void);
 /* IQ4_NL as llama-quantize writes it (ggml's quantize_iq4_nl: 7 extra scale
  * trials per block); from_float is the faster quantize_row_iq4_nl_ref. */
 void pk_quantize_iq4_nl_full(const float *src, void *dst, int64_t n, const float *imp);
+/* The lattice i-quants (quant/iq3.c): ggml's quantize_iq3_xxs, _iq3_s,
+ * _iq2_s; from_float is the same with imp == NULL (their _ref). */
+void pk_quantize_iq3_xxs(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq3_s(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq2_s(const float *src, void *dst, int64_t n, const float *imp);
+/* 1 when their quantization tables (grid maps, neighbour lists) were made
+ * as expected (made on first use; the quantizers write zeros otherwise) */
+int pk_iq_lattice_tables_ok(void);
 
 /* Reference conversions of the types above (used by the type table). */
 void pk_q4_0_to_float(const void *src, float *dst, int64_t n);
@@ -437,6 +544,12 @@ void pk_iq2_xxs_to_float(const void *src, float *dst, int64_t n);
 void pk_iq2_xs_to_float(const void *src, float *dst, int64_t n);
 void pk_iq1_s_to_float(const void *src, float *dst, int64_t n);
 void pk_iq1_m_to_float(const void *src, float *dst, int64_t n);
+void pk_iq3_xxs_to_float(const void *src, float *dst, int64_t n);
+void pk_iq3_s_to_float(const void *src, float *dst, int64_t n);
+void pk_iq2_s_to_float(const void *src, float *dst, int64_t n);
+void pk_iq3_xxs_from_float(const float *src, void *dst, int64_t n);
+void pk_iq3_s_from_float(const float *src, void *dst, int64_t n);
+void pk_iq2_s_from_float(const float *src, void *dst, int64_t n);
 void pk_q4_0_from_float(const float *src, void *dst, int64_t n);
 void pk_q4_1_from_float(const float *src, void *dst, int64_t n);
 void pk_q5_0_from_float(const float *src, void *dst, int64_t n);

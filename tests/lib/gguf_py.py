@@ -112,7 +112,8 @@ class GGUFWriter:
     add_f32, add_str, ... fix the type explicitly.
 
     Tensors: add_tensor(name, array, ttype=T_F32); array in numpy order
-    (shape (out, in) for a matrix -> ne = [in, out]).
+    (shape (out, in) for a matrix -> ne = [in, out]); add_raw_tensor(name,
+    ne, ttype, raw) for bytes of any other type.
     """
 
     def __init__(self, alignment=DEFAULT_ALIGNMENT, version=3):

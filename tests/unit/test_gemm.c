@@ -28,14 +28,15 @@ static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_
                              PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                              PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
                              PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S,
-                             PK_TYPE_IQ1_M };
+                             PK_TYPE_IQ1_M, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
 /* The gemm entries each variant must have when it is usable here: a
  * variant whose multi-token kernels went missing (a build without its ISA
  * flags, an entry dropped from its array) fails instead of testing nothing. */
 static const struct { const char *isa; int types[24]; } required[] = {
     { "avx2", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                 PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
-                PK_TYPE_IQ4_XS, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M, -1 } },
+                PK_TYPE_IQ4_XS, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M, PK_TYPE_IQ3_XXS,
+                PK_TYPE_IQ3_S, PK_TYPE_IQ2_S, -1 } },
     { "avxvnni", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                    PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, -1 } },
     { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
@@ -74,6 +75,12 @@ static void extreme_levels(int t, uint8_t *row, int64_t n) {
     case PK_TYPE_IQ2_XS: off = 2; len = 72; break;       /* point 511 (all 43), signs minus, scales 15 */
     case PK_TYPE_IQ1_S: off = 2; len = 48; break;        /* point 2047 (all +1), scales 7 */
     case PK_TYPE_IQ1_M: off = 0; len = 48; break;        /* point 2047 (all +1) */
+    /* the lattice i-quants: every byte after d 0xFF: the last grid point,
+       every sign negative, scales 15 (IQ3_XXS: 4 28 52 62; IQ3_S, IQ2_S:
+       index 511 / 1023) */
+    case PK_TYPE_IQ3_XXS: off = 2; len = 96; break;
+    case PK_TYPE_IQ3_S: off = 2; len = 108; break;
+    case PK_TYPE_IQ2_S: off = 2; len = 80; break;
     default: return;
     }
     const pk_type_traits *tr = pk_type_get(t);
@@ -226,7 +233,7 @@ static const int sweep_types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TY
                                    PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                                    PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
                                    PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S,
-                                   PK_TYPE_IQ1_M };
+                                   PK_TYPE_IQ1_M, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
 enum { NSWEEP = sizeof sweep_types / sizeof *sweep_types };
 enum { S_NORMAL, S_MAX, S_EXTREME, S_E8M0_LO, S_E8M0_HI, S_COUNT };
 
@@ -353,6 +360,7 @@ static void test_i8mm_complete(void) {
     static const int need[] = { PK_TYPE_Q4_K, PK_TYPE_Q8_0, PK_TYPE_Q2_K, PK_TYPE_Q6_K, PK_TYPE_Q5_K,
                                 PK_TYPE_Q3_K, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
                                 PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS,
+                                PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S,
 #if defined(PK_GEMM_FLOAT) && PK_GEMM_FLOAT
                                 PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_F32,
 #endif

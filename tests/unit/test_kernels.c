@@ -714,13 +714,15 @@ static void test_selection(void) {
 
 /* On x86-64 no weight type may fall back to the scalar reference in a
  * variant this CPU can run (each has the avx2 table's gemv and vec_dot or
- * its own): the types listed, which are all the ref table has. */
+ * its own, and a gemm for every block-quantized type): the types listed,
+ * which are all the ref table has. */
 static void test_x86_no_ref_fallback(void) {
 #if defined(__x86_64__)
     static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                               PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                               PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
-                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M };
+                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M,
+                              PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
     const pk_kernels *ref = &pk_kernels_ref_table, *list[8];
     int listed = 0;
     for (int t = 0; t < PK_TYPE_COUNT; t++) listed += ref->gemv[t] != NULL;
@@ -731,9 +733,11 @@ static void test_x86_no_ref_fallback(void) {
         if (list[v] == pk_kernels_by_name("ref")) continue;
         for (size_t i = 0; i < sizeof wt / sizeof *wt; i++) {
             int t = wt[i];
+            const int quant = pk_type_get(t)->blck > 1;
             TEST_CHECK(list[v]->gemv[t] && list[v]->gemv[t] != ref->gemv[t] && list[v]->vec_dot[t] &&
-                           list[v]->vec_dot[t] != ref->vec_dot[t],
-                       "%s: %s gemv/vec_dot are SIMD, not the reference's", list[v]->isa, pk_type_name(t));
+                           list[v]->vec_dot[t] != ref->vec_dot[t] && (!quant || list[v]->gemm[t]),
+                       "%s: %s gemv/vec_dot%s are SIMD, not the reference's", list[v]->isa, pk_type_name(t),
+                       quant ? "/gemm" : "");
         }
     }
 #endif
@@ -747,7 +751,8 @@ static void test_arm_no_ref_fallback(void) {
     static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                               PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                               PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
-                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M };
+                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M,
+                              PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
     static const int at[] = { PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q8_1, PK_TYPE_Q8_K };
     static const char *const arm[] = { "neon", "dotprod", "i8mm" };
     const pk_kernels *ref = &pk_kernels_ref_table;

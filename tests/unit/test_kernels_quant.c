@@ -1,8 +1,11 @@
 /* test_kernels_quant.c - the block-quantized weight types (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ2_XS) and their activation types (Q8_1, Q8_K):
- * formats (quant_*.c) and every usable kernel table (kernels_*.c).
+ * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S,
+ * IQ2_S) and their activation types (Q8_1, Q8_K): formats (quant_*.c) and
+ * every usable kernel table (kernels_*.c).
  *
- * Checks, per type: the type table; dequantization of blocks with known
+ * Checks, per type: the type table; the i-quants' lattice grids and sign
+ * bytes against ggml's tables (counts, levels, order, checksums);
+ * dequantization of blocks with known
  * contents, against hand-computed values and against an independent
  * element-by-element decoder written from the layouts documented in quant/quant.h
  * (so scale/min packing is checked bit by bit); quantize -> dequantize RMS
@@ -37,6 +40,20 @@ static const double e2m1[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
 
 /* ---- the types under test ---------------------------------------------------- */
 
+/* the lattice i-quants' round-trip bounds (relative RMS error, normal data) */
+#define RMS_IQ3_XXS 0.23
+#define RMS_IQ3_S 0.175
+#define RMS_IQ2_S 0.28
+/* FNV-1a of ggml's quantizers' bytes (test_ggml_bytes) */
+#define GOLD_IQ3_XXS 0x8d107e9269ee915full
+#define GOLD_IQ2_S 0x922fb6c46b264f20ull
+#define GOLD_IQ3_XXS_IMP 0xc771554bf6ee30f9ull
+#define GOLD_IQ2_S_IMP 0xc9ee56919f58eb26ull
+#define GOLD_IQ3_S_NZ 0x9c1a8e4576d62bc0ull
+#define GOLD_IQ3_S_NZ_IMP 0xb066b9dd3fa8ed36ull
+#define GOLD_IQ3_XXS_NZ_IMP 0xfc039f73030668b1ull
+#define GOLD_IQ2_S_NZ 0xeebdd86f25ffa586ull
+
 static const struct { int t, act, blck; size_t size; double rms_bound; } types[] = {
     /* rms_bound: RMS(x - deq(q(x))) / RMS(x) for roughly normal data */
     { PK_TYPE_Q4_0, PK_TYPE_Q8_0, 32, 18, 0.125 },
@@ -52,6 +69,9 @@ static const struct { int t, act, blck; size_t size; double rms_bound; } types[]
     { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
     { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
     { PK_TYPE_IQ2_XXS, PK_TYPE_Q8_K, 256, 66, 0.36 }, { PK_TYPE_IQ2_XS, PK_TYPE_Q8_K, 256, 74, 0.32 },
+    { PK_TYPE_IQ3_XXS, PK_TYPE_Q8_K, 256, 98, RMS_IQ3_XXS },
+    { PK_TYPE_IQ3_S, PK_TYPE_Q8_K, 256, 110, RMS_IQ3_S },
+    { PK_TYPE_IQ2_S, PK_TYPE_Q8_K, 256, 82, RMS_IQ2_S },
 };
 enum { NTYPES = sizeof types / sizeof *types };
 
@@ -180,6 +200,32 @@ static void elem(int t, const uint8_t *p, int e, double *a, double *b) {
         *a = h2d(p) * (0.5 + ls) / 4 * (int)(uint8_t)(point >> 8 * j) * (minus ? -1 : 1);
         break;
     }
+    case PK_TYPE_IQ3_XXS: {                 /* d, 64 indices, 8 x uint32 (ls << 28 | signs) */
+        int s = e / 32, g = e % 32 / 4;
+        uint32_t sa = p[66 + 4 * s] | p[67 + 4 * s] << 8 | p[68 + 4 * s] << 16 | (uint32_t)p[69 + 4 * s] << 24;
+        uint32_t s7 = sa >> 7 * (e % 32 / 8) & 127, ones = 0;
+        for (int k = 0; k < 7; k++) ones += s7 >> k & 1;
+        int neg = e % 8 == 7 ? (int)(ones & 1) : (int)(s7 >> (e % 8) & 1);
+        int v = (int)(pk_iq3xxs_grid()[p[2 + 8 * s + g]] >> 8 * (e % 4) & 255);
+        *a = h2d(p) * (0.5 + (sa >> 28)) * 0.5 * (neg ? -v : v);
+        break;
+    }
+    case PK_TYPE_IQ3_S: {                   /* d, qs[64], qh[8], signs[32], scales[4] */
+        int s = e / 32, g = e % 32 / 4;
+        int k = p[2 + 8 * s + g] | ((p[66 + s] >> g) & 1) << 8;
+        int v = (int)(pk_iq3s_grid()[k] >> 8 * (e % 4) & 255);
+        int ls = (p[106 + s / 2] >> 4 * (s % 2)) & 15;
+        *a = h2d(p) * (1 + 2 * ls) * ((p[74 + e / 8] >> (e % 8)) & 1 ? -v : v);
+        break;
+    }
+    case PK_TYPE_IQ2_S: {                   /* d, qs[32], signs[32], qh[8], scales[8] */
+        int s = e / 32, g = e % 32 / 8;
+        int k = p[2 + 4 * s + g] | ((p[66 + s] >> 2 * g) & 3) << 8;
+        int v = (int)(pk_iq2s_grid()[k] >> 8 * (e % 8) & 255);
+        int ls = (p[74 + s] >> 4 * (g / 2)) & 15;
+        *a = h2d(p) * (0.5 + ls) * 0.25 * ((p[34 + 4 * s + g] >> (e % 8)) & 1 ? -v : v);
+        break;
+    }
     default: *a = NAN;
     }
 }
@@ -191,7 +237,8 @@ static void sane_scales(int t, uint8_t *p) {
         { PK_TYPE_Q5_0, { 0, -1 } }, { PK_TYPE_Q5_1, { 0, 2 } }, { PK_TYPE_Q8_1, { 0, 2 } },
         { PK_TYPE_Q2_K, { 80, 82 } }, { PK_TYPE_Q3_K, { 108, -1 } }, { PK_TYPE_Q4_K, { 0, 2 } },
         { PK_TYPE_Q5_K, { 0, 2 } }, { PK_TYPE_Q6_K, { 208, -1 } }, { PK_TYPE_IQ4_XS, { 0, -1 } },
-        { PK_TYPE_IQ2_XXS, { 0, -1 } }, { PK_TYPE_IQ2_XS, { 0, -1 } },
+        { PK_TYPE_IQ2_XXS, { 0, -1 } }, { PK_TYPE_IQ2_XS, { 0, -1 } }, { PK_TYPE_IQ3_XXS, { 0, -1 } },
+        { PK_TYPE_IQ3_S, { 0, -1 } }, { PK_TYPE_IQ2_S, { 0, -1 } },
     };
     for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
         if (tab[i].t == t)
@@ -225,6 +272,46 @@ static void test_traits(void) {
                    pk_kernels_ref_table.quantize[acts[i]], "activation type %s", tt->name);
     }
     TEST_CHECK(sizeof(pk_block_q8_K) == 292 && sizeof(pk_block_q8_1) == 36, "activation sizes");
+}
+
+/* ---- the i-quant lattice grids ------------------------------------------------------- */
+
+/* Each grid: its count, every coordinate one of its levels, entries in
+ * strictly increasing order (so unique), and FNV-1a 64 over the entries as
+ * little-endian bytes equal to that of ggml's table (iq3xxs_grid, iq3s_grid,
+ * iq2s_grid of ggml-common.h, llama.cpp 34af94c: the same bytes hashed with
+ * the same FNV-1a by a Python one-off). Their sign rule is IQ2_XXS's
+ * (pk_iq2_signs, test_iq2.c). */
+static void test_iq_grids(void) {
+    static const uint8_t l3xxs[] = { 4, 12, 20, 28, 36, 44, 52, 62 }, l3s[] = { 1, 3, 5, 7, 9, 11, 13, 15 },
+                         l2s[] = { 8, 25, 43 };
+    const struct { const char *name; int count, dim, nl; const uint8_t *levels; uint64_t fnv; } g[] = {
+        { "iq3xxs", 256, 4, 8, l3xxs, 0xdfa5dc83d6a155d5ull },
+        { "iq3s", 512, 4, 8, l3s, 0xfa37020c25b44829ull },
+        { "iq2s", 1024, 8, 3, l2s, 0x123edd38a3b62b90ull },
+    };
+    for (int gi = 0; gi < 3; gi++) {
+        uint8_t *bytes = malloc((size_t)g[gi].count * g[gi].dim);
+        int bad_level = 0, bad_order = 0;
+        uint64_t prev = 0;
+        for (int k = 0; k < g[gi].count; k++) {
+            uint64_t v = gi == 0 ? pk_iq3xxs_grid()[k] : gi == 1 ? pk_iq3s_grid()[k] : pk_iq2s_grid()[k];
+            if (gi < 2) TEST_CHECK(v >> 32 == 0, "%s entry %d fits 32 bits", g[gi].name, k);
+            bad_order += k > 0 && v <= prev;
+            prev = v;
+            for (int j = 0; j < g[gi].dim; j++) {
+                uint8_t c = (uint8_t)(v >> 8 * j);
+                bytes[k * g[gi].dim + j] = c;
+                bad_level += memchr(g[gi].levels, c, (size_t)g[gi].nl) == NULL;
+            }
+        }
+        uint64_t h = fnv1a(bytes, (size_t)g[gi].count * g[gi].dim);
+        TEST_CHECK(bad_level == 0 && bad_order == 0, "%s grid: %d coordinates off the levels, %d out of order",
+                   g[gi].name, bad_level, bad_order);
+        TEST_CHECK(h == g[gi].fnv, "%s grid equals ggml's (FNV-1a %016llx)", g[gi].name, (unsigned long long)h);
+        free(bytes);
+    }
+    TEST_CHECK(pk_iq3xxs_grid() == pk_iq3xxs_grid() && pk_iq2s_grid() == pk_iq2s_grid(), "grids made once");
 }
 
 /* ---- hand-built blocks -------------------------------------------------------------- */
@@ -399,6 +486,44 @@ static void test_known_blocks(void) {
     pk_type_get(PK_TYPE_MXFP4)->from_float(xm, &mx, 32);
     TEST_CHECK(mx.e == 254 && mx.qs[9] == 0 && mx.qs[10] == 0, "MXFP4 tiny block: e wraps to %d", mx.e);
 
+    /* IQ3_XXS, d = 1: sub-block 0 has ls = 3 (1.75); elements 0-3 grid[1] =
+     * 20 4 4 4, 4-7 grid[0] = 4s, 8-11 grid[255] = 4 28 52 62; stored signs
+     * 0000001 (parity sets bit 7: elements 0 and 7 negative) and 0000011
+     * (elements 8, 9); sub-block 1: ls 0 (0.25), grid[0], no signs */
+    pk_block_iq3_xxs x3;
+    memset(&x3, 0, sizeof x3);
+    x3.d = f16(1.0f);
+    x3.qs[0] = 1; x3.qs[2] = 255;
+    uint32_t sa = 3u << 28 | 0x01 | 0x03 << 7;
+    memcpy(x3.qs + 64, &sa, 4);
+    pk_type_get(PK_TYPE_IQ3_XXS)->to_float(&x3, out, 256);
+    TEST_CHECK(out[0] == -35.0f && out[1] == 7.0f && out[4] == 7.0f && out[7] == -7.0f && out[8] == -7.0f &&
+               out[9] == -49.0f && out[10] == 91.0f && out[11] == 108.5f && out[32] == 1.0f && out[255] == 1.0f,
+               "IQ3_XXS known values (%g %g %g %g %g %g)", out[0], out[7], out[8], out[9], out[11], out[32]);
+
+    /* IQ3_S, d = 0.5: ls 1 (1.5) then 2 (2.5); group 0 grid[1] = 3 1 1 1,
+     * group 1 grid[256] (9th bit from qh) = 7 5 9 5, element 4 negative */
+    pk_block_iq3_s s3;
+    memset(&s3, 0, sizeof s3);
+    s3.d = f16(0.5f);
+    s3.scales[0] = 0x21; s3.qs[0] = 1; s3.qh[0] = 0x02; s3.signs[0] = 0x10;
+    pk_type_get(PK_TYPE_IQ3_S)->to_float(&s3, out, 256);
+    TEST_CHECK(out[0] == 4.5f && out[1] == 1.5f && out[4] == -10.5f && out[5] == 7.5f && out[6] == 13.5f &&
+               out[8] == 1.5f && out[32] == 2.5f && out[64] == 0.5f,
+               "IQ3_S known values (%g %g %g %g %g)", out[0], out[4], out[6], out[32], out[64]);
+
+    /* IQ2_S, d = 2: elements 0-15 ls 1 (0.75), 16-31 ls 3 (1.75); group 0
+     * grid[2] = 25 25 8 ..., group 1 grid[256] = 25 x5 8 25 8, group 2
+     * grid[0] = 8s; elements 0 and 23 negative */
+    pk_block_iq2_s s2;
+    memset(&s2, 0, sizeof s2);
+    s2.d = f16(2.0f);
+    s2.scales[0] = 0x31; s2.qs[0] = 2; s2.qh[0] = 0x04; s2.qs[32] = 0x01; s2.qs[34] = 0x80;
+    pk_type_get(PK_TYPE_IQ2_S)->to_float(&s2, out, 256);
+    TEST_CHECK(out[0] == -18.75f && out[1] == 18.75f && out[2] == 6.0f && out[8] == 18.75f && out[13] == 6.0f &&
+               out[14] == 18.75f && out[16] == 14.0f && out[23] == -14.0f && out[32] == 2.0f,
+               "IQ2_S known values (%g %g %g %g %g %g)", out[0], out[2], out[8], out[13], out[16], out[23]);
+
     pk_block_q8_K q8k;
     memset(&q8k, 0, sizeof q8k);
     q8k.d = 0.125f; q8k.qs[0] = -128; q8k.qs[255] = 127;
@@ -414,7 +539,7 @@ static void test_known_blocks(void) {
     static const int all[] = { PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q8_1,
                                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
                                PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4,
-                               PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS };
+                               PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
     for (size_t ti = 0; ti < sizeof all / sizeof *all; ti++) {
         int t = all[ti];
         const pk_type_traits *tt = pk_type_get(t);
@@ -487,7 +612,6 @@ static void test_round_trip(void) {
 
 /* ---- byte compatibility with llama.cpp's reference quantizers ------------------------------ */
 
-
 static void test_ggml_bytes(void) {
     /* FNV-1a of ggml's quantize_row_<type>_ref(gold_input, 4096 elements)
      * (ggml-quants.c built with -ffp-contract=off) */
@@ -509,6 +633,10 @@ static void test_ggml_bytes(void) {
         { -PK_TYPE_IQ4_NL, 0xba891499f3a2fc39ull },
         /* ggml-org/ggml d99724f2 quantize_row_mxfp4_ref, built as above */
         { PK_TYPE_MXFP4, 0x068c9ff39cda89d9ull },
+        /* llama.cpp 34af94c quantize_row_iq3_xxs_ref, quantize_row_iq2_s_ref,
+           built as above (IQ3_S below) */
+        { PK_TYPE_IQ3_XXS, GOLD_IQ3_XXS },
+        { PK_TYPE_IQ2_S, GOLD_IQ2_S },
     };
     enum { N = 4096 };
     float *x = malloc(N * sizeof(float));
@@ -552,13 +680,39 @@ static void test_ggml_bytes(void) {
     /* imp == NULL is the reference; imp given changes nothing where unused */
     uint8_t *q2 = malloc(N * 2);
     for (int i = 0; i < N; i++) imp[i] = 1.0f + (float)(i % 5);
+    /* The lattice types with importances (ggml's quantize_iq3_xxs, _iq3_s,
+     * _iq2_s with quant_weights imp, one row; built as above), and IQ3_S
+     * without: on the input without its zero 32-blocks, as ggml's IQ3_S
+     * quantizer mis-places the indices and signs after an all-zero
+     * sub-block (this one keeps them in place: test_iq_zero_sub below) */
+    TEST_CHECK(pk_iq_lattice_tables_ok(), "lattice quantization tables made");
+    static const struct { int t, zeros, use_imp; uint64_t h; } gold_iq[] = {
+        { PK_TYPE_IQ3_XXS, 1, 1, GOLD_IQ3_XXS_IMP }, { PK_TYPE_IQ2_S, 1, 1, GOLD_IQ2_S_IMP },
+        { PK_TYPE_IQ3_S, 0, 0, GOLD_IQ3_S_NZ }, { PK_TYPE_IQ3_S, 0, 1, GOLD_IQ3_S_NZ_IMP },
+        { PK_TYPE_IQ3_XXS, 0, 1, GOLD_IQ3_XXS_NZ_IMP }, { PK_TYPE_IQ2_S, 0, 0, GOLD_IQ2_S_NZ },
+    };
+    for (size_t i = 0; i < sizeof gold_iq / sizeof *gold_iq; i++) {
+        size_t sz = pk_row_size(gold_iq[i].t, N);
+        gold_input_z(x, N, gold_iq[i].zeros);
+        void (*fn)(const float *, void *, int64_t, const float *) =
+            gold_iq[i].t == PK_TYPE_IQ3_XXS ? pk_quantize_iq3_xxs : gold_iq[i].t == PK_TYPE_IQ3_S ? pk_quantize_iq3_s
+                                                                                               : pk_quantize_iq2_s;
+        memset(q, 0, sz);
+        fn(x, q, N, gold_iq[i].use_imp ? imp : NULL);
+        uint64_t h = fnv1a(q, sz);
+        TEST_CHECK(h == gold_iq[i].h, "%s%s%s quantizer bytes match ggml (hash %016llx)",
+                   pk_type_name(gold_iq[i].t), gold_iq[i].use_imp ? " with importances" : "",
+                   gold_iq[i].zeros ? "" : " (no zero blocks)", (unsigned long long)h);
+    }
+    gold_input(x, N);
     static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); } fns[] = {
         { PK_TYPE_Q4_0, pk_quantize_q4_0 }, { PK_TYPE_Q4_1, pk_quantize_q4_1 },
         { PK_TYPE_Q5_0, pk_quantize_q5_0 }, { PK_TYPE_Q5_1, pk_quantize_q5_1 },
         { PK_TYPE_Q2_K, pk_quantize_q2_K }, { PK_TYPE_Q3_K, pk_quantize_q3_K },
         { PK_TYPE_Q4_K, pk_quantize_q4_K }, { PK_TYPE_Q5_K, pk_quantize_q5_K },
         { PK_TYPE_Q6_K, pk_quantize_q6_K }, { PK_TYPE_IQ4_NL, pk_quantize_iq4_nl },
-        { PK_TYPE_IQ4_XS, pk_quantize_iq4_xs },
+        { PK_TYPE_IQ4_XS, pk_quantize_iq4_xs }, { PK_TYPE_IQ3_XXS, pk_quantize_iq3_xxs },
+        { PK_TYPE_IQ3_S, pk_quantize_iq3_s }, { PK_TYPE_IQ2_S, pk_quantize_iq2_s },
     };
     for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
         size_t sz = pk_row_size(fns[i].t, N);
@@ -579,10 +733,43 @@ static void test_ggml_bytes(void) {
     free(x); free(q); free(q2); free(imp);
 }
 
+/* An all-zero sub-block (IQ3_S: ggml's quantizer then writes the later
+ * sub-blocks' indices and signs a slot early): it decodes to its smallest
+ * values (these formats have no zero level: grid point 0 at scale code 0)
+ * and the rest of the super-block decodes as well as a block without one
+ * (indices in the wrong slots would not). */
+static void test_iq_zero_sub(void) {
+    static const struct { int t; double rms; } ts[] = {
+        { PK_TYPE_IQ3_S, RMS_IQ3_S }, { PK_TYPE_IQ3_XXS, RMS_IQ3_XXS }, { PK_TYPE_IQ2_S, RMS_IQ2_S } };
+    float x[256], y[256];
+    uint8_t q[128];
+    for (size_t ti = 0; ti < 3; ti++) {
+        const pk_type_traits *tt = pk_type_get(ts[ti].t);
+        for (int i = 0; i < 256; i++) x[i] = i >= 64 && i < 96 ? 0.0f : rndn();   /* sub-block 2 zero */
+        tt->from_float(x, q, 256);
+        tt->to_float(q, y, 256);
+        double se = 0, sx = 0, zmax = 0, amax = 0;
+        for (int i = 0; i < 256; i++) {
+            if (i >= 64 && i < 96) {
+                zmax = fmax(zmax, fabs(y[i]));
+                continue;
+            }
+            se += (x[i] - y[i]) * (double)(x[i] - y[i]);
+            sx += (double)x[i] * x[i];
+            amax = fmax(amax, fabs(x[i]));
+        }
+        TEST_CHECK(zmax < 0.1 * amax && sqrt(se / sx) < 1.5 * ts[ti].rms,
+                   "%s: a zero sub-block decodes small (%.3g of max %.3g), the others decode (relative RMS %.3f)",
+                   tt->name, zmax, amax, sqrt(se / sx));
+    }
+}
+
 /* ---- kernels against exact double sums ------------------------------------------------------ */
 
-enum { D_RANDOM, D_ZEROS, D_MAX, D_OUTLIER, D_RAW, D_COUNT };
-static const char *dname[D_COUNT] = { "random", "zeros", "max", "outlier", "raw-bytes" };
+/* D_RAW: random weight bytes against normal activations; D_RAW_MAX: against
+ * activations at full scale (the largest integer sums) */
+enum { D_RANDOM, D_ZEROS, D_MAX, D_OUTLIER, D_RAW, D_RAW_MAX, D_COUNT };
+static const char *dname[D_COUNT] = { "random", "zeros", "max", "outlier", "raw-bytes", "raw-bytes-max" };
 
 /* max magnitude: 3e4 keeps fp16 scales finite; Q8_1's s = fp16(d * sum q)
  * overflows past |sum x| = 65504, so its users get 1e3 */
@@ -661,11 +848,11 @@ static void test_dot_type(const pk_kernels *k, int t, int64_t n, int kind) {
     float *f = malloc((size_t)n * sizeof(float));
     max_mag = xt == PK_TYPE_Q8_1 ? 1e3f : 3e4f;
     for (int r = 0; r < MAXR; r++) {
-        if (kind == D_RAW) fill_raw(t, w + r * rb, n);
+        if (kind >= D_RAW) fill_raw(t, w + r * rb, n);
         else { fill(f, n, kind); quant_row(t, f, w + r * rb, n); }
         memset(w + r * rb + rs, 0xAB, pad);
     }
-    fill(f, n, kind == D_RAW ? D_RANDOM : kind);
+    fill(f, n, kind == D_RAW ? D_RANDOM : kind == D_RAW_MAX ? D_MAX : kind);
     pk_type_get(xt)->from_float(f, x, n);
 
     double ex[MAXR], mg[MAXR];
@@ -712,7 +899,8 @@ static void test_kernels_dot(const pk_kernels *k) {
         const int64_t *ns = type_blck(t) == 256 ? nk : nl;
         int cnt = type_blck(t) == 256 ? 4 : 5;
         for (int i = 0; i < cnt; i++)
-            for (int kind = 0; kind < D_COUNT; kind++) test_dot_type(k, t, ns[i], kind);
+            for (int kind = 0; kind < D_COUNT; kind++)
+                test_dot_type(k, t, ns[i], kind);
     }
 }
 
@@ -839,9 +1027,11 @@ static void test_kernels_quant(const pk_kernels *k) {
 
 int main(void) {
     test_traits();
+    test_iq_grids();
     test_known_blocks();
     test_round_trip();
     test_ggml_bytes();
+    test_iq_zero_sub();
     const pk_kernels *list[8];
     int nl = pk_kernels_list(list, 8);
     for (int i = 0; i < nl; i++) {

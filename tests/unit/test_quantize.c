@@ -833,6 +833,23 @@ static const float *imat_all_fn(void *ud, const char *name, int64_t *n) {
     return a->buf;
 }
 
+/* the bundled model opened in ia, its buffer sized for its largest tensor;
+ * 0 (a failed check) if it cannot be opened */
+static int imat_fill_model(imat_fill *ia) {
+    pk_error err = {0};
+    if (gguf_open(MODEL, &ia->f, &err)) {
+        TEST_CHECK(0, "open %s: %s", MODEL, err.msg);
+        return 0;
+    }
+    for (uint64_t i = 0; i < ia->f->n_tensors; i++) {
+        const gguf_tensor *t = &ia->f->tensors[i];
+        int64_t n = t->ne[0] * (t->ne[2] > 0 ? t->ne[2] : 1);
+        if (n > ia->cap) ia->cap = n;
+    }
+    ia->buf = malloc((size_t)ia->cap * sizeof(float));
+    return 1;
+}
+
 /* llama-quantize's IQ1_S / IQ1_M mix on this model (its files in
  * ../shared/models/iq/ have these types): output Q5_K, token_embd Q2_K,
  * attn_v Q4_K (16 experts), attn_output IQ2_XXS, no ffn_down at Q2_K (the
@@ -850,13 +867,7 @@ static int iq1_expected(const char *name) {
 static void test_iq1(void) {
     pk_error err = {0};
     imat_fill ia = {0};
-    if (gguf_open(MODEL, &ia.f, &err)) { TEST_CHECK(0, "open %s: %s", MODEL, err.msg); return; }
-    for (uint64_t i = 0; i < ia.f->n_tensors; i++) {
-        const gguf_tensor *t = &ia.f->tensors[i];
-        int64_t n = t->ne[0] * (t->ne[2] > 0 ? t->ne[2] : 1);
-        if (n > ia.cap) ia.cap = n;
-    }
-    ia.buf = malloc((size_t)ia.cap * sizeof(float));
+    if (!imat_fill_model(&ia)) return;
     static const char *const names[2] = {"IQ1_S", "IQ1_M"};
     static const int types[2] = {PK_TYPE_IQ1_S, PK_TYPE_IQ1_M};
     for (int k = 0; k < 2; k++) {
@@ -932,6 +943,143 @@ static void test_iq1(void) {
     gguf_close(ia.f);
 }
 
+/* ---- the i-quant presets of IQ3_XXS, IQ3_S, IQ2_S (llama-quantize's rules on
+ * this model: 6 layers, 16 experts, GQA 2) ------------------------------------------- */
+
+static int is_norm_or_router(const char *name) {
+    return strstr(name, "_norm.weight") || strstr(name, "ffn_gate_inp");
+}
+/* IQ3_S: IQ3_S everywhere but output (Q6_K) */
+static int iq3s_expected(const char *name) {
+    if (is_norm_or_router(name)) return PK_TYPE_F32;
+    return strcmp(name, "output.weight") == 0 ? PK_TYPE_Q6_K : PK_TYPE_IQ3_S;
+}
+/* IQ3_M: attn_v and attn_output Q4_K, output Q6_K, the rest IQ3_S (its
+ * ffn_down rule, Q4_K below layer n / 8 = 0 or in 8-expert models, picks
+ * none here) */
+static int iq3m_expected(const char *name) {
+    if (is_norm_or_router(name)) return PK_TYPE_F32;
+    if (strcmp(name, "output.weight") == 0) return PK_TYPE_Q6_K;
+    if (strstr(name, "attn_v.weight") || strstr(name, "attn_output.weight")) return PK_TYPE_Q4_K;
+    return PK_TYPE_IQ3_S;
+}
+/* IQ3_XS (with an importance matrix: its IQ3_XXS tensors need one): attn_q,
+ * attn_k IQ3_XXS; ffn_gate / ffn_up of layers 0 <= l < 5 (n / 8 = 0 ..
+ * 7 n / 8 = 5) IQ3_XXS; output Q6_K; the rest IQ3_S */
+static int iq3xs_expected(const char *name) {
+    if (is_norm_or_router(name)) return PK_TYPE_F32;
+    if (strcmp(name, "output.weight") == 0) return PK_TYPE_Q6_K;
+    if (strstr(name, "attn_q.weight") || strstr(name, "attn_k.weight")) return PK_TYPE_IQ3_XXS;
+    int l = layer_num(name);
+    if ((strstr(name, "ffn_gate_exps") || strstr(name, "ffn_up_exps")) && l >= 0 && l < 5) return PK_TYPE_IQ3_XXS;
+    return PK_TYPE_IQ3_S;
+}
+/* IQ3_XXS with an importance matrix: output Q5_K, token_embd and
+ * attn_output IQ3_S, attn_q / attn_k IQ2_S, the rest (attn_v included)
+ * IQ3_XXS - the mix of llama-quantize's file in ../shared/models/iq */
+static int iq3xxs_expected(const char *name) {
+    if (is_norm_or_router(name)) return PK_TYPE_F32;
+    if (strcmp(name, "output.weight") == 0) return PK_TYPE_Q5_K;
+    if (strcmp(name, "token_embd.weight") == 0 || strstr(name, "attn_output.weight")) return PK_TYPE_IQ3_S;
+    if (strstr(name, "attn_q.weight") || strstr(name, "attn_k.weight")) return PK_TYPE_IQ2_S;
+    return PK_TYPE_IQ3_XXS;
+}
+/* IQ2_M (IQ2_S: the same with IQ2_XS for IQ2_S) with an importance matrix:
+ * output Q5_K, token_embd and attn_output IQ3_S, attn_v Q4_K (16 experts >=
+ * 4), no ffn_down at IQ3_S (the first 6 / 8 = 0), the rest IQ2_S */
+static int iq2_sm_expected(const char *name, int rest) {
+    if (is_norm_or_router(name)) return PK_TYPE_F32;
+    if (strcmp(name, "output.weight") == 0) return PK_TYPE_Q5_K;
+    if (strcmp(name, "token_embd.weight") == 0 || strstr(name, "attn_output.weight")) return PK_TYPE_IQ3_S;
+    if (strstr(name, "attn_v.weight")) return PK_TYPE_Q4_K;
+    return rest;
+}
+static int iq2m_expected(const char *name) { return iq2_sm_expected(name, PK_TYPE_IQ2_S); }
+static int iq2s_expected(const char *name) { return iq2_sm_expected(name, PK_TYPE_IQ2_XS); }
+
+/* The presets that need an importance matrix are refused without one
+ * (naming a tensor), and plan llama-quantize's mix with one; a real IQ2_M
+ * run writes every converted row as the importance-weighted quantizer does. */
+static void test_iq_presets(void) {
+    pk_error err = {0};
+    imat_fill ia = {0};
+    if (!imat_fill_model(&ia)) return;
+    static const struct { const char *preset; int (*expected)(const char *); int needs; } ps[] = {
+        { "IQ3_M", iq3m_expected, 0 }, { "IQ3_XS", iq3xs_expected, 1 },
+        { "IQ3_XXS", iq3xxs_expected, 1 }, { "IQ2_M", iq2m_expected, 1 }, { "IQ2_S", iq2s_expected, 1 },
+    };
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        pk_quantize_params p = pk_quantize_default_params();
+        prog pr = {0};
+        p.preset = ps[i].preset;
+        p.dry_run = 1;
+        p.progress = on_progress;
+        p.progress_ud = &pr;
+        int rc = pk_quantize_file(MODEL, tmp_path("iq.gguf"), &p, &err);
+        if (ps[i].needs) {
+            TEST_CHECK(rc == PK_ERR_ARG && strstr(err.msg, "needs an importance matrix") && strstr(err.msg, "tensor '"),
+                       "%s without an importance matrix: rc %d: %s", ps[i].preset, rc, err.msg);
+            memset(&pr, 0, sizeof pr);
+            p.imatrix = imat_all_fn;
+            p.imatrix_ud = &ia;
+            rc = pk_quantize_file(MODEL, tmp_path("iq.gguf"), &p, &err);
+        }
+        TEST_CHECK(rc == PK_OK && pr.calls == 75, "%s dry run: rc %d (%s), %d tensors", ps[i].preset, rc, err.msg,
+                   pr.calls);
+        for (int k = 0; k < pr.calls && k < 256; k++) {
+            int want = ps[i].expected(pr.names[k]);
+            TEST_CHECK(strcmp(pr.types[k], pk_type_name(want)) == 0, "%s: '%s' -> %s, expected %s", ps[i].preset,
+                       pr.names[k], pr.types[k], pk_type_name(want));
+        }
+    }
+    /* a real IQ2_M run with importances (every tensor has some): IQ2_S,
+     * IQ3_S, Q4_K, Q5_K rows checked */
+    pk_quantize_params p = pk_quantize_default_params();
+    p.preset = "IQ2_M";
+    p.imatrix = imat_all_fn;
+    p.imatrix_ud = &ia;
+    p.n_threads = 2;
+    const char *out = tmp_path("kjv-iq2_m.gguf");
+    double t0 = pk_time();
+    int rc = pk_quantize_file(MODEL, out, &p, &err);
+    fprintf(stderr, "%s: IQ2_M in %.2fs\n", out, pk_time() - t0);
+    TEST_CHECK(rc == PK_OK, "IQ2_M: %s", err.msg);
+    gguf_file *of = NULL;
+    if (rc == PK_OK && gguf_open(out, &of, &err) == PK_OK) {
+        static const char *const names[] = { "blk.1.ffn_down_exps.weight", "blk.2.attn_output.weight",
+                                             "blk.3.attn_v.weight", "output.weight" };
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+            const gguf_tensor *t = gguf_find_tensor(ia.f, names[i]), *o = gguf_find_tensor(of, names[i]);
+            TEST_CHECK(t && o && o->type == iq2m_expected(names[i]), "IQ2_M: '%s' is there as %s", names[i],
+                       o ? pk_type_name(o->type) : "-");
+            if (!t || !o) continue;
+            int64_t n = 0, ne0 = t->ne[0], rows = t->nelements / ne0;
+            const float *w = imat_all_fn(&ia, names[i], &n);
+            size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
+            float *x = malloc((size_t)ne0 * sizeof *x);
+            uint8_t *q = malloc(drow);
+            int64_t bad = -1;
+            for (int64_t r = 0; r < rows && bad < 0; r += 5) {
+                pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
+                const float *wr = w + ((r / t->ne[1]) % t->ne[2]) * ne0;
+                if (o->type == PK_TYPE_IQ2_S) pk_quantize_iq2_s(x, q, ne0, wr);
+                else if (o->type == PK_TYPE_IQ3_S) pk_quantize_iq3_s(x, q, ne0, wr);
+                else if (o->type == PK_TYPE_Q4_K) pk_quantize_q4_K_imat(x, q, ne0, wr);
+                else pk_quantize_q5_K_imat(x, q, ne0, wr);
+                if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
+            }
+            TEST_CHECK(bad < 0, "IQ2_M: '%s' (%s) row %lld differs from the weighted quantizer", names[i],
+                       pk_type_name(o->type), (long long)bad);
+            free(x);
+            free(q);
+        }
+        gguf_close(of);
+    }
+    remove(out);
+    free(ia.buf);
+    gguf_close(ia.f);
+}
+
 /* A file size limit below the output size: write fails with EFBIG, just as a
  * full disk fails with ENOSPC. Run in a child so the limit stays there. */
 static void test_write_failure(void) {
@@ -986,6 +1134,8 @@ int main(void) {
     }
     test_mix("Q4_K_M", q4km_expected, 15, "kjv-q4_k_m.gguf");
     test_mix("MOE_Q2_K", moeq2k_expected, 10, "kjv-moe_q2_k.gguf");
+    test_mix("IQ3_S", iq3s_expected, 26, "kjv-iq3_s.gguf");
+    test_iq_presets();
     test_synthetic();
     test_errors();
     test_imatrix_hook();

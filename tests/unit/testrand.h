@@ -27,18 +27,19 @@ static inline float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.
 
 /* the quantizer checks' input (the llama.cpp hashes were made on it): an
  * integer hash -> [-1, 1), per-256 scale 2^(b % 7 - 3), a spike every 97
- * elements, every 11th 32-block zero */
-static inline void gold_input(float *x, int n) {
+ * elements, every 11th 32-block zero (unless !zeros) */
+static inline void gold_input_z(float *x, int n, int zeros) {
     for (int i = 0; i < n; i++) {
         uint32_t h = (uint32_t)i * 2654435761u;
         h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
         float v = (float)(h >> 8) * 0x1p-23f - 1.0f;
         v *= ldexpf(1.0f, (i / 256) % 7 - 3);
         if (i % 97 == 0) v *= 6.0f;
-        if ((i / 32) % 11 == 10) v = 0.0f;
+        if (zeros && (i / 32) % 11 == 10) v = 0.0f;
         x[i] = v;
     }
 }
+static inline void gold_input(float *x, int n) { gold_input_z(x, n, 1); }
 
 static inline uint64_t fnv1a(const void *p, size_t n) {
     const uint8_t *b = p;

@@ -15,7 +15,8 @@
  *     the K-quants, their bsums split into int8 halves for the mins) into a
  *     stack buffer of 20-25 KiB that stays in L1 while every row of the
  *     chunk passes;
- *   - K-quants, IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M: per tile of 4 rows (2 row pairs; 2 rows for the
+ *   - K-quants, IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M and the lattice i-quants
+ *     (IQ3_XXS, IQ3_S, IQ2_S, kernels/arm/iq_lattice.h): per tile of 4 rows (2 row pairs; 2 rows for the
  *     last one or two) each super-block of the k-block is decoded once into
  *     512 bytes of interleaved int8 levels per row pair plus per-sub-block
  *     int32 scale vectors (stack, L1), then applied to the token pairs 4 at
@@ -32,9 +33,10 @@
  * Numerics: within a (super-)block every product and sum is exact int32.
  *   Levels are decoded to int8 (Q4_K/Q5_K/Q2_K unsigned values, Q3_K
  *   q - 4, Q6_K q - 32, Q4_0 q - 8, Q5_0 q - 16, IQ4_NL/IQ4_XS/MXFP4
- *   table values, IQ2_XXS/IQ2_XS grid magnitudes times signs, Q8_0 as
- *   stored, IQ1_S/IQ1_M 8 * (grid level + delta), whose sums are 8x - the
- *   full int8 range is fine for smmla);
+ *   table values, IQ2_XXS/IQ2_XS grid magnitudes times signs, the lattice
+ *   types' signed grid coordinates (their factors 1/4, 1/8 folded into d),
+ *   Q8_0 as stored, IQ1_S/IQ1_M 8 * (grid level + delta), whose sums are 8x -
+ *   the full int8 range is fine for smmla);
  *   sub-block scales multiply the smmla sums in int32 (vmlaq_s32), bounded
  *   by 2^28 per super-block. The K-quant mins term sum_j m_j * bsum_j is
  *   exact int32 as well: bsum = 128 * hi + lo with lo in [0, 127] and hi in
@@ -54,6 +56,7 @@
 
 #define GI static inline __attribute__((always_inline))
 #include "kernels/arm/iq2_ops.h"
+#include "kernels/arm/iq_lattice.h"
 /* fully unroll the short loops over token pairs / rows, so the accumulators stay in registers */
 #define UNROLL _Pragma("GCC unroll 16")
 
@@ -167,8 +170,10 @@ typedef struct {
 } wk_t;
 
 /* the weight types, as compile-time kinds: the K-quants, IQ4_XS, IQ2_XXS,
- * IQ2_XS, IQ1_S and IQ1_M (Q8_K activations), then the 32-element blocks (Q8_0 / Q8_1) */
-enum { T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K, T_IQ4_XS, T_IQ2_XXS, T_IQ2_XS, T_IQ1_S, T_IQ1_M,
+ * IQ2_XS, IQ1_S, IQ1_M and the lattice i-quants (Q8_K activations), then the
+ * 32-element blocks (Q8_0 / Q8_1) */
+enum { T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K, T_IQ4_XS, T_IQ2_XXS, T_IQ2_XS, T_IQ1_S, T_IQ1_M, T_IQ3_XXS,
+       T_IQ3_S, T_IQ2_S,
        T_Q8_0, T_Q4_0, T_Q4_1, T_Q5_0, T_Q5_1, T_IQ4_NL, T_MXFP4 };
 
 /* Store the 4 interleaved vectors z0..z3 of chunk c (32 elements). */
@@ -490,6 +495,30 @@ GI void kq_prod(const int RP, const int NP, const int SUB16, const int MINS, con
     }
 }
 
+/* the lattice i-quants (kernels/arm/iq_lattice.h, L its IQA_*): signed grid
+ * coordinates (|.| <= 62) as int8 levels, the 16 odd scales 2 ls + 1 of
+ * the half sub-blocks, d times the reference's factor (1/4, 1/8) */
+GI void dec_lattice(const int L, const void *A, const void *B, wk_t *o) {
+    const void *grid = iqa_grid(L);
+    uint8x16_t sa = iqa_scales16(L, A), sb = iqa_scales16(L, B);
+    scales8(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(sa))), vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(sb))), o->S);
+    scales8(vreinterpretq_s16_u16(vmovl_high_u8(sa)), vreinterpretq_s16_u16(vmovl_high_u8(sb)), o->S + 8);
+    uint16_t da, db;
+    memcpy(&da, A, 2);   /* every one of these blocks starts with its fp16 d */
+    memcpy(&db, B, 2);
+    o->dv = dup2(f16f(da) * iqa_factor(L), f16f(db) * iqa_factor(L));
+    o->dmv = vdupq_n_f32(0);
+    o->ma[0] = o->ma[1] = vdupq_n_s8(0);
+    for (int s = 0; s < 8; s++) {
+        int8x16_t a0, a1, b0, b1;
+        iqa_signed(L, A, s, grid, &a0, &a1);
+        iqa_signed(L, B, s, grid, &b0, &b1);
+        uint8x16_t ua0 = vreinterpretq_u8_s8(a0), ua1 = vreinterpretq_u8_s8(a1);
+        uint8x16_t ub0 = vreinterpretq_u8_s8(b0), ub1 = vreinterpretq_u8_s8(b1);
+        put_z(o->W, s, zlo(ua0, ub0), zhi(ua0, ub0), zlo(ua1, ub1), zhi(ua1, ub1));
+    }
+}
+
 GI void decode_k(const int TYPE, const void *A, const void *B, int64_t b, wk_t *wd) {
     switch (TYPE) {
     case T_Q2_K: dec_q2_K((const pk_block_q2_K *)A + b, (const pk_block_q2_K *)B + b, wd); break;
@@ -503,6 +532,11 @@ GI void decode_k(const int TYPE, const void *A, const void *B, int64_t b, wk_t *
                            (const uint8_t *)((const pk_block_iq2_xs *)B + b), wd); break;
     case T_IQ1_S: dec_iq1_s((const pk_block_iq1_s *)A + b, (const pk_block_iq1_s *)B + b, wd); break;
     case T_IQ1_M: dec_iq1_m((const pk_block_iq1_m *)A + b, (const pk_block_iq1_m *)B + b, wd); break;
+    case T_IQ3_XXS:
+        dec_lattice(IQA_IQ3_XXS, (const pk_block_iq3_xxs *)A + b, (const pk_block_iq3_xxs *)B + b, wd);
+        break;
+    case T_IQ3_S: dec_lattice(IQA_IQ3_S, (const pk_block_iq3_s *)A + b, (const pk_block_iq3_s *)B + b, wd); break;
+    case T_IQ2_S: dec_lattice(IQA_IQ2_S, (const pk_block_iq2_s *)A + b, (const pk_block_iq2_s *)B + b, wd); break;
     default: dec_iq4_xs((const pk_block_iq4_xs *)A + b, (const pk_block_iq4_xs *)B + b, wd); break;
     }
 }
@@ -512,7 +546,8 @@ GI void decode_k(const int TYPE, const void *A, const void *B, int64_t b, wk_t *
  * nt tokens are stored. */
 GI void tile_k(const int RP, const int NP, const int TYPE, const wk_t *wd, const xk_t *X, int kb,
                float *y, int64_t ys, int nr, int nt, int first) {
-    const int SUB16 = TYPE == T_Q2_K || TYPE == T_Q3_K || TYPE == T_Q6_K || TYPE == T_IQ2_XS || TYPE == T_IQ1_M;
+    const int SUB16 = TYPE == T_Q2_K || TYPE == T_Q3_K || TYPE == T_Q6_K || TYPE == T_IQ2_XS || TYPE == T_IQ1_M ||
+                      TYPE == T_IQ3_XXS || TYPE == T_IQ3_S || TYPE == T_IQ2_S;
     const int MINS = TYPE == T_Q2_K ? 16 : (TYPE == T_Q4_K || TYPE == T_Q5_K) ? 8 : 0;
     float32x4_t acc[8];
     UNROLL
@@ -699,6 +734,9 @@ GI size_t bsize(const int TYPE) {
     case T_IQ2_XS: return sizeof(pk_block_iq2_xs);
     case T_IQ1_S: return sizeof(pk_block_iq1_s);
     case T_IQ1_M: return sizeof(pk_block_iq1_m);
+    case T_IQ3_XXS: return sizeof(pk_block_iq3_xxs);
+    case T_IQ3_S: return sizeof(pk_block_iq3_s);
+    case T_IQ2_S: return sizeof(pk_block_iq2_s);
     case T_Q8_0: return sizeof(pk_block_q8_0);
     case T_Q4_0: return sizeof(pk_block_q4_0);
     case T_Q4_1: return sizeof(pk_block_q4_1);
@@ -797,6 +835,9 @@ I8_ENTRY(iq2_xxs, gemm_k, T_IQ2_XXS)
 I8_ENTRY(iq2_xs, gemm_k, T_IQ2_XS)
 I8_ENTRY(iq1_s, gemm_k, T_IQ1_S)
 I8_ENTRY(iq1_m, gemm_k, T_IQ1_M)
+I8_ENTRY(iq3_xxs, gemm_k, T_IQ3_XXS)
+I8_ENTRY(iq3_s, gemm_k, T_IQ3_S)
+I8_ENTRY(iq2_s, gemm_k, T_IQ2_S)
 I8_ENTRY(q8_0, gemm_l, T_Q8_0)
 I8_ENTRY(q4_0, gemm_l, T_Q4_0)
 I8_ENTRY(q4_1, gemm_l, T_Q4_1)
@@ -917,6 +958,7 @@ const pk_kernels pk_kernels_i8mm_gemm = {.gemm = {
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
     [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_IQ2_XXS] = gemm_iq2_xxs, [PK_TYPE_IQ2_XS] = gemm_iq2_xs,
     [PK_TYPE_IQ1_S] = gemm_iq1_s, [PK_TYPE_IQ1_M] = gemm_iq1_m,
+    [PK_TYPE_IQ3_XXS] = gemm_iq3_xxs, [PK_TYPE_IQ3_S] = gemm_iq3_s, [PK_TYPE_IQ2_S] = gemm_iq2_s,
 }};
 
 #else

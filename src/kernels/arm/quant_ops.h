@@ -1,6 +1,7 @@
 /* kernels/arm/quant_ops.h - the block-quantized kernels of the AArch64 tables:
  * Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 x Q8_0; Q4_1, Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS,
- * IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M x Q8_K; and the Q8_0 / Q8_1 / Q8_K activation quantizers. Not a translation
+ * IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M, IQ3_XXS, IQ3_S, IQ2_S x Q8_K; and the Q8_0 / Q8_1 / Q8_K
+ * activation quantizers. Not a translation
  * unit: included by kernels/arm/neon.c and kernels/arm/dotprod.c inside their ISA
  * guards, after they define the int8 dot vocabulary:
  *   qa_dot32(a0, b0, a1, b1)  int32x4 whose lanes sum to a0.b0 + a1.b1
@@ -46,6 +47,7 @@
 #define QA_INLINE static inline __attribute__((always_inline))
 #define QA_PF_DIST 1024          /* prefetch distance per row, bytes */
 #include "kernels/arm/iq2_ops.h"
+#include "kernels/arm/iq_lattice.h"
 
 /* ---- building blocks ---------------------------------------------------- */
 
@@ -703,11 +705,47 @@ QA_INLINE float32x4_t blk_iq1_m(const int R, const void *const *w, int64_t i,
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, 0.125f * x->d));
 }
 
+/* ---- the lattice i-quants x Q8_K (kernels/arm/iq_lattice.h) -------------------
+ * Per half sub-block (16 elements) the signed grid coordinates against the
+ * activations (qa_dot16: pairs of products below 2^15), then the 16 odd
+ * scales 2 ls + 1; the reference's factor (1/4, 1/8) with d_x. */
+QA_INLINE int32x4_t row_lattice(const int L, const void *w, const pk_block_q8_K *x, const void *grid) {
+    int32x4_t e[16];
+#pragma GCC unroll 8
+    for (int sb = 0; sb < 8; sb++) {
+        int8x16_t lo, hi;
+        iqa_signed(L, w, sb, grid, &lo, &hi);
+        e[2 * sb] = qa_dot16(lo, vld1q_s8(x->qs + 32 * sb));
+        e[2 * sb + 1] = qa_dot16(hi, vld1q_s8(x->qs + 32 * sb + 16));
+    }
+    int32x4_t sc[4];
+    int16x8_t s16[2];
+    qa_s8x16_s32(vreinterpretq_s8_u8(iqa_scales16(L, w)), sc, s16);
+    return qa_scale16(e, sc);
+}
+
+QA_INLINE float32x4_t blk_lattice(const int L, const int R, const void *const *w, int64_t i,
+                                  const pk_block_q8_K *x, const void *grid, float32x4_t acc) {
+    const size_t bs = L == IQA_IQ3_XXS ? sizeof(pk_block_iq3_xxs)
+                    : L == IQA_IQ3_S ? sizeof(pk_block_iq3_s) : sizeof(pk_block_iq2_s);
+    int32x4_t is[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < R; k++) is[k] = row_lattice(L, (const char *)w[k] + (size_t)i * bs, x, grid);
+    float32x4_t d = qa_f16x4(R, w, (size_t)i * bs);   /* every one of these blocks starts with its d */
+    return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d * iqa_factor(L)));
+}
+
 /* ---- vec_dot and the 4-row gemv driver, over the block kernels -------------- */
 
 /* the weight types of the block kernels, as compile-time kinds */
 enum { QA_Q8_0, QA_Q4_0, QA_Q4_1, QA_Q5_0, QA_Q5_1, QA_IQ4_NL, QA_MXFP4,
-       QA_Q2_K, QA_Q3_K, QA_Q4_K, QA_Q5_K, QA_Q6_K, QA_IQ4_XS, QA_IQ2_XXS, QA_IQ2_XS, QA_IQ1_S, QA_IQ1_M };
+       QA_Q2_K, QA_Q3_K, QA_Q4_K, QA_Q5_K, QA_Q6_K, QA_IQ4_XS, QA_IQ2_XXS, QA_IQ2_XS, QA_IQ1_S, QA_IQ1_M,
+       QA_IQ3_XXS, QA_IQ3_S, QA_IQ2_S };
+
+/* a lattice kind's IQA_* (kernels/arm/iq_lattice.h), -1 for the others */
+QA_INLINE int qa_lattice(const int T) {
+    return T == QA_IQ3_XXS ? IQA_IQ3_XXS : T == QA_IQ3_S ? IQA_IQ3_S : T == QA_IQ2_S ? IQA_IQ2_S : -1;
+}
 
 /* bytes of a weight block of kind T */
 QA_INLINE size_t qa_wsize(const int T) {
@@ -728,12 +766,15 @@ QA_INLINE size_t qa_wsize(const int T) {
     case QA_IQ2_XS: return sizeof(pk_block_iq2_xs);
     case QA_IQ1_S: return sizeof(pk_block_iq1_s);
     case QA_IQ1_M: return sizeof(pk_block_iq1_m);
+    case QA_IQ3_XXS: return sizeof(pk_block_iq3_xxs);
+    case QA_IQ3_S: return sizeof(pk_block_iq3_s);
+    case QA_IQ2_S: return sizeof(pk_block_iq2_s);
     default: return sizeof(pk_block_iq4_xs);
     }
 }
 
 /* bytes of its activation block: Q8_1 (Q4_1, Q5_1), Q8_K (the K-quants,
- * IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M) or Q8_0 */
+ * IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M, the lattice types) or Q8_0 */
 QA_INLINE size_t qa_xsize(const int T) {
     return T == QA_Q4_1 || T == QA_Q5_1 ? sizeof(pk_block_q8_1)
          : T >= QA_Q2_K ? sizeof(pk_block_q8_K) : sizeof(pk_block_q8_0);
@@ -755,9 +796,9 @@ QA_INLINE int qa_step(const int T) {
     }
 }
 
-/* the block kernel of kind T */
+/* the block kernel of kind T (grid: the lattice kinds' grid, else unused) */
 QA_INLINE float32x4_t qa_blk(const int T, const int R, const void *const *w, int64_t i, const void *x,
-                             float32x4_t acc) {
+                             const void *grid, float32x4_t acc) {
     switch (T) {
     case QA_Q8_0: return blk_q8_0(R, w, i, x, acc);
     case QA_Q4_0: return blk_q4_0(R, w, i, x, acc);
@@ -775,6 +816,7 @@ QA_INLINE float32x4_t qa_blk(const int T, const int R, const void *const *w, int
     case QA_IQ2_XS: return blk_iq2(1, R, w, i, x, acc);
     case QA_IQ1_S: return blk_iq1_s(R, w, i, x, acc);
     case QA_IQ1_M: return blk_iq1_m(R, w, i, x, acc);
+    case QA_IQ3_XXS: case QA_IQ3_S: case QA_IQ2_S: return blk_lattice(qa_lattice(T), R, w, i, x, grid, acc);
     default: return blk_iq4_xs(R, w, i, x, acc);
     }
 }
@@ -787,6 +829,7 @@ QA_INLINE void qa_rows_dot(const int T, const int R, int64_t nb, float *y, const
     const int U = qa_step(T);
     const size_t ws = qa_wsize(T), xs = qa_xsize(T);
     const char *x = vx;
+    const void *grid = qa_lattice(T) >= 0 ? iqa_grid(qa_lattice(T)) : NULL;
     const void *w[4];
     for (int k = 0; k < 4; k++) w[k] = w0 + (size_t)(k < R ? k : 0) * rb;
     float32x4_t acc = vdupq_n_f32(0);
@@ -795,12 +838,12 @@ QA_INLINE void qa_rows_dot(const int T, const int R, int64_t nb, float *y, const
     for (; i + (U - 1) < nb; i += U) {   /* U blocks left */
         for (int k = 0; k < R; k++)
             for (size_t j = 0; j < npf; j++) __builtin_prefetch((const char *)w[k] + QA_PF_DIST + 64 * j);
-        for (int u = 0; u < U; u++) acc = qa_blk(T, R, w, u, x + u * xs, acc);
+        for (int u = 0; u < U; u++) acc = qa_blk(T, R, w, u, x + u * xs, grid, acc);
         for (int k = 0; k < 4; k++) w[k] = (const char *)w[k] + U * ws;
         x += U * xs;
     }
     for (; i < nb; i++) {
-        acc = qa_blk(T, R, w, 0, x, acc);
+        acc = qa_blk(T, R, w, 0, x, grid, acc);
         for (int k = 0; k < 4; k++) w[k] = (const char *)w[k] + ws;
         x += xs;
     }
@@ -851,6 +894,9 @@ QA_ENTRY(iq2_xxs, QA_IQ2_XXS)
 QA_ENTRY(iq2_xs, QA_IQ2_XS)
 QA_ENTRY(iq1_s, QA_IQ1_S)
 QA_ENTRY(iq1_m, QA_IQ1_M)
+QA_ENTRY(iq3_xxs, QA_IQ3_XXS)
+QA_ENTRY(iq3_s, QA_IQ3_S)
+QA_ENTRY(iq2_s, QA_IQ2_S)
 #undef QA_ENTRY
 
 /* ---- activation quantizers (bit-exact with the reference) ---------------------- */
@@ -959,6 +1005,8 @@ const pk_kernels NAME = {                                                       
         [PK_TYPE_IQ4_XS] = vec_dot_iq4_xs, [PK_TYPE_MXFP4] = vec_dot_mxfp4,        \
         [PK_TYPE_IQ2_XXS] = vec_dot_iq2_xxs, [PK_TYPE_IQ2_XS] = vec_dot_iq2_xs,    \
         [PK_TYPE_IQ1_S] = vec_dot_iq1_s, [PK_TYPE_IQ1_M] = vec_dot_iq1_m,          \
+        [PK_TYPE_IQ3_XXS] = vec_dot_iq3_xxs, [PK_TYPE_IQ3_S] = vec_dot_iq3_s,      \
+        [PK_TYPE_IQ2_S] = vec_dot_iq2_s,                                           \
     },                                                                             \
     .gemv = {                                                                      \
         [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,                        \
@@ -971,6 +1019,8 @@ const pk_kernels NAME = {                                                       
         [PK_TYPE_IQ4_XS] = gemv_iq4_xs, [PK_TYPE_MXFP4] = gemv_mxfp4,              \
         [PK_TYPE_IQ2_XXS] = gemv_iq2_xxs, [PK_TYPE_IQ2_XS] = gemv_iq2_xs,          \
         [PK_TYPE_IQ1_S] = gemv_iq1_s, [PK_TYPE_IQ1_M] = gemv_iq1_m,                \
+        [PK_TYPE_IQ3_XXS] = gemv_iq3_xxs, [PK_TYPE_IQ3_S] = gemv_iq3_s,            \
+        [PK_TYPE_IQ2_S] = gemv_iq2_s,                                              \
     },                                                                             \
     .quantize = {                                                                  \
         [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,                \

@@ -35,8 +35,9 @@
  *     (d * bsums) of the activations, prepared once per token; the
  *     super-block factor d * dx of all the tile's tokens takes two
  *     multiplies per row super-block;
- *   - IQ4_XS (signed levels): int16 on both sides, levels times the
- *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
+ *   - IQ4_XS and the lattice i-quants IQ3_XXS, IQ3_S, IQ2_S (signed
+ *     levels): int16 on both sides, levels times the sub-block scale at
+ *     decode, 16 vpmaddwd per super-block and token;
  *   - IQ2_XXS, IQ2_XS (grid points with signs, |level| <= 43): the
  *     K-quants' per-row kernel, signed levels at decode against
  *     activations + 128 as unsigned bytes, the 128 * level sums subtracted
@@ -106,6 +107,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && (!defined(PK_VNNI256) || defined(__AVXVNNI__))
 #include <immintrin.h>
 #include "kernels/x86/ri8.h"
+#include "kernels/x86/iq_lattice.h"
 
 #define GI static inline __attribute__((always_inline))
 
@@ -659,6 +661,7 @@ const pk_kernels PK_GEMM_TABLE = {.gemm = {
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
     [PK_TYPE_IQ2_XXS] = gemm_iq2_xxs, [PK_TYPE_IQ2_XS] = gemm_iq2_xs,
     [PK_TYPE_IQ1_S] = gemm_iq1_s, [PK_TYPE_IQ1_M] = gemm_iq1_m,
+    [PK_TYPE_IQ3_XXS] = gemm_iq3_xxs, [PK_TYPE_IQ3_S] = gemm_iq3_s, [PK_TYPE_IQ2_S] = gemm_iq2_s,
 }};
 
 #ifndef PK_VNNI256

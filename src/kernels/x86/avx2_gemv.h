@@ -1,8 +1,8 @@
 /* kernels/x86/avx2_gemv.h - the AVX2 decode kernels (vec_dot and gemv) for the
  * block-quantized weight types: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 x Q8_0; Q4_1,
- * Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M x Q8_K. Not a
- * translation unit: included by kernels/x86/avx2.c inside its ISA guard (after
- * <immintrin.h> and hsum8).
+ * Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M, IQ3_XXS,
+ * IQ3_S, IQ2_S x Q8_K. Not a translation unit: included by kernels/x86/avx2.c
+ * inside its ISA guard (after <immintrin.h>, hsum8 and kernels/x86/iq_lattice.h).
  *
  * Structure: ONE driver (gv_gemv / gv_vec_dot below: the 4-row gemv loop
  * with the software prefetch of the next rows, the shared activation view, the fold
@@ -43,9 +43,10 @@
  * Q5_0 -16, Q3_K -4, Q6_K -32, MXFP4 -12 on its levels + 12) are applied by adding -off * (pair sums of
  * x) to those int16 pair sums, which gives the exact pair sums of (level -
  * off) * x in the same lanes (no large cancelling terms in other lanes).
- * Signed levels (Q8_0, IQ4_NL, IQ4_XS; the signs of IQ2_XXS / IQ2_XS, whose
- * grid magnitudes are the unsigned operand) move their sign onto the
- * activation, which needs activations in [-127, 127] (every Q8 quantizer's range).
+ * Signed levels (Q8_0, IQ4_NL, IQ4_XS; the signs of IQ2_XXS / IQ2_XS and the
+ * lattice i-quants, whose grid magnitudes are the unsigned operand) move their
+ * sign onto the activation, which needs activations in [-127, 127] (every Q8
+ * quantizer's range).
  * Bounds: |int16 pair sum| <= 2 * 63 * 127 + 2 * 32 * 127 (Q6_K) or
  * 2 * 128 * 127 (Q8_0) < 2^15; int32 lanes < 2^24, and a row's half-block
  * sum of 4 lanes < 2^26 (rounded once when converted to float, as the
@@ -126,7 +127,7 @@ typedef struct {
     __m256i nx[8];       /* -off * (pair sums of q[32c .. 32c + 31]), int16 */
     __m256i bs;          /* Q8_K bsums (Q2_K) */
     __m128i bp;          /* Q8_K bsums summed in pairs: 8 sums of 32, int16 (Q4_K, Q5_K) */
-    const uint64_t *grid;/* IQ1_S, IQ1_M: the IQ1 grid, */
+    const void *grid;    /* the type's grid (IQ1_S, IQ1_M, the lattice i-quants); IQ1: */
     __m256i xp[8];       /* the activations in their order, */
     __m256i gs[2];       /* the group sums (IQ1_S: the bsums; IQ1_M: sums of 8) */
     float d, s;          /* scale; Q8_1: s */
@@ -180,11 +181,7 @@ GV_INLINE __m256i gk_q4_1(const pk_block_q4_1 *w, const gv_x *a, __m128i *ms) {
 }
 /* the fifth bits of a Q5 block as 0x10 in byte j for bit j of qh */
 GV_INLINE __m256i gv_bit5(const uint8_t *qh) {
-    const __m256i sel = _mm256_set1_epi64x(0x8040201008040201ll);
-    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)gv_u32(qh)),
-                                    _mm256_setr_epi64x(0, 0x0101010101010101ll, 0x0202020202020202ll,
-                                                       0x0303030303030303ll));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(b, sel), sel), _mm256_set1_epi8(0x10));
+    return _mm256_and_si256(iql_bits32(gv_u32(qh)), _mm256_set1_epi8(0x10));
 }
 GV_INLINE __m256i gk_q5_0(const pk_block_q5_0 *w, const gv_x *a, __m128i *ms) {
     (void)ms;
@@ -387,11 +384,31 @@ GV_INLINE __m256i gk_iq2(const int XS, const uint8_t *w, const gv_x *a) {
     return isum;
 }
 
+/* ---- block kernels: the lattice i-quants ----------------------------------------------------
+ * (kernels/x86/iq_lattice.h) A sub-block's 32 grid coordinates times its
+ * activations with the weights' signs moved onto them (vpsignb), so
+ * vpmaddubsw's pair sums are <= 2 * 62 * 127 < 2^15; the odd scales
+ * 2 ls + 1 of its halves by vpmaddwd: int16 2k and 2k + 1 (gv_p16) of slo
+ * (sub-blocks 0-3) or shi. The driver's gv_isc is iql_factor. */
+GV_INLINE __m256i gk_lattice(const int L, const void *w, const gv_x *a) {
+    __m256i s16 = _mm256_cvtepu8_epi16(iql_scales16(L, w));
+    s16 = _mm256_add_epi16(_mm256_add_epi16(s16, s16), _mm256_set1_epi16(1));
+    const __m256i slo = _mm256_permute4x64_epi64(s16, 0x44), shi = _mm256_permute4x64_epi64(s16, 0xEE);
+    __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int sb = 0; sb < 8; sb++) {
+        __m256i p = _mm256_maddubs_epi16(iql_levels(L, w, sb, a->grid),
+                                         _mm256_sign_epi8(gv_ld(a->q + 32 * sb), iql_signs(L, w, sb)));
+        isum = gv_acc(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sb < 4 ? slo : shi, gv_p16(sb % 4))));
+    }
+    return isum;
+}
+
 /* ---- the driver: vec_dot and 4-row gemv, written once -------------------------------- */
 
 /* the weight types, each a constant that specialises the driver */
 enum { GV_Q8_0, GV_Q4_0, GV_Q4_1, GV_Q5_0, GV_Q5_1, GV_IQ4_NL, GV_MXFP4, GV_Q2_K, GV_Q3_K, GV_Q4_K, GV_Q5_K,
-       GV_Q6_K, GV_IQ4_XS, GV_IQ2_XXS, GV_IQ2_XS, GV_IQ1_S, GV_IQ1_M };
+       GV_Q6_K, GV_IQ4_XS, GV_IQ2_XXS, GV_IQ2_XS, GV_IQ1_S, GV_IQ1_M, GV_IQ3_XXS, GV_IQ3_S, GV_IQ2_S };
 
 GV_INLINE int gv_kquant(const int T) { return T >= GV_Q2_K; }   /* Q8_K activations, 256-element blocks */
 /* bytes of a weight block, of an activation block; elements of a block */
@@ -413,6 +430,9 @@ GV_INLINE size_t gv_wsize(const int T) {
     case GV_IQ2_XS: return sizeof(pk_block_iq2_xs);
     case GV_IQ1_S: return sizeof(pk_block_iq1_s);
     case GV_IQ1_M: return sizeof(pk_block_iq1_m);
+    case GV_IQ3_XXS: return sizeof(pk_block_iq3_xxs);
+    case GV_IQ3_S: return sizeof(pk_block_iq3_s);
+    case GV_IQ2_S: return sizeof(pk_block_iq2_s);
     default: return sizeof(pk_block_iq4_xs);
     }
 }
@@ -439,6 +459,9 @@ GV_INLINE size_t gv_doff(const int T) {
     case GV_IQ2_XXS: return offsetof(pk_block_iq2_xxs, d);
     case GV_IQ2_XS: return offsetof(pk_block_iq2_xs, d);
     case GV_IQ1_S: return offsetof(pk_block_iq1_s, d);
+    case GV_IQ3_XXS: return offsetof(pk_block_iq3_xxs, d);
+    case GV_IQ3_S: return offsetof(pk_block_iq3_s, d);
+    case GV_IQ2_S: return offsetof(pk_block_iq2_s, d);
     default: return 0;
     }
 }
@@ -457,8 +480,18 @@ GV_INLINE int gv_kind(const int T) {
 }
 GV_INLINE int gv_has_mins(const int K) { return K == 1 || K == 3; }
 GV_INLINE int gv_iq1(const int T) { return T == GV_IQ1_S || T == GV_IQ1_M; }
+/* a lattice i-quant's IQL_* (kernels/x86/iq_lattice.h), -1 for the other types */
+GV_INLINE int gv_lattice(const int T) {
+    return T == GV_IQ3_XXS ? IQL_IQ3_XXS : T == GV_IQ3_S ? IQL_IQ3_S : T == GV_IQ2_S ? IQL_IQ2_S : -1;
+}
 GV_INLINE float gv_isc(const int T) {
-    return T == GV_Q2_K ? 0.25f : T == GV_IQ2_XXS || T == GV_IQ2_XS || gv_iq1(T) ? 0.125f : 1.0f;
+    return T == GV_Q2_K ? 0.25f : T == GV_IQ2_XXS || T == GV_IQ2_XS || gv_iq1(T) ? 0.125f
+         : gv_lattice(T) >= 0 ? iql_factor(gv_lattice(T)) : 1.0f;
+}
+/* the grid of IQ1_S / IQ1_M or a lattice i-quant (NULL for the other
+ * types), fetched once per call and handed to the block kernels in the view */
+GV_INLINE const void *gv_grid(const int T) {
+    return gv_iq1(T) ? (const void *)pk_iq1s_grid() : gv_lattice(T) >= 0 ? iql_grid(gv_lattice(T)) : NULL;
 }
 
 /* a block kernel's mins: m4 (KIND 1), m8 (KIND 3) */
@@ -507,7 +540,9 @@ GV_INLINE void gv_view(const int T, const void *x, gv_x *a) {
     case GV_Q3_K: gv_x_q8_K_o4(x, a); break;
     case GV_Q4_K: case GV_Q5_K: gv_x_q8_K_bp(x, a); break;
     case GV_Q6_K: gv_x_q8_K_o32(x, a); break;
-    case GV_IQ4_XS: case GV_IQ2_XXS: case GV_IQ2_XS: gv_x_q8_K(x, a); break;
+    case GV_IQ4_XS: case GV_IQ2_XXS: case GV_IQ2_XS: case GV_IQ3_XXS: case GV_IQ3_S: case GV_IQ2_S:
+        gv_x_q8_K(x, a);
+        break;
     case GV_IQ1_S: gv_x_iq1_s(x, a); break;
     case GV_IQ1_M: gv_x_iq1_m(x, a); break;
     default: gv_x_q8_0(x, a); break;   /* Q8_0, IQ4_NL */
@@ -531,6 +566,7 @@ GV_INLINE __m256i gv_block(const int T, const void *w, const gv_x *a, gv_mins *m
     case GV_IQ2_XXS: return gk_iq2(0, w, a);
     case GV_IQ2_XS: return gk_iq2(1, w, a);
     case GV_IQ1_S: case GV_IQ1_M: return gk_iq1(T, w, a);
+    case GV_IQ3_XXS: case GV_IQ3_S: case GV_IQ2_S: return gk_lattice(gv_lattice(T), w, a);
     default: return gk_iq4_xs(w, a, &ms->m4);
     }
 }
@@ -608,7 +644,7 @@ GV_INLINE void gv_vec_dot(const int T, int64_t n, float *s, const void *vw, cons
     const size_t ws = gv_wsize(T), xs = gv_xsize(T);
     const char *w = vw, *x = vx;
     int64_t nb = n / gv_qk(T);
-    const uint64_t *grid = gv_iq1(T) ? pk_iq1s_grid() : NULL;
+    const void *grid = gv_grid(T);
     __m256 acc = _mm256_setzero_ps();
     __m128 am = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
@@ -637,7 +673,7 @@ GV_INLINE void gv_gemv(const int T, pk_vec_dot_fn vd, int64_t n, int64_t nrows, 
     const char *x = vx;
     int64_t nb = n / gv_qk(T), r = 0;
     size_t pfg = gv_pf_groups(rb);
-    const uint64_t *grid = gv_iq1(T) ? pk_iq1s_grid() : NULL;
+    const void *grid = gv_grid(T);
     for (; r + 4 <= nrows; r += 4) {
         const char *w0 = (const char *)vw + (size_t)r * rb, *w1 = w0 + rb, *w2 = w1 + rb, *w3 = w2 + rb;
         const char *nxt = w0 + 4 * pfg * rb;
@@ -723,6 +759,9 @@ GV_ENTRIES(iq2_xxs, GV_IQ2_XXS)
 GV_ENTRIES(iq2_xs, GV_IQ2_XS)
 GV_ENTRIES(iq1_s, GV_IQ1_S)
 GV_ENTRIES(iq1_m, GV_IQ1_M)
+GV_ENTRIES(iq3_xxs, GV_IQ3_XXS)
+GV_ENTRIES(iq3_s, GV_IQ3_S)
+GV_ENTRIES(iq2_s, GV_IQ2_S)
 #undef GV_ENTRIES
 
 #define GV_VEC_DOT_ENTRIES                                                              \
@@ -734,7 +773,9 @@ GV_ENTRIES(iq1_m, GV_IQ1_M)
     [PK_TYPE_Q4_K] = gv_vec_dot_q4_K, [PK_TYPE_Q5_K] = gv_vec_dot_q5_K,                       \
     [PK_TYPE_Q6_K] = gv_vec_dot_q6_K, [PK_TYPE_IQ4_XS] = gv_vec_dot_iq4_xs,                   \
     [PK_TYPE_IQ2_XXS] = gv_vec_dot_iq2_xxs, [PK_TYPE_IQ2_XS] = gv_vec_dot_iq2_xs,             \
-    [PK_TYPE_IQ1_S] = gv_vec_dot_iq1_s, [PK_TYPE_IQ1_M] = gv_vec_dot_iq1_m,
+    [PK_TYPE_IQ1_S] = gv_vec_dot_iq1_s, [PK_TYPE_IQ1_M] = gv_vec_dot_iq1_m,                   \
+    [PK_TYPE_IQ3_XXS] = gv_vec_dot_iq3_xxs, [PK_TYPE_IQ3_S] = gv_vec_dot_iq3_s,               \
+    [PK_TYPE_IQ2_S] = gv_vec_dot_iq2_s,
 #define GV_GEMV_ENTRIES                                                                 \
     [PK_TYPE_Q8_0] = gv_gemv_q8_0, [PK_TYPE_Q4_0] = gv_gemv_q4_0,                             \
     [PK_TYPE_Q4_1] = gv_gemv_q4_1, [PK_TYPE_Q5_0] = gv_gemv_q5_0,                             \
@@ -744,4 +785,6 @@ GV_ENTRIES(iq1_m, GV_IQ1_M)
     [PK_TYPE_Q4_K] = gv_gemv_q4_K, [PK_TYPE_Q5_K] = gv_gemv_q5_K,                             \
     [PK_TYPE_Q6_K] = gv_gemv_q6_K, [PK_TYPE_IQ4_XS] = gv_gemv_iq4_xs,                         \
     [PK_TYPE_IQ2_XXS] = gv_gemv_iq2_xxs, [PK_TYPE_IQ2_XS] = gv_gemv_iq2_xs,                   \
-    [PK_TYPE_IQ1_S] = gv_gemv_iq1_s, [PK_TYPE_IQ1_M] = gv_gemv_iq1_m,
+    [PK_TYPE_IQ1_S] = gv_gemv_iq1_s, [PK_TYPE_IQ1_M] = gv_gemv_iq1_m,                         \
+    [PK_TYPE_IQ3_XXS] = gv_gemv_iq3_xxs, [PK_TYPE_IQ3_S] = gv_gemv_iq3_s,                     \
+    [PK_TYPE_IQ2_S] = gv_gemv_iq2_s,

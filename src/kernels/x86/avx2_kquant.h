@@ -572,13 +572,16 @@ RI_ENTRY(q6_K, kq_gemm, KQ_Q6_K)
 RI_ENTRY(q3_K, kq_gemm, KQ_Q3_K)
 RI_ENTRY(q2_K, kq_gemm, KQ_Q2_K)
 
-/* IQ4_XS: the signed non-linear levels do not fit vpmaddubsw's unsigned
- * operand, so both sides are int16: levels times their sub-block scale
- * (ls - 32) at decode (|127 * 32| < 2^15), activations widened once per
- * token tile, vpmaddwd products summed in int32 over the super-block (the
- * reference's isum exactly: |sum| <= 256 * 4064 * 127 < 2^31). A row's
- * super-block is decoded in two halves of 8 registers. */
-enum { KBX = 4 };   /* IQ4_XS super-blocks per k-block (int16 activations) */
+/* IQ4_XS and the lattice i-quants (IQ3_XXS, IQ3_S, IQ2_S: signed levels as
+ * grid coordinates with separate signs, kernels/x86/iq_lattice.h): signed
+ * levels do not fit vpmaddubsw's unsigned operand, so both sides are int16:
+ * levels times their sub-block scale at decode (IQ4_XS |127 * 32|, IQ3_XXS
+ * 62 * 31: < 2^15), activations widened once per token tile, vpmaddwd
+ * products summed in int32 over the super-block (the reference's isum
+ * exactly: |sum| <= 256 * 4064 * 127 < 2^31). A row's super-block is
+ * decoded in two halves of 8 registers; its d times the type's constant
+ * factor (iql_factor; 1 for IQ4_XS) scales the tokens' d. */
+enum { KBX = 4 };   /* super-blocks per k-block (int16 activations) */
 typedef struct {
     int16_t q[256];
     float d;
@@ -599,12 +602,50 @@ static void prep_k16(int nt, const pk_block_q8_K *const *xs, int kb, xk16 *X, fl
         }
 }
 
-static void gemm_iq4_xs(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys,
-                        const void *w, size_t rb, const void *const *x) {
+/* the int16 kernels' types: the lattice ones by their IQL_* */
+enum { X16_IQ3_XXS = IQL_IQ3_XXS, X16_IQ3_S = IQL_IQ3_S, X16_IQ2_S = IQL_IQ2_S, X16_IQ4_XS };
+
+GI size_t x16_bsize(const int T) {
+    return T == X16_IQ4_XS ? sizeof(pk_block_iq4_xs) : T == X16_IQ3_XXS ? sizeof(pk_block_iq3_xxs)
+         : T == X16_IQ3_S ? sizeof(pk_block_iq3_s) : sizeof(pk_block_iq2_s);
+}
+/* half `half` (elements 128 half ..) of the super-block at wv as 8
+ * registers of 16 int16 levels times their scales */
+GI void x16_decode(const int T, const void *wv, int half, const void *grid, __m256i *W) {
+    if (T == X16_IQ4_XS) {
+        const pk_block_iq4_xs *wb = wv;
+        const __m128i m4 = _mm_set1_epi8(0x0F), lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
+        for (int j = 0; j < 4; j++) {
+            const int sb = 4 * half + j;
+            int ls = ((wb->scales_l[sb / 2] >> 4 * (sb % 2)) & 0xF) | ((wb->scales_h >> 2 * sb) & 3) << 4;
+            const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
+            __m128i q = _mm_loadu_si128((const __m128i *)(wb->qs + 16 * sb));
+            W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4))), sc);
+            W[2 * j + 1] = _mm256_mullo_epi16(
+                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4))), sc);
+        }
+        return;
+    }
+    uint8_t ls[16];
+    _mm_storeu_si128((__m128i *)ls, iql_scales16(T, wv));
+    for (int j = 0; j < 4; j++) {
+        const int sb = 4 * half + j;
+        const __m256i lv = _mm256_sign_epi8(iql_levels(T, wv, sb, grid), iql_signs(T, wv, sb));
+        W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(lv)),
+                                      _mm256_set1_epi16((short)(2 * ls[2 * sb] + 1)));
+        W[2 * j + 1] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(lv, 1)),
+                                          _mm256_set1_epi16((short)(2 * ls[2 * sb + 1] + 1)));
+    }
+}
+
+GI void gemm_x16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                 size_t rb, const void *const *x) {
     xk16 X[TK * KBX] __attribute__((aligned(32)));
     float D[KBX * TK] __attribute__((aligned(32))), dd[TK] __attribute__((aligned(32)));
     __m256i isum[TK];
-    const __m128i m4 = _mm_set1_epi8(0x0F), lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
+    const size_t bs = x16_bsize(T);
+    const void *grid = T == X16_IQ4_XS ? NULL : iql_grid(T);
+    const float fac = T == X16_IQ4_XS ? 1.0f : iql_factor(T);
     int64_t nb = n / PK_QK_K;
     for (int64_t k0 = 0; k0 < nb; k0 += KBX) {
         int kb = nb - k0 < KBX ? (int)(nb - k0) : KBX;
@@ -614,25 +655,19 @@ static void gemm_iq4_xs(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_
             for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
             prep_k16(nt, xs, kb, X, D);
             for (int64_t r = 0; r < nrows; r++) {
-                const pk_block_iq4_xs *wr = (const pk_block_iq4_xs *)((const char *)w + (size_t)r * rb) + k0;
+                const char *wr = (const char *)w + (size_t)r * rb + (size_t)k0 * bs;
                 __m256 acc[TK];
                 for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
                 for (int b = 0; b < kb; b++) {
-                    const pk_block_iq4_xs *wb = wr + b;
-                    const __m256 dwv = _mm256_set1_ps(f16f(wb->d));
+                    const char *wb = wr + (size_t)b * bs;
+                    uint16_t d16;
+                    memcpy(&d16, wb, 2);   /* every one of these blocks starts with its fp16 d */
+                    const __m256 dwv = _mm256_set1_ps(f16f(d16) * fac);
                     for (int i = 0; i < nt; i += 8)
                         _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + i)));
                     for (int half = 0; half < 2; half++) {
                         __m256i W[8];
-                        for (int j = 0; j < 4; j++) {
-                            const int sb = 4 * half + j;
-                            int ls = ((wb->scales_l[sb / 2] >> 4 * (sb % 2)) & 0xF) | ((wb->scales_h >> 2 * sb) & 3) << 4;
-                            const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
-                            __m128i q = _mm_loadu_si128((const __m128i *)(wb->qs + 16 * sb));
-                            W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4))), sc);
-                            W[2 * j + 1] = _mm256_mullo_epi16(
-                                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4))), sc);
-                        }
+                        x16_decode(T, wb, half, grid, W);
                         for (int t = 0; t < nt; t++) {
                             const int16_t *q = X[t * kb + b].q + 128 * half;
                             __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(W[0], ld(q)), _mm256_madd_epi16(W[1], ld(q + 16)));
@@ -651,4 +686,7 @@ static void gemm_iq4_xs(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_
         }
     }
 }
-
+RI_ENTRY(iq4_xs, gemm_x16, X16_IQ4_XS)
+RI_ENTRY(iq3_xxs, gemm_x16, X16_IQ3_XXS)
+RI_ENTRY(iq3_s, gemm_x16, X16_IQ3_S)
+RI_ENTRY(iq2_s, gemm_x16, X16_IQ2_S)

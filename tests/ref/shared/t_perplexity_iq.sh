@@ -3,9 +3,8 @@
 # i-quant presets below ($POCKET_SHARED/models/iq/kjv-moe-PRESET.gguf) over
 # the whole held-out KJV text (209 windows of 256) must agree within 0.5%
 # with llama.cpp's figure for the same file and settings, read from the
-# file's row of $POCKET_SHARED/models/iq/README.md. A preset is listed once
-# every tensor type in its file loads (IQ2_S's file needs IQ3_S too).
-PRESETS="IQ2_XXS IQ2_XS IQ1_S IQ1_M"
+# file's row of $POCKET_SHARED/models/iq/README.md.
+PRESETS="IQ2_XXS IQ2_XS IQ1_S IQ1_M IQ2_S IQ3_XXS IQ3_S"
 set -eu
 BUILD=${BUILD:-build}
 . tests/lib/shared.sh

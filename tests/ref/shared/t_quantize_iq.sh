@@ -4,12 +4,13 @@
 # below, against llama-quantize's file of the same preset
 # ($POCKET_SHARED/models/iq/kjv-moe-PRESET.gguf, same model and matrix):
 # every tensor gets llama-quantize's type, the tensors in an i-quant type
-# (the preset's own; IQ1's attn_output IQ2_XXS) hold llama-quantize's bytes
-# exactly (pocket's K-quant
+# below 4 bits (the preset's own and the others its rules pick: IQ1's
+# attn_output IQ2_XXS, IQ2_S's and IQ3_XXS's IQ3_S, IQ3_XXS's IQ2_S) hold
+# llama-quantize's bytes exactly (pocket's K-quant
 # importance quantizers, used for the rest, are not ggml's), and pocket's
 # perplexity of its file over the whole held-out text is within 0.5% of
 # llama.cpp's figure for llama-quantize's file (models/iq/README.md).
-PRESETS="IQ2_XXS IQ2_XS IQ1_S IQ1_M"
+PRESETS="IQ2_XXS IQ2_XS IQ1_S IQ1_M IQ2_S IQ3_XXS IQ3_S"
 set -eu
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -32,8 +33,9 @@ sys.path.insert(0, "tests/lib")
 import gguf_py as G
 # ggml type ids and (block elements, block bytes) of the types these presets write
 BLOCK = {0: (1, 4), 1: (1, 2), 10: (256, 84), 12: (256, 144), 13: (256, 176), 14: (256, 210),
-         16: (256, 66), 17: (256, 74), 19: (256, 50), 29: (256, 56)}
-NAME = {16: "IQ2_XXS", 17: "IQ2_XS", 19: "IQ1_S", 29: "IQ1_M"}
+         16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50), 21: (256, 110), 22: (256, 82),
+         29: (256, 56)}
+NAME = {16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 21: "IQ3_S", 22: "IQ2_S", 29: "IQ1_M"}
 mine, theirs, preset = G.read_gguf(sys.argv[1], load_data=False), G.read_gguf(sys.argv[2], load_data=False), sys.argv[3]
 bad, same = [], 0
 if mine.tensor_order != theirs.tensor_order:

@@ -5,9 +5,9 @@
  * F32: sgemm on the keys transposed, as engine/kinds/attention.c calls it)
  * and kernel variant, beside the FMA peak of the core (independent 8-lane
  * FMA chains: 16 flops per instruction). The shape defaults to POCKET-35B's
- * gated attention: head dim 256, 8 query heads per kv head, 8 tokens per
- * chunk (M = 64 query rows, the token tile engine/kinds/attention.c takes
- * at 16k positions). The cache is laid out as the context's (rows of one
+ * gated attention: head dim 256, 8 query heads per kv head, 16 tokens per
+ * chunk (M = 128 query rows, engine/kinds/attention.c's chunk; M 8 is a
+ * decoded token's). The cache is laid out as the context's (rows of one
  * kv head contiguous) and larger than the caches, as a long prompt's.
  * With BLOCK > 0 each product runs as engine/kinds/attention.c calls it:
  * block by block of BLOCK positions (its ATT_BLOCK), the scores of one
@@ -20,10 +20,10 @@
  *       bench/bench_att.c build/libpocket.a -o build/bench_att -lm -lpthread
  *   ./build/bench_att [TYPES [ISAS [M [NKS [HEAD [DRAWS [BLOCK]]]]]]]
  *
- * e.g. `./build/bench_att F16,Q8_0 avx2 128 4096,16384 256 3 256` (defaults:
+ * e.g. `./build/bench_att F16,Q8_0 avx2 128 4096,16384 256 3 1024` (defaults:
  * F16, Q8_0 and F32, every usable variant, M 128 - 16 tokens x 8 heads,
  * the engine's chunk -, nk 4096, 16384 and 32768, head 256, 3 draws,
- * BLOCK 256). */
+ * BLOCK 1024). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
     const char *nks = argc > 4 ? argv[4] : "4096,16384,32768";
     int n = argc > 5 ? atoi(argv[5]) : 256;
     int draws = argc > 6 ? atoi(argv[6]) : 3;
-    int bk = argc > 7 ? atoi(argv[7]) : 256;
+    int bk = argc > 7 ? atoi(argv[7]) : 1024;
     int nkl[16], nnk = 0, nkmax = 0;
     for (const char *p = nks; *p && nnk < 16;) {
         nkl[nnk] = atoi(p);

@@ -92,21 +92,21 @@ PY
     echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time (bitwise, or within 1e-4 for chunked DeltaNet); the last token's alone likewise (batches of 64 and 7)"
 done
 # A prompt longer than a block of attention's online softmax (ATT_BLOCK,
-# 256 positions, engine/kinds/attention.c): 600 tokens cross two block
+# 1024 positions, engine/kinds/attention.c): 2100 tokens cross two block
 # boundaries, in batches that do and do not line up with them; under a
 # 300-token sliding window (gpt-oss, with sinks) the rows skip the blocks
-# before their window. Bitwise as above.
-ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(600)))")
+# and positions before their window. Bitwise as above.
+ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(2100)))")
 for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \
            "$tmp/gptoss-w300.gguf:f16" "$tmp/gptoss-w300.gguf:f32" "$tmp/gptoss-w300.gguf:q8_0"; do
     m=${mkv%:*}; kv=${mkv##*:}
     $RUN "$T" -t 1 -b 1 -ctk $kv -ctv $kv "$m" "$tmp/one.f32" "$ids"
-    for cfg in "-t 2 -b 256" "-t 2 -b 100"; do
+    for cfg in "-t 2 -b 512" "-t 2 -b 300"; do
         $RUN "$T" $cfg -ctk $kv -ctv $kv "$m" "$tmp/batch.f32" "$ids"
         cmp -s "$tmp/one.f32" "$tmp/batch.f32" ||
-            { echo "FAIL: $m: 600 tokens' logits with $cfg differ from one token at a time"; exit 1; }
+            { echo "FAIL: $m: 2100 tokens' logits with $cfg differ from one token at a time"; exit 1; }
     done
-    echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 600 tokens (3 attention blocks) in batches of 256 and 100 = one at a time (bitwise)"
+    echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 2100 tokens (3 attention blocks) in batches of 512 and 300 = one at a time (bitwise)"
 done
 # Quantized weights: prompt batches go through the multi-token (gemm)
 # kernels, whose float summation order differs from gemv's, so batched and

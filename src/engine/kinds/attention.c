@@ -91,11 +91,14 @@ typedef struct att_task {
 } att_task;
 
 /* Positions per block of att_run's online softmax: a chunk's scores are
- * M x ATT_BLOCK floats however long the context, and each block of keys
- * and values (256 KiB of a 256-dim F16 head) is read from memory once per
- * chunk and reused from the caches by all its M rows. Blocks start at
- * multiples of ATT_BLOCK, the same for every chunk shape. */
-enum { ATT_BLOCK = 256 };
+ * M x ATT_BLOCK floats however long the context (512 KiB for POCKET-35B's
+ * 128 rows), and the kernels read each block's keys and values from
+ * memory once per chunk, reusing them from the caches for all M rows.
+ * Blocks start at multiples of ATT_BLOCK, the same for every chunk shape.
+ * Blocks of 256 made a decoded token's products (M 8) 15-25% slower on
+ * Zen 3 (bench/bench_att.c): each kernel call starts on rows not yet
+ * prefetched. */
+enum { ATT_BLOCK = 1024 };
 
 /* per query row of a chunk: the running maximum and denominator of its
  * softmax, and the factor of the block that rescales its sums */
@@ -134,8 +137,8 @@ static double sum_row(const float *x, int n) {
  * b0) * group query rows that share g's keys and values. Token b (position
  * pos0 + b) attends over positions 0..pos0+b (the last W of them under a
  * window W). The positions are taken in blocks of ATT_BLOCK (from the
- * block holding the chunk's first visible position), each as matrix
- * products over the block's keys and values:
+ * block holding the chunk's first visible position, and in it from that
+ * position), each as matrix products over the block's keys and values:
  *   S = Q K^T   (Q scaled by the layer's scale; an F32 cache holds K
  *                transposed, for sgemm; a typed cache, F16 or Q8_0, each kv
  *                head's keys by position, for att_kq);
@@ -177,18 +180,21 @@ static void att_run(void *arg, int chunk) {
         row[m] = (att_row){.l = t->sinks ? 1.0 : 0.0, .mx = sink, .alpha = 1.0f, .live = 0};
     }
     const pk_kv *kv = &c->kv;
+    /* the chunk's first visible position: its first row's (under a window) */
     const int first0 = a->window && t->pos0 + b0 - a->window + 1 > 0 ? t->pos0 + b0 - a->window + 1 : 0;
     for (int p0 = first0 / ATT_BLOCK * ATT_BLOCK; p0 < nk; p0 += ATT_BLOCK) {
-        const int bk = nk - p0 < ATT_BLOCK ? nk - p0 : ATT_BLOCK;
+        /* the block's positions [s0, s0 + bk) that some row sees (those
+           before first0 would add zeros to every row) */
+        const int s0 = p0 > first0 ? p0 : first0, bk = (nk - p0 < ATT_BLOCK ? nk : p0 + ATT_BLOCK) - s0;
         if (kv->type_k == PK_TYPE_F32)
-            pk_kern_sgemm(c->kern, M, bk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd) + p0, kv->n_ctx, S, ATT_BLOCK);
+            pk_kern_sgemm(c->kern, M, bk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd) + s0, kv->n_ctx, S, ATT_BLOCK);
         else   /* a typed cache, read in its type (kernels/kernels.h) */
-            pk_kern_att_kq(c->kern, kv->type_k, M, bk, hd, Q, hd, pk_kv_k(kv, t->layer, g, p0),
+            pk_kern_att_kq(c->kern, kv->type_k, M, bk, hd, Q, hd, pk_kv_k(kv, t->layer, g, s0),
                            kv->att[t->layer].k_head, S, ATT_BLOCK);
         for (int m = 0; m < M; m++) {
             const int last = t->pos0 + b0 + m / group;
             const int first = a->window && last - a->window + 1 > 0 ? last - a->window + 1 : 0;
-            const int lo = first > p0 ? first - p0 : 0, hi = last - p0 < bk - 1 ? last - p0 : bk - 1;
+            const int lo = first > s0 ? first - s0 : 0, hi = last - s0 < bk - 1 ? last - s0 : bk - 1;
             float *sc = S + (size_t)m * ATT_BLOCK;
             att_row *r = &row[m];
             r->live = lo <= hi;
@@ -202,10 +208,10 @@ static void att_run(void *arg, int chunk) {
             for (int p = hi + 1; p < bk; p++) sc[p] = 0.0f;
         }
         if (kv->type_v == PK_TYPE_F32)
-            pk_kern_sgemm(c->kern, M, hdv, bk, S, ATT_BLOCK, pk_kv_v(kv, t->layer, p0) + (size_t)g * hdv,
+            pk_kern_sgemm(c->kern, M, hdv, bk, S, ATT_BLOCK, pk_kv_v(kv, t->layer, s0) + (size_t)g * hdv,
                           kv->att[t->layer].v_dim, Ob, hdv);
         else
-            pk_kern_att_pv(c->kern, kv->type_v, M, bk, hdv, S, ATT_BLOCK, pk_kv_vh(kv, t->layer, g, p0),
+            pk_kern_att_pv(c->kern, kv->type_v, M, bk, hdv, S, ATT_BLOCK, pk_kv_vh(kv, t->layer, g, s0),
                            kv->att[t->layer].v_head, Ob, hdv);
         for (int m = 0; m < M; m++) {
             if (!row[m].live) continue;

@@ -134,7 +134,7 @@ $(LIB): $(OBJ)
 $(CLI): $(wildcard tools/*.c) $(wildcard tools/*.h) $(LIB)
 	$(CC) $(CFLAGS) $(wildcard tools/*.c) $(LIB) -o $@ $(LDFLAGS) $(CLI_LDLIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h tests/unit/schema_valid.h $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/testhelp.h tests/unit/testrand.h tests/unit/schema_valid.h $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDFLAGS) $(LDLIBS)
 # an API translator of serve (tools/serve_NAME.c) is tested alone: JSON in, JSON out
 $(BUILD)/tests/test_serve_%: tests/unit/test_serve_%.c tests/unit/testhelp.h tools/serve_%.c tools/serve_api.c \

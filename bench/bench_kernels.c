@@ -32,13 +32,21 @@
  * kernel's; BENCH_WALL=1 uses the wall clock instead. */
 static uint32_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return (uint32_t)rs; }
 
-/* Weights from random floats in [-1, 1] through the reference quantizer:
+/* Weights from random floats in [-1, 1] through the reference quantizer
+ * (types without one, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M: random bytes in 0x20 ..
+ * 0x3F, whose fp16 scales - IQ1_M's in its scales' top nibbles - are normal
+ * numbers of magnitude 2^-7 .. 2):
  * the first 8 MB of rows quantized, then copied over the rest (quantizing
  * hundreds of MB with the reference takes minutes; the bandwidth does not
  * depend on the values repeating). */
 static void fill_type(int type, void *dst, int64_t nelem) {
     const pk_type_traits *tt = pk_type_get(type);
     enum { CH = 1 << 16 };
+    if (!tt->from_float) {
+        size_t total = pk_row_size(type, nelem);
+        for (size_t i = 0; i < total; i++) ((uint8_t *)dst)[i] = (uint8_t)(0x20 + rnd() % 32);
+        return;
+    }
     float *buf = malloc(CH * sizeof(float));
     size_t total = pk_row_size(type, nelem), done = 0;
     for (int64_t i = 0; i < nelem && done < (8u << 20); i += CH) {
@@ -95,7 +103,8 @@ int main(int argc, char **argv) {
     static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0,
                                  PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
                                  PK_TYPE_IQ4_NL, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
-                                 PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+                                 PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_XS,
+                                 PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M };
     const pk_kernels *list[8];
     int nl = pk_kernels_list(list, 8);
 

@@ -3,7 +3,7 @@
 directly in a quantized type (no float master copy), for speed benchmarks.
 
     python3 bench/gen_bench_model.py OUT.gguf --geometry G --layers N \
-        --type Q8_0|Q4_K|Q4_K_M|Q2_K|F16 [--seed S]
+        --type Q8_0|Q4_K|Q4_K_M|Q2_K|IQ2_M|IQ1_M|F16 [--seed S]
     python3 bench/gen_bench_model.py --verify OUT.gguf     # read back, check
     python3 bench/gen_bench_model.py OUT.gguf --geometry pocket-35b --layers 4 \
         --vocab ../shared/tokenizer/ggml-vocab-qwen3.gguf  # a real tokenizer
@@ -69,13 +69,22 @@ Geometries (tensor and key names follow llama.cpp):
 
 Types: 1-D tensors, norms, routers (ffn_gate_inp) and ssm_conv1d are F32.
 A row length the type's block does not divide takes llama-quantize's
-fallback (Q4_K -> Q5_0, Q2_K -> Q4_0, Q6_K -> Q8_0), as real files of
+fallback (Q4_K -> Q5_0, Q2_K -> Q4_0, Q6_K -> Q8_0, the IQ types ->
+IQ4_NL), as real files of
 these geometries have (gpt-oss's 2880, Gemma-4's 2112 and 704,
 DeepSeek-V2-Lite's 1408 and 128).
 Q8_0 / Q4_K / Q2_K / F16 put every other matrix in that type; Q4_K_M is
 llama-quantize's mix (src/offline/quantize.c rule_type): output Q6_K, attn_v (and
 qwen35moe's attn_qkv) and ffn_down* Q6_K on the layers use_more_bits picks
 (first n/8, last n/8, every third in between), everything else Q4_K.
+IQ1_M and IQ2_M are llama-quantize's presets (iq_mix: its rules for the
+presets below 3 bits): IQ1_M puts the matrices in IQ1_M, attn_output in
+IQ2_XXS, attn_v / attn_qkv in Q4_K (4 experts or more), the first n/8
+ffn_down tensors (counted in llama-quantize's order, routed and shared
+alike) and token_embd in Q2_K, output in Q5_K; IQ2_M the same with IQ2_S for
+IQ1_M and IQ3_S for IQ2_XXS and Q2_K. For pocket-35b at 40 layers: IQ1_M
+8.23 GB (the published IQ1_M file of the real model: 8.24 GB), IQ2_M
+11.65 GB.
 
 Weights are random but every block is valid and zero-mean with a standard
 deviation of about 1/sqrt(fan_in) (token_embd: 1), so activations stay O(1):
@@ -88,6 +97,14 @@ deviation of about 1/sqrt(fan_in) (token_embd: 1), so activations stay O(1):
   Q4_0 / Q5_0  q uniform in [1, 15] / [1, 31]: w = d*(q - 8) / d*(q - 16)
   MXFP4 levels uniform over the 16 codes, exponent e or e + 1 per block so
         that the mean square is sigma^2
+  Q5_K  as Q4_K with q uniform 5-bit and dmin = 15.5 d
+  IQ4_NL levels uniform over the 16, d of random sign
+  IQ2_XXS, IQ2_S, IQ3_S, IQ1_M  grid indices, sign bits (and IQ1_M's delta
+        signs) uniform: every bit pattern is a valid index for these grids
+        (2^8, 2^10, 2^9, 2^11 points) and sign code; sub-block scales ls
+        uniform in the upper half of their range (4-bit: [8, 15], IQ1_M's
+        3-bit: [4, 7]); d from the grid's mean square (grids read from
+        pocket's sources, src/quant/iq*.c) so that the std is sigma
 d is jittered per block by +-20%. Blocks are made with vectorised numpy in
 chunks of about 64 MB and streamed to the file, so a 3 GB model takes a
 minute or two (mostly disk and random-byte generation).
@@ -96,6 +113,7 @@ minute or two (mostly disk and random-byte generation).
 import argparse
 import math
 import os
+import re
 import struct
 import sys
 import time
@@ -107,15 +125,28 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import gguf_py as G  # noqa: E402
 
 # ggml type ids and (block elements, block bytes)
-F32, F16, Q4_0, Q5_0, Q8_0, Q2_K, Q4_K, Q6_K, MXFP4 = 0, 1, 2, 6, 8, 10, 12, 14, 39
+F32, F16, Q4_0, Q5_0, Q8_0, Q2_K, Q4_K, Q5_K, Q6_K, MXFP4 = (0, 1, 2, 6, 8, 10,
+                                                             12, 13, 14, 39)
+IQ2_XXS, IQ2_XS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ1_M = 16, 17, 19, 20, 21, 22, 29
 TNAME = {F32: "F32", F16: "F16", Q4_0: "Q4_0", Q5_0: "Q5_0", Q8_0: "Q8_0",
-         Q2_K: "Q2_K", Q4_K: "Q4_K", Q6_K: "Q6_K", MXFP4: "MXFP4"}
+         Q2_K: "Q2_K", Q4_K: "Q4_K", Q5_K: "Q5_K", Q6_K: "Q6_K",
+         MXFP4: "MXFP4", IQ2_XXS: "IQ2_XXS", IQ4_NL: "IQ4_NL", IQ3_S: "IQ3_S",
+         IQ2_S: "IQ2_S", IQ1_M: "IQ1_M", IQ2_XS: "IQ2_XS", IQ1_S: "IQ1_S"}
 BLOCK = {F32: (1, 4), F16: (1, 2), Q4_0: (32, 18), Q5_0: (32, 22),
-         Q8_0: (32, 34), Q2_K: (256, 84), Q4_K: (256, 144), Q6_K: (256, 210),
-         MXFP4: (32, 17)}
-FALLBACK = {Q4_K: Q5_0, Q2_K: Q4_0, Q6_K: Q8_0}
+         Q8_0: (32, 34), Q2_K: (256, 84), Q4_K: (256, 144), Q5_K: (256, 176),
+         Q6_K: (256, 210), MXFP4: (32, 17), IQ2_XXS: (256, 66),
+         IQ4_NL: (32, 18), IQ3_S: (256, 110), IQ2_S: (256, 82),
+         IQ1_M: (256, 56)}
+FALLBACK = {Q4_K: Q5_0, Q2_K: Q4_0, Q6_K: Q8_0, IQ2_XXS: IQ4_NL,
+            IQ3_S: IQ4_NL, IQ2_S: IQ4_NL, IQ1_M: IQ4_NL}
 # llama_ftype written as general.file_type
-FILE_TYPE = {"F16": 1, "Q8_0": 7, "Q2_K": 10, "Q4_K": 14, "Q4_K_M": 15}
+FILE_TYPE = {"F16": 1, "Q8_0": 7, "Q2_K": 10, "Q4_K": 14, "Q4_K_M": 15,
+             "IQ2_M": 29, "IQ1_M": 31}
+# llama-quantize's presets below 3 bits: the default type of each (the
+# generator writes IQ1_M and IQ2_M; iq_mix knows the rules of all six, which
+# tests/ref/shared/t_bench_iq.sh checks against llama-quantize's files)
+IQ_PRESETS = {"IQ1_S": IQ1_S, "IQ1_M": IQ1_M, "IQ2_XXS": IQ2_XXS,
+              "IQ2_XS": IQ2_XS, "IQ2_S": IQ2_XS, "IQ2_M": IQ2_S}
 ALIGN = 32
 CHUNK_BYTES = 64 << 20
 
@@ -618,10 +649,12 @@ SPECS = {"gpt-oss-20b": spec_gptoss, "gemma-4-26b-a4b": spec_gemma4,
          "deepseek-v2-lite": spec_deepseek2}
 
 
-def tensor_type(name, kind, layer, n_layer, qtype, ne0):
-    """ggml type of one tensor under --type qtype, with llama-quantize's
-    fallback where the row length is not a multiple of the block."""
-    t = _tensor_type(name, kind, layer, n_layer, qtype)
+def tensor_type(name, kind, layer, n_layer, qtype, ne0, iq=None):
+    """ggml type of one tensor under --type qtype (iq: its type in an IQ
+    preset's mix), with llama-quantize's fallback where the row length is
+    not a multiple of the block."""
+    t = _tensor_type(name, kind, layer, n_layer, qtype) if iq is None or \
+        kind == "mxfp4" else iq
     if ne0 % BLOCK[t][0] and t in FALLBACK:
         t = FALLBACK[t]
     return t
@@ -644,6 +677,65 @@ def _tensor_type(name, kind, layer, n_layer, qtype):
     return Q4_K
 
 
+def layer_of(name):
+    m = re.match(r"blk\.(\d+)\.", name)
+    return int(m.group(1)) if m else -1
+
+
+def iq_mix(tensors, preset, n_layer, n_gqa, n_expert):
+    """llama-quantize's types for a preset below 3 bits (llama.cpp's
+    llama-quant.cpp; pocket's copy is src/offline/quantize.c rule_type):
+    tensors is a list of (name, ne, quantizable), the result a dict name ->
+    ggml type before the row-length fallback. The first n_layer / 8 ffn_down
+    tensors are counted in llama-quantize's order (layer, then name), so a
+    layer's routed and shared ffn_down both count."""
+    two = preset in ("IQ2_S", "IQ2_M")
+    tied = all(t[0] != "output.weight" for t in tensors)
+    out, i_down = {}, 0
+    for name, ne, quantizable in sorted(tensors,
+                                        key=lambda t: (layer_of(t[0]), t[0])):
+        if not quantizable:
+            continue
+        t = IQ_PRESETS[preset]
+        if name == "output.weight" or (tied and name == "token_embd.weight"):
+            t = Q8_0 if ne[0] % 256 else Q5_K
+        elif name == "token_embd.weight":
+            t = IQ3_S if two else Q2_K
+        elif any(k in name for k in ("attn_qkv.weight", "attn_kv_b.weight",
+                                     "attn_v.weight")):
+            t = (Q4_K if n_gqa >= 4 or n_expert >= 4 else
+                 IQ3_S if two else Q2_K)
+        elif n_expert == 8 and "attn_k.weight" in name:
+            t = Q4_K
+        elif "attn_q.weight" in name or "ffn_up" in name or "ffn_gate" in name:
+            pass
+        elif "ffn_down" in name:
+            if i_down < n_layer // 8:
+                t = IQ3_S if two else Q2_K
+            i_down += 1
+        elif "attn_output.weight" in name:
+            t = (Q5_K if n_expert == 8 else IQ3_S if two else
+                 IQ2_XXS if preset in ("IQ1_S", "IQ1_M") else t)
+        out[name] = t
+    return out
+
+
+def spec_iq_mix(spec, a):
+    """iq_mix for the geometry's tensors (None unless --type is an IQ
+    preset); n_gqa and n_expert as llama.cpp reads them (layer 0's head
+    count where it is per layer)."""
+    if a.type not in IQ_PRESETS:
+        return None
+
+    def hp(suffix):
+        v = next((v for k, _, v, _ in spec.kv if k.endswith("." + suffix)), 0)
+        return int(v[0]) if hasattr(v, "__len__") else int(v)
+    n_head, n_kv = hp("attention.head_count"), hp("attention.head_count_kv")
+    return iq_mix([(n, ne, k == "mat") for n, ne, k, _, _ in spec.tensors],
+                  a.type, a.layers, n_head // (n_kv or n_head),
+                  hp("expert_count"))
+
+
 # ------------------------------------------------------------ block makers
 
 def _jitter(rng, n):
@@ -659,22 +751,38 @@ def make_q8_0(rng, nb, sigma):
     return a
 
 
-def make_q4_K(rng, nb, sigma):
-    dt = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("sc", "u1", (12,)),
-                   ("q", "u1", (128,))])
-    a = np.frombuffer(bytearray(rng.bytes(nb * 144)), dtype=dt)
+def _k_scales(rng, a, nb, sigma, bits):
+    """d, dmin and the 12 packed scale bytes of a Q4_K (bits 4) or Q5_K
+    (bits 5) block: sc uniform 6-bit in [32, 63], m = sc and dmin = h d with
+    h = (2^bits - 1) / 2, so w = d*sc*(q - h): zero mean, std d * sc *
+    sqrt((4^bits - 1) / 12) for q uniform."""
+    h = ((1 << bits) - 1) / 2.0
     sc = rng.integers(32, 64, size=(nb, 8), dtype=np.uint8)
-    m = sc                                     # with dmin = 7.5 d: zero mean
-    # std of d*sc*(q-7.5), q uniform 0..15: d * sc * sqrt(255/12)
-    d = (sigma / (47.5 * math.sqrt(255.0 / 12.0)) * _jitter(rng, nb))
+    m = sc
+    d = (sigma / (47.5 * math.sqrt(((1 << 2 * bits) - 1) / 12.0)) *
+         _jitter(rng, nb))
     d16 = d.astype(np.float16)
     a["d"] = d16
-    a["dmin"] = (d16.astype(np.float32) * 7.5).astype(np.float16)
+    a["dmin"] = (d16.astype(np.float32) * h).astype(np.float16)
     p = a["sc"]
     p[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
     p[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
     p[:, 8:12] = (sc[:, 4:8] & 15) | ((m[:, 4:8] & 15) << 4)
     return a
+
+
+def make_q4_K(rng, nb, sigma):
+    dt = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("sc", "u1", (12,)),
+                   ("q", "u1", (128,))])
+    return _k_scales(rng, np.frombuffer(bytearray(rng.bytes(nb * 144)),
+                                        dtype=dt), nb, sigma, 4)
+
+
+def make_q5_K(rng, nb, sigma):
+    dt = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("sc", "u1", (12,)),
+                   ("qh", "u1", (32,)), ("q", "u1", (128,))])
+    return _k_scales(rng, np.frombuffer(bytearray(rng.bytes(nb * 176)),
+                                        dtype=dt), nb, sigma, 5)
 
 
 def make_q2_K(rng, nb, sigma):
@@ -736,13 +844,151 @@ def make_mxfp4(rng, nb, sigma):
     return a
 
 
+def make_iq4_nl(rng, nb, sigma):
+    """IQ4_NL (the IQ types' fallback for rows of 32k): nibbles uniform over
+    the 16 levels, d of either sign (the levels are not symmetric; ggml's
+    quantizer gives d either sign too)."""
+    dt = np.dtype([("d", "<f2"), ("q", "u1", (16,))])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 18)), dtype=dt)
+    rms = math.sqrt(float(np.mean(IQ4NL_LEVELS ** 2)))
+    a["d"] = (sigma / rms * _jitter(rng, nb) *
+              np.where(rng.random(nb) < 0.5, -1.0, 1.0))
+    return a
+
+
+# ------------------------------------------------------- i-quant grids
+# The lattice grids of the i-quants are part of their formats. They are read
+# from pocket's sources (src/quant/iq1.c, iq2.c, iq3.c), where each is kept
+# in a compact form with a test against ggml's tables: the generator needs
+# their mean square (to set d) and --verify their points.
+
+QUANT_SRC = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "src", "quant"))
+IQ4NL_LEVELS = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25,
+                         38, 53, 69, 89, 113], dtype=np.float64)
+# per type (source file, C name, keys, levels, coordinates, points): the C
+# array is a bitmap over the keys k = sum_j i_j L^j (i_j the level index of
+# coordinate j), the grid its set keys in increasing order; IQ2_XXS's is
+# instead a macro listing its points as 2-bit level indices.
+GRID_SRC = {
+    IQ1_M: ("iq1.c", "iq1_grid_map", 6561, (-1, 0, 1), 8, 2048),
+    IQ2_XXS: ("iq2.c", "PK_IQ2XXS_POINTS", None, (8, 25, 43), 8, 256),
+    IQ2_S: ("iq3.c", "iq2s_keys", 6561, (8, 25, 43), 8, 1024),
+    IQ3_S: ("iq3.c", "iq3s_keys", 4096, tuple(range(1, 16, 2)), 4, 512),
+}
+_GRIDS = {}
+
+
+def iq_grid(t):
+    """The grid of i-quant type t: (points, coordinates) float64."""
+    if t in _GRIDS:
+        return _GRIDS[t]
+    fname, cname, nkeys, levels, n, count = GRID_SRC[t]
+    path = os.path.join(QUANT_SRC, fname)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise SystemExit("%s: %s (the %s grid is read from pocket's sources)"
+                         % (path, e.strerror, TNAME[t]))
+    L = len(levels)
+    if nkeys is None:
+        # the macro runs to the first blank line
+        m = re.search(r"#define %s\(G\)(.*?)\n\s*\n" % cname, text, re.S)
+        body = m.group(1) if m else ""
+        keys = np.array([int(x, 16) for x in
+                         re.findall(r"G\((0x[0-9a-fA-F]+)\)", body)])
+        idx = (keys[:, None] >> (2 * np.arange(n))) & 3
+    else:
+        m = re.search(r"\b%s\[\d+\]\s*=\s*\{(.*?)\};" % cname, text, re.S)
+        words = [int(x, 16) for x in
+                 re.findall(r"0x([0-9a-fA-F]+)", m.group(1) if m else "")]
+        bits = np.unpackbits(np.array(words, dtype="<u8").view(np.uint8),
+                             bitorder="little")[:nkeys]
+        keys = np.nonzero(bits)[0]
+        idx = (keys[:, None] // L ** np.arange(n)) % L
+    if len(keys) != count:
+        raise SystemExit("%s: %s gives %d %s grid points, not %d" % (
+            path, cname, len(keys), TNAME[t], count))
+    g = np.asarray(levels, np.float64)[idx]
+    _GRIDS[t] = g
+    return g
+
+
+def _iq_d(rng, nb, sigma, t, scale, ls, extra=0.0):
+    """d of an i-quant block whose weights are d * scale(ls) * (level (+-
+    delta)), levels from uniformly random grid points: E w^2 = d^2 *
+    E scale^2 * (E level^2 + extra), ls uniform over the given range."""
+    ms = (np.mean(scale(np.asarray(ls, np.float64)) ** 2) *
+          (np.mean(iq_grid(t) ** 2) + extra))
+    return (sigma / math.sqrt(ms) * _jitter(rng, nb)).astype(np.float16)
+
+
+# Every bit pattern of the i-quants' index and sign fields is valid (11-bit
+# IQ1 index into 2048 points, IQ2_XXS 8 bits into 256, IQ2_S 10 into 1024,
+# IQ3_S 9 into 512, 7-bit sign codes into 128), so those bytes stay random;
+# the 3- and 4-bit sub-block scales ls are drawn from the upper half of their
+# range, as the existing K-quant makers draw theirs, and d set for sigma.
+
+def make_iq2_xxs(rng, nb, sigma):
+    # per sub-block two words: 4 grid indices; 4 x 7 sign bits and ls << 28.
+    # w = d * (0.5 + ls) / 4 * level * sign
+    dt = np.dtype([("d", "<f2"), ("qs", "<u4", (16,))])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 66)), dtype=dt)
+    ls = rng.integers(8, 16, size=(nb, 8), dtype=np.uint32)
+    a["qs"][:, 1::2] = (a["qs"][:, 1::2] & 0x0FFFFFFF) | (ls << 28)
+    a["d"] = _iq_d(rng, nb, sigma, IQ2_XXS, lambda x: (0.5 + x) / 4,
+                   range(8, 16))
+    return a
+
+
+def make_iq2_s(rng, nb, sigma):
+    # w = d * (0.5 + ls) / 4 * level * sign, ls two nibbles a byte
+    dt = np.dtype([("d", "<f2"), ("qs", "u1", (64,)), ("qh", "u1", (8,)),
+                   ("sc", "u1", (8,))])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 82)), dtype=dt)
+    a["sc"] = rng.integers(8, 16, size=(nb, 8), dtype=np.uint8) | \
+        (rng.integers(8, 16, size=(nb, 8), dtype=np.uint8) << 4)
+    a["d"] = _iq_d(rng, nb, sigma, IQ2_S, lambda x: (0.5 + x) / 4,
+                   range(8, 16))
+    return a
+
+
+def make_iq3_s(rng, nb, sigma):
+    # w = d * (1 + 2 ls) * level * sign, ls two nibbles a byte
+    dt = np.dtype([("d", "<f2"), ("qs", "u1", (64,)), ("qh", "u1", (8,)),
+                   ("signs", "u1", (32,)), ("sc", "u1", (4,))])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 110)), dtype=dt)
+    a["sc"] = rng.integers(8, 16, size=(nb, 4), dtype=np.uint8) | \
+        (rng.integers(8, 16, size=(nb, 4), dtype=np.uint8) << 4)
+    a["d"] = _iq_d(rng, nb, sigma, IQ3_S, lambda x: 1 + 2 * x, range(8, 16))
+    return a
+
+
+def make_iq1_m(rng, nb, sigma):
+    # w = d * (2 ls + 1) * (level + delta), delta = +-1/8 by bit 3 of the
+    # group's qh nibble; the fp16 d in the top nibbles of the four scale
+    # words, each word's low 12 bits four 3-bit ls
+    dt = np.dtype([("qs", "u1", (32,)), ("qh", "u1", (16,)),
+                   ("sc", "<u2", (4,))])
+    a = np.frombuffer(bytearray(rng.bytes(nb * 56)), dtype=dt)
+    ls = rng.integers(4, 8, size=(nb, 4, 4), dtype=np.uint16)
+    d = _iq_d(rng, nb, sigma, IQ1_M, lambda x: 2 * x + 1, range(4, 8),
+              1.0 / 64).view(np.uint16)
+    a["sc"] = ((ls << (3 * np.arange(4, dtype=np.uint16))).sum(
+        axis=2, dtype=np.uint16) |
+        (((d[:, None] >> (4 * np.arange(4, dtype=np.uint16))) & 15) << 12))
+    return a
+
+
 def make_f16(rng, n, sigma):
     return (rng.standard_normal(n, dtype=np.float32) * sigma).astype("<f2")
 
 
-MAKERS = {Q8_0: make_q8_0, Q4_K: make_q4_K, Q2_K: make_q2_K,
+MAKERS = {Q8_0: make_q8_0, Q4_K: make_q4_K, Q5_K: make_q5_K, Q2_K: make_q2_K,
           Q6_K: make_q6_K, Q4_0: make_q4_0, Q5_0: make_q5_0,
-          MXFP4: make_mxfp4}
+          MXFP4: make_mxfp4, IQ4_NL: make_iq4_nl, IQ2_XXS: make_iq2_xxs,
+          IQ2_S: make_iq2_s, IQ3_S: make_iq3_s, IQ1_M: make_iq1_m}
 
 
 def f32_values(rng, kind, ne, sigma):
@@ -827,12 +1073,16 @@ def write_model(a, spec):
     # a tied LM head (no output.weight) takes the output's type, as in
     # llama-quantize
     tied = all(t[0] != "output.weight" for t in spec.tensors)
+    mix = spec_iq_mix(spec, a)
     for name, ne, kind, layer, sigma in spec.tensors:
         as_name = "output.weight" if tied and name == "token_embd.weight" else name
-        t = tensor_type(as_name, kind, layer, a.layers, a.type, ne[0])
+        t = tensor_type(as_name, kind, layer, a.layers, a.type, ne[0],
+                        mix.get(name) if mix else None)
         nb = nbytes_of(ne, t)
         plan.append((name, ne, kind, layer, sigma, t, offset, nb))
         offset += nb + pad(nb)
+    for t in set(p[5] for p in plan) & set(GRID_SRC):
+        iq_grid(t)           # a grid that cannot be read: stop before writing
     head = [G.GGUF_MAGIC, struct.pack("<IQQ", 3, len(plan), len(spec.kv))]
     for key, vtype, v, arr_type in spec.kv:
         head += [w._str(key), struct.pack("<I", vtype),
@@ -951,11 +1201,88 @@ def dequant(raw, t, nblk):
         q = np.concatenate([b["q"] & 15, b["q"] >> 4], axis=1)
         d = np.ldexp(1.0, b["e"].astype(np.int32) - 128)
         return (MXFP4_LEVELS[q] * d[:, None]).astype(np.float32)
+    if t == Q5_K:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("dmin", "<f2"),
+                                      ("sc", "u1", (12,)), ("qh", "u1", (32,)),
+                                      ("q", "u1", (128,))], count=nblk)
+        base = dequant(raw_q4_K_of_q5_K(b), Q4_K, nblk).reshape(nblk, 8, 32)
+        hi = (b["qh"][:, None, :] >> np.arange(8, dtype=np.uint8)[:, None]) & 1
+        sc = np.empty((nblk, 8), np.float32)
+        p = b["sc"].astype(np.int32)
+        sc[:, :4] = p[:, :4] & 63
+        sc[:, 4:] = (p[:, 8:] & 15) | ((p[:, :4] >> 6) << 4)
+        d = b["d"].astype(np.float32)[:, None, None]
+        return (base + d * sc[:, :, None] * 16 * hi).reshape(nblk, -1)
+    if t == IQ4_NL:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("q", "u1", (16,))],
+                          count=nblk)
+        q = np.concatenate([b["q"] & 15, b["q"] >> 4], axis=1)
+        return (b["d"].astype(np.float32)[:, None] * IQ4NL_LEVELS[q])
+    if t == IQ2_XXS:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("qs", "<u4", (16,))],
+                          count=nblk)
+        idx = np.ascontiguousarray(b["qs"][:, 0::2]).view(np.uint8)
+        aux = b["qs"][:, 1::2].astype(np.int64)            # (nblk, 8)
+        code = (aux[:, :, None] >> (7 * np.arange(4))) & 127  # per group
+        sbits = (code[..., None] >> np.arange(7)) & 1
+        sbits = np.concatenate([sbits, sbits.sum(axis=3, keepdims=True) & 1],
+                               axis=3)                      # even count
+        w = iq_grid(IQ2_XXS)[idx.reshape(nblk, 8, 4)] * (1 - 2 * sbits)
+        ls = (aux >> 28).astype(np.float64)
+        return (b["d"].astype(np.float64)[:, None, None, None] *
+                ((0.5 + ls) / 4)[:, :, None, None] * w).reshape(nblk, -1)
+    if t == IQ2_S:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("qs", "u1", (64,)),
+                                      ("qh", "u1", (8,)), ("sc", "u1", (8,))],
+                          count=nblk)
+        qh = b["qh"].astype(np.int64)[:, :, None]
+        idx = (b["qs"][:, :32].reshape(nblk, 8, 4).astype(np.int64) |
+               ((qh >> (2 * np.arange(4))) & 3) << 8)
+        sbits = np.unpackbits(b["qs"][:, 32:], axis=1, bitorder="little")
+        ls = (b["sc"][:, :, None] >> (4 * (np.arange(4) // 2))) & 15
+        w = iq_grid(IQ2_S)[idx].reshape(nblk, 256) * (1 - 2.0 * sbits)
+        return (b["d"].astype(np.float64)[:, None] *
+                np.repeat(((0.5 + ls) / 4).reshape(nblk, 32), 8, axis=1) * w)
+    if t == IQ3_S:
+        b = np.frombuffer(raw, dtype=[("d", "<f2"), ("qs", "u1", (64,)),
+                                      ("qh", "u1", (8,)), ("signs", "u1", (32,)),
+                                      ("sc", "u1", (4,))], count=nblk)
+        qh = b["qh"].astype(np.int64)[:, :, None]
+        idx = (b["qs"].reshape(nblk, 8, 8).astype(np.int64) |
+               ((qh >> np.arange(8)) & 1) << 8)
+        sbits = np.unpackbits(b["signs"], axis=1, bitorder="little")
+        ls = np.stack([b["sc"] & 15, b["sc"] >> 4], axis=2).reshape(nblk, 8)
+        w = iq_grid(IQ3_S)[idx].reshape(nblk, 256) * (1 - 2.0 * sbits)
+        return (b["d"].astype(np.float64)[:, None] *
+                np.repeat(1 + 2.0 * ls, 32, axis=1) * w)
+    if t == IQ1_M:
+        b = np.frombuffer(raw, dtype=[("qs", "u1", (32,)), ("qh", "u1", (16,)),
+                                      ("sc", "<u2", (4,))], count=nblk)
+        h = np.stack([b["qh"] & 15, b["qh"] >> 4], axis=2).reshape(nblk, 32)
+        idx = b["qs"].astype(np.int64) | (h & 7).astype(np.int64) << 8
+        delta = np.where(h & 8, -0.125, 0.125)
+        sc = b["sc"].astype(np.int64)                       # (nblk, 4)
+        ls = (sc[:, :, None] >> (3 * np.arange(4))) & 7     # group 8k + 2i..
+        ls = np.repeat(ls.reshape(nblk, 16), 2, axis=1)     # per group
+        d = ((sc >> 12) << (4 * np.arange(4))).sum(axis=1).astype(
+            np.uint16).view(np.float16).astype(np.float64)
+        w = iq_grid(IQ1_M)[idx] + delta[:, :, None]         # (nblk, 32, 8)
+        return (d[:, None, None] * (2 * ls + 1)[:, :, None] * w).reshape(
+            nblk, -1)
     if t == F16:
         return np.frombuffer(raw, dtype="<f2", count=nblk).astype(np.float32)
     if t == F32:
         return np.frombuffer(raw, dtype="<f4", count=nblk)
     raise ValueError(t)
+
+
+def raw_q4_K_of_q5_K(b):
+    """The Q4_K blocks of Q5_K blocks b without their fifth bits."""
+    q4 = np.zeros(len(b), dtype=[("d", "<f2"), ("dmin", "<f2"),
+                                 ("sc", "u1", (12,)), ("q", "u1", (128,))])
+    for k in ("d", "dmin", "sc", "q"):
+        q4[k] = b[k]
+    return q4.tobytes()
 
 
 def verify(path):

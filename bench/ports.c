@@ -9,7 +9,10 @@
  *
  * It tells the bound of a kernel that is made of these operations: for
  * instance 16 vpmaddwd + 16 vpaddd per 256 products need 16 cycles at 2
- * operations per cycle, 11 at 3. Built with -mavxvnni as well, on a CPU
+ * operations per cycle, 11 at 3. The last line is the int8 issue rate of
+ * AVX2 without VNNI: a multiply-add of 32 unsigned x signed bytes is
+ * vpmaddubsw + vpmaddwd + vpaddd (bench_gemm measures the same per second
+ * and gives each kernel's share of it). Built with -mavxvnni as well, on a CPU
  * with AVX-VNNI it also times VEX vpdpbusd from registers, with a memory
  * operand, and fed each by its own vpbroadcastd load (as a prompt kernel
  * that broadcasts one token's 4 activations per instruction):
@@ -52,6 +55,20 @@ int main(void) {
     printf("vpmaddubsw ymm:        %.2f per cycle\n", RATE(X12("vpmaddubsw") X12("vpmaddubsw"), ghz));
     printf("vpaddd ymm:            %.2f per cycle\n", RATE(X12("vpaddd") X12("vpaddd"), ghz));
     printf("vpmaddwd + vpaddd 1:1: %.2f per cycle\n", RATE(X12("vpmaddwd") X12("vpaddd"), ghz));
+    {   /* vpmaddubsw + vpmaddwd + vpaddd: AVX2's int8 multiply-add without VNNI, 32 per group */
+        __m256i c[6], o = _mm256_set1_epi16(1);
+        for (int i = 0; i < 6; i++) c[i] = a[i];
+#define MG(k) "vpmaddubsw %7,%6,%%ymm" #k "\n vpmaddwd %8,%%ymm" #k ",%%ymm" #k "\n vpaddd %%ymm" #k ",%" #k ",%" #k "\n"
+        double t0 = now();
+        for (long i = 0; i < N_ITER; i++)
+            __asm__ volatile(MG(0) MG(1) MG(2) MG(3) MG(4) MG(5) MG(0) MG(1) MG(2) MG(3) MG(4) MG(5)
+                             : "+x"(c[0]), "+x"(c[1]), "+x"(c[2]), "+x"(c[3]), "+x"(c[4]), "+x"(c[5])
+                             : "x"(b), "x"(a[6]), "x"(o)
+                             : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5");
+        double g = 12.0 * (double)N_ITER / ((now() - t0) * ghz * 1e9);
+        printf("vpmaddubsw + vpmaddwd + vpaddd groups: %.2f per cycle = %.1f int8 multiply-adds per cycle\n", g, 32 * g);
+        for (int i = 0; i < 6; i++) a[i] = _mm256_add_epi32(a[i], c[i]);
+    }
 #ifdef __AVXVNNI__
     if (__builtin_cpu_supports("avxvnni")) {
         static int buf[128] __attribute__((aligned(64)));

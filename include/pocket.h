@@ -747,7 +747,10 @@ void pk_cpu_name(char *buf, size_t cap);
  *
  * Presets (llama.cpp names, case-insensitive): F32 F16 BF16 Q8_0 Q6_K Q5_K_M
  * Q5_K_S Q5_0 Q5_1 Q4_K_M Q4_K_S Q4_0 Q4_1 Q3_K_L Q3_K_M Q3_K_S Q2_K IQ4_XS
- * IQ4_NL, and pocket's MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
+ * IQ4_NL IQ2_XXS IQ2_XS IQ1_S IQ1_M (these four need an importance matrix with an
+ * entry for every tensor of theirs, as llama-quantize does; token embeddings
+ * Q2_K, output Q5_K, and the IQ1 presets' attn_output IQ2_XXS), and pocket's
+ * MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
  * attention, shared experts, dense FFNs, token embeddings and output at
  * Q6_K, with attn_v and shared experts at Q8_0; router (ffn_gate_inp) and
  * norms kept as they are.
@@ -755,12 +758,17 @@ void pk_cpu_name(char *buf, size_t cap);
  * For the llama.cpp presets each tensor gets the type llama-quantize picks:
  * 1-D tensors, norms and the router keep their input type; output.weight
  * (and a tied token_embd) goes to Q6_K; the *_M presets give attn_v and
- * ffn_down more bits on some layers; rows whose length is not a multiple of
- * the block size fall back (Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1,
- * Q6_K -> Q8_0, IQ4_XS -> IQ4_NL, then F16). Tensors are written in
+ * ffn_down more bits on some layers; IQ2_XXS and IQ2_XS put output.weight at
+ * Q5_K, token_embd at Q2_K, attn_v at Q4_K (Q2_K when the model has fewer
+ * than 4 experts and fewer than 4 query heads per kv head), the first eighth
+ * of the ffn_down tensors at Q2_K, attn_k at Q4_K and attn_output at Q5_K in
+ * 8-expert models; rows whose length is not a multiple of the block size
+ * fall back (Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
+ * IQ4_XS and the IQ2 types -> IQ4_NL, then F16). Tensors are written in
  * llama-quantize's order (by layer, then by name). With the same input,
  * preset and no importance matrix the tensor data equals llama-quantize's
- * bit for bit, given reference quantizers that match ggml's.
+ * bit for bit, given reference quantizers that match ggml's; IQ2_XXS and
+ * IQ2_XS tensors equal llama-quantize's with the same importance matrix.
  * MXFP4 tensors (gpt-oss experts) are copied unchanged under every preset
  * (llama-quantize would dequantize and re-quantize them); an override that
  * names one converts it like any other tensor.
@@ -892,6 +900,89 @@ int pk_imatrix_entry(const pk_imatrix *im, int i, const char **name, int64_t *ne
                      int64_t *n_mat, const int64_t **counts);
 uint32_t pk_imatrix_chunk_count(const pk_imatrix *im);
 uint32_t pk_imatrix_chunk_size(const pk_imatrix *im);
+
+/* ---- Expert pruning (src/offline/prune.c) ---------------------------------
+ * Keep K of a MoE model's routed experts in each layer, chosen by a saliency
+ * measured while the model runs over calibration text, and write the smaller
+ * model as a new GGUF file (docs/pruning.md).
+ *
+ * Saliency of expert e of layer l, over the calibration tokens routed to it:
+ *   PK_SALIENCY_REAP  the mean of |w| ||y||_2, w the token's router weight for
+ *                     e as the layer applies it (after top-k renormalisation
+ *                     and scales), y the expert's output: the mean size of
+ *                     what e adds to the layer's output (REAP's
+ *                     router-weighted expert activation); 0 for an expert no
+ *                     token reached
+ *   PK_SALIENCY_FREQ  the number of tokens routed to e
+ * A layer keeps its K largest (ties: the lower index). The sums are taken in
+ * the order the decoding thread meets them: the same text, model and kernels
+ * give the same ranking at any thread count.
+ */
+typedef struct pk_saliency pk_saliency;
+enum { PK_SALIENCY_REAP = 0, PK_SALIENCY_FREQ = 1 };
+
+/* Empty counters for m's routed experts. PK_ERR_UNSUPPORTED (naming the
+ * file and architecture) when m has none. */
+int pk_saliency_new(const pk_model *m, pk_saliency **out, pk_error *err);
+void pk_saliency_free(pk_saliency *s);
+/* Record every routed expert context c runs (c must be of s's model:
+ * PK_ERR_ARG otherwise). Detach before freeing either. */
+int pk_saliency_attach(pk_saliency *s, pk_context *c, pk_error *err);
+void pk_saliency_detach(pk_context *c);
+/* PK_OK, or the first collection failure (a non-finite expert output). */
+int pk_saliency_status(const pk_saliency *s, pk_error *err);
+/* Routed experts of layer il (0: none: a dense layer, or il out of range);
+ * tokens routed to expert e; its score by kind (PK_SALIENCY_*). */
+int pk_saliency_n_expert(const pk_saliency *s, int il);
+int64_t pk_saliency_tokens(const pk_saliency *s, int il, int e);
+double pk_saliency_score(const pk_saliency *s, int kind, int il, int e);
+/* Layer il's experts by score, best first, into order[0..n_expert).
+ * PK_ERR_NOMEM or PK_OK. */
+int pk_saliency_rank(const pk_saliency *s, int kind, int il, int *order);
+/* The keep mask for pk_prune_params: per routed layer the keep[il] best
+ * experts by kind (keep[] of n_layer entries; ignored for dense layers).
+ * mask has n_layer x n_expert bytes, n_expert as pk_model_get_info gives it
+ * (the most any layer has). PK_ERR_ARG naming the layer when a count is not
+ * in 1..its experts. */
+int pk_saliency_select(const pk_saliency *s, int kind, const int *keep, uint8_t *mask, pk_error *err);
+
+/* Parse a per-layer keep spec, "LAYERS:K[,LAYERS:K...]" with LAYERS a layer
+ * number or a range "A-B" (blk.N numbering, 0-based, inclusive): keep[il] = K
+ * for each layer named; the others are left as they are. PK_ERR_ARG, naming
+ * the item, for a malformed item, a layer outside 0..n_layer-1, a range that
+ * runs backwards, K = 0, or a layer named twice. */
+int pk_prune_parse_keep(const char *spec, int n_layer, int *keep, pk_error *err);
+
+typedef struct pk_prune_params {
+    /* [n_layer x n_expert] (n_expert: pk_model_info's): nonzero keeps expert
+       e of layer il; bytes of dense layers and past a layer's experts must
+       be 0. Every routed layer keeps at least the top-k. */
+    const uint8_t *keep;
+    int n_expert_used;       /* top-k written (<arch>.expert_used_count); 0: the model's */
+    const char *saliency;    /* recorded as pocket.prune.saliency (NULL: not written) */
+    const char *calibration; /* recorded as pocket.prune.calibration (NULL: not written) */
+} pk_prune_params;
+
+/* Whether m can be pruned: PK_OK, or PK_ERR_UNSUPPORTED naming the file and
+ * the reason (no routed experts; MTP blocks, whose experts never run;
+ * expert groups, which pruning would unbalance). */
+int pk_prune_check(const pk_model *m, pk_error *err);
+
+/* Write m with only the kept experts to out (out.tmp, renamed on success).
+ * Every tensor a block kind marks as holding experts (pk_tensor_spec
+ * experts: the merged expert matrices, the router's rows, per-expert biases
+ * and scales) loses the dropped experts' slices - whole rows or matrices, so
+ * types are kept, quantized ones too; everything else is copied byte for
+ * byte. Keys: <arch>.expert_count becomes the kept count (an array of one
+ * per layer when layers keep different counts: pocket loads that, llama.cpp
+ * does not), <arch>.expert_used_count n_expert_used if set, and
+ * pocket.prune.experts (u32 array: the kept experts' indices in m, layer by
+ * layer), pocket.prune.saliency and .calibration are added.
+ * Errors: PK_ERR_UNSUPPORTED (pk_prune_check's; a tensor of a pruned layer
+ * that pocket does not read), PK_ERR_ARG (a bad mask,
+ * a layer keeping fewer than the top-k, n_expert_used out of 1..64, out
+ * naming the input), PK_ERR_IO (writing out), PK_ERR_NOMEM. */
+int pk_prune_file(const pk_model *m, const char *out, const pk_prune_params *p, pk_error *err);
 
 #ifdef __cplusplus
 }

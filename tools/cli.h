@@ -67,6 +67,7 @@ int cmd_info(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_imatrix(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_chat(int argc, char **argv);

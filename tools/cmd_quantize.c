@@ -18,6 +18,7 @@ static void help(void) {
     for (int i = 0; i < pk_quantize_n_presets(); i++) printf(" %s", pk_quantize_preset_name(i));
     printf("\n\nMOE_Q2_K: routed experts (ffn_*_exps) at Q2_K; attention, embeddings,\n"
            "output and dense FFNs at Q6_K; attn_v and the shared expert at Q8_0.\n"
+           "IQ1_S, IQ1_M: need --imatrix (an entry for every tensor they quantize).\n"
            "\n"
            "  --tensor-type PATTERN=TYPE  type for tensors whose name matches PATTERN\n"
            "                              ('*' any run, '?' one char, ^ and $ anchors);\n"

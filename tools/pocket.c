@@ -5,6 +5,7 @@
  *   pocket perplexity score a text file the way llama-perplexity does
  *   pocket imatrix    collect an importance matrix for quantization
  *   pocket quantize   convert a model to a quantized type mix
+ *   pocket prune      keep the most salient routed experts of a MoE model
  *   pocket bench      prompt and generation throughput, every draw, bandwidth ceiling
  *   pocket serve      OpenAI-compatible HTTP server with a chat page
  *   pocket chat       interactive chat with a chat template
@@ -33,6 +34,7 @@ static const char *main_help =
     "  perplexity   score a text file (llama.cpp-compatible perplexity, KL divergence)\n"
     "  quantize     convert a model to a quantized type mix (Q8_0, Q4_K_M, Q2_K, MOE_Q2_K, ...)\n"
     "  imatrix      collect an importance matrix from calibration text (for quantize --imatrix)\n"
+    "  prune        keep K of the routed experts per layer, the most salient on calibration text\n"
     "  bench        prompt/generation throughput: every draw, bandwidth ceiling, A/B with interval\n"
     "  serve        OpenAI-compatible HTTP server (chat/completions, streaming, metrics) and chat page\n"
     "  chat         interactive chat (ChatML, Llama-3, Gemma templates; --chat-template chatml for the bundled model)\n"
@@ -80,6 +82,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "perplexity")) return cmd_perplexity(argc - 2, argv + 2);
     if (!strcmp(cmd, "imatrix")) return cmd_imatrix(argc - 2, argv + 2);
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 2, argv + 2);
+    if (!strcmp(cmd, "prune")) return cmd_prune(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
     if (!strcmp(cmd, "chat")) return cmd_chat(argc - 2, argv + 2);

@@ -18,6 +18,13 @@
 typedef void (*pk_matvec_observer)(void *ud, const pk_tensor *w, int64_t row0, int64_t nrows,
                                    const float *x);
 
+/* Called for each routed expert of a layer a batch used, once its outputs
+ * are computed: layer il, expert e, the n tokens routed to it, their router
+ * weights w[0..n) (what each output is multiplied by before the sum) and
+ * outputs out[i * D .. (i + 1) * D) (before the weight). Runs on the
+ * decoding thread (expert saliency, offline/prune.c). */
+typedef void (*pk_expert_observer)(void *ud, int il, int e, int n, const float *w, const float *out, int D);
+
 /* Activation slots: a batch of input rows converted once to the format each
  * weight type's dot product wants, reused by every matrix that reads them.
  * PK_SLOT_X: a block's normed input (and the output head's); PK_SLOT_ATT:
@@ -107,6 +114,9 @@ struct pk_context {
     /* optional observer of every matrix input (importance matrix) */
     pk_matvec_observer observer;
     void *observer_ud;
+    /* optional observer of every routed expert's outputs (expert saliency) */
+    pk_expert_observer expert_observer;
+    void *expert_observer_ud;
 
     uint64_t n_tokens;            /* decoded since creation */
     uint64_t weight_bytes;        /* weight bytes read (counted in matvec) */

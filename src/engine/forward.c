@@ -99,8 +99,8 @@ int pk_forward_batch(pk_context *c, const int32_t *tokens, int n, float *logits,
        those rows only: its mixer has written every row's KV cache or state,
        and the other rows' FFN outputs would only feed the discarded rest of
        x (llama.cpp prunes the same rows). Not while an observer collects
-       every row's inputs (pocket imatrix). */
-    const int keep = c->observer ? n : !logits ? 0 : all_rows ? n : 1;
+       every row's inputs (pocket imatrix) or experts (pocket prune). */
+    const int keep = c->observer || c->expert_observer ? n : !logits ? 0 : all_rows ? n : 1;
     int rows = n;   /* rows of x carried through the layers */
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_block *bk = &m->blocks[il];

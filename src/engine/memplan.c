@@ -60,20 +60,23 @@ int pk_memplan_apply(pk_model *m, const pk_model_params *p, pk_error *err) {
        up_exps) counts twice, as the expert cache's slot holds it twice (its
        gate and up regions, model/xcache.c) */
     int last_moe = -1;
+    uint64_t n_slices = 0;   /* experts over all layers (layers may differ: a pruned file) */
     for (int i = 0; i < m->n_bound; i++) {
         const pk_bound *b = &m->bound[i];
         if (b->layer < 0 || b->layer >= hp->n_layer) continue;   /* the model's own, above; MTP: never read */
         if (b->role == PK_ROLE_EXPERTS) {
             pl->expert_bytes += tensor_bytes(b->t);
-            pl->n_layer_moe += b->layer != last_moe;   /* a layer's entries are contiguous */
+            if (b->layer != last_moe) {   /* a layer's entries are contiguous */
+                pl->n_layer_moe++;
+                n_slices += (uint64_t)m->blocks[b->layer].ff.n_expert;
+            }
             last_moe = b->layer;
         } else {
             resident += tensor_bytes(b->t);
         }
     }
     pl->resident_bytes = resident;
-    if (pl->n_expert && pl->n_layer_moe)
-        pl->expert_slice_bytes = pl->expert_bytes / (uint64_t)pl->n_layer_moe / (uint64_t)pl->n_expert;
+    if (n_slices) pl->expert_slice_bytes = pl->expert_bytes / n_slices;
     pl->expert_slots = pl->n_expert;
 
     /* the planned context, measured */

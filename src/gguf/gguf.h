@@ -133,6 +133,7 @@ int gguf_writer_set_bool(gguf_writer *w, const char *key, int v, pk_error *err);
 int gguf_writer_set_str(gguf_writer *w, const char *key, const char *v, pk_error *err);
 int gguf_writer_set_str_arr(gguf_writer *w, const char *key, const char *const *v, uint64_t n,
                             pk_error *err);
+int gguf_writer_set_u32_arr(gguf_writer *w, const char *key, const uint32_t *v, uint64_t n, pk_error *err);
 /* 1 if the key was present. */
 int gguf_writer_remove_kv(gguf_writer *w, const char *key);
 

@@ -225,6 +225,23 @@ int gguf_writer_set_str_arr(gguf_writer *w, const char *key, const char *const *
     return PK_OK;
 }
 
+int gguf_writer_set_u32_arr(gguf_writer *w, const char *key, const uint32_t *v, uint64_t n, pk_error *err) {
+    int rc;
+    if (n > SIZE_MAX / 4) return pk_errorf(err, PK_ERR_ARG, "%s: key '%s': array too large", w->path, key);
+    uint8_t *b = malloc(n ? (size_t)n * 4 : 1);
+    if (!b) return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory for key '%s'", w->path, key);
+    for (uint64_t i = 0; i < n; i++)   /* little-endian, as put_kv writes fixed-size elements */
+        for (int k = 0; k < 4; k++) b[4 * i + (uint64_t)k] = (uint8_t)(v[i] >> (8 * k));
+    wkv *e = kv_slot(w, key, err, &rc);
+    if (!e) return free(b), rc;
+    e->kv.type = GGUF_ARRAY;
+    e->kv.arr_type = GGUF_UINT32;
+    e->kv.arr_n = n;
+    e->kv.arr_data = b;
+    e->own[0] = b;
+    return PK_OK;
+}
+
 int gguf_writer_remove_kv(gguf_writer *w, const char *key) {
     if (w->state != W_BUILD) return 0;
     for (size_t i = 0; i < w->n_kv; i++)

@@ -264,6 +264,95 @@ static void vec_dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
     *s = sum;
 }
 
+/* IQ2_XXS / IQ2_XS x Q8_K: per super-block an exact int32 sum over the
+ * 16-element halves of (2 ls + 1) * (signed levels . x), then sum += d * dx *
+ * isum in float, and the total times 1/8 at the end (as ggml's generic
+ * kernels: (0.5 + ls) / 4 = (2 ls + 1) / 8) */
+static void vec_dot_iq2(int64_t n, float *s, const void *w, const void *x, int xs) {
+    const size_t bs = xs ? sizeof(pk_block_iq2_xs) : sizeof(pk_block_iq2_xxs);
+    const pk_block_q8_K *b = x;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / PK_QK_K; i++) {
+        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bs;
+        uint16_t d16;
+        memcpy(&d16, blk, 2);
+        int32_t isum = 0;
+        for (int g = 0; g < PK_QK_K / 8; g += 2) {
+            int32_t dot = 0;
+            unsigned code;
+            int ls;
+            for (int h = g; h < g + 2; h++) {
+                const uint64_t point = pk_iq2_group(blk, xs, h, &code, &ls);
+                const unsigned signs = pk_iq2_signs(code);
+                for (int j = 0; j < 8; j++) {
+                    const int v = (int)(uint8_t)(point >> 8 * j) * b[i].qs[8 * h + j];
+                    dot += (signs >> j) & 1 ? -v : v;
+                }
+            }
+            isum += (2 * ls + 1) * dot;
+        }
+        sum += pk_fp16_to_fp32(d16) * b[i].d * (float)isum;
+    }
+    *s = 0.125f * sum;
+}
+static void vec_dot_iq2_xxs(int64_t n, float *s, const void *w, const void *x) { vec_dot_iq2(n, s, w, x, 0); }
+static void vec_dot_iq2_xs(int64_t n, float *s, const void *w, const void *x) { vec_dot_iq2(n, s, w, x, 1); }
+
+/* IQ1_S, IQ1_M: per super-block the exact int32 sum, over groups of 8, of
+ * ls' * (8 * (grid . x) + s * sum(x)) with ls' = 2 ls + 1 and s = +-1 the
+ * delta's sign: 8 times the block's sum (|.| < 2^23), then one float
+ * multiply-add with dw * dx / 8. */
+static int32_t iq1_group_dot(const uint64_t *grid, int i, const int8_t *x, int neg) {
+    int32_t dot = 0, sx = 0;
+    for (int j = 0; j < 8; j++) {
+        dot += (int8_t)(grid[i] >> (8 * j)) * x[j];
+        sx += x[j];
+    }
+    return 8 * dot + (neg ? -sx : sx);
+}
+
+static void vec_dot_iq1_s(int64_t n, float *s, const void *w, const void *x) {
+    const pk_block_iq1_s *a = w;
+    const pk_block_q8_K *b = x;
+    const uint64_t *grid = pk_iq1s_grid();
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / PK_QK_K; i++) {
+        int32_t isum = 0;
+        for (int sb = 0; sb < 8; sb++) {
+            const unsigned qh = a[i].qh[sb];
+            int32_t dot = 0;
+            for (int g = 0; g < 4; g++)
+                dot += iq1_group_dot(grid, a[i].qs[4 * sb + g] | (int)((qh >> 3 * g) & 7) << 8,
+                                     b[i].qs + 32 * sb + 8 * g, qh >> 15);
+            isum += (int32_t)(2 * ((qh >> 12) & 7) + 1) * dot;
+        }
+        sum += b[i].d * pk_fp16_to_fp32(a[i].d) * (0.125f * (float)isum);
+    }
+    *s = sum;
+}
+
+static void vec_dot_iq1_m(int64_t n, float *s, const void *w, const void *x) {
+    const pk_block_iq1_m *a = w;
+    const pk_block_q8_K *b = x;
+    const uint64_t *grid = pk_iq1s_grid();
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / PK_QK_K; i++) {
+        const uint8_t *sc = a[i].scales;
+        int32_t isum = 0;
+        for (int sb = 0; sb < 8; sb++) {
+            const unsigned ws = sc[2 * (sb / 2)] | (unsigned)sc[2 * (sb / 2) + 1] << 8;
+            for (int g = 0; g < 4; g++) {
+                const unsigned h = (unsigned)a[i].qh[2 * sb + g / 2] >> 4 * (g % 2);
+                const int ls = 2 * ((ws >> (6 * (sb % 2) + 3 * (g / 2))) & 7) + 1;
+                isum += ls * iq1_group_dot(grid, a[i].qs[4 * sb + g] | (int)(h & 7) << 8,
+                                           b[i].qs + 32 * sb + 8 * g, (h >> 3) & 1);
+            }
+        }
+        sum += b[i].d * pk_fp16_to_fp32(pk_iq1_m_d(sc)) * (0.125f * (float)isum);
+    }
+    *s = sum;
+}
+
 /* gemv as one vec_dot per row, rows in order */
 static inline __attribute__((always_inline)) void gemv_by(pk_vec_dot_fn dot, int64_t n, int64_t nrows, float *y,
                                                          const void *w, size_t row_bytes, const void *x) {
@@ -290,6 +379,10 @@ GEMV_ENTRY(q4_K)
 GEMV_ENTRY(q5_K)
 GEMV_ENTRY(q6_K)
 GEMV_ENTRY(iq4_xs)
+GEMV_ENTRY(iq2_xxs)
+GEMV_ENTRY(iq2_xs)
+GEMV_ENTRY(iq1_s)
+GEMV_ENTRY(iq1_m)
 
 /* Activation conversions are the reference from_float of each type. */
 static void quantize_f32(const float *x, void *y, int64_t n) {
@@ -309,7 +402,8 @@ static void quantize_q8_K(const float *x, void *y, int64_t n) { pk_q8_K_from_flo
 
 #define QTYPES(X) X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(IQ4_NL, iq4_nl) \
     X(MXFP4, mxfp4) X(Q2_K, q2_K) X(Q3_K, q3_K) X(Q4_K, q4_K) X(Q5_K, q5_K) X(Q6_K, q6_K) \
-    X(IQ4_XS, iq4_xs)
+    X(IQ4_XS, iq4_xs) \
+    X(IQ2_XXS, iq2_xxs) X(IQ2_XS, iq2_xs) X(IQ1_S, iq1_s) X(IQ1_M, iq1_m)
 #define VD(T, t) [PK_TYPE_##T] = vec_dot_##t,
 #define GV(T, t) [PK_TYPE_##T] = gemv_##t,
 

@@ -97,13 +97,16 @@ int pk_blocks_plan(pk_model *m, const unsigned char *linear, pk_error *err) {
         if (hp->moe && il >= hp->n_dense_lead && (!dense_moe || pk_has_tensor(m, il, "ffn_gate_inp.weight"))) {
             b->ffn = dense_moe ? &pk_ffn_dense_moe : shared ? &pk_ffn_moe_shared : &pk_ffn_moe;
             b->ff = (pk_ffn_shape){
-                .n_ff = hp->n_ff_exp, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
+                .n_ff = hp->n_ff_exp, .n_expert = hp->n_expert_l[il], .n_expert_used = hp->n_expert_used,
                 .n_ff_shexp = shared ? hp->n_ff_shexp : 0, .gating = hp->gating, .norm_topk = hp->norm_topk,
                 .act = a->act, .n_ff_dense = dense_moe ? hp->n_ff : 0,
                 .bias = a->expert_bias, .swiglu_limit = a->swiglu_limit, .swiglu_alpha = a->swiglu_alpha,
                 .w_scale = hp->w_scale, .n_group = hp->n_group, .n_group_used = hp->n_group_used,
                 .shexp_gate = a->shexp_gate,
             };
+            if (b->ff.n_expert < b->ff.n_expert_used)   /* per-layer counts: model/model.c checked the most */
+                return pk_errorf(err, PK_ERR_FORMAT, "%s: layer %d has %d experts, fewer than expert_used_count %d",
+                                 m->path, il, b->ff.n_expert, b->ff.n_expert_used);
         } else {
             b->ffn = &pk_ffn_dense;
             b->ff = (pk_ffn_shape){.n_ff = hp->n_ff, .act = a->act};

@@ -325,10 +325,18 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
     hp->embd_scale = m->arch->embd_scale ? sqrtf((float)hp->n_embd) : 1.0f;
     if ((rc = load_rope_scaling(m, an, err))) return rc;
     char key[128];
+    /* expert_count: one value, or one per layer (a pruned file) */
+    if (!(hp->n_expert_l = pk_calloc((size_t)hp->n_layer, sizeof *hp->n_expert_l)))
+        return pk_errorf(err, PK_ERR_NOMEM, "%s: out of memory", f->path);
     if ((rc = get_hp(f, an, "feed_forward_length", 0, 0, BIG, &hp->n_ff, err)) ||
-        (rc = get_hp(f, an, "expert_count", 0, 0, 65536, &hp->n_expert, err)) ||
+        (rc = get_hp_layers(f, an, "expert_count", 0, 0, 65536, 0, hp->n_expert_l, hp->n_layer, err)) ||
         (rc = get_hp(f, an, "expert_used_count", 0, 0, 65536, &hp->n_expert_used, err)))
         return rc;
+    int n_expert_min = hp->n_expert_l[0];
+    for (int il = 0; il < hp->n_layer; il++) {
+        if (hp->n_expert_l[il] > hp->n_expert) hp->n_expert = hp->n_expert_l[il];
+        if (hp->n_expert_l[il] < n_expert_min) n_expert_min = hp->n_expert_l[il];
+    }
     const pk_arch *a = m->arch;
     hp->moe = a->ffn == PK_FFN_MOE || a->ffn == PK_FFN_DENSE_MOE || (a->ffn == PK_FFN_EITHER && hp->n_expert > 0);
     if (a->ffn == PK_FFN_DENSE_MOE && hp->n_ff < 1)
@@ -363,6 +371,10 @@ static int load_hparams(pk_model *m, const char *an, uint8_t **linear, pk_error 
                              "%s: %s.expert_group_count %d / expert_group_used_count %d do not fit %d experts, top-%d",
                              f->path, an, hp->n_group, hp->n_group_used, hp->n_expert, hp->n_expert_used);
         if (hp->n_group <= 1) hp->n_group = hp->n_group_used = 0;
+        if (hp->n_group && n_expert_min != hp->n_expert)
+            return pk_errorf(err, PK_ERR_UNSUPPORTED,
+                             "%s: %s.expert_count differs between layers (%d to %d) with expert groups; not supported",
+                             f->path, an, n_expert_min, hp->n_expert);
         if (hp->w_scale == 0.0f) hp->w_scale = 1.0f;   /* 0: not scaled (llama.cpp) */
         if (hp->n_ff_exp < 1)
             return pk_errorf(err, PK_ERR_FORMAT, "%s: missing required key '%s.expert_feed_forward_length'",
@@ -455,7 +467,8 @@ static void tensor_name(char *nm, size_t cap, int il, const char *suffix) {
 }
 
 /* Append t (bound, present) to the model's list of bound tensors. */
-static int record(pk_model *m, const pk_tensor *t, int il, pk_tensor_role role, pk_error *err) {
+static int record(pk_model *m, const pk_tensor *t, int il, pk_tensor_role role, pk_expert_dim experts,
+                  pk_error *err) {
     if (m->n_bound == m->cap_bound) {
         const int cap = m->cap_bound ? 2 * m->cap_bound : 64;
         pk_bound *nb = realloc(m->bound, (size_t)cap * sizeof *nb);
@@ -463,7 +476,7 @@ static int record(pk_model *m, const pk_tensor *t, int il, pk_tensor_role role, 
         m->bound = nb;
         m->cap_bound = cap;
     }
-    m->bound[m->n_bound++] = (pk_bound){.t = t, .layer = il, .role = role};
+    m->bound[m->n_bound++] = (pk_bound){.t = t, .layer = il, .role = role, .experts = experts};
     return PK_OK;
 }
 
@@ -474,7 +487,10 @@ int pk_bind_specs(pk_model *m, int il, const pk_tensor_spec *spec, int n, pk_err
         char nm[128];
         tensor_name(nm, sizeof nm, il, s->suffix);
         int rc = bind(m, s->t, nm, s->required, s->n_dims, s->ne, s->role, err);
-        if (!rc && s->t->data) rc = record(m, s->t, il, s->role, err);
+        /* the roles that count experts say which dimension does */
+        PK_ASSERT(s->role != PK_ROLE_EXPERTS || s->experts == PK_EXPERT_DIM_2);
+        PK_ASSERT(s->role != PK_ROLE_EXPERT_BIAS || s->experts == PK_EXPERT_DIM_1);
+        if (!rc && s->t->data) rc = record(m, s->t, il, s->role, s->experts, err);
         if (rc) return rc;
     }
     return PK_OK;
@@ -679,6 +695,7 @@ void pk_model_free(pk_model *m) {
     free(m->bound);
     free(m->blocks);
     free(m->hp.n_head_kv_l);
+    free(m->hp.n_expert_l);
     free(m->hp.swa);
     free(m->nextn);
     gguf_close(m->gguf);

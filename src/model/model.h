@@ -35,14 +35,27 @@ typedef enum pk_tensor_role {
                             of them; resident */
 } pk_tensor_role;
 
+/* Which dimension of a tensor counts its layer's routed experts (what
+ * expert pruning, offline/prune.c, cuts along): none; ne[0] (one value per
+ * expert: router bias, selection bias, output scales); ne[1] (the router's
+ * rows, per-expert bias vectors); ne[2] (the stacked expert matrices). */
+typedef enum pk_expert_dim {
+    PK_EXPERT_DIM_NONE = 0,
+    PK_EXPERT_DIM_0,
+    PK_EXPERT_DIM_1,
+    PK_EXPERT_DIM_2,
+} pk_expert_dim;
+
 /* One entry of the model's list of bound tensors: the field bound, its
- * block (-1: the model's own tensors, n_layer + i: MTP block i) and its
- * role. A file tensor bound into two fields (a merged ffn_gate_up_exps as
- * gate_exps and up_exps) has two entries, one after the other. */
+ * block (-1: the model's own tensors, n_layer + i: MTP block i), its role
+ * and its expert dimension. A file tensor bound into two fields (a merged
+ * ffn_gate_up_exps as gate_exps and up_exps) has two entries, one after the
+ * other. */
 typedef struct pk_bound {
     const pk_tensor *t;
     int layer;
     pk_tensor_role role;
+    pk_expert_dim experts;
 } pk_bound;
 
 /* The file's hyperparameters (its <arch>.* keys): one value for all
@@ -62,7 +75,9 @@ typedef struct pk_hparams {
     pk_rope_scaling rope_scaling; /* rope.scaling.* (model/blocks.h) */
     float rms_eps;
     int n_ff;            /* dense FFN size */
-    int n_expert, n_expert_used;
+    int n_expert, n_expert_used; /* n_expert: the most any layer has */
+    int *n_expert_l;     /* [n_layer] routed experts per layer (expert_count may be an array:
+                            a file pruned to other counts per layer, pocket prune) */
     int n_ff_exp;        /* expert FFN size */
     int n_ff_shexp;      /* shared expert FFN size (0: none) */
     int moe;             /* layers use routed experts */
@@ -195,7 +210,9 @@ struct pk_model {
 /* A tensor a block kind binds: the pk_layer field, the name after
  * "blk.N." (or the whole name for il < 0; NULL: the layer has no such
  * tensor, skipped), whether the file must have it, its shape (n_dims dims
- * ne[0..n_dims), the rest 1) and its role. */
+ * ne[0..n_dims), the rest 1), its role and which of its dimensions counts
+ * the routed experts (PK_ROLE_EXPERTS: ne[2], PK_ROLE_EXPERT_BIAS: ne[1];
+ * the router and per-expert scalars name theirs). */
 typedef struct pk_tensor_spec {
     pk_tensor *t;
     const char *suffix;
@@ -203,6 +220,7 @@ typedef struct pk_tensor_spec {
     int n_dims;
     int64_t ne[3];
     pk_tensor_role role;
+    pk_expert_dim experts;
 } pk_tensor_spec;
 
 /* Bind the n tensors of layer il (model/model.c), in order; the first that is

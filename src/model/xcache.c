@@ -182,7 +182,7 @@ int pk_xcache_new(const pk_model *m, int slots, pk_xcache **out, pk_error *err) 
     for (int il = 0; il < hp->n_layer; il++) {
         const pk_tensor *t[3] = {&m->layers[il].gate_exps, &m->layers[il].up_exps, &m->layers[il].down_exps};
         for (int k = 0; k < 3; k++) {
-            if (!t[k]->data || t[k]->ne[2] != hp->n_expert) {
+            if (!t[k]->data || t[k]->ne[2] != m->blocks[il].ff.n_expert) {
                 rc = pk_errorf(err, PK_ERR_FORMAT, "%s: layer %d has no stacked expert tensors to cache", m->path, il);
                 goto fail;
             }

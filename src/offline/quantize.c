@@ -42,7 +42,8 @@ enum {
     FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8,
     FT_Q5_1 = 9, FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13,
     FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18,
-    FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32,
+    FT_IQ2_XXS = 19, FT_IQ2_XS = 20,
+    FT_IQ1_S = 24, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_IQ1_M = 31, FT_BF16 = 32,
 };
 
 typedef struct preset {
@@ -63,6 +64,8 @@ static const preset presets[] = {
     {"Q3_K_M", FT_Q3_K_M, PK_TYPE_Q3_K, 0},  {"Q3_K_S", FT_Q3_K_S, PK_TYPE_Q3_K, 0},
     {"Q2_K", FT_Q2_K, PK_TYPE_Q2_K, 0},      {"IQ4_XS", FT_IQ4_XS, PK_TYPE_IQ4_XS, 0},
     {"IQ4_NL", FT_IQ4_NL, PK_TYPE_IQ4_NL, 0}, {"MOE_Q2_K", FT_Q2_K, PK_TYPE_Q2_K, 1},
+    {"IQ2_XXS", FT_IQ2_XXS, PK_TYPE_IQ2_XXS, 0}, {"IQ2_XS", FT_IQ2_XS, PK_TYPE_IQ2_XS, 0},
+    {"IQ1_S", FT_IQ1_S, PK_TYPE_IQ1_S, 0},   {"IQ1_M", FT_IQ1_M, PK_TYPE_IQ1_M, 0},
 };
 #define N_PRESETS ((int)(sizeof presets / sizeof presets[0]))
 
@@ -235,6 +238,11 @@ static int use_more_bits(int i, int n) {
     return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
+/* The i-quant presets below 3 bits, which llama-quantize gives their own
+ * rules for attention v / k / output, ffn_down, the output and the token
+ * embeddings (llama.cpp's llama-quant.cpp). */
+static int low_iq(int ft) { return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ1_M; }
+
 /* Layer of an FFN tensor: from its name in MoE models (experts need not be
  * stored in layer order), else the running counter. */
 static int layer_info(const qstate *qs, int counter, const char *name, int *il, pk_error *err) {
@@ -254,6 +262,10 @@ static int layer_info(const qstate *qs, int counter, const char *name, int *il, 
 
 static int blck(int type) { return pk_type_get(type)->blck; }
 
+/* the presets of llama-quantize's very-low-bit branch (its own rules for
+ * attn_v, attn_k, ffn_down and attn_output; Q2_K token embeddings, Q5_K
+ * output) */
+
 /* llama-quantize's choice for one quantizable tensor under a llama.cpp
  * preset, starting from the preset's default type nt. */
 static int rule_type(qstate *qs, const gguf_tensor *t, int cat, int nt, int *out, pk_error *err) {
@@ -261,9 +273,25 @@ static int rule_type(qstate *qs, const gguf_tensor *t, int cat, int nt, int *out
     int il, rc;
     if (cat == CAT_OUTPUT || (qs->tied && cat == CAT_TOKEN_EMBD)) {
         if (qs->falcon || t->ne[0] % blck(nt)) nt = PK_TYPE_Q8_0;
+        else if (low_iq(ft)) nt = PK_TYPE_Q5_K;
         else if (nt != PK_TYPE_Q8_0) nt = PK_TYPE_Q6_K;
     } else if (cat == CAT_TOKEN_EMBD) {
-        /* the presets offered here keep the default type */
+        if (low_iq(ft)) nt = PK_TYPE_Q2_K;   /* the other presets keep the default type */
+    } else if (low_iq(ft)) {
+        /* the counters as llama-quantize keeps them in this branch: ffn_down's
+           only (its first n_layer / 8 tensors, counted, not by layer) */
+        if (is_attn_v_like(cat)) {
+            nt = qs->n_gqa >= 4 || qs->n_expert >= 4 ? PK_TYPE_Q4_K : PK_TYPE_Q2_K;
+            qs->i_attn_wv++;
+        } else if (qs->n_expert == 8 && cat == CAT_ATTN_K) {
+            nt = PK_TYPE_Q4_K;
+        } else if (cat == CAT_FFN_DOWN) {
+            if (qs->i_ffn_down < n / 8) nt = PK_TYPE_Q2_K;
+            qs->i_ffn_down++;
+        } else if (cat == CAT_ATTN_OUTPUT) {
+            if (qs->n_expert == 8) nt = PK_TYPE_Q5_K;
+            else if (ft == FT_IQ1_S || ft == FT_IQ1_M) nt = PK_TYPE_IQ2_XXS;
+        }
     } else if (is_attn_v_like(cat)) {
         const int i = qs->i_attn_wv;
         if (ft == FT_Q2_K) nt = qs->n_gqa >= 4 ? PK_TYPE_Q4_K : PK_TYPE_Q3_K;
@@ -471,8 +499,9 @@ static int make_plan(const gguf_file *f, qstate *qs, const pk_quantize_params *p
 /* The quantizer for a type given importance weights (one row of n elements,
  * w: n per-column importances), as llama-quantize picks ggml's
  * quantize_<type> with quant_weights: the weighted searches of quant/imat.c
- * for the legacy and K types, quant/iquant.c's for IQ4_NL (with its extra scale
- * trials) and IQ4_XS. NULL: no importance-aware quantizer. */
+ * for the legacy and K types and IQ2_XXS / IQ2_XS (which have no other),
+ * quant/iquant.c's for IQ4_NL (with its extra scale trials) and IQ4_XS.
+ * NULL: no importance-aware quantizer. */
 typedef void (*from_float_imat_fn)(const float *src, void *dst, int64_t n, const float *w);
 static from_float_imat_fn imat_quantizer(int type) {
     switch (type) {
@@ -487,6 +516,10 @@ static from_float_imat_fn imat_quantizer(int type) {
     case PK_TYPE_Q6_K: return pk_quantize_q6_K_imat;
     case PK_TYPE_IQ4_NL: return pk_quantize_iq4_nl_full;
     case PK_TYPE_IQ4_XS: return pk_quantize_iq4_xs;
+    case PK_TYPE_IQ2_XXS: return pk_quantize_iq2_xxs_imat;
+    case PK_TYPE_IQ2_XS: return pk_quantize_iq2_xs_imat;
+    case PK_TYPE_IQ1_S: return pk_quantize_iq1_s;
+    case PK_TYPE_IQ1_M: return pk_quantize_iq1_m;
     default: return NULL;
     }
 }
@@ -506,16 +539,25 @@ static int check_plan(const gguf_file *f, const pk_quantize_params *p, plan *pl,
             return pk_errorf(err, PK_ERR_UNSUPPORTED,
                              "%s: tensor '%s': cannot convert from %s: pocket has no %s dequantizer",
                              f->path, t->name, src->name, src->name);
-        if (!dst->from_float)
+        /* a type quantized only with importance weights (IQ1: ggml has no
+           reference quantizer) needs this tensor's imatrix entry */
+        const int imat_only = !dst->from_float && imat_quantizer(ty);
+        if (!dst->from_float && !imat_only)
             return pk_errorf(err, PK_ERR_UNSUPPORTED,
                              "%s: tensor '%s': cannot quantize to %s: pocket has no %s quantizer yet",
                              f->path, t->name, dst->name, dst->name);
-        if (!p->imatrix || dst->blck == 1) continue;
         int64_t n = 0;
-        const float *w = p->imatrix(p->imatrix_ud, t->name, &n);
+        const float *w = p->imatrix && dst->blck > 1 ? p->imatrix(p->imatrix_ud, t->name, &n) : NULL;
+        if (w && n != t->ne[0] * t->ne[2] && is_token_embd(t->name))
+            w = NULL;                                  /* as llama-quantize: ignored */
+        if (!w && p->imatrix && (imat_only || needs_imatrix(t->name, ty)))   /* as llama-quantize */
+            return pk_errorf(err, PK_ERR_ARG, "%s: tensor '%s': the importance matrix has no entry for it "
+                             "(type %s needs one)", f->path, t->name, dst->name);
+        if (!w && imat_only)
+            return pk_errorf(err, PK_ERR_ARG, "%s: tensor '%s': type %s needs an importance matrix",
+                             f->path, t->name, dst->name);
         if (!w) continue;
         if (n != t->ne[0] * t->ne[2]) {
-            if (is_token_embd(t->name)) continue;     /* as llama-quantize: ignored */
             return pk_errorf(err, PK_ERR_ARG,
                              "importance matrix for tensor '%s' has %lld values, expected %lld",
                              t->name, (long long)n, (long long)(t->ne[0] * t->ne[2]));
@@ -544,7 +586,7 @@ typedef struct qjob {
     uint8_t *dst;             /* slab */
     size_t dst_row;
     pk_from_float_fn from_float;
-    from_float_imat_fn from_float_imat; /* with imat: used instead of from_float */
+    from_float_imat_fn from_float_imat; /* if set, used instead of from_float (imat may be NULL) */
     const float *imat;        /* ne0 * n_mat importances, or NULL */
     int64_t rows_per_mat, n_mat;  /* ne[1], ne[2]: row r uses imat + ((r / ne1) % ne2) * ne0 */
     pk_to_float_fn check;     /* target's dequantizer, for validation (may be NULL) */
@@ -579,9 +621,9 @@ static void run_rows(qjob *j, int tid) {
             uint8_t *d = j->dst + (size_t)r * j->dst_row;
             j->to_float(j->src + (size_t)(j->row0 + r) * j->src_row, x, j->ne0);
             if (!all_finite(x, j->ne0)) { note_bad(j, j->row0 + r, 1); return; }
-            if (j->imat) {
+            if (j->from_float_imat) {
                 const int64_t mat = ((j->row0 + r) / j->rows_per_mat) % j->n_mat;
-                j->from_float_imat(x, d, j->ne0, j->imat + mat * j->ne0);
+                j->from_float_imat(x, d, j->ne0, j->imat ? j->imat + mat * j->ne0 : NULL);
             } else {
                 j->from_float(x, d, j->ne0);
             }
@@ -628,7 +670,7 @@ static int convert_tensor(const gguf_file *f, const plan *pl, gguf_writer *w, in
     j.to_float = src->to_float;
     j.dst_row = pk_row_size(pl->type, ne0);
     j.from_float = dst->from_float;
-    if (pl->imat) {
+    if (pl->imat || !dst->from_float) {   /* IQ2_XXS / IQ2_XS have only this quantizer */
         j.imat = pl->imat;
         j.from_float_imat = imat_quantizer(pl->type);
         j.rows_per_mat = t->ne[1] > 0 ? t->ne[1] : 1;

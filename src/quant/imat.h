@@ -1,5 +1,5 @@
 /* quant/imat.h - importance-weighted row quantizers ("imatrix" quantization)
- * for the legacy and K-quant formats.
+ * for the legacy and K-quant formats, and IQ2_XXS / IQ2_XS.
  *
  * Each function quantizes one row of n elements (n a multiple of the type's
  * block size) so as to minimise sum_j w_j * (x_j - q_j)^2, where the weights
@@ -33,5 +33,12 @@ void pk_quantize_q4_0_imat(const float *src, void *dst, int64_t n, const float *
 void pk_quantize_q4_1_imat(const float *src, void *dst, int64_t n, const float *imp);
 void pk_quantize_q5_0_imat(const float *src, void *dst, int64_t n, const float *imp);
 void pk_quantize_q5_1_imat(const float *src, void *dst, int64_t n, const float *imp);
+/* IQ2_XXS, IQ2_XS: ggml's quantize_iq2_xxs / quantize_iq2_xs, byte for byte
+ * (llama-quantize requires an importance matrix for them; imp == NULL here
+ * means every importance 1: there is no unweighted reference quantizer).
+ * Thread-safe; the first call builds the grids' neighbour tables (~1 MB of
+ * static memory, a few milliseconds). */
+void pk_quantize_iq2_xxs_imat(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq2_xs_imat(const float *src, void *dst, int64_t n, const float *imp);
 
 #endif

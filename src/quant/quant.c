@@ -8,7 +8,7 @@
  *
  * Adding a type: declare its block struct in quant/quant.h, write a
  * <type>_to_float / <type>_from_float pair (static here, or in the family's
- * file: quant/legacy.c, quant/kquant.c, quant/iquant.c, quant/mxfp4.c), and fill its
+ * file: quant/legacy.c, quant/kquant.c, quant/iquant.c, quant/iq2.c, quant/mxfp4.c), and fill its
  * row in type_table (to_float, from_float, vec_dot_type).
  */
 #include <math.h>
@@ -163,10 +163,13 @@ static const pk_type_traits type_table[PK_TYPE_COUNT] = {
                          .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_q6_K_to_float, .from_float = pk_q6_K_from_float},
     [PK_TYPE_Q8_K]    = {.name = "Q8_K", .blck = PK_QK_K, .type_size = sizeof(pk_block_q8_K),
                          .vec_dot_type = -1, .to_float = pk_q8_K_to_float, .from_float = pk_q8_K_from_float},
-    [PK_TYPE_IQ2_XXS] = SIZED("IQ2_XXS", 256, 66),
-    [PK_TYPE_IQ2_XS]  = SIZED("IQ2_XS", 256, 74),
+    [PK_TYPE_IQ2_XXS] = {.name = "IQ2_XXS", .blck = PK_QK_K, .type_size = sizeof(pk_block_iq2_xxs),
+                         .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_iq2_xxs_to_float, .from_float = NULL},
+    [PK_TYPE_IQ2_XS]  = {.name = "IQ2_XS", .blck = PK_QK_K, .type_size = sizeof(pk_block_iq2_xs),
+                         .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_iq2_xs_to_float, .from_float = NULL},
     [PK_TYPE_IQ3_XXS] = SIZED("IQ3_XXS", 256, 98),
-    [PK_TYPE_IQ1_S]   = SIZED("IQ1_S", 256, 50),
+    [PK_TYPE_IQ1_S]   = {.name = "IQ1_S", .blck = PK_QK_K, .type_size = sizeof(pk_block_iq1_s),
+                         .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_iq1_s_to_float, .from_float = NULL},
     [PK_TYPE_IQ4_NL]  = {.name = "IQ4_NL", .blck = PK_QK4_NL, .type_size = sizeof(pk_block_iq4_nl),
                          .vec_dot_type = PK_TYPE_Q8_0, .to_float = pk_iq4_nl_to_float,
                          .from_float = pk_iq4_nl_from_float},
@@ -180,7 +183,8 @@ static const pk_type_traits type_table[PK_TYPE_COUNT] = {
     [PK_TYPE_I32]     = SIZED("I32", 1, 4),
     [PK_TYPE_I64]     = SIZED("I64", 1, 8),
     [PK_TYPE_F64]     = SIZED("F64", 1, 8),
-    [PK_TYPE_IQ1_M]   = SIZED("IQ1_M", 256, 56),
+    [PK_TYPE_IQ1_M]   = {.name = "IQ1_M", .blck = PK_QK_K, .type_size = sizeof(pk_block_iq1_m),
+                         .vec_dot_type = PK_TYPE_Q8_K, .to_float = pk_iq1_m_to_float, .from_float = NULL},
     [PK_TYPE_BF16]    = {.name = "BF16", .blck = 1, .type_size = 2,
                          .vec_dot_type = PK_TYPE_BF16, .to_float = bf16_to_float, .from_float = bf16_from_float},
     [PK_TYPE_TQ1_0]   = SIZED("TQ1_0", 256, 54),
@@ -213,8 +217,8 @@ static const unsigned char type_align[PK_TYPE_COUNT] = {
     [PK_TYPE_Q5_K] = _Alignof(pk_block_q5_K),  [PK_TYPE_Q6_K] = _Alignof(pk_block_q6_K),
     [PK_TYPE_Q8_K] = _Alignof(pk_block_q8_K),  [PK_TYPE_IQ4_NL] = _Alignof(pk_block_iq4_nl),
     [PK_TYPE_IQ4_XS] = _Alignof(pk_block_iq4_xs),
-    [PK_TYPE_IQ2_XXS] = 2, [PK_TYPE_IQ2_XS] = 2, [PK_TYPE_IQ3_XXS] = 2, [PK_TYPE_IQ1_S] = 2,
-    [PK_TYPE_IQ3_S] = 2, [PK_TYPE_IQ2_S] = 2, [PK_TYPE_IQ1_M] = 1, [PK_TYPE_TQ1_0] = 2,
+    [PK_TYPE_IQ2_XXS] = 2, [PK_TYPE_IQ2_XS] = 2, [PK_TYPE_IQ3_XXS] = 2, [PK_TYPE_IQ1_S] = _Alignof(pk_block_iq1_s),
+    [PK_TYPE_IQ3_S] = 2, [PK_TYPE_IQ2_S] = 2, [PK_TYPE_IQ1_M] = _Alignof(pk_block_iq1_m), [PK_TYPE_TQ1_0] = 2,
     [PK_TYPE_TQ2_0] = 2, [PK_TYPE_MXFP4] = _Alignof(pk_block_mxfp4),
     [PK_TYPE_I8] = 1, [PK_TYPE_I16] = 2, [PK_TYPE_I32] = 4, [PK_TYPE_I64] = 8, [PK_TYPE_F64] = 8,
 };

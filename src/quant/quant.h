@@ -35,7 +35,8 @@ typedef struct pk_type_traits {
     size_t type_size;           /* bytes per block */
     int vec_dot_type;           /* activation type a dot product wants, -1: none */
     pk_to_float_fn to_float;    /* reference dequantize; NULL if unsupported */
-    pk_from_float_fn from_float;/* reference quantize; NULL if unsupported */
+    pk_from_float_fn from_float;/* reference quantize; NULL if unsupported or ggml has none
+                                   (IQ2_XXS, IQ2_XS: importance-weighted quantizers only) */
 } pk_type_traits;
 
 /* Traits of a type id; NULL if the id is not a known ggml type. Known types
@@ -213,6 +214,100 @@ _Static_assert(sizeof(pk_block_iq4_xs) == 4 + PK_QK_K / 64 + PK_QK_K / 2, "wrong
 /* The 16 non-linear levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl). */
 extern const int8_t pk_iq4nl_values[16];
 
+/* IQ2_XXS and IQ2_XS (quant/iq2.c): groups of 8 weights, each one point of a
+ * grid (its 8 magnitudes in bytes: pk_iq2xxs_grid, 256 points;
+ * pk_iq2xs_grid, 512) with 8 signs from a 7-bit sign code (pk_iq2_signs)
+ * and a 4-bit scale ls: w = d * (0.5 + ls) / 4 * level * sign.
+ * IQ2_XXS: 2.0625 bits per weight. Sub-block s (elements 32s .. 32s + 31)
+ * is qs[4s .. 4s + 3]: bytes 0-3 of it (byte g: group g, elements 32s + 8g
+ * .. 32s + 8g + 7) are the grid indices; the little-endian 32-bit word of
+ * qs[4s + 2], qs[4s + 3] holds group g's sign code in bits
+ * 7g .. 7g + 6 and the sub-block's ls in bits 28-31. */
+typedef struct {
+    uint16_t d;                 /* fp16 scale */
+    uint16_t qs[PK_QK_K / 8];
+} pk_block_iq2_xxs;
+_Static_assert(sizeof(pk_block_iq2_xxs) == 2 + PK_QK_K / 4, "wrong iq2_xxs block size");
+
+/* IQ2_XS: 2.3125 bits per weight. qs[g] codes group g (elements 8g .. 8g + 7):
+ * bits 0-8 its grid index, bits 9-15 its sign code. scales[s] holds the ls
+ * of sub-block s's first 16 elements (groups 4s, 4s + 1) in its low nibble,
+ * of the other 16 in its high nibble. */
+typedef struct {
+    uint16_t d;                 /* fp16 scale */
+    uint16_t qs[PK_QK_K / 8];
+    uint8_t scales[PK_QK_K / 32];
+} pk_block_iq2_xs;
+_Static_assert(sizeof(pk_block_iq2_xs) == 2 + PK_QK_K / 4 + PK_QK_K / 32, "wrong iq2_xs block size");
+
+extern const uint64_t pk_iq2xxs_grid[256];
+extern const uint64_t pk_iq2xs_grid[512];
+/* pk_iq2_signs(c) as 8 int8 multipliers, +1 or -1, element j in byte j */
+extern const uint64_t pk_iq2_sign8[128];
+/* The signs of a group from its 7-bit code c: bit j set = element j
+ * negative; bits 0-6 are c's, bit 7 makes the count of minus signs even. */
+static inline unsigned pk_iq2_signs(unsigned c) {
+    return (c & 127) | (unsigned)__builtin_parity(c & 127) << 7;
+}
+/* Group g (elements 8g .. 8g + 7) of an IQ2_XXS (xs = 0) or IQ2_XS (xs = 1)
+ * block: returns its grid point; *code its sign code, *ls the scale of its
+ * 16 elements (both groups of sub-block g / 4's half (g / 2) % 2). */
+static inline uint64_t pk_iq2_group(const void *blk, int xs, int g, unsigned *code, int *ls) {
+    if (xs) {
+        const pk_block_iq2_xs *b = blk;
+        *code = b->qs[g] >> 9;
+        *ls = (b->scales[g / 4] >> 4 * (g / 2 % 2)) & 15;
+        return pk_iq2xs_grid[b->qs[g] & 511];
+    }
+    const pk_block_iq2_xxs *b = blk;
+    const uint32_t aux = (uint32_t)b->qs[g / 4 * 4 + 2] | (uint32_t)b->qs[g / 4 * 4 + 3] << 16;
+    *code = (aux >> 7 * (g % 4)) & 127;
+    *ls = (int)(aux >> 28);
+    return pk_iq2xxs_grid[((const uint8_t *)b->qs)[g / 4 * 8 + g % 4]];
+}
+
+/* IQ1_S, IQ1_M: super-blocks of 256 in groups of 8 elements. A group is one
+ * of the 2048 points of the IQ1 grid (pk_iq1s_grid: 8 levels in {-1, 0, 1})
+ * by an 11-bit index, shifted by delta = +-1/8 and scaled by d * (2 ls + 1)
+ * with a 3-bit ls: w[j] = d * (2 ls + 1) * (grid[i][j] + delta). */
+#define PK_IQ1_GRID 2048
+#define PK_IQ1_DELTA 0.125f
+
+/* IQ1_S: 8 sub-blocks of 32 (4 groups each), 1.5625 bits per weight. For
+ * element 32s + 8g + j (s < 8, g < 4, j < 8): index i = qs[4s + g] |
+ * ((qh[s] >> 3g) & 7) << 8, ls = (qh[s] >> 12) & 7, delta = -1/8 if bit 15
+ * of qh[s] is set, else +1/8 (one delta and scale per sub-block). */
+typedef struct {
+    uint16_t d;                 /* fp16 super-scale */
+    uint8_t qs[PK_QK_K / 8];    /* low 8 bits of each group's index */
+    uint16_t qh[PK_QK_K / 32];  /* per sub-block: 4 x 3 high index bits, ls, delta sign */
+} pk_block_iq1_s;
+_Static_assert(sizeof(pk_block_iq1_s) == 2 + PK_QK_K / 8 + PK_QK_K / 16, "wrong iq1_s block size");
+
+/* IQ1_M: 8 sub-blocks of 32 whose halves (groups 0-1, 2-3) have a 3-bit
+ * scale each, a delta per group: 1.75 bits per weight. With the scales as
+ * four little-endian words sc[k] = scales[2k] | scales[2k + 1] << 8 and the
+ * nibble h = qh[2s + g / 2] >> 4 (g % 2), element 32s + 8g + j has index i =
+ * qs[4s + g] | (h & 7) << 8, delta = -1/8 if h & 8, else +1/8, and ls =
+ * (sc[s / 2] >> (6 (s % 2) + 3 (g / 2))) & 7. No d field: the fp16 d is
+ * bits 12-15 of sc[0], sc[1], sc[2], sc[3] as its bits 0-3, 4-7, 8-11,
+ * 12-15 (pk_iq1_m_d). */
+typedef struct {
+    uint8_t qs[PK_QK_K / 8];    /* low 8 bits of each group's index */
+    uint8_t qh[PK_QK_K / 16];   /* per group a nibble: 3 high index bits, delta sign */
+    uint8_t scales[PK_QK_K / 32];/* 16 x 3-bit scales, the fp16 d in the top nibbles */
+} pk_block_iq1_m;
+_Static_assert(sizeof(pk_block_iq1_m) == PK_QK_K / 8 + PK_QK_K / 16 + PK_QK_K / 32, "wrong iq1_m block size");
+
+/* the fp16 d of an IQ1_M block from its 8 scale bytes */
+static inline uint16_t pk_iq1_m_d(const uint8_t *sc) {
+    return (uint16_t)(sc[1] >> 4 | (sc[3] & 0xF0) | (sc[5] & 0xF0) << 4 | (sc[7] & 0xF0) << 8);
+}
+
+/* The IQ1 grid (ggml's iq1s_grid): PK_IQ1_GRID points, byte j of entry i
+ * the int8 level of element j of point i; made on the first call. */
+const uint64_t *pk_iq1s_grid(void);
+
 /* MXFP4 (OCP microscaling FP4, the gpt-oss experts): 32 E2M1 values sharing
  * one E8M0 exponent: 4.25 bits per weight. w[j] = pk_mxfp4_values[q[j]] *
  * 2^(e - 128), nibbles as Q4_0 (element j: low nibble of qs[j], element
@@ -310,6 +405,13 @@ void pk_quantize_q5_K(const float *src, void *dst, int64_t n, const float *imp);
 void pk_quantize_q6_K(const float *src, void *dst, int64_t n, const float *imp);
 void pk_quantize_iq4_nl(const float *src, void *dst, int64_t n, const float *imp);
 void pk_quantize_iq4_xs(const float *src, void *dst, int64_t n, const float *imp);
+/* IQ1_S, IQ1_M as ggml's quantize_iq1_s / _iq1_m (quant/iq1.c): imp is
+ * required for IQ1_S (NULL gives weights x^2, which ggml does not offer);
+ * IQ1_M without imp weights by x^2 as ggml does. */
+void pk_quantize_iq1_s(const float *src, void *dst, int64_t n, const float *imp);
+void pk_quantize_iq1_m(const float *src, void *dst, int64_t n, const float *imp);
+/* the length of the IQ1 quantizers' table of grid neighbours (a check) */
+int pk_iq1_neighbours_total(void);
 /* IQ4_NL as llama-quantize writes it (ggml's quantize_iq4_nl: 7 extra scale
  * trials per block); from_float is the faster quantize_row_iq4_nl_ref. */
 void pk_quantize_iq4_nl_full(const float *src, void *dst, int64_t n, const float *imp);
@@ -331,6 +433,10 @@ void pk_q8_K_from_float(const float *src, void *dst, int64_t n);
 void pk_iq4_nl_to_float(const void *src, float *dst, int64_t n);
 void pk_iq4_xs_to_float(const void *src, float *dst, int64_t n);
 void pk_mxfp4_to_float(const void *src, float *dst, int64_t n);
+void pk_iq2_xxs_to_float(const void *src, float *dst, int64_t n);
+void pk_iq2_xs_to_float(const void *src, float *dst, int64_t n);
+void pk_iq1_s_to_float(const void *src, float *dst, int64_t n);
+void pk_iq1_m_to_float(const void *src, float *dst, int64_t n);
 void pk_q4_0_from_float(const float *src, void *dst, int64_t n);
 void pk_q4_1_from_float(const float *src, void *dst, int64_t n);
 void pk_q5_0_from_float(const float *src, void *dst, int64_t n);

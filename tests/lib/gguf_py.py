@@ -194,6 +194,13 @@ class GGUFWriter:
             raise GGUFError("duplicate tensor %s" % name)
         self.tensors.append((name, ne, ttype, raw))
 
+    def add_raw_tensor(self, name, ne, ttype, raw):
+        """A tensor of any ggml type id as its bytes (ne: ne0-first), for
+        files with types this module does not encode."""
+        if any(t[0] == name for t in self.tensors):
+            raise GGUFError("duplicate tensor %s" % name)
+        self.tensors.append((name, list(ne), ttype, bytes(raw)))
+
     # -- output
     @staticmethod
     def _str(s):

@@ -14,7 +14,7 @@ import sys
 import gguf_py as G
 
 
-def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None):
+def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None, as_i16=()):
     w = G.GGUFWriter()
     for k in g.kv_order:
         if k in drop_keys:
@@ -30,7 +30,10 @@ def rewrite(g, path, drop_keys=(), set_keys=None, drop_tensors=(), reshape=None)
         a = g.tensors[name]
         if reshape and name in reshape:
             a = reshape[name](a)
-        w.add_tensor(name, a, G.T_F32)
+        if name in as_i16:       # a type no weight is computed in: I16, zeros
+            w.add_raw_tensor(name, reversed(a.shape), 25, bytes(2 * a.size))
+        else:
+            w.add_tensor(name, a, G.T_F32)
     w.write(path)
 
 
@@ -73,6 +76,8 @@ def main():
         ("wrong_shape", dict(reshape={"blk.0.attn_k.weight": lambda a: a[:-1]}), "blk.0.attn_k.weight"),
         ("no_vocab", dict(drop_keys=("tokenizer.ggml.tokens",)), "tokenizer.ggml.tokens"),
         ("type_string_for_int", dict(set_keys={arch + ".block_count": ("two", G.STRING)}), arch + ".block_count"),
+        ("uncomputable_type", dict(as_i16=("blk.0.ffn_down_exps.weight",)),
+         "'blk.0.ffn_down_exps.weight' has type I16, which pocket cannot compute"),
     ]
     for name, kw, expect in cases:
         rewrite(g, os.path.join(out, name + ".gguf"), **kw)

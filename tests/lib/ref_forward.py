@@ -183,7 +183,11 @@ class Model:
         self.n_rot = int(key("rope.dimension_count", self.head_dim))
         self.neox = arch in NEOX_ARCHS + HYBRID_ARCHS
         self._load_rope_scaling(key)
-        self.n_expert = int(key("expert_count", 0))
+        # expert_count: one value, or one per layer (pocket prune's files)
+        ec = key("expert_count", 0)
+        self.n_expert_l = [int(v) for v in ec] if isinstance(ec, np.ndarray) else None
+        self.n_expert = max(self.n_expert_l) if self.n_expert_l else int(ec)
+        self.on_expert = None   # hook: on_expert(layer, token, expert, weight, output)
         self.n_expert_used = int(key("expert_used_count", 0))
         self.hybrid = arch in HYBRID_ARCHS
         self.oss = arch == "gpt-oss"
@@ -237,6 +241,7 @@ class Model:
                                                    "attn_output.bias")):
                 raise SystemExit("ref_forward: %s with attention biases" % arch)
             ly = dict(
+                index=i,
                 attn_norm=self.t(b + "attn_norm.weight"),
                 wq=self.t(b + "attn_q.weight"),
                 wk=self.t(b + "attn_k.weight"),
@@ -268,10 +273,11 @@ class Model:
                 if self.n_expert_used <= 0:
                     raise SystemExit("ref_forward: MoE layer without "
                                      "expert_used_count")
-                if ly["router"].shape[0] != self.n_expert and self.n_expert:
+                ne = self.layer_experts(i)
+                if ly["router"].shape[0] != ne and ne:
                     raise SystemExit("ref_forward: router has %d experts, "
                                      "expert_count %d"
-                                     % (ly["router"].shape[0], self.n_expert))
+                                     % (ly["router"].shape[0], ne))
                 sh = int(key("expert_shared_feed_forward_length", 0))
                 if self.shexp and (sh > 0 or self.shexp_gated):
                     ly.update(
@@ -286,6 +292,10 @@ class Model:
                 ly["up"] = self.t(b + "ffn_up.weight")
                 ly["down"] = self.t(b + "ffn_down.weight")
             self.layers.append(ly)
+
+    def layer_experts(self, i):
+        """Routed experts of layer i (expert_count may be one per layer)."""
+        return self.n_expert_l[i] if self.n_expert_l else self.n_expert
 
     def _load_hybrid(self, key):
         """qwen35moe / qwen35 / qwen3next: hyperparameters and per-layer
@@ -397,7 +407,7 @@ class Model:
                     gate_shexp=self.t(b + "ffn_gate_shexp.weight"),
                     up_shexp=self.t(b + "ffn_up_shexp.weight"),
                     down_shexp=self.t(b + "ffn_down_shexp.weight"))
-                want["router"] = (self.n_expert, self.n_embd)
+                want["router"] = (self.layer_experts(i), self.n_embd)
                 want["shexp_gate_inp"] = (self.n_embd,)
             else:
                 ly.update(router=None,
@@ -544,7 +554,7 @@ class Model:
                           gate_shexp=self.t(b + "ffn_gate_shexp.weight"),
                           up_shexp=self.t(b + "ffn_up_shexp.weight"),
                           down_shexp=self.t(b + "ffn_down_shexp.weight"))
-                want["router"] = (self.n_expert, D)
+                want["router"] = (self.layer_experts(i), D)
             for k, shp in want.items():
                 if ly[k].shape != shp:
                     raise SystemExit("ref_forward: blk.%d %s has shape %s, "
@@ -991,6 +1001,8 @@ class Model:
                 y = ly["down_exps"][e] @ a
                 if ly.get("down_b") is not None:
                     y = y + ly["down_b"][e]
+                if self.on_expert:
+                    self.on_expert(ly["index"], t, e, we, y)
                 out[t] += we * y
         if not self.hybrid and "gate_shexp" in ly:   # qwen2moe, granitemoe
             sh = (self.silu(h @ ly["gate_shexp"].T) * (h @ ly["up_shexp"].T)) \

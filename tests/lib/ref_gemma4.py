@@ -101,7 +101,7 @@ class Gemma4Model:
         if int(key("attention.shared_kv_layers", 0)) != 0:
             raise SystemExit("ref_gemma4: shared KV layers not covered")
         self.softcap = float(key("final_logit_softcapping", 0.0))
-        self.n_expert = int(key("expert_count", 0))
+        self.n_expert = per_layer("expert_count", L, 0)   # one per layer in a pruned file
         self.k = int(key("expert_used_count", 0))
         n_ff = per_layer("feed_forward_length", L, required=True)
 
@@ -151,7 +151,7 @@ class Gemma4Model:
             if ly["freqs"] is not None and ly["freqs"].shape != (ly["n_rot"] // 2,):
                 raise SystemExit("ref_gemma4: rope_freqs has shape %s" % (ly["freqs"].shape,))
             if ly["router"] is not None:
-                E, Fe = self.n_expert, int(key("expert_feed_forward_length", required=True))
+                E, Fe = int(self.n_expert[i]), int(key("expert_feed_forward_length", required=True))
                 if ly["router"].shape != (E, D) or not 0 < self.k <= E:
                     raise SystemExit("ref_gemma4: layer %d router / expert counts" % i)
                 gu = t(b + "ffn_gate_up_exps.weight", (E, 2 * Fe, D), required=False)

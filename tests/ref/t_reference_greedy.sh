@@ -13,15 +13,8 @@ REF=tests/data/models/kjv-moe-f16.greedy.json
 MODEL=models/kjv-moe-f16.gguf
 RUN=${POCKET_RUN:-}
 tmp="$BUILD/tmp/reference_greedy"; mkdir -p "$tmp"
-ids=$("$PYTHON" -c "import json; d = json.load(open('$REF'));
-print(','.join(str(x) for x in d['prompt_ids'] + [s['id'] for s in d['steps'][:-1]]))")
-for kern in default ref; do
-    if [ $kern = ref ]; then export POCKET_KERNELS=ref; fi
-    $RUN "$BUILD/tests/tool_logits" -t 2 "$MODEL" "$tmp/logits.f32" "$ids"
-    echo "kernels: $kern"
-    "$PYTHON" tests/lib/check_greedy.py "$REF" "$tmp/logits.f32" 4096
-done
-unset POCKET_KERNELS
+. tests/lib/fixtures.sh
+greedy_vs_llama "$MODEL" "$REF" "$tmp"
 # the CLI, end to end: tokenizer + greedy sampling + detokenizer
 want=$("$PYTHON" -c "import json,sys; d = json.load(open('$REF'));
 sys.stdout.buffer.write(d['prompt'].encode() + bytes(d['text_bytes']))")

@@ -3,7 +3,7 @@
  * once per token.
  *
  * Per type: weights quantized from random floats with the reference
- * from_float (rows padded apart with 0xAB bytes), activations quantized with
+ * from_float (IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M: random blocks; rows padded apart with 0xAB bytes), activations quantized with
  * the reference quantizer of the vec_dot_type, one buffer per token and
  * the token pointers not in memory order; n over a few k-block counts, rows
  * and token counts covering every tile tail; y with a stride larger than
@@ -18,30 +18,24 @@
 #include <string.h>
 #include <time.h>
 #include "testhelp.h"
+#define TESTRAND_SEED 0x9e3779b97f4a7c15ull
+#include "testrand.h"
 #include "quant/quant.h"
 #include "kernels/kernels.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd64(void) {                     /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; }
-static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254f; }
 
 static const int types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                              PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                              PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
-                             PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+                             PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S,
+                             PK_TYPE_IQ1_M };
 /* The gemm entries each variant must have when it is usable here: a
  * variant whose multi-token kernels went missing (a build without its ISA
  * flags, an entry dropped from its array) fails instead of testing nothing. */
-static const struct { const char *isa; int types[16]; } required[] = {
+static const struct { const char *isa; int types[24]; } required[] = {
     { "avx2", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                 PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
-                PK_TYPE_IQ4_XS, -1 } },
+                PK_TYPE_IQ4_XS, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M, -1 } },
     { "avxvnni", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                    PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, -1 } },
     { "avx512", { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q5_0, PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
@@ -76,6 +70,10 @@ static void extreme_levels(int t, uint8_t *row, int64_t n) {
     case PK_TYPE_Q6_K: off = 0; len = 192; break;                       /* q 63 */
     case PK_TYPE_IQ4_XS: off = 2; len = 134; val = 0; break;            /* scales -32, level -127 */
     case PK_TYPE_MXFP4: off = 1; len = 16; break;                       /* level -12 */
+    case PK_TYPE_IQ2_XXS: off = 2; len = 64; break;      /* point 255, all signs minus, scales 15 */
+    case PK_TYPE_IQ2_XS: off = 2; len = 72; break;       /* point 511 (all 43), signs minus, scales 15 */
+    case PK_TYPE_IQ1_S: off = 2; len = 48; break;        /* point 2047 (all +1), scales 7 */
+    case PK_TYPE_IQ1_M: off = 0; len = 48; break;        /* point 2047 (all +1) */
     default: return;
     }
     const pk_type_traits *tr = pk_type_get(t);
@@ -83,6 +81,30 @@ static void extreme_levels(int t, uint8_t *row, int64_t n) {
 }
 
 #define SENT (-12345.0f)
+
+/* A row of type t holding f: its from_float, or for the types without one
+ * (IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M: ggml has none) random blocks whose fp16 d
+ * follows the block's largest |f| (0 for a zero block; IQ1_M's d is the top
+ * nibbles of its scale words) */
+static void make_row(int t, const float *f, uint8_t *row, int64_t n) {
+    const pk_type_traits *tw = pk_type_get(t);
+    if (tw->from_float) {
+        tw->from_float(f, row, n);
+        return;
+    }
+    for (size_t i = 0; i < pk_row_size(t, n); i++) row[i] = (uint8_t)rnd64();
+    for (int64_t b = 0; b < n / tw->blck; b++) {
+        float amax = 0.0f;
+        for (int i = 0; i < tw->blck; i++) amax = fmaxf(amax, fabsf(f[b * tw->blck + i]));
+        uint16_t d = pk_fp32_to_fp16(amax / 160.0f);
+        uint8_t *blk = row + b * tw->type_size;
+        if (t == PK_TYPE_IQ1_M)
+            for (int k = 0; k < 4; k++)
+                blk[49 + 2 * k] = (uint8_t)((blk[49 + 2 * k] & 0x0F) | ((d >> 4 * k) & 0xF) << 4);
+        else
+            memcpy(blk, &d, 2);
+    }
+}
 
 static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
@@ -98,7 +120,7 @@ static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const void *xp[MAXT];
     for (int r = 0; r < MAXR; r++) {
         fill(f, n, D_NORMAL, 1.0f);
-        tw->from_float(f, w + r * rb, n);
+        make_row(t, f, w + r * rb, n);
         if (kind == D_EXT) extreme_levels(t, w + r * rb, n);
         memset(w + r * rb + rs, 0xAB, rb - rs);
         tw->to_float(w + r * rb, wf + (size_t)r * n, n);
@@ -191,7 +213,7 @@ static void test_all(void) {
  * Per (variant, type, n, data kind): MAXR_S rows and MAXT_S tokens quantized
  * once; every gemm call takes the first nr rows and nt tokens, for nr in
  * rows_s and every nt in 1..33, then 49 (both sides of every token count
- * at which an entry switches kernels, e.g. kernels/x86/avx2_gemm.c's
+ * at which an entry switches kernels, e.g. kernels/x86/avx2_kquant.h's kt_use and
  * k8_min_tok, and token tiles with a tail). Kinds: normal data;
  * activations all +-1 (full-scale levels); extreme scales (row r scaled by 10^(r mod 9 - 4),
  * token j by 10^(j mod 7 - 3), one zero row and one zero token); for MXFP4
@@ -203,7 +225,8 @@ static void test_all(void) {
 static const int sweep_types[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                                    PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_IQ4_NL,
                                    PK_TYPE_MXFP4, PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K,
-                                   PK_TYPE_Q6_K, PK_TYPE_IQ4_XS };
+                                   PK_TYPE_Q6_K, PK_TYPE_IQ4_XS, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S,
+                                   PK_TYPE_IQ1_M };
 enum { NSWEEP = sizeof sweep_types / sizeof *sweep_types };
 enum { S_NORMAL, S_MAX, S_EXTREME, S_E8M0_LO, S_E8M0_HI, S_COUNT };
 
@@ -236,7 +259,7 @@ static void sweep_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const int e8m0 = kind == S_E8M0_LO || kind == S_E8M0_HI;
     for (int r = 0; r < MAXR_S; r++) {
         fill(f, n, D_NORMAL, sweep_scale(kind == S_EXTREME, r, 9, 3));
-        tw->from_float(f, w + r * rb, n);
+        make_row(t, f, w + r * rb, n);
         if (e8m0)
             for (int64_t b = 0; b < n / PK_QK_MXFP4; b++)
                 w[r * rb + (size_t)b * sizeof(pk_block_mxfp4)] =
@@ -329,7 +352,7 @@ static void test_sweep(void) {
 static void test_i8mm_complete(void) {
     static const int need[] = { PK_TYPE_Q4_K, PK_TYPE_Q8_0, PK_TYPE_Q2_K, PK_TYPE_Q6_K, PK_TYPE_Q5_K,
                                 PK_TYPE_Q3_K, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1,
-                                PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4,
+                                PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS,
 #if defined(PK_GEMM_FLOAT) && PK_GEMM_FLOAT
                                 PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_F32,
 #endif
@@ -377,7 +400,7 @@ static void bench(int64_t n, int64_t nrows, int ntok, int64_t chunk) {
         float *f = malloc((size_t)n * sizeof(float));
         for (int64_t r = 0; r < nrows; r++) {
             fill(f, n, D_NORMAL, 1.0f);
-            tw->from_float(f, w + r * rb, n);
+            make_row(t, f, w + r * rb, n);
         }
         uint8_t *xbuf = malloc(xs * ntok);
         const void *xp[256];

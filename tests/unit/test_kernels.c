@@ -12,20 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testhelp.h"
+#define TESTRAND_SEED 0x9e3779b97f4a7c15ull
+#include "testrand.h"
 #include "quant/quant.h"
 #include "kernels/kernels.h"
 #include "pocket.h"
 
-/* ---- deterministic data ----------------------------------------------------- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd64(void) {                     /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; } /* [-1,1) */
+/* ---- deterministic data (and testrand.h) ------------------------------------ */
 
 static float bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static uint32_t f_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -94,8 +87,8 @@ static void test_types(void) {
     /* Q4_K and the other block types: tests/unit/test_kernels_quant.c */
     TEST_CHECK(pk_type_get(PK_TYPE_Q4_K)->to_float != NULL &&
                pk_type_get(PK_TYPE_Q4_K)->vec_dot_type == PK_TYPE_Q8_K, "Q4_K computable");
-    TEST_CHECK(pk_type_get(PK_TYPE_IQ2_XXS)->to_float == NULL &&
-               pk_type_get(PK_TYPE_IQ2_XXS)->vec_dot_type == -1, "IQ2_XXS not computable yet");
+    TEST_CHECK(pk_type_get(PK_TYPE_TQ1_0)->to_float == NULL &&
+               pk_type_get(PK_TYPE_TQ1_0)->vec_dot_type == -1, "TQ1_0 not computable yet");
 
     TEST_CHECK(pk_row_size(PK_TYPE_F32, 10) == 40, "row F32");
     TEST_CHECK(pk_row_size(PK_TYPE_F16, 7) == 14, "row F16");
@@ -719,6 +712,33 @@ static void test_selection(void) {
     }
 }
 
+/* On x86-64 no weight type may fall back to the scalar reference in a
+ * variant this CPU can run (each has the avx2 table's gemv and vec_dot or
+ * its own): the types listed, which are all the ref table has. */
+static void test_x86_no_ref_fallback(void) {
+#if defined(__x86_64__)
+    static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
+                              PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
+                              PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
+                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M };
+    const pk_kernels *ref = &pk_kernels_ref_table, *list[8];
+    int listed = 0;
+    for (int t = 0; t < PK_TYPE_COUNT; t++) listed += ref->gemv[t] != NULL;
+    TEST_CHECK(listed == (int)(sizeof wt / sizeof *wt), "x86 list: %d types, the reference has %d",
+               (int)(sizeof wt / sizeof *wt), listed);
+    int nl = pk_kernels_list(list, 8);
+    for (int v = 0; v < nl; v++) {
+        if (list[v] == pk_kernels_by_name("ref")) continue;
+        for (size_t i = 0; i < sizeof wt / sizeof *wt; i++) {
+            int t = wt[i];
+            TEST_CHECK(list[v]->gemv[t] && list[v]->gemv[t] != ref->gemv[t] && list[v]->vec_dot[t] &&
+                           list[v]->vec_dot[t] != ref->vec_dot[t],
+                       "%s: %s gemv/vec_dot are SIMD, not the reference's", list[v]->isa, pk_type_name(t));
+        }
+    }
+#endif
+}
+
 /* On AArch64 no weight type may fall back to the scalar reference in an ARM
  * variant that this CPU can run: gemv and vec_dot of every type, the
  * activation quantizers and the float kernels are the variant's own. */
@@ -727,7 +747,7 @@ static void test_arm_no_ref_fallback(void) {
     static const int wt[] = { PK_TYPE_F32, PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q4_0,
                               PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q2_K, PK_TYPE_Q3_K,
                               PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS,
-                              PK_TYPE_MXFP4 };
+                              PK_TYPE_MXFP4, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S, PK_TYPE_IQ1_M };
     static const int at[] = { PK_TYPE_F16, PK_TYPE_BF16, PK_TYPE_Q8_0, PK_TYPE_Q8_1, PK_TYPE_Q8_K };
     static const char *const arm[] = { "neon", "dotprod", "i8mm" };
     const pk_kernels *ref = &pk_kernels_ref_table;
@@ -760,6 +780,7 @@ int main(void) {
     test_selection();
     test_variant_merge();
     test_arm_no_ref_fallback();
+    test_x86_no_ref_fallback();
     test_types();
     test_k4_scales();
     test_fp16();

@@ -1,5 +1,5 @@
 /* test_kernels_quant.c - the block-quantized weight types (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4) and their activation types (Q8_1, Q8_K):
+ * Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ2_XS) and their activation types (Q8_1, Q8_K):
  * formats (quant_*.c) and every usable kernel table (kernels_*.c).
  *
  * Checks, per type: the type table; dequantization of blocks with known
@@ -19,21 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "testhelp.h"
+#define TESTRAND_SEED 0x243f6a8885a308d3ull
+#include "testrand.h"
 #include "quant/quant.h"
+#include "quant/imat.h"
 #include "kernels/kernels.h"
 
-/* ---- deterministic data ---------------------------------------------------- */
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-static uint64_t rnd64(void) {                     /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rndf(void) { return (float)((rnd64() >> 40) * 0x1p-24) * 2.0f - 1.0f; } /* [-1,1) */
-/* roughly normal: sum of 4 uniforms */
-static float rndn(void) { return (rndf() + rndf() + rndf() + rndf()) * 0.8660254f; }
+/* ---- deterministic data (and testrand.h) ----------------------------------- */
 
 static uint16_t f16(float f) { return pk_fp32_to_fp16(f); }
 static double h2d(const uint8_t *p) { uint16_t h; memcpy(&h, p, 2); return pk_fp16_to_fp32(h); }
@@ -59,8 +51,31 @@ static const struct { int t, act, blck; size_t size; double rms_bound; } types[]
     { PK_TYPE_IQ4_NL, PK_TYPE_Q8_0, 32, 18, 0.11 },
     { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
     { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
+    { PK_TYPE_IQ2_XXS, PK_TYPE_Q8_K, 256, 66, 0.36 }, { PK_TYPE_IQ2_XS, PK_TYPE_Q8_K, 256, 74, 0.32 },
 };
 enum { NTYPES = sizeof types / sizeof *types };
+
+/* The types without from_float (ggml has none: llama-quantize needs an
+ * imatrix for them) and their importance quantizers, which the tests use
+ * with importance 1 (imp NULL) where the others use from_float. */
+static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); } imat_only[] = {
+    { PK_TYPE_IQ2_XXS, pk_quantize_iq2_xxs_imat }, { PK_TYPE_IQ2_XS, pk_quantize_iq2_xs_imat },
+};
+static int is_imat_only(int t) {
+    for (size_t i = 0; i < sizeof imat_only / sizeof *imat_only; i++)
+        if (imat_only[i].t == t) return 1;
+    return 0;
+}
+
+/* a row of type t holding x */
+static void quant_row(int t, const float *x, void *q, int64_t n) {
+    for (size_t i = 0; i < sizeof imat_only / sizeof *imat_only; i++)
+        if (imat_only[i].t == t) {
+            imat_only[i].fn(x, q, n, NULL);
+            return;
+        }
+    pk_type_get(t)->from_float(x, q, n);
+}
 
 /* ---- an independent decoder: element e of one block as a - b ----------------
  * (a: the scaled level, b: the subtracted min/offset, both exact in double),
@@ -146,6 +161,25 @@ static void elem(int t, const uint8_t *p, int e, double *a, double *b) {
         *a = h2d(p) * (ls - 32) * iq4_levels[j < 16 ? byte & 15 : byte >> 4];
         break;
     }
+    case PK_TYPE_IQ2_XXS: case PK_TYPE_IQ2_XS: {
+        int g = e / 8, j = e % 8, code, ls;
+        uint64_t point;
+        if (t == PK_TYPE_IQ2_XXS) {
+            const uint8_t *sb = p + 2 + 8 * (e / 32);
+            uint32_t aux = sb[4] | sb[5] << 8 | sb[6] << 16 | (uint32_t)sb[7] << 24;
+            point = pk_iq2xxs_grid[sb[g % 4]];
+            code = (aux >> 7 * (g % 4)) & 127;
+            ls = aux >> 28;
+        } else {
+            int q = p[2 + 2 * g] | p[3 + 2 * g] << 8;
+            point = pk_iq2xs_grid[q & 511];
+            code = q >> 9;
+            ls = (p[66 + e / 32] >> (e % 32 < 16 ? 0 : 4)) & 15;
+        }
+        int minus = j < 7 ? (code >> j) & 1 : __builtin_popcount(code) & 1;
+        *a = h2d(p) * (0.5 + ls) / 4 * (int)(uint8_t)(point >> 8 * j) * (minus ? -1 : 1);
+        break;
+    }
     default: *a = NAN;
     }
 }
@@ -157,6 +191,7 @@ static void sane_scales(int t, uint8_t *p) {
         { PK_TYPE_Q5_0, { 0, -1 } }, { PK_TYPE_Q5_1, { 0, 2 } }, { PK_TYPE_Q8_1, { 0, 2 } },
         { PK_TYPE_Q2_K, { 80, 82 } }, { PK_TYPE_Q3_K, { 108, -1 } }, { PK_TYPE_Q4_K, { 0, 2 } },
         { PK_TYPE_Q5_K, { 0, 2 } }, { PK_TYPE_Q6_K, { 208, -1 } }, { PK_TYPE_IQ4_XS, { 0, -1 } },
+        { PK_TYPE_IQ2_XXS, { 0, -1 } }, { PK_TYPE_IQ2_XS, { 0, -1 } },
     };
     for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
         if (tab[i].t == t)
@@ -177,7 +212,7 @@ static int type_blck(int t) { return pk_type_get(t)->blck; }
 static void test_traits(void) {
     for (int i = 0; i < NTYPES; i++) {
         const pk_type_traits *tt = pk_type_get(types[i].t);
-        TEST_CHECK(tt && tt->to_float && tt->from_float && tt->vec_dot_type == types[i].act &&
+        TEST_CHECK(tt && tt->to_float && (tt->from_float == NULL) == is_imat_only(types[i].t) && tt->vec_dot_type == types[i].act &&
                    tt->blck == types[i].blck && tt->type_size == types[i].size,
                    "traits of %s", pk_type_name(types[i].t));
         TEST_CHECK(pk_kernels_ref_table.vec_dot[types[i].t] && pk_kernels_ref_table.gemv[types[i].t],
@@ -378,7 +413,8 @@ static void test_known_blocks(void) {
     /* random bytes against the independent decoder */
     static const int all[] = { PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0, PK_TYPE_Q5_1, PK_TYPE_Q8_1,
                                PK_TYPE_Q2_K, PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
-                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4 };
+                               PK_TYPE_Q8_K, PK_TYPE_IQ4_NL, PK_TYPE_IQ4_XS, PK_TYPE_MXFP4,
+                               PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS };
     for (size_t ti = 0; ti < sizeof all / sizeof *all; ti++) {
         int t = all[ti];
         const pk_type_traits *tt = pk_type_get(t);
@@ -414,7 +450,7 @@ static void test_round_trip(void) {
     for (int i = 0; i < N; i++) x[i] = rndn() * ldexpf(1.0f, (i / 256) % 9 - 4);
     for (int ti = 0; ti < NTYPES; ti++) {
         const pk_type_traits *tt = pk_type_get(types[ti].t);
-        tt->from_float(x, q, N);
+        quant_row(types[ti].t, x, q, N);
         tt->to_float(q, y, N);
         /* per 256-block relative RMS, averaged (scales vary by block) */
         double rel = 0, worst = 0;
@@ -433,7 +469,7 @@ static void test_round_trip(void) {
                    tt->name, rel, worst, types[ti].rms_bound);
         /* zeros stay zeros; a constant row is close */
         float z[256] = { 0 }, zo[256];
-        tt->from_float(z, q, 256);
+        quant_row(types[ti].t, z, q, 256);
         tt->to_float(q, zo, 256);
         int nz = 0;
         for (int i = 0; i < 256; i++) nz += zo[i] != 0.0f;
@@ -441,7 +477,7 @@ static void test_round_trip(void) {
         /* one outlier: it is kept to within its block's step */
         for (int i = 0; i < 256; i++) z[i] = rndf() * 1e-3f;
         z[77] = 100.0f;
-        tt->from_float(z, q, 256);
+        quant_row(types[ti].t, z, q, 256);
         tt->to_float(q, zo, 256);
         TEST_CHECK(fabsf(zo[77] - 100.0f) < 100.0f * 2 * (float)types[ti].rms_bound,
                    "%s: outlier kept (%g)", tt->name, zo[77]);
@@ -451,24 +487,6 @@ static void test_round_trip(void) {
 
 /* ---- byte compatibility with llama.cpp's reference quantizers ------------------------------ */
 
-/* a fixed input: integer hash -> [-1, 1), per-256 scale 2^(b % 7 - 3), a
- * spike every 97 elements, every 11th 32-block zero */
-static void gold_input(float *x, int n) {
-    for (int i = 0; i < n; i++) {
-        uint32_t h = (uint32_t)i * 2654435761u;
-        h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
-        float v = (float)(h >> 8) * 0x1p-23f - 1.0f;
-        v *= ldexpf(1.0f, (i / 256) % 7 - 3);
-        if (i % 97 == 0) v *= 6.0f;
-        if ((i / 32) % 11 == 10) v = 0.0f;
-        x[i] = v;
-    }
-}
-static uint64_t fnv1a(const uint8_t *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
-    return h;
-}
 
 static void test_ggml_bytes(void) {
     /* FNV-1a of ggml's quantize_row_<type>_ref(gold_input, 4096 elements)
@@ -506,8 +524,32 @@ static void test_ggml_bytes(void) {
                    pk_type_name(abs(gold[i].t)), gold[i].t < 0 ? " (full)" : "",
                    (unsigned long long)h);
     }
-    /* imp == NULL is the reference; imp given changes nothing where unused */
+    /* IQ2_XXS, IQ2_XS: FNV-1a of ggml's quantize_iq2_xxs / quantize_iq2_xs
+     * (llama.cpp 34af94c's ggml-quants.c built alone with -O2
+     * -ffp-contract=off, after iq2xs_init_impl) of the gold input, one row,
+     * importances 0.25 + ((7 i) mod 13) / 2; and of it as two rows of 2048
+     * with importances 1 (what imp == NULL means here) */
+    static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); uint64_t h, h1; } iq[] = {
+        { PK_TYPE_IQ2_XXS, pk_quantize_iq2_xxs_imat, 0xdd8a174a18ed384bull, 0x7156f0470e9866adull },
+        { PK_TYPE_IQ2_XS, pk_quantize_iq2_xs_imat, 0xf1d1ba2ae9901d6eull, 0xa42cc4e4db19a4d7ull },
+    };
     float *imp = malloc(N * sizeof(float));
+    for (size_t i = 0; i < sizeof iq / sizeof *iq; i++) {
+        const size_t sz = pk_row_size(iq[i].t, N);
+        for (int j = 0; j < N; j++) imp[j] = 0.25f + (float)((j * 7) % 13) * 0.5f;
+        memset(q, 0, sz);
+        iq[i].fn(x, q, N, imp);
+        uint64_t h = fnv1a(q, sz);
+        TEST_CHECK(h == iq[i].h, "%s quantizer bytes match ggml's (hash %016llx)", pk_type_name(iq[i].t),
+                   (unsigned long long)h);
+        memset(q, 0, sz);
+        iq[i].fn(x, q, N / 2, NULL);
+        iq[i].fn(x + N / 2, q + sz / 2, N / 2, NULL);
+        h = fnv1a(q, sz);
+        TEST_CHECK(h == iq[i].h1, "%s quantizer with importance 1 matches ggml's (hash %016llx)",
+                   pk_type_name(iq[i].t), (unsigned long long)h);
+    }
+    /* imp == NULL is the reference; imp given changes nothing where unused */
     uint8_t *q2 = malloc(N * 2);
     for (int i = 0; i < N; i++) imp[i] = 1.0f + (float)(i % 5);
     static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); } fns[] = {
@@ -620,7 +662,7 @@ static void test_dot_type(const pk_kernels *k, int t, int64_t n, int kind) {
     max_mag = xt == PK_TYPE_Q8_1 ? 1e3f : 3e4f;
     for (int r = 0; r < MAXR; r++) {
         if (kind == D_RAW) fill_raw(t, w + r * rb, n);
-        else { fill(f, n, kind); tw->from_float(f, w + r * rb, n); }
+        else { fill(f, n, kind); quant_row(t, f, w + r * rb, n); }
         memset(w + r * rb + rs, 0xAB, pad);
     }
     fill(f, n, kind == D_RAW ? D_RANDOM : kind);

@@ -10,7 +10,9 @@
  * by tests/lib/gguf_py.py (an independent reader) through $PYTHON. Output is the
  * same with 1 and 2 threads. On small synthetic models written with the
  * writer: the row-length fallbacks, alignment 64, overrides, non-finite
- * values. Errors: missing input, output directory missing, unknown preset,
+ * values. IQ1_S / IQ1_M: the presets' mix (llama-quantize's), the importance
+ * matrix they need, and IQ1 rows equal to the quantizer's with their
+ * importances. Errors: missing input, output directory missing, unknown preset,
  * bad override syntax, override matching nothing, a file size limit hit while
  * writing (as a full disk would be) - and no output or .tmp file left behind.
  * Run from the project root; files go to $BUILD/tmp/quantize.
@@ -28,6 +30,7 @@
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "quant/imat.h"
 #include "pocket.h"
 #include "testhelp.h"
 
@@ -156,6 +159,7 @@ static void check_output(const char *in_path, const char *out_path, int ftype,
             continue;
         }
         const pk_type_traits *st = pk_type_get(t->type), *dt = pk_type_get(o->type);
+        if (!dt->from_float) continue;   /* importance-only types (IQ1): test_iq1 checks them */
         int64_t ne0 = t->ne[0], rows = t->nelements / ne0;
         size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
         float *x = malloc((size_t)ne0 * sizeof *x);
@@ -385,6 +389,16 @@ static void test_python_reader(const char *q8) {
     TEST_CHECK(st == 0, "gguf_py check of %s failed (status %d)", q8, st);
 }
 
+/* importance 1 for every tensor of the gguf_file ud, of its size ne0 * ne2 */
+static const float *imat_all(void *ud, const char *name, int64_t *n) {
+    static float ones[1 << 16];
+    const gguf_tensor *t = gguf_find_tensor(ud, name);
+    if (!t || t->ne[0] * t->ne[2] > (int64_t)(sizeof ones / sizeof *ones)) return NULL;
+    for (size_t i = 0; i < sizeof ones / sizeof *ones; i++) ones[i] = 1.0f;
+    *n = t->ne[0] * t->ne[2];
+    return ones;
+}
+
 /* ---- synthetic models -------------------------------------------------------------------- */
 
 typedef struct syn_tensor {
@@ -492,6 +506,36 @@ static void test_synthetic(void) {
                    want[i][0], prog_type(&pr, want[i][0]), want[i][1]);
     TEST_CHECK(strcmp(pr.names[0], "output.weight") == 0 && strcmp(pr.names[1], "token_embd.weight") == 0,
                "order: non-layer tensors first, by name (%s, %s)", pr.names[0], pr.names[1]);
+
+    /* IQ2_XXS (importances of 1): llama-quantize's rules for the 2-bit
+       i-quants, one layer, no experts, 1 query head per kv head */
+    gguf_file *sf = NULL;
+    if (gguf_open(syn, &sf, &err) == PK_OK) {
+        p = pk_quantize_default_params();
+        memset(&pr, 0, sizeof pr);
+        p.preset = "IQ2_XXS";
+        p.dry_run = 1;
+        p.progress = on_progress;
+        p.progress_ud = &pr;
+        p.imatrix = imat_all;
+        p.imatrix_ud = sf;
+        rc = pk_quantize_file(syn, tmp_path("syn-iq2.gguf"), &p, &err);
+        TEST_CHECK(rc == PK_OK, "synthetic IQ2_XXS dry run: %s", err.msg);
+        static const char *const want2[][2] = {
+            {"output.weight", "Q8_0"},          /* Q5_K, but 96 % 256 -> Q8_0 */
+            {"token_embd.weight", "Q4_0"},      /* Q2_K -> Q4_0 */
+            {"blk.0.attn_q.weight", "F16"},     /* IQ2_XXS -> IQ4_NL -> 48 % 32 -> F16 */
+            {"blk.0.attn_v.weight", "Q2_K"},    /* no experts, 1 query head per kv head */
+            {"blk.0.ffn_down.weight", "IQ2_XXS"},  /* the first 1 / 8 of 1 layer: none */
+            {"blk.0.ffn_gate.weight", "IQ2_XXS"},
+            {"blk.0.attn_norm.weight", "F32"},
+        };
+        for (int i = 0; i < 7; i++)
+            TEST_CHECK(strcmp(prog_type(&pr, want2[i][0]), want2[i][1]) == 0,
+                       "synthetic IQ2_XXS: '%s' -> %s, expected %s", want2[i][0], prog_type(&pr, want2[i][0]),
+                       want2[i][1]);
+        gguf_close(sf);
+    }
 
     /* Q8_0 has no fallback: a 48-element row is an error naming the tensor */
     p = pk_quantize_default_params();
@@ -686,6 +730,208 @@ static void test_imatrix_hook(void) {
     remove(out);
 }
 
+/* ---- IQ2_XXS, IQ2_XS: llama-quantize's rules, an importance matrix required ---- */
+
+/* the bundled model (6 layers, 16 experts) under IQ2_XXS / IQ2_XS with the
+ * experts overridden to Q8_0 (quantizing them at 2 bits takes a minute) */
+static int iq2_expected(const char *name, int t) {
+    if (strcmp(name, "output.weight") == 0) return PK_TYPE_Q5_K;
+    if (strcmp(name, "token_embd.weight") == 0) return PK_TYPE_Q2_K;
+    if (strstr(name, "_norm.weight") || strstr(name, "ffn_gate_inp")) return PK_TYPE_F32;
+    if (strstr(name, "_exps")) return PK_TYPE_Q8_0;
+    if (strstr(name, "attn_v.weight")) return PK_TYPE_Q4_K;    /* 16 experts: not 2 bits */
+    return t;
+}
+
+static void test_iq2_presets(void) {
+    static const struct { const char *preset; int type, ftype; } ps[] = {
+        { "IQ2_XXS", PK_TYPE_IQ2_XXS, 19 }, { "IQ2_XS", PK_TYPE_IQ2_XS, 20 },
+    };
+    const char *out = tmp_path("iq2.gguf"), *ov[1] = {"_exps=q8_0"};
+    gguf_file *in = NULL;
+    pk_error err = {0};
+    TEST_CHECK(gguf_open(MODEL, &in, &err) == PK_OK, "open %s: %s", MODEL, err.msg);
+    if (!in) return;
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        expect_fail("IQ2 preset without an importance matrix", ps[i].preset, NULL, MODEL, out, PK_ERR_ARG,
+                    "needs an importance matrix");
+        pk_quantize_params p = pk_quantize_default_params();
+        p.preset = ps[i].preset;
+        p.overrides = ov;
+        p.n_overrides = 1;
+        p.n_threads = 2;
+        p.imatrix = imat_ok;                  /* entries for ffn_up_exps only */
+        int rc = pk_quantize_file(MODEL, out, &p, &err);
+        TEST_CHECK(rc == PK_ERR_ARG && strstr(err.msg, "has no entry") && strstr(err.msg, ps[i].preset),
+                   "%s: a tensor without its importance entry: rc %d: %s", ps[i].preset, rc, err.msg);
+        TEST_CHECK(!file_exists(out), "%s: failed run left a file", ps[i].preset);
+        p.imatrix = imat_all;
+        p.imatrix_ud = in;
+        double t0 = pk_time();
+        rc = pk_quantize_file(MODEL, out, &p, &err);
+        TEST_CHECK(rc == PK_OK, "%s with an importance matrix: %s", ps[i].preset, err.msg);
+        if (rc) continue;
+        fprintf(stderr, "%s: %s in %.2fs\n", out, ps[i].preset, pk_time() - t0);
+        gguf_file *of = NULL;
+        int n2 = 0;
+        int64_t ft = -1;
+        if (gguf_open(out, &of, &err) == PK_OK) {
+            gguf_get_int(of, "general.file_type", 0, &ft, &err);
+            for (uint64_t k = 0; k < of->n_tensors; k++) {
+                const gguf_tensor *o = &of->tensors[k], *t = gguf_find_tensor(in, o->name);
+                int want = iq2_expected(o->name, ps[i].type);
+                TEST_CHECK(o->type == want, "%s file: '%s' is %s, expected %s", ps[i].preset, o->name,
+                           pk_type_name(o->type), pk_type_name(want));
+                if (o->type != ps[i].type || !t) continue;
+                /* every row: the F16 row quantized with importance 1 (imp NULL) */
+                n2++;
+                const int64_t ne0 = t->ne[0], rows = t->nelements / ne0;
+                const size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
+                float *x = malloc((size_t)ne0 * sizeof *x);
+                uint8_t *q = malloc(drow);
+                int64_t bad = -1;
+                for (int64_t r = 0; r < rows && x && q && bad < 0; r++) {
+                    pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
+                    if (o->type == PK_TYPE_IQ2_XXS) pk_quantize_iq2_xxs_imat(x, q, ne0, NULL);
+                    else pk_quantize_iq2_xs_imat(x, q, ne0, NULL);
+                    if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
+                }
+                TEST_CHECK(x && q && bad < 0, "%s: '%s' row %lld is not the quantizer's", ps[i].preset,
+                           o->name, (long long)bad);
+                free(x);
+                free(q);
+            }
+            gguf_close(of);
+        }
+        TEST_CHECK(ft == ps[i].ftype, "%s: general.file_type %lld, expected %d", ps[i].preset, (long long)ft,
+                   ps[i].ftype);
+        TEST_CHECK(n2 == 18, "%s: %d tensors of the preset's type (attn_q, attn_k, attn_output)", ps[i].preset,
+                   n2);
+        remove(out);
+    }
+    gguf_close(in);
+}
+
+/* ---- IQ1_S, IQ1_M ------------------------------------------------------------------------ */
+
+/* an importance matrix for every quantizable tensor of a file (ne[0] * ne[2]
+ * values of a fixed pattern), except those whose name contains skip */
+typedef struct imat_fill {
+    gguf_file *f;
+    float *buf;
+    int64_t cap;
+    const char *skip;
+} imat_fill;
+
+static const float *imat_all_fn(void *ud, const char *name, int64_t *n) {
+    imat_fill *a = ud;
+    const gguf_tensor *t = gguf_find_tensor(a->f, name);
+    if (!t || (a->skip && strstr(name, a->skip))) return NULL;
+    *n = t->ne[0] * (t->ne[2] > 0 ? t->ne[2] : 1);
+    if (*n > a->cap) return NULL;
+    for (int64_t i = 0; i < *n; i++) a->buf[i] = 0.5f + (float)((i * 29) % 17) / 8.0f;
+    return a->buf;
+}
+
+/* llama-quantize's IQ1_S / IQ1_M mix on this model (its files in
+ * ../shared/models/iq/ have these types): output Q5_K, token_embd Q2_K,
+ * attn_v Q4_K (16 experts), attn_output IQ2_XXS, no ffn_down at Q2_K (the
+ * first 6 / 8 = 0), the rest the preset's type; norms and router F32. */
+static int iq1_type;
+static int iq1_expected(const char *name) {
+    if (strcmp(name, "output.weight") == 0) return PK_TYPE_Q5_K;
+    if (strcmp(name, "token_embd.weight") == 0) return PK_TYPE_Q2_K;
+    if (strstr(name, "_norm.weight") || strstr(name, "ffn_gate_inp")) return PK_TYPE_F32;
+    if (strstr(name, "attn_v.weight")) return PK_TYPE_Q4_K;
+    if (strstr(name, "attn_output.weight")) return PK_TYPE_IQ2_XXS;
+    return iq1_type;
+}
+
+static void test_iq1(void) {
+    pk_error err = {0};
+    imat_fill ia = {0};
+    if (gguf_open(MODEL, &ia.f, &err)) { TEST_CHECK(0, "open %s: %s", MODEL, err.msg); return; }
+    for (uint64_t i = 0; i < ia.f->n_tensors; i++) {
+        const gguf_tensor *t = &ia.f->tensors[i];
+        int64_t n = t->ne[0] * (t->ne[2] > 0 ? t->ne[2] : 1);
+        if (n > ia.cap) ia.cap = n;
+    }
+    ia.buf = malloc((size_t)ia.cap * sizeof(float));
+    static const char *const names[2] = {"IQ1_S", "IQ1_M"};
+    static const int types[2] = {PK_TYPE_IQ1_S, PK_TYPE_IQ1_M};
+    for (int k = 0; k < 2; k++) {
+        pk_quantize_params p = pk_quantize_default_params();
+        prog pr = {0};
+        p.preset = names[k];
+        p.dry_run = 1;
+        p.progress = on_progress;
+        p.progress_ud = &pr;
+        p.imatrix = imat_all_fn;
+        p.imatrix_ud = &ia;
+        iq1_type = types[k];
+        int rc = pk_quantize_file(MODEL, tmp_path("iq1.gguf"), &p, &err);
+        TEST_CHECK(rc == PK_OK && pr.calls == 75, "%s dry run: rc %d, %d tensors: %s", names[k], rc, pr.calls,
+                   err.msg);
+        for (int i = 0; i < pr.calls && i < 256; i++)
+            TEST_CHECK(strcmp(pr.types[i], pk_type_name(iq1_expected(pr.names[i]))) == 0,
+                       "%s: '%s' -> %s, expected %s", names[k], pr.names[i], pr.types[i],
+                       pk_type_name(iq1_expected(pr.names[i])));
+        /* as llama-quantize: no importance matrix, no IQ1 */
+        expect_fail(names[k], names[k], NULL, MODEL, tmp_path("iq1.gguf"), PK_ERR_ARG, "needs an importance matrix");
+    }
+    /* a tensor the importance matrix lacks */
+    pk_quantize_params p = pk_quantize_default_params();
+    const char *ovs[3] = {"blk.0.ffn_up_exps=iq1_s", "blk.1.ffn_down_exps=iq1_m", "blk.2.attn_q=iq1_s"};
+    const char *out = tmp_path("iq1.gguf");
+    p.preset = "Q8_0";
+    p.overrides = ovs;
+    p.n_overrides = 3;
+    p.imatrix = imat_all_fn;
+    p.imatrix_ud = &ia;
+    p.n_threads = 2;
+    ia.skip = "blk.1.ffn_down_exps";
+    int rc = pk_quantize_file(MODEL, out, &p, &err);
+    TEST_CHECK(rc == PK_ERR_ARG && strstr(err.msg, "'blk.1.ffn_down_exps.weight'") &&
+                   strstr(err.msg, "has no entry") && strstr(err.msg, "IQ1_M needs one") && !file_exists(out),
+               "IQ1 tensor without an imatrix entry: rc %d: %s", rc, err.msg);
+    /* three tensors to IQ1 under Q8_0: every row is the quantizer's of its
+       dequantized input with its importances */
+    ia.skip = NULL;
+    rc = pk_quantize_file(MODEL, out, &p, &err);
+    TEST_CHECK(rc == PK_OK, "Q8_0 with IQ1 overrides: %s", err.msg);
+    gguf_file *of = NULL;
+    if (rc == PK_OK && gguf_open(out, &of, &err) == PK_OK) {
+        check_output(MODEL, out, 7, "Q8_0", 3);
+        static const char *const tn[3] = {"blk.0.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight",
+                                          "blk.2.attn_q.weight"};
+        for (int k = 0; k < 3; k++) {
+            const gguf_tensor *t = gguf_find_tensor(ia.f, tn[k]), *o = gguf_find_tensor(of, tn[k]);
+            const int want = k == 1 ? PK_TYPE_IQ1_M : PK_TYPE_IQ1_S;
+            TEST_CHECK(t && o && o->type == want, "%s is %s", tn[k], o ? pk_type_name(o->type) : "missing");
+            if (!t || !o || o->type != want) continue;
+            const int64_t ne0 = t->ne[0], rows = t->nelements / ne0, ne1 = t->ne[1];
+            const size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(want, ne0);
+            int64_t n = 0;
+            const float *imp = imat_all_fn(&ia, tn[k], &n);
+            float *x = malloc((size_t)ne0 * sizeof *x);
+            uint8_t *q = malloc(drow);
+            int64_t bad = -1;
+            for (int64_t r = 0; r < rows && bad < 0; r += 7) {
+                pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
+                (want == PK_TYPE_IQ1_S ? pk_quantize_iq1_s : pk_quantize_iq1_m)(x, q, ne0, imp + (r / ne1) * ne0);
+                if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
+            }
+            TEST_CHECK(bad < 0, "%s: row %lld is not the quantizer's", tn[k], (long long)bad);
+            free(x);
+            free(q);
+        }
+        gguf_close(of);
+    }
+    remove(out);
+    free(ia.buf);
+    gguf_close(ia.f);
+}
+
 /* A file size limit below the output size: write fails with EFBIG, just as a
  * full disk fails with ENOSPC. Run in a child so the limit stays there. */
 static void test_write_failure(void) {
@@ -743,6 +989,8 @@ int main(void) {
     test_synthetic();
     test_errors();
     test_imatrix_hook();
+    test_iq2_presets();
+    test_iq1();
     test_write_failure();
 
     int r = TEST_REPORT();

@@ -10,8 +10,8 @@
  *     S = exp(g) S;  delta = beta (v - S^T k);  S += k delta^T;  o = S^T q
  *   o_j = rmsnorm(o_j, ssm_norm) * silu(z_j);  out = ssm_out . o
  * The projections run batched (weights read once per batch) and the conv
- * steps through the batch. Decoding (fewer than PK_DN_CHUNK_MIN tokens)
- * applies the recurrence token by token; a prompt batch uses the chunked
+ * steps through the batch, a head's channels per thread (conv_run).
+ * Decoding (fewer than PK_DN_CHUNK_MIN tokens) applies the recurrence token by token; a prompt batch uses the chunked
  * form of the same delta rule (WY representation, chunks of PK_DN_CHUNK):
  * within a chunk with entry state S0 and G_r = sum_{i<=r} g_i,
  *   T = (I + A)^-1, A_ri = beta_r exp(G_r - G_i) k_r.k_i  (i < r)
@@ -84,6 +84,61 @@ typedef struct dn_task {
     int layer;
 } dn_task;
 
+typedef struct dn_conv_task {
+    pk_context *c;
+    const pk_ssm_shape *s;
+    float *qkv, *st;            /* the batch's projections (conv output in place); the layer's conv state */
+    const float *w;             /* ssm_conv1d: channel ch's K taps at w + ch K */
+    int B, layer;
+    float eps, qscale;
+} dn_conv_task;
+
+/* Channels g d .. g d + d - 1 (one q, k or v head) through the batch, token
+ * by token: the causal depthwise conv (taps 0..K-2 on the state rows,
+ * oldest first; tap K-1 on the current row), the state shifted, SiLU; a q
+ * or k head then L2-normalised (q also scaled by 1/sqrt(d)); after a token
+ * where a checkpoint is planned, these channels of the state copied into
+ * it. The groups touch disjoint channels: any split gives the same bits.
+ * The taps are copied tap-major first, so that each step is a loop over
+ * the head's channels (vectorised; the same operations in the same order per
+ * channel), and SiLU is the kernel table's silu_mul with u = 1 (the
+ * reference's is g / (1 + exp(-g)) * u, this file's formula). */
+static void conv_run(void *arg, int g) {
+    const dn_conv_task *t = arg;
+    pk_context *c = t->c;
+    const pk_ssm_shape *sh = t->s;
+    const int C = sh->channels, K = sh->conv, d = sh->state, c0 = g * d;
+    const size_t conv_off = pk_ckpt_conv_offset(c, t->layer);
+    float *wt = pk_thread_scratch(sizeof(float) * (size_t)(K + 2) * d);   /* K x d taps, the sums, ones */
+    if (!wt) { c->scratch_oom = 1; return; }
+    float *acc = wt + (size_t)K * d, *one = acc + d;
+    for (int j = 0; j < K; j++)
+        for (int i = 0; i < d; i++) wt[(size_t)j * d + i] = t->w[(size_t)(c0 + i) * K + j];
+    for (int i = 0; i < d; i++) one[i] = 1.0f;
+    float *st = t->st + c0;
+    for (int b = 0, mk = 0; b < t->B; b++) {
+        float *x = t->qkv + (size_t)b * C + c0;
+        const float *wl = wt + (size_t)(K - 1) * d;
+        for (int i = 0; i < d; i++) acc[i] = wl[i] * x[i];
+        for (int j = 0; j < K - 1; j++) {
+            const float *wj = wt + (size_t)j * d, *sj = st + (size_t)j * C;
+            for (int i = 0; i < d; i++) acc[i] += wj[i] * sj[i];
+        }
+        for (int j = 0; j + 1 < K - 1; j++) memcpy(st + (size_t)j * C, st + (size_t)(j + 1) * C, (size_t)d * sizeof *st);
+        if (K > 1) memcpy(st + (size_t)(K - 2) * C, x, (size_t)d * sizeof *x);
+        memcpy(x, acc, (size_t)d * sizeof *x);
+        pk_kern_act_mul(c->kern, 0, x, one, d);
+        for (; mk < c->n_mark && c->mark_off[mk] == b + 1; mk++)   /* a checkpoint after this token */
+            for (int j = 0; j < K - 1; j++)
+                memcpy(c->mark_data[mk] + conv_off + (size_t)j * C + c0, st + (size_t)j * C,
+                       (size_t)d * sizeof *st);
+        if (g < 2 * sh->k_heads) {   /* a q head (g < k_heads) or a k head */
+            l2_normalize(x, d, t->eps);
+            if (g < sh->k_heads)
+                for (int i = 0; i < d; i++) x[i] *= t->qscale;
+        }
+    }
+}
 
 /* Tokens b0..b0+n-1 of v head j in the chunked form (see the top comment);
  * leaves the outputs (before the gated norm) in ws->o and the state in S.
@@ -102,8 +157,9 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     float *W = T + PK_DN_CHUNK * PK_DN_CHUNK;                       /* n x d */
     float *U = W + (size_t)PK_DN_CHUNK * d;                         /* n x d */
     float *G = U + (size_t)PK_DN_CHUNK * d, *bet = G + PK_DN_CHUNK;
-    /* this thread's: K^T (d x n), scaled rows (n x d), n x n, and d x d */
-    float *KT = pk_thread_scratch(sizeof(float) * ((size_t)2 * d * n + (size_t)n * n + (size_t)d * d));
+    /* this thread's: K^T (d x n), scaled rows (n x d), n x n, and d x d (at least n: a row's decays) */
+    const size_t ny = (size_t)d * d > (size_t)n ? (size_t)d * d : (size_t)n;
+    float *KT = pk_thread_scratch(sizeof(float) * ((size_t)2 * d * n + (size_t)n * n + ny));
     if (!KT) { c->scratch_oom = 1; return; }
     float *X = KT + (size_t)d * n, *P = X + (size_t)n * d, *Y = P + (size_t)n * n;
     const float dt = ((const float *)L->ssm_dt.data)[j], a = ((const float *)L->ssm_a.data)[j];
@@ -119,8 +175,12 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     for (int i = 0; i < n; i++)
         for (int e = 0; e < d; e++) KT[(size_t)e * n + i] = K0[(size_t)i * C + e];
     pk_kern_sgemm(kn, n, n, d, K0, C, KT, n, P, n);               /* P = K K^T */
-    for (int i = 0; i < n; i++)
-        for (int m = 0; m < i; m++) A[i * n + m] = bet[i] * expf(G[i] - G[m]) * P[i * n + m];
+    for (int i = 0; i < n; i++) {      /* exp(G_i - G_m) as exp(-G_m - -G_i): the same difference */
+        float *Ai = A + (size_t)i * n;
+        for (int m = 0; m < i; m++) Ai[m] = -G[m];
+        pk_kern_exp_sub(kn, Ai, i, -G[i]);
+        for (int m = 0; m < i; m++) Ai[m] = bet[i] * Ai[m] * P[i * n + m];
+    }
     for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular */
         for (int m = 0; m < i; m++) {
             float sum = 0.0f;
@@ -145,7 +205,9 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     for (int r = 0; r < n; r++) {       /* ... times exp(G_r); P masked and decayed */
         const float eg = expf(G[r]);
         for (int e = 0; e < d; e++) O[(size_t)r * VD + e] *= eg;
-        for (int i = 0; i <= r; i++) P[r * n + i] *= expf(G[r] - G[i]);
+        for (int i = 0; i <= r; i++) Y[i] = -G[i];   /* Y: scratch until the state update */
+        pk_kern_exp_sub(kn, Y, r + 1, -G[r]);
+        for (int i = 0; i <= r; i++) P[r * n + i] *= Y[i];
         for (int i = r + 1; i < n; i++) P[r * n + i] = 0.0f;
     }
     pk_kern_sgemm(kn, n, d, n, P, n, U, d, X, d);                /* O += P U */
@@ -159,6 +221,13 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
     pk_kern_sgemm(kn, d, d, n, KT, n, U, d, Y, d);
     const float eg = expf(G[n - 1]);
     for (int key = 0; key < d * d; key++) S[key] = S[key] * eg + Y[key];
+}
+
+/* o *= silu(z), the gated norm's gate, by the kernel table's silu_mul (z,
+ * read once, receives the product: o's copy) */
+static void gate(pk_context *c, float *o, float *z, int d) {
+    pk_kern_act_mul(c->kern, 0, z, o, d);
+    memcpy(o, z, (size_t)d * sizeof *o);
 }
 
 /* Tokens b0..b1-1 of v head j: decay, delta-rule update, read (token by
@@ -175,9 +244,8 @@ static void dn_segment(const dn_task *t, const pk_layer *L, int j, int b0, int b
             dn_chunk(t, L, j, c0, b1 - c0 < PK_DN_CHUNK ? b1 - c0 : PK_DN_CHUNK, S);
         for (int b = b0; b < b1; b++) {
             float *o = ws->o + (size_t)b * VD + (size_t)j * d;
-            const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
             pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
-            for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
+            gate(c, o, ws->z + (size_t)b * VD + (size_t)j * d, d);
         }
         return;
     }
@@ -192,8 +260,7 @@ static void dn_segment(const dn_task *t, const pk_layer *L, int j, int b0, int b
         const float beta = sigmoidf(ba[ib]);
         pk_kern_delta_step(c->kern, S, d, q, k, v, decay, beta, o);
         pk_rmsnorm(o, o, L->ssm_norm.data, d, c->m->hp.rms_eps);
-        const float *z = ws->z + (size_t)b * VD + (size_t)j * d;
-        for (int e = 0; e < d; e++) o[e] *= z[e] * sigmoidf(z[e]);
+        gate(c, o, ws->z + (size_t)b * VD + (size_t)j * d, d);
     }
 }
 
@@ -248,35 +315,17 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     pk_prof_end(c, "projections", kind, &pm);
     pk_prof_begin(c, &pm);
 
-    /* causal depthwise conv, token by token: taps 0..K-2 on the state rows
-       (oldest first), tap K-1 on the current row; shift the state; SiLU */
-    float *st = pk_kv_conv(&c->kv, il);
-    const float *w = L->ssm_conv1d.data;
+    /* causal depthwise conv and the q/k norms, in groups of d channels (a
+       q, k or v head each: conv_run) on the threads */
     c->weight_bytes += (uint64_t)C * L->ssm_conv1d.row_bytes + L->ssm_dt.row_bytes +
                        L->ssm_a.row_bytes + L->ssm_norm.row_bytes;
-    const float qscale = 1.0f / sqrtf((float)d);
-    const size_t conv_n = (size_t)c->kv.conv_rows * c->kv.conv_dim;   /* the layer's conv state */
-    for (int b = 0, mk = 0; b < B; b++) {
-        float *qkv = ws->qkv + (size_t)b * C;
-        for (int ch = 0; ch < C; ch++) {
-            const float *wc = w + (size_t)ch * K;
-            float x = qkv[ch], acc = wc[K - 1] * x;
-            for (int j = 0; j < K - 1; j++) acc += wc[j] * st[(size_t)j * C + ch];
-            for (int j = 0; j + 1 < K - 1; j++) st[(size_t)j * C + ch] = st[(size_t)(j + 1) * C + ch];
-            if (K > 1) st[(size_t)(K - 2) * C + ch] = x;
-            qkv[ch] = acc / (1.0f + expf(-acc));
-        }
-        for (; mk < c->n_mark && c->mark_off[mk] == b + 1; mk++)   /* a checkpoint after this token */
-            memcpy(c->mark_data[mk] + pk_ckpt_conv_offset(c, il), st, conv_n * sizeof *st);
-        for (int h = 0; h < sh->k_heads; h++) {
-            float *q = qkv + (size_t)h * d, *k = qkv + (size_t)(sh->k_heads + h) * d;
-            l2_normalize(q, d, eps);
-            l2_normalize(k, d, eps);
-            for (int i = 0; i < d; i++) q[i] *= qscale;
-        }
-    }
-    /* state ledger: the recurrent state is read and written once per token
-       when decoding, once per chunk of a prompt batch; the conv state once per token */
+    dn_conv_task ct = {.c = c, .s = sh, .qkv = ws->qkv, .st = pk_kv_conv(&c->kv, il), .w = L->ssm_conv1d.data,
+                       .B = B, .layer = il, .eps = eps, .qscale = 1.0f / sqrtf((float)d)};
+    c->scratch_oom = 0;
+    if ((int64_t)B * C * K < (1 << 13))
+        for (int g = 0; g < C / d; g++) conv_run(&ct, g);
+    else
+        pk_pool_run(c->pool, conv_run, &ct, C / d);
     pk_prof_end(c, "conv, q/k norms", kind, &pm);
     pk_prof_begin(c, &pm);
     uint64_t passes = 0;
@@ -287,8 +336,8 @@ static int dn_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int 
     }
     c->state_bytes += 2 * sizeof(float) * (passes * (uint64_t)HV * (uint64_t)d * (uint64_t)d +
                                            (uint64_t)B * (uint64_t)(K > 1 ? K - 1 : 0) * (uint64_t)C);
+    if (c->scratch_oom) return PK_ERR_NOMEM;
     dn_task t = {.c = c, .s = sh, .w = ws, .layer = il};
-    c->scratch_oom = 0;
     if ((int64_t)B * HV * d * d < (1 << 14))
         for (int j = 0; j < HV; j++) dn_head(&t, j);
     else

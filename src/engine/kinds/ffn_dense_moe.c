@@ -74,7 +74,8 @@ static int dm_bind(pk_model *m, int il, pk_error *err) {
         {.t = &L->gate_inp_scale, .suffix = "ffn_gate_inp.scale", .required = 1, .n_dims = 1, .ne = {D}},
         {.t = &L->pre_ffn_norm_2, .suffix = "pre_ffw_norm_2.weight", .required = 1, .n_dims = 1, .ne = {D}},
         {.t = &L->post_ffn_norm_2, .suffix = "post_ffw_norm_2.weight", .required = 1, .n_dims = 1, .ne = {D}},
-        {.t = &L->down_exps_scale, .suffix = "ffn_down_exps.scale", .required = 1, .n_dims = 1, .ne = {f->n_expert}},
+        {.t = &L->down_exps_scale, .suffix = "ffn_down_exps.scale", .required = 1, .n_dims = 1, .ne = {f->n_expert},
+         .experts = PK_EXPERT_DIM_0},
     };
     const int rc = pk_bind_specs(m, il, spec, (int)(sizeof spec / sizeof spec[0]), err);
     return rc ? rc : pk_ffn_moe.bind(m, il, err);

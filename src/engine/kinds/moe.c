@@ -338,7 +338,9 @@ static int moe_streamed_token(pk_context *c, const pk_block *bk, const pk_layer 
         pk_matvec_from(c, dn, m, jd);
         for (int j = 0; j < m; j++) {
             const int e = ex[got[j]];
-            add_row_bias(c, &L->down_exps_b, e, out + (size_t)w->exp_off[e] * D, 1, D);
+            float *o = out + (size_t)w->exp_off[e] * D;
+            add_row_bias(c, &L->down_exps_b, e, o, 1, D);
+            if (c->expert_observer) c->expert_observer(c->expert_observer_ud, il, e, 1, w->pair_w + w->exp_off[e], o, D);
             pk_xcache_release(xc, il, &ex[got[j]], 1);
         }
         left -= m;
@@ -411,7 +413,8 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
        halves of a merged ffn_gate_up_exps bound in both fields (model/model.c) */
     const int64_t gs = L->gate_exps.ne[1], us = L->up_exps.ne[1];
     pk_xcache *xc = c->m->xc;
-    const int R = xc ? pk_xcache_slots(xc) : E;
+    /* a layer may have fewer experts than the cache has slots (a pruned file) */
+    const int R = xc && pk_xcache_slots(xc) < E ? pk_xcache_slots(xc) : E;
     const int guess = xc && B == 1 && c->n_batch >= 2 && il + 1 < c->m->hp.n_layer &&
                       c->m->blocks[il + 1].ff.n_expert == E && c->m->blocks[il + 1].ff.n_expert_used == K;
     if (guess && K > R) prefetch_next(c, il + 1, &ws);   /* else after this layer's misses are queued */
@@ -476,9 +479,12 @@ int pk_ffn_moe_run(pk_context *c, const pk_block *bk, const pk_layer *L, int il,
                 used += n;
             }
             pk_matvec_from(c, jobs, nj, jd);
-            for (int j = i0; j < i; j++)
-                add_row_bias(c, &L->down_exps_b, ex[j], ws.exp_out + (size_t)(exp_off[ex[j]] - base) * D,
-                             exp_count[ex[j]], D);
+            for (int j = i0; j < i; j++) {
+                const int x = ex[j], n = exp_count[x];
+                float *o = ws.exp_out + (size_t)(exp_off[x] - base) * D;
+                add_row_bias(c, &L->down_exps_b, x, o, n, D);
+                if (c->expert_observer) c->expert_observer(c->expert_observer_ud, il, x, n, ws.pair_w + exp_off[x], o, D);
+            }
             i0 = i;
             for (int p = base; p < base + used; p++) {
                 const float pw = ws.pair_w[p], *o = ws.exp_out + (size_t)(p - base) * D;
@@ -513,13 +519,14 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
        rows) is bound into both fields */
     const int merged = pk_has_tensor(m, il, "ffn_gate_up_exps.weight");
     const pk_tensor_spec spec[] = {
-        {.t = &L->gate_inp, .suffix = "ffn_gate_inp.weight", .required = 1, .n_dims = 2, .ne = {D, E}},
+        {.t = &L->gate_inp, .suffix = "ffn_gate_inp.weight", .required = 1, .n_dims = 2, .ne = {D, E},
+         .experts = PK_EXPERT_DIM_1},
         {.t = &L->gate_exps, .suffix = merged ? "ffn_gate_up_exps.weight" : "ffn_gate_exps.weight", .required = 1,
-         .n_dims = 3, .ne = {D, merged ? 2 * F : F, E}, .role = PK_ROLE_EXPERTS},
+         .n_dims = 3, .ne = {D, merged ? 2 * F : F, E}, .role = PK_ROLE_EXPERTS, .experts = PK_EXPERT_DIM_2},
         {.t = &L->up_exps, .suffix = merged ? "ffn_gate_up_exps.weight" : "ffn_up_exps.weight", .required = 1,
-         .n_dims = 3, .ne = {D, merged ? 2 * F : F, E}, .role = PK_ROLE_EXPERTS},
+         .n_dims = 3, .ne = {D, merged ? 2 * F : F, E}, .role = PK_ROLE_EXPERTS, .experts = PK_EXPERT_DIM_2},
         {.t = &L->down_exps, .suffix = "ffn_down_exps.weight", .required = 1, .n_dims = 3, .ne = {F, D, E},
-         .role = PK_ROLE_EXPERTS},
+         .role = PK_ROLE_EXPERTS, .experts = PK_EXPERT_DIM_2},
         {.t = &L->gate_shexp, .suffix = shared ? "ffn_gate_shexp.weight" : NULL, .required = 1, .n_dims = 2,
          .ne = {D, S}},
         {.t = &L->up_shexp, .suffix = shared ? "ffn_up_shexp.weight" : NULL, .required = 1, .n_dims = 2, .ne = {D, S}},
@@ -528,14 +535,16 @@ static int bind_experts(pk_model *m, int il, int shared, pk_error *err) {
         {.t = &L->gate_inp_shexp,
          .suffix = shared && f->shexp_gate != PK_SHEXP_GATE_NONE ? "ffn_gate_inp_shexp.weight" : NULL,
          .required = f->shexp_gate == PK_SHEXP_GATE_REQUIRED, .n_dims = 1, .ne = {D}},
-        {.t = &L->gate_inp_b, .suffix = f->bias ? "ffn_gate_inp.bias" : NULL, .required = 1, .n_dims = 1, .ne = {E}},
+        {.t = &L->gate_inp_b, .suffix = f->bias ? "ffn_gate_inp.bias" : NULL, .required = 1, .n_dims = 1, .ne = {E},
+         .experts = PK_EXPERT_DIM_0},
         {.t = &L->gate_exps_b, .suffix = f->bias ? "ffn_gate_exps.bias" : NULL, .required = 1, .n_dims = 2,
-         .ne = {F, E}, .role = PK_ROLE_EXPERT_BIAS},
+         .ne = {F, E}, .role = PK_ROLE_EXPERT_BIAS, .experts = PK_EXPERT_DIM_1},
         {.t = &L->up_exps_b, .suffix = f->bias ? "ffn_up_exps.bias" : NULL, .required = 1, .n_dims = 2, .ne = {F, E},
-         .role = PK_ROLE_EXPERT_BIAS},
+         .role = PK_ROLE_EXPERT_BIAS, .experts = PK_EXPERT_DIM_1},
         {.t = &L->down_exps_b, .suffix = f->bias ? "ffn_down_exps.bias" : NULL, .required = 1, .n_dims = 2,
-         .ne = {D, E}, .role = PK_ROLE_EXPERT_BIAS},
-        {.t = &L->exp_probs_b, .suffix = "exp_probs_b.bias", .required = 0, .n_dims = 1, .ne = {E}},
+         .ne = {D, E}, .role = PK_ROLE_EXPERT_BIAS, .experts = PK_EXPERT_DIM_1},
+        {.t = &L->exp_probs_b, .suffix = "exp_probs_b.bias", .required = 0, .n_dims = 1, .ne = {E},
+         .experts = PK_EXPERT_DIM_0},
     };
     if (f->shexp_gate == PK_SHEXP_GATE_NONE && pk_has_tensor(m, il, "ffn_gate_inp_shexp.weight"))
         return pk_errorf(err, PK_ERR_UNSUPPORTED, "%s: tensor 'blk.%d.ffn_gate_inp_shexp.weight': %s's shared "

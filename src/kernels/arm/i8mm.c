@@ -15,7 +15,7 @@
  *     the K-quants, their bsums split into int8 halves for the mins) into a
  *     stack buffer of 20-25 KiB that stays in L1 while every row of the
  *     chunk passes;
- *   - K-quants and IQ4_XS: per tile of 4 rows (2 row pairs; 2 rows for the
+ *   - K-quants, IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M: per tile of 4 rows (2 row pairs; 2 rows for the
  *     last one or two) each super-block of the k-block is decoded once into
  *     512 bytes of interleaved int8 levels per row pair plus per-sub-block
  *     int32 scale vectors (stack, L1), then applied to the token pairs 4 at
@@ -32,7 +32,9 @@
  * Numerics: within a (super-)block every product and sum is exact int32.
  *   Levels are decoded to int8 (Q4_K/Q5_K/Q2_K unsigned values, Q3_K
  *   q - 4, Q6_K q - 32, Q4_0 q - 8, Q5_0 q - 16, IQ4_NL/IQ4_XS/MXFP4
- *   table values, Q8_0 as stored - the full int8 range is fine for smmla);
+ *   table values, IQ2_XXS/IQ2_XS grid magnitudes times signs, Q8_0 as
+ *   stored, IQ1_S/IQ1_M 8 * (grid level + delta), whose sums are 8x - the
+ *   full int8 range is fine for smmla);
  *   sub-block scales multiply the smmla sums in int32 (vmlaq_s32), bounded
  *   by 2^28 per super-block. The K-quant mins term sum_j m_j * bsum_j is
  *   exact int32 as well: bsum = 128 * hi + lo with lo in [0, 127] and hi in
@@ -51,6 +53,7 @@
 #include <arm_neon.h>
 
 #define GI static inline __attribute__((always_inline))
+#include "kernels/arm/iq2_ops.h"
 /* fully unroll the short loops over token pairs / rows, so the accumulators stay in registers */
 #define UNROLL _Pragma("GCC unroll 16")
 
@@ -163,9 +166,9 @@ typedef struct {
     float32x4_t dv, dmv;
 } wk_t;
 
-/* the weight types, as compile-time kinds: the K-quants and IQ4_XS (Q8_K
- * activations), then the 32-element blocks (Q8_0 / Q8_1) */
-enum { T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K, T_IQ4_XS,
+/* the weight types, as compile-time kinds: the K-quants, IQ4_XS, IQ2_XXS,
+ * IQ2_XS, IQ1_S and IQ1_M (Q8_K activations), then the 32-element blocks (Q8_0 / Q8_1) */
+enum { T_Q2_K, T_Q3_K, T_Q4_K, T_Q5_K, T_Q6_K, T_IQ4_XS, T_IQ2_XXS, T_IQ2_XS, T_IQ1_S, T_IQ1_M,
        T_Q8_0, T_Q4_0, T_Q4_1, T_Q5_0, T_Q5_1, T_IQ4_NL, T_MXFP4 };
 
 /* Store the 4 interleaved vectors z0..z3 of chunk c (32 elements). */
@@ -341,6 +344,94 @@ GI void dec_iq4_xs(const pk_block_iq4_xs *A, const pk_block_iq4_xs *B, wk_t *o) 
     }
 }
 
+/* IQ2_XXS (XS 0) / IQ2_XS (XS 1): the signed levels (kernels/arm/iq2_ops.h,
+ * |.| <= 43) interleaved as IQ4_XS's, the scales 2 ls + 1 per sub-block (8)
+ * or per half (16: SUB16), d / 8 (the scales are 8x the format's). */
+GI void dec_iq2(const int XS, const uint8_t *A, const uint8_t *B, wk_t *o) {
+    int16_t sa[16], sb[16];
+    for (int s = 0; s < 8; s++) {
+        int8x16_t alo, ahi, blo, bhi;
+        int a0, a1, b0, b1;
+        iq2a_sub(XS, A, s, &alo, &ahi, &a0, &a1);
+        iq2a_sub(XS, B, s, &blo, &bhi, &b0, &b1);
+        put_z(o->W, s, zlo(vreinterpretq_u8_s8(alo), vreinterpretq_u8_s8(blo)),
+              zhi(vreinterpretq_u8_s8(alo), vreinterpretq_u8_s8(blo)),
+              zlo(vreinterpretq_u8_s8(ahi), vreinterpretq_u8_s8(bhi)),
+              zhi(vreinterpretq_u8_s8(ahi), vreinterpretq_u8_s8(bhi)));
+        if (XS) {
+            sa[2 * s] = (int16_t)a0, sa[2 * s + 1] = (int16_t)a1;
+            sb[2 * s] = (int16_t)b0, sb[2 * s + 1] = (int16_t)b1;
+        } else {
+            sa[s] = (int16_t)a0, sb[s] = (int16_t)b0;
+        }
+    }
+    scales8(vld1q_s16(sa), vld1q_s16(sb), o->S);
+    if (XS) scales8(vld1q_s16(sa + 8), vld1q_s16(sb + 8), o->S + 8);
+    uint16_t da, db;
+    memcpy(&da, A, 2);
+    memcpy(&db, B, 2);
+    o->dv = dup2(0.125f * f16f(da), 0.125f * f16f(db));
+    o->dmv = vdupq_n_f32(0);
+    o->ma[0] = o->ma[1] = vdupq_n_s8(0);
+}
+
+/* IQ1_S, IQ1_M: group i of rows A, B (grid indices ia, ib; delta signs sa,
+ * sb) as levels 8 l + s; the scales 2 ls + 1 (IQ1_S per sub-block, IQ1_M
+ * per 16 elements: 16 of them, SUB16), d / 8 */
+GI uint8x16_t iq1_z(const uint64_t *grid, unsigned ia, unsigned ib, int sa, int sb) {
+    int8x16_t g = vcombine_s8(vcreate_s8(grid[ia]), vcreate_s8(grid[ib]));
+    return vreinterpretq_u8_s8(vaddq_s8(vshlq_n_s8(g, 3), vcombine_s8(vdup_n_s8((int8_t)sa), vdup_n_s8((int8_t)sb))));
+}
+
+GI void dec_iq1_s(const pk_block_iq1_s *A, const pk_block_iq1_s *B, wk_t *o) {
+    const uint64_t *grid = pk_iq1s_grid();
+    int16_t la[8], lb[8];
+    for (int c = 0; c < 8; c++) {
+        const unsigned ha = A->qh[c], hb = B->qh[c];
+        const int sa = ha & 0x8000 ? -1 : 1, sb = hb & 0x8000 ? -1 : 1;
+        la[c] = (int16_t)(2 * ((ha >> 12) & 7) + 1);
+        lb[c] = (int16_t)(2 * ((hb >> 12) & 7) + 1);
+        uint8x16_t z[4];
+        for (int g = 0; g < 4; g++)
+            z[g] = iq1_z(grid, A->qs[4 * c + g] | ((ha >> 3 * g) & 7) << 8, B->qs[4 * c + g] | ((hb >> 3 * g) & 7) << 8,
+                         sa, sb);
+        put_z(o->W, c, z[0], z[1], z[2], z[3]);
+    }
+    scales8(vld1q_s16(la), vld1q_s16(lb), o->S);
+    o->dv = dup2(0.125f * f16f(A->d), 0.125f * f16f(B->d));
+    o->dmv = vdupq_n_f32(0);
+    o->ma[0] = o->ma[1] = vdupq_n_s8(0);
+}
+
+/* the 16 IQ1_M scales 2 ls + 1 of a block, entry 2s + h = field 3 (k % 4) of word k / 4 */
+GI void iq1m_scales(const uint8_t *sc, int16_t *l) {
+    for (int k = 0; k < 16; k++) {
+        const unsigned wd = sc[2 * (k / 4)] | (unsigned)sc[2 * (k / 4) + 1] << 8;
+        l[k] = (int16_t)(2 * ((wd >> 3 * (k % 4)) & 7) + 1);
+    }
+}
+
+GI void dec_iq1_m(const pk_block_iq1_m *A, const pk_block_iq1_m *B, wk_t *o) {
+    const uint64_t *grid = pk_iq1s_grid();
+    int16_t la[16], lb[16];
+    iq1m_scales(A->scales, la);
+    iq1m_scales(B->scales, lb);
+    for (int c = 0; c < 8; c++) {
+        uint8x16_t z[4];
+        for (int g = 0; g < 4; g++) {
+            const unsigned ha = (unsigned)A->qh[2 * c + g / 2] >> 4 * (g % 2), hb = (unsigned)B->qh[2 * c + g / 2] >> 4 * (g % 2);
+            z[g] = iq1_z(grid, A->qs[4 * c + g] | (ha & 7) << 8, B->qs[4 * c + g] | (hb & 7) << 8, ha & 8 ? -1 : 1,
+                         hb & 8 ? -1 : 1);
+        }
+        put_z(o->W, c, z[0], z[1], z[2], z[3]);
+    }
+    scales8(vld1q_s16(la), vld1q_s16(lb), o->S);
+    scales8(vld1q_s16(la + 8), vld1q_s16(lb + 8), o->S + 8);
+    o->dv = dup2(0.125f * f16f(pk_iq1_m_d(A->scales)), 0.125f * f16f(pk_iq1_m_d(B->scales)));
+    o->dmv = vdupq_n_f32(0);
+    o->ma[0] = o->ma[1] = vdupq_n_s8(0);
+}
+
 /* Super-block sums for RP (1, 2) decoded row pairs wd[] and NP (<= 4) token
  * pairs: acc[q * 4 + p] += (d_w d_x) * isum - (dmin_w d_x) * msum.
  * SUB16: 16 sub-blocks of 16 (else 8 of 32); MINS: 0 none, 8 or 16 mins.
@@ -406,6 +497,12 @@ GI void decode_k(const int TYPE, const void *A, const void *B, int64_t b, wk_t *
     case T_Q4_K: dec_q4_K((const pk_block_q4_K *)A + b, (const pk_block_q4_K *)B + b, wd); break;
     case T_Q5_K: dec_q5_K((const pk_block_q5_K *)A + b, (const pk_block_q5_K *)B + b, wd); break;
     case T_Q6_K: dec_q6_K((const pk_block_q6_K *)A + b, (const pk_block_q6_K *)B + b, wd); break;
+    case T_IQ2_XXS: dec_iq2(0, (const uint8_t *)((const pk_block_iq2_xxs *)A + b),
+                            (const uint8_t *)((const pk_block_iq2_xxs *)B + b), wd); break;
+    case T_IQ2_XS: dec_iq2(1, (const uint8_t *)((const pk_block_iq2_xs *)A + b),
+                           (const uint8_t *)((const pk_block_iq2_xs *)B + b), wd); break;
+    case T_IQ1_S: dec_iq1_s((const pk_block_iq1_s *)A + b, (const pk_block_iq1_s *)B + b, wd); break;
+    case T_IQ1_M: dec_iq1_m((const pk_block_iq1_m *)A + b, (const pk_block_iq1_m *)B + b, wd); break;
     default: dec_iq4_xs((const pk_block_iq4_xs *)A + b, (const pk_block_iq4_xs *)B + b, wd); break;
     }
 }
@@ -415,7 +512,7 @@ GI void decode_k(const int TYPE, const void *A, const void *B, int64_t b, wk_t *
  * nt tokens are stored. */
 GI void tile_k(const int RP, const int NP, const int TYPE, const wk_t *wd, const xk_t *X, int kb,
                float *y, int64_t ys, int nr, int nt, int first) {
-    const int SUB16 = TYPE == T_Q2_K || TYPE == T_Q3_K || TYPE == T_Q6_K;
+    const int SUB16 = TYPE == T_Q2_K || TYPE == T_Q3_K || TYPE == T_Q6_K || TYPE == T_IQ2_XS || TYPE == T_IQ1_M;
     const int MINS = TYPE == T_Q2_K ? 16 : (TYPE == T_Q4_K || TYPE == T_Q5_K) ? 8 : 0;
     float32x4_t acc[8];
     UNROLL
@@ -574,7 +671,7 @@ GI void tile_l(const int RP, const int NP, const int TYPE, const void *const *R,
  * array) for the K-quants, tile_l (R, X an xl_t array) for the others */
 GI void tile(const int RP, const int NP, const int TYPE, const wk_t *wd, const void *const *R, const void *X,
              int kb, float *y, int64_t ys, int nr, int nt, int first) {
-    if (TYPE <= T_IQ4_XS) tile_k(RP, NP, TYPE, wd, X, kb, y, ys, nr, nt, first);
+    if (TYPE < T_Q8_0) tile_k(RP, NP, TYPE, wd, X, kb, y, ys, nr, nt, first);
     else tile_l(RP, NP, TYPE, R, X, kb, y, ys, nr, nt, first);
 }
 
@@ -598,6 +695,10 @@ GI size_t bsize(const int TYPE) {
     case T_Q5_K: return sizeof(pk_block_q5_K);
     case T_Q6_K: return sizeof(pk_block_q6_K);
     case T_IQ4_XS: return sizeof(pk_block_iq4_xs);
+    case T_IQ2_XXS: return sizeof(pk_block_iq2_xxs);
+    case T_IQ2_XS: return sizeof(pk_block_iq2_xs);
+    case T_IQ1_S: return sizeof(pk_block_iq1_s);
+    case T_IQ1_M: return sizeof(pk_block_iq1_m);
     case T_Q8_0: return sizeof(pk_block_q8_0);
     case T_Q4_0: return sizeof(pk_block_q4_0);
     case T_Q4_1: return sizeof(pk_block_q4_1);
@@ -692,6 +793,10 @@ I8_ENTRY(q4_K, gemm_k, T_Q4_K)
 I8_ENTRY(q5_K, gemm_k, T_Q5_K)
 I8_ENTRY(q6_K, gemm_k, T_Q6_K)
 I8_ENTRY(iq4_xs, gemm_k, T_IQ4_XS)
+I8_ENTRY(iq2_xxs, gemm_k, T_IQ2_XXS)
+I8_ENTRY(iq2_xs, gemm_k, T_IQ2_XS)
+I8_ENTRY(iq1_s, gemm_k, T_IQ1_S)
+I8_ENTRY(iq1_m, gemm_k, T_IQ1_M)
 I8_ENTRY(q8_0, gemm_l, T_Q8_0)
 I8_ENTRY(q4_0, gemm_l, T_Q4_0)
 I8_ENTRY(q4_1, gemm_l, T_Q4_1)
@@ -810,7 +915,8 @@ const pk_kernels pk_kernels_i8mm_gemm = {.gemm = {
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
     [PK_TYPE_Q8_0] = gemm_q8_0, [PK_TYPE_Q4_0] = gemm_q4_0, [PK_TYPE_Q4_1] = gemm_q4_1,
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
-    [PK_TYPE_MXFP4] = gemm_mxfp4,
+    [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_IQ2_XXS] = gemm_iq2_xxs, [PK_TYPE_IQ2_XS] = gemm_iq2_xs,
+    [PK_TYPE_IQ1_S] = gemm_iq1_s, [PK_TYPE_IQ1_M] = gemm_iq1_m,
 }};
 
 #else

@@ -1,6 +1,6 @@
 /* kernels/arm/quant_ops.h - the block-quantized kernels of the AArch64 tables:
- * Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 x Q8_0; Q4_1, Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS x
- * Q8_K; and the Q8_0 / Q8_1 / Q8_K activation quantizers. Not a translation
+ * Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 x Q8_0; Q4_1, Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS,
+ * IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M x Q8_K; and the Q8_0 / Q8_1 / Q8_K activation quantizers. Not a translation
  * unit: included by kernels/arm/neon.c and kernels/arm/dotprod.c inside their ISA
  * guards, after they define the int8 dot vocabulary:
  *   qa_dot32(a0, b0, a1, b1)  int32x4 whose lanes sum to a0.b0 + a1.b1
@@ -45,6 +45,7 @@
 
 #define QA_INLINE static inline __attribute__((always_inline))
 #define QA_PF_DIST 1024          /* prefetch distance per row, bytes */
+#include "kernels/arm/iq2_ops.h"
 
 /* ---- building blocks ---------------------------------------------------- */
 
@@ -491,6 +492,85 @@ QA_INLINE int32x4_t row_iq4_xs(const pk_block_iq4_xs *w, const pk_block_q8_K *x)
     return vmlaq_s32(vmulq_s32(qa_red4(e[0], e[1], e[2], e[3]), lo), qa_red4(e[4], e[5], e[6], e[7]), hi);
 }
 
+/* IQ2_XXS (XS 0) / IQ2_XS (XS 1): per sub-block the signed levels
+ * (kernels/arm/iq2_ops.h, |.| <= 43: 4 products sum below 2^15) against x,
+ * times the scales 2 ls + 1: lanes summing to 8x the block's sum (the 1/8
+ * is in the block factor) */
+QA_INLINE int32x4_t row_iq2(const int XS, const uint8_t *w, const pk_block_q8_K *x) {
+    int32x4_t a = vdupq_n_s32(0);
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++) {
+        int8x16_t lo, hi;
+        int s0, s1;
+        iq2a_sub(XS, w, s, &lo, &hi, &s0, &s1);
+        int8x16_t x0 = vld1q_s8(x->qs + 32 * s), x1 = vld1q_s8(x->qs + 32 * s + 16);
+        if (XS) a = vmlaq_n_s32(vmlaq_n_s32(a, qa_dot16(lo, x0), s0), qa_dot16(hi, x1), s1);
+        else a = vmlaq_n_s32(a, qa_dot32s(lo, x0, hi, x1), s0);
+    }
+    return a;
+}
+
+/* IQ1_S, IQ1_M: a group's 8 levels l in {-1, 0, 1} (one 64-bit load from
+ * the grid) become 8 l + s, s = +-1 the sign of its delta (|.| <= 9, so 4
+ * products sum below 2^15): the dots are 8 times the sums of (l + delta) * x,
+ * times the scales 2 ls + 1 (IQ1_S per sub-block, IQ1_M per half) */
+QA_INLINE int8x16_t qa_iq1_pair(const uint64_t *grid, unsigned i0, unsigned i1, int8x16_t s) {
+    int8x16_t g = vcombine_s8(vcreate_s8(grid[i0]), vcreate_s8(grid[i1]));
+    return vaddq_s8(vshlq_n_s8(g, 3), s);
+}
+
+QA_INLINE int32x4_t row_iq1_s(const pk_block_iq1_s *w, const pk_block_q8_K *x, const uint64_t *grid) {
+    int32x4_t e[8];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++) {
+        const unsigned qh = w->qh[s];
+        const uint8_t *qs = w->qs + 4 * s;
+        const int8x16_t sg = vdupq_n_s8(qh & 0x8000 ? -1 : 1);
+        e[s] = qa_dot32s(qa_iq1_pair(grid, qs[0] | (qh << 8 & 0x700), qs[1] | (qh << 5 & 0x700), sg),
+                         vld1q_s8(x->qs + 32 * s),
+                         qa_iq1_pair(grid, qs[2] | (qh << 2 & 0x700), qs[3] | (qh >> 1 & 0x700), sg),
+                         vld1q_s8(x->qs + 32 * s + 16));
+    }
+    uint16x8_t ls = vandq_u16(vshrq_n_u16(vld1q_u16(w->qh), 12), vdupq_n_u16(7));
+    ls = vorrq_u16(vshlq_n_u16(ls, 1), vdupq_n_u16(1));
+    int32x4_t lo = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(ls))), hi = vreinterpretq_s32_u32(vmovl_high_u16(ls));
+    return vmlaq_s32(vmulq_s32(qa_red4(e[0], e[1], e[2], e[3]), lo), qa_red4(e[4], e[5], e[6], e[7]), hi);
+}
+
+/* the 16 IQ1_M scales 2 ls + 1, entry 2s + h (sub-block s, half h) = field
+ * 3 (k % 4) of word k / 4, as 4 int32x4 */
+QA_INLINE void qa_iq1m_scales(const uint8_t *sc, int32x4_t *o) {
+    static const int16_t sh[8] = {0, -3, -6, -9, 0, -3, -6, -9};
+    uint16x4_t wv = vreinterpret_u16_u8(vld1_u8(sc));
+    const int16x8_t shv = vld1q_s16(sh);
+    uint16x8_t a = vcombine_u16(vdup_lane_u16(wv, 0), vdup_lane_u16(wv, 1));
+    uint16x8_t b = vcombine_u16(vdup_lane_u16(wv, 2), vdup_lane_u16(wv, 3));
+    a = vandq_u16(vshlq_u16(a, shv), vdupq_n_u16(7));
+    b = vandq_u16(vshlq_u16(b, shv), vdupq_n_u16(7));
+    a = vorrq_u16(vshlq_n_u16(a, 1), vdupq_n_u16(1));
+    b = vorrq_u16(vshlq_n_u16(b, 1), vdupq_n_u16(1));
+    o[0] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(a))); o[1] = vreinterpretq_s32_u32(vmovl_high_u16(a));
+    o[2] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(b))); o[3] = vreinterpretq_s32_u32(vmovl_high_u16(b));
+}
+
+QA_INLINE int32x4_t row_iq1_m(const pk_block_iq1_m *w, const pk_block_q8_K *x, const uint64_t *grid) {
+    int32x4_t e[16];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++) {
+        const unsigned h0 = w->qh[2 * s], h1 = w->qh[2 * s + 1];
+        const uint8_t *qs = w->qs + 4 * s;
+        const int8x16_t s0 = vcombine_s8(vdup_n_s8(h0 & 0x08 ? -1 : 1), vdup_n_s8(h0 & 0x80 ? -1 : 1));
+        const int8x16_t s1 = vcombine_s8(vdup_n_s8(h1 & 0x08 ? -1 : 1), vdup_n_s8(h1 & 0x80 ? -1 : 1));
+        e[2 * s] = qa_dot16(qa_iq1_pair(grid, qs[0] | (h0 << 8 & 0x700), qs[1] | (h0 << 4 & 0x700), s0),
+                            vld1q_s8(x->qs + 32 * s));
+        e[2 * s + 1] = qa_dot16(qa_iq1_pair(grid, qs[2] | (h1 << 8 & 0x700), qs[3] | (h1 << 4 & 0x700), s1),
+                                vld1q_s8(x->qs + 32 * s + 16));
+    }
+    int32x4_t sc[4];
+    qa_iq1m_scales(w->scales, sc);
+    return qa_scale16(e, sc);
+}
+
 /* ---- K-quant block kernels over R rows -------------------------------------- */
 
 QA_INLINE float32x4_t blk_q2_K(const int R, const void *const *w, int64_t i,
@@ -587,11 +667,47 @@ QA_INLINE float32x4_t blk_iq4_xs(const int R, const void *const *w, int64_t i,
     return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, x->d));
 }
 
+QA_INLINE float32x4_t blk_iq2(const int XS, const int R, const void *const *w, int64_t i,
+                              const pk_block_q8_K *x, float32x4_t acc) {
+    const size_t bs = XS ? sizeof(pk_block_iq2_xs) : sizeof(pk_block_iq2_xxs);
+    int32x4_t is[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < R; k++) is[k] = row_iq2(XS, (const uint8_t *)w[k] + i * bs, x);
+    float32x4_t d = qa_f16x4(R, w, i * bs);
+    return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, 0.125f * x->d));
+}
+
+/* IQ1_S, IQ1_M: the rows' sums are 8 times theirs (d / 8) */
+QA_INLINE float32x4_t blk_iq1_s(const int R, const void *const *w, int64_t i,
+                                const pk_block_q8_K *x, float32x4_t acc) {
+    const uint64_t *grid = pk_iq1s_grid();
+    int32x4_t is[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < R; k++) is[k] = row_iq1_s((const pk_block_iq1_s *)w[k] + i, x, grid);
+    float32x4_t d = qa_f16x4(R, w, i * sizeof(pk_block_iq1_s) + offsetof(pk_block_iq1_s, d));
+    return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, 0.125f * x->d));
+}
+
+QA_INLINE float32x4_t blk_iq1_m(const int R, const void *const *w, int64_t i,
+                                const pk_block_q8_K *x, float32x4_t acc) {
+    const uint64_t *grid = pk_iq1s_grid();
+    int32x4_t is[4];
+    uint16_t dh[4] = {0, 0, 0, 0};
+#pragma GCC unroll 4
+    for (int k = 0; k < R; k++) {
+        const pk_block_iq1_m *b = (const pk_block_iq1_m *)w[k] + i;
+        is[k] = row_iq1_m(b, x, grid);
+        dh[k] = pk_iq1_m_d(b->scales);
+    }
+    float32x4_t d = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(dh)));
+    return vfmaq_f32(acc, vcvtq_f32_s32(qa_rows(R, is)), vmulq_n_f32(d, 0.125f * x->d));
+}
+
 /* ---- vec_dot and the 4-row gemv driver, over the block kernels -------------- */
 
 /* the weight types of the block kernels, as compile-time kinds */
 enum { QA_Q8_0, QA_Q4_0, QA_Q4_1, QA_Q5_0, QA_Q5_1, QA_IQ4_NL, QA_MXFP4,
-       QA_Q2_K, QA_Q3_K, QA_Q4_K, QA_Q5_K, QA_Q6_K, QA_IQ4_XS };
+       QA_Q2_K, QA_Q3_K, QA_Q4_K, QA_Q5_K, QA_Q6_K, QA_IQ4_XS, QA_IQ2_XXS, QA_IQ2_XS, QA_IQ1_S, QA_IQ1_M };
 
 /* bytes of a weight block of kind T */
 QA_INLINE size_t qa_wsize(const int T) {
@@ -608,12 +724,16 @@ QA_INLINE size_t qa_wsize(const int T) {
     case QA_Q4_K: return sizeof(pk_block_q4_K);
     case QA_Q5_K: return sizeof(pk_block_q5_K);
     case QA_Q6_K: return sizeof(pk_block_q6_K);
+    case QA_IQ2_XXS: return sizeof(pk_block_iq2_xxs);
+    case QA_IQ2_XS: return sizeof(pk_block_iq2_xs);
+    case QA_IQ1_S: return sizeof(pk_block_iq1_s);
+    case QA_IQ1_M: return sizeof(pk_block_iq1_m);
     default: return sizeof(pk_block_iq4_xs);
     }
 }
 
 /* bytes of its activation block: Q8_1 (Q4_1, Q5_1), Q8_K (the K-quants,
- * IQ4_XS) or Q8_0 */
+ * IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M) or Q8_0 */
 QA_INLINE size_t qa_xsize(const int T) {
     return T == QA_Q4_1 || T == QA_Q5_1 ? sizeof(pk_block_q8_1)
          : T >= QA_Q2_K ? sizeof(pk_block_q8_K) : sizeof(pk_block_q8_0);
@@ -651,6 +771,10 @@ QA_INLINE float32x4_t qa_blk(const int T, const int R, const void *const *w, int
     case QA_Q4_K: return blk_q4_K(R, w, i, x, acc);
     case QA_Q5_K: return blk_q5_K(R, w, i, x, acc);
     case QA_Q6_K: return blk_q6_K(R, w, i, x, acc);
+    case QA_IQ2_XXS: return blk_iq2(0, R, w, i, x, acc);
+    case QA_IQ2_XS: return blk_iq2(1, R, w, i, x, acc);
+    case QA_IQ1_S: return blk_iq1_s(R, w, i, x, acc);
+    case QA_IQ1_M: return blk_iq1_m(R, w, i, x, acc);
     default: return blk_iq4_xs(R, w, i, x, acc);
     }
 }
@@ -723,6 +847,10 @@ QA_ENTRY(q4_K, QA_Q4_K)
 QA_ENTRY(q5_K, QA_Q5_K)
 QA_ENTRY(q6_K, QA_Q6_K)
 QA_ENTRY(iq4_xs, QA_IQ4_XS)
+QA_ENTRY(iq2_xxs, QA_IQ2_XXS)
+QA_ENTRY(iq2_xs, QA_IQ2_XS)
+QA_ENTRY(iq1_s, QA_IQ1_S)
+QA_ENTRY(iq1_m, QA_IQ1_M)
 #undef QA_ENTRY
 
 /* ---- activation quantizers (bit-exact with the reference) ---------------------- */
@@ -829,6 +957,8 @@ const pk_kernels NAME = {                                                       
         [PK_TYPE_Q3_K] = vec_dot_q3_K, [PK_TYPE_Q4_K] = vec_dot_q4_K,              \
         [PK_TYPE_Q5_K] = vec_dot_q5_K, [PK_TYPE_Q6_K] = vec_dot_q6_K,              \
         [PK_TYPE_IQ4_XS] = vec_dot_iq4_xs, [PK_TYPE_MXFP4] = vec_dot_mxfp4,        \
+        [PK_TYPE_IQ2_XXS] = vec_dot_iq2_xxs, [PK_TYPE_IQ2_XS] = vec_dot_iq2_xs,    \
+        [PK_TYPE_IQ1_S] = vec_dot_iq1_s, [PK_TYPE_IQ1_M] = vec_dot_iq1_m,          \
     },                                                                             \
     .gemv = {                                                                      \
         [PK_TYPE_F32] = gemv_f32, [PK_TYPE_F16] = gemv_f16,                        \
@@ -839,6 +969,8 @@ const pk_kernels NAME = {                                                       
         [PK_TYPE_Q3_K] = gemv_q3_K, [PK_TYPE_Q4_K] = gemv_q4_K,                    \
         [PK_TYPE_Q5_K] = gemv_q5_K, [PK_TYPE_Q6_K] = gemv_q6_K,                    \
         [PK_TYPE_IQ4_XS] = gemv_iq4_xs, [PK_TYPE_MXFP4] = gemv_mxfp4,              \
+        [PK_TYPE_IQ2_XXS] = gemv_iq2_xxs, [PK_TYPE_IQ2_XS] = gemv_iq2_xs,          \
+        [PK_TYPE_IQ1_S] = gemv_iq1_s, [PK_TYPE_IQ1_M] = gemv_iq1_m,                \
     },                                                                             \
     .quantize = {                                                                  \
         [PK_TYPE_F32] = quantize_f32, [PK_TYPE_F16] = quantize_f16,                \

@@ -9,7 +9,7 @@
  * loads (no software prefetch: a 4-row group of float rows is larger than
  * L1 and the hardware prefetcher follows these long streams). The
  * block-quantized gemvs (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4,
- * Q2_K..Q6_K, IQ4_XS) come from one 4-row driver with software prefetch in
+ * Q2_K..Q6_K, IQ4_XS, IQ2_XXS, IQ2_XS) come from one 4-row driver with software prefetch in
  * kernels/x86/avx2_gemv.h (see its header for their tuning and numerics).
  *
  * Numerics: float sums are reassociated (8 lanes x several accumulators), so

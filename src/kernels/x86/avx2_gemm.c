@@ -16,7 +16,11 @@
  *   - each weight row's super-block (or group of 4 blocks) is decoded once
  *     per (k-block, token tile) into eight 256-bit registers of levels and
  *     applied to every token of the tile (1 row x 16 or 32 tokens,
- *     accumulators in L1: the 16 ymm registers hold the decoded row);
+ *     accumulators in L1: the 16 ymm registers hold the decoded row); on
+ *     plain AVX2, Q2_K, Q3_K and Q4_K instead decode two rows into an L1
+ *     buffer and take a register tile of 2 rows x 4 tokens, each level
+ *     and activation register loaded once for its 2 or 4 products
+ *     (kernels/x86/avx2_kquant.h, kt_gemm);
  *   - K-quants: the decoded registers are byte-permuted (unpack stages,
  *     shuffle ports) so that several registers carry the same sub-block in
  *     the same 16-bit lane; the vpmaddubsw products of those registers are
@@ -33,6 +37,16 @@
  *     multiplies per row super-block;
  *   - IQ4_XS (signed levels): int16 on both sides, levels times the
  *     sub-block scale at decode, 16 vpmaddwd per super-block and token;
+ *   - IQ2_XXS, IQ2_XS (grid points with signs, |level| <= 43): the
+ *     K-quants' per-row kernel, signed levels at decode against
+ *     activations + 128 as unsigned bytes, the 128 * level sums subtracted
+ *     once per row super-block: 8 vpmaddubsw + 8 vpmaddwd per super-block
+ *     and token;
+ *   - IQ1_S, IQ1_M (grid points of -1, 0, 1 and a delta per group): the
+ *     K-quants' per-row kernel, levels + 1 in {0, 1, 2} at decode
+ *     (kernels/x86/avx2_iq1.h), the activations in the same order, the
+ *     deltas through group sums: 8 vpmaddubsw + 3 (IQ1_M: 4) vpmaddwd per
+ *     super-block and token;
  *   - Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
  *     activations widened once per token tile, products by vpmaddwd (no
  *     sign fix-up per token); four blocks' sums are reduced with horizontal
@@ -122,6 +136,12 @@ enum {
 #endif
 #ifndef TK_Q6_K
 #define TK_Q6_K 16
+#endif
+#ifndef TK_IQ2
+#define TK_IQ2 16   /* IQ2_XXS, IQ2_XS */
+#endif
+#ifndef TK_IQ1
+#define TK_IQ1 16   /* IQ1_S, IQ1_M */
 #endif
 
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }
@@ -637,6 +657,8 @@ const pk_kernels PK_GEMM_TABLE = {.gemm = {
     [PK_TYPE_Q5_0] = gemm_q5_0, [PK_TYPE_Q5_1] = gemm_q5_1, [PK_TYPE_IQ4_NL] = gemm_iq4_nl,
     [PK_TYPE_MXFP4] = gemm_mxfp4, [PK_TYPE_Q2_K] = gemm_q2_K, [PK_TYPE_Q3_K] = gemm_q3_K, [PK_TYPE_Q4_K] = gemm_q4_K,
     [PK_TYPE_Q5_K] = gemm_q5_K, [PK_TYPE_Q6_K] = gemm_q6_K, [PK_TYPE_IQ4_XS] = gemm_iq4_xs,
+    [PK_TYPE_IQ2_XXS] = gemm_iq2_xxs, [PK_TYPE_IQ2_XS] = gemm_iq2_xs,
+    [PK_TYPE_IQ1_S] = gemm_iq1_s, [PK_TYPE_IQ1_M] = gemm_iq1_m,
 }};
 
 #ifndef PK_VNNI256

@@ -1,7 +1,8 @@
 /* kernels/x86/avx2_gemv.h - the AVX2 decode kernels (vec_dot and gemv) for the
  * block-quantized weight types: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4 x Q8_0; Q4_1,
- * Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS x Q8_K. Not a translation unit: included by
- * kernels/x86/avx2.c inside its ISA guard (after <immintrin.h> and hsum8).
+ * Q5_1 x Q8_1; Q2_K..Q6_K, IQ4_XS, IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M x Q8_K. Not a
+ * translation unit: included by kernels/x86/avx2.c inside its ISA guard (after
+ * <immintrin.h> and hsum8).
  *
  * Structure: ONE driver (gv_gemv / gv_vec_dot below: the 4-row gemv loop
  * with the software prefetch of the next rows, the shared activation view, the fold
@@ -21,7 +22,8 @@
  * FMA for the 4 rows per block; times gv_isc, the factor of a type whose
  * isum is a multiple of the sum),
  * subtracts dmin_w * d_x * mins, or adds m_w * s_x (Q4_1, Q5_1); d_w is the
- * block's fp16 d, or for MXFP4 its E8M0 exponent's 2^(e - 128) (gv_s1, gv_s4).
+ * block's fp16 d (IQ1_M: assembled from its scales' top nibbles), or for
+ * MXFP4 its E8M0 exponent's 2^(e - 128) (gv_s1, gv_s4).
  *
  * Tuned for: single-token decode on AVX2-only cores (Zen 2/3, Intel client
  * parts, small VMs), where each gemv streams its matrix from DRAM once. Per
@@ -41,8 +43,9 @@
  * Q5_0 -16, Q3_K -4, Q6_K -32, MXFP4 -12 on its levels + 12) are applied by adding -off * (pair sums of
  * x) to those int16 pair sums, which gives the exact pair sums of (level -
  * off) * x in the same lanes (no large cancelling terms in other lanes).
- * Signed levels (Q8_0, IQ4_NL, IQ4_XS) move their sign onto the activation,
- * which needs activations in [-127, 127] (every Q8 quantizer's range).
+ * Signed levels (Q8_0, IQ4_NL, IQ4_XS; the signs of IQ2_XXS / IQ2_XS, whose
+ * grid magnitudes are the unsigned operand) move their sign onto the
+ * activation, which needs activations in [-127, 127] (every Q8 quantizer's range).
  * Bounds: |int16 pair sum| <= 2 * 63 * 127 + 2 * 32 * 127 (Q6_K) or
  * 2 * 128 * 127 (Q8_0) < 2^15; int32 lanes < 2^24, and a row's half-block
  * sum of 4 lanes < 2^26 (rounded once when converted to float, as the
@@ -52,6 +55,8 @@
  */
 
 #define GV_INLINE static inline __attribute__((always_inline))
+#include "kernels/x86/iq2_ops.h"
+#include "kernels/x86/avx2_iq1.h"
 
 /* ---- vocabulary -------------------------------------------------------------- */
 
@@ -121,6 +126,9 @@ typedef struct {
     __m256i nx[8];       /* -off * (pair sums of q[32c .. 32c + 31]), int16 */
     __m256i bs;          /* Q8_K bsums (Q2_K) */
     __m128i bp;          /* Q8_K bsums summed in pairs: 8 sums of 32, int16 (Q4_K, Q5_K) */
+    const uint64_t *grid;/* IQ1_S, IQ1_M: the IQ1 grid, */
+    __m256i xp[8];       /* the activations in their order, */
+    __m256i gs[2];       /* the group sums (IQ1_S: the bsums; IQ1_M: sums of 8) */
     float d, s;          /* scale; Q8_1: s */
 } gv_x;
 
@@ -145,6 +153,16 @@ GV_INLINE void gv_x_q8_K_bp(const pk_block_q8_K *x, gv_x *a) {
 }
 GV_INLINE void gv_x_q8_K_o4(const pk_block_q8_K *x, gv_x *a) { gv_x_q8_K(x, a); gv_offset(a, 8, 4); }
 GV_INLINE void gv_x_q8_K_o32(const pk_block_q8_K *x, gv_x *a) { gv_x_q8_K(x, a); gv_offset(a, 8, 32); }
+GV_INLINE void gv_x_iq1_s(const pk_block_q8_K *x, gv_x *a) {
+    gv_x_q8_K(x, a);
+    iq1_xorder(x->qs, a->xp);
+    a->gs[0] = gv_ld(x->bsums);
+}
+GV_INLINE void gv_x_iq1_m(const pk_block_q8_K *x, gv_x *a) {
+    gv_x_q8_K(x, a);
+    iq1_xorder(x->qs, a->xp);
+    iq1_sums8(x->qs, a->gs);
+}
 
 /* ---- block kernels: 32-element blocks ---------------------------------------------- */
 
@@ -353,11 +371,27 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
     return isum;
 }
 
+/* IQ2_XXS (XS 0) / IQ2_XS (XS 1): per sub-block (kernels/x86/iq2_ops.h) the
+ * grid magnitudes times the activations with their signs (vpsignb), pair
+ * sums <= 2 * 43 * 127, then vpmaddwd with the scales 2 ls + 1: isum is 8x
+ * the block's sum (the driver's gv_isc); lanes <= 8 * 2 * 10922 * 31 < 2^23. */
+GV_INLINE __m256i gk_iq2(const int XS, const uint8_t *w, const gv_x *a) {
+    const __m256i halves = XS ? iq2_xs_halves(w) : _mm256_setzero_si256();
+    __m256i isum = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        __m256i pts, sgn;
+        iq2_sub(XS, w, s, &pts, &sgn);
+        __m256i p = _mm256_maddubs_epi16(pts, _mm256_sign_epi8(gv_ld(a->q + 32 * s), sgn));
+        isum = gv_acc(isum, _mm256_madd_epi16(p, iq2_scale(XS, w, s, halves)));
+    }
+    return isum;
+}
+
 /* ---- the driver: vec_dot and 4-row gemv, written once -------------------------------- */
 
 /* the weight types, each a constant that specialises the driver */
 enum { GV_Q8_0, GV_Q4_0, GV_Q4_1, GV_Q5_0, GV_Q5_1, GV_IQ4_NL, GV_MXFP4, GV_Q2_K, GV_Q3_K, GV_Q4_K, GV_Q5_K,
-       GV_Q6_K, GV_IQ4_XS };
+       GV_Q6_K, GV_IQ4_XS, GV_IQ2_XXS, GV_IQ2_XS, GV_IQ1_S, GV_IQ1_M };
 
 GV_INLINE int gv_kquant(const int T) { return T >= GV_Q2_K; }   /* Q8_K activations, 256-element blocks */
 /* bytes of a weight block, of an activation block; elements of a block */
@@ -375,6 +409,10 @@ GV_INLINE size_t gv_wsize(const int T) {
     case GV_Q4_K: return sizeof(pk_block_q4_K);
     case GV_Q5_K: return sizeof(pk_block_q5_K);
     case GV_Q6_K: return sizeof(pk_block_q6_K);
+    case GV_IQ2_XXS: return sizeof(pk_block_iq2_xxs);
+    case GV_IQ2_XS: return sizeof(pk_block_iq2_xs);
+    case GV_IQ1_S: return sizeof(pk_block_iq1_s);
+    case GV_IQ1_M: return sizeof(pk_block_iq1_m);
     default: return sizeof(pk_block_iq4_xs);
     }
 }
@@ -398,6 +436,9 @@ GV_INLINE size_t gv_doff(const int T) {
     case GV_Q5_K: return offsetof(pk_block_q5_K, d);
     case GV_Q6_K: return offsetof(pk_block_q6_K, d);
     case GV_IQ4_XS: return offsetof(pk_block_iq4_xs, d);
+    case GV_IQ2_XXS: return offsetof(pk_block_iq2_xxs, d);
+    case GV_IQ2_XS: return offsetof(pk_block_iq2_xs, d);
+    case GV_IQ1_S: return offsetof(pk_block_iq1_s, d);
     default: return 0;
     }
 }
@@ -415,7 +456,10 @@ GV_INLINE int gv_kind(const int T) {
     return T == GV_Q4_1 || T == GV_Q5_1 ? 2 : T == GV_Q2_K ? 3 : T == GV_Q4_K || T == GV_Q5_K ? 1 : 0;
 }
 GV_INLINE int gv_has_mins(const int K) { return K == 1 || K == 3; }
-GV_INLINE float gv_isc(const int T) { return T == GV_Q2_K ? 0.25f : 1.0f; }
+GV_INLINE int gv_iq1(const int T) { return T == GV_IQ1_S || T == GV_IQ1_M; }
+GV_INLINE float gv_isc(const int T) {
+    return T == GV_Q2_K ? 0.25f : T == GV_IQ2_XXS || T == GV_IQ2_XS || gv_iq1(T) ? 0.125f : 1.0f;
+}
 
 /* a block kernel's mins: m4 (KIND 1), m8 (KIND 3) */
 typedef struct { __m128i m4; __m256i m8; } gv_mins;
@@ -432,6 +476,26 @@ GV_INLINE __m128i gv_hadd4(const int K, const gv_mins *m0, const gv_mins *m1, co
     return _mm_hadd_epi32(_mm_hadd_epi32(m0->m4, m1->m4), _mm_hadd_epi32(m2->m4, m3->m4));
 }
 
+/* IQ1_S, IQ1_M: kernels/x86/avx2_iq1.h; the sum is 8 times the block's
+ * (gv_isc). A row's block is decoded (gv_iq1_prep: its group indices stored)
+ * before its sum is taken (gv_iq1_sum: the grid loads at the indices read
+ * back); the 4-row gemv decodes its 4 rows' blocks first. */
+GV_INLINE void gv_iq1_prep(const int T, const void *w, iq1_w *d) {
+    if (T == GV_IQ1_S) iq1_s_prep(w, d);
+    else iq1_m_prep(w, d);
+}
+GV_INLINE __m256i gv_iq1_sum(const int T, const iq1_w *d, const gv_x *a) {
+    __m256i v[8];
+    iq1_fetch(a->grid, d, v);
+    return iq1_sum(T == GV_IQ1_M, v, d->S, d->C, a->xp, a->gs);
+}
+GV_INLINE __m256i gk_iq1(const int T, const void *w, const gv_x *a) {
+    iq1_w d;
+    gv_iq1_prep(T, w, &d);
+    iq1_stored();
+    return gv_iq1_sum(T, &d, a);
+}
+
 /* type T's activation view of the block at x */
 GV_INLINE void gv_view(const int T, const void *x, gv_x *a) {
     switch (T) {
@@ -443,7 +507,9 @@ GV_INLINE void gv_view(const int T, const void *x, gv_x *a) {
     case GV_Q3_K: gv_x_q8_K_o4(x, a); break;
     case GV_Q4_K: case GV_Q5_K: gv_x_q8_K_bp(x, a); break;
     case GV_Q6_K: gv_x_q8_K_o32(x, a); break;
-    case GV_IQ4_XS: gv_x_q8_K(x, a); break;
+    case GV_IQ4_XS: case GV_IQ2_XXS: case GV_IQ2_XS: gv_x_q8_K(x, a); break;
+    case GV_IQ1_S: gv_x_iq1_s(x, a); break;
+    case GV_IQ1_M: gv_x_iq1_m(x, a); break;
     default: gv_x_q8_0(x, a); break;   /* Q8_0, IQ4_NL */
     }
 }
@@ -462,6 +528,9 @@ GV_INLINE __m256i gv_block(const int T, const void *w, const gv_x *a, gv_mins *m
     case GV_Q4_K: return gk_q4_K(w, a, &ms->m4);
     case GV_Q5_K: return gk_q5_K(w, a, &ms->m4);
     case GV_Q6_K: return gk_q6_K(w, a, &ms->m4);
+    case GV_IQ2_XXS: return gk_iq2(0, w, a);
+    case GV_IQ2_XS: return gk_iq2(1, w, a);
+    case GV_IQ1_S: case GV_IQ1_M: return gk_iq1(T, w, a);
     default: return gk_iq4_xs(w, a, &ms->m4);
     }
 }
@@ -469,10 +538,14 @@ GV_INLINE __m256i gv_block(const int T, const void *w, const gv_x *a, gv_mins *m
 /* the address of the block's fp16 d, which KIND 1 and 2 read the second
  * fp16 after (never read for MXFP4, KIND 0) */
 GV_INLINE const uint16_t *gv_da(const int T, const char *b) { return (const uint16_t *)(const void *)(b + gv_doff(T)); }
+/* the fp16 d of a block (IQ1_M: from its scales) */
+GV_INLINE uint16_t gv_d16(const int T, const char *b) {
+    return T == GV_IQ1_M ? pk_iq1_m_d(((const pk_block_iq1_m *)(const void *)b)->scales) : gv_u16(gv_da(T, b));
+}
 /* The weight scale of one row's block: the fp16 d, or MXFP4's E8M0 e as
  * 2^(e - 128) */
 GV_INLINE float gv_s1(const int T, const char *b) {
-    return T == GV_MXFP4 ? pk_e8m0_half(((const pk_block_mxfp4 *)(const void *)b)->e) : _cvtsh_ss(gv_u16(gv_da(T, b)));
+    return T == GV_MXFP4 ? pk_e8m0_half(((const pk_block_mxfp4 *)(const void *)b)->e) : _cvtsh_ss(gv_d16(T, b));
 }
 /* the weight scales of 4 rows' blocks as [d0 d1 d2 d3] (MXFP4: from the
  * 256-entry table, 4 loads, cheaper than computing them with the
@@ -484,10 +557,8 @@ GV_INLINE __m128 gv_s4(const int T, const char *b0, const char *b1, const char *
         return _mm_castsi128_ps(_mm_setr_epi32((int)pk_e8m0_half_bits[m0->e], (int)pk_e8m0_half_bits[m1->e],
                                                (int)pk_e8m0_half_bits[m2->e], (int)pk_e8m0_half_bits[m3->e]));
     }
-    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)((uint64_t)gv_u16(gv_da(T, b0)) |
-                                                      (uint64_t)gv_u16(gv_da(T, b1)) << 16 |
-                                                      (uint64_t)gv_u16(gv_da(T, b2)) << 32 |
-                                                      (uint64_t)gv_u16(gv_da(T, b3)) << 48)));
+    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)((uint64_t)gv_d16(T, b0) | (uint64_t)gv_d16(T, b1) << 16 |
+                                                      (uint64_t)gv_d16(T, b2) << 32 | (uint64_t)gv_d16(T, b3) << 48)));
 }
 /* the fp16 d and the fp16 after it (dmin or m) of 4 rows' blocks: [d0, e0, d1, e1, ...] */
 GV_INLINE __m256 gv_dd2(const int T, const char *b0, const char *b1, const char *b2, const char *b3) {
@@ -537,6 +608,7 @@ GV_INLINE void gv_vec_dot(const int T, int64_t n, float *s, const void *vw, cons
     const size_t ws = gv_wsize(T), xs = gv_xsize(T);
     const char *w = vw, *x = vx;
     int64_t nb = n / gv_qk(T);
+    const uint64_t *grid = gv_iq1(T) ? pk_iq1s_grid() : NULL;
     __m256 acc = _mm256_setzero_ps();
     __m128 am = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
@@ -544,6 +616,7 @@ GV_INLINE void gv_vec_dot(const int T, int64_t n, float *s, const void *vw, cons
         gv_x a;
         gv_mins ms = {_mm_setzero_si128(), _mm256_setzero_si256()};
         gv_view(T, x + (size_t)i * xs, &a);
+        a.grid = grid;
         __m256i is = gv_block(T, b, &a, &ms);
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(gv_s1(T, b) * (gv_isc(T) * a.d)), acc);
         if (gv_has_mins(K))
@@ -564,6 +637,7 @@ GV_INLINE void gv_gemv(const int T, pk_vec_dot_fn vd, int64_t n, int64_t nrows, 
     const char *x = vx;
     int64_t nb = n / gv_qk(T), r = 0;
     size_t pfg = gv_pf_groups(rb);
+    const uint64_t *grid = gv_iq1(T) ? pk_iq1s_grid() : NULL;
     for (; r + 4 <= nrows; r += 4) {
         const char *w0 = (const char *)vw + (size_t)r * rb, *w1 = w0 + rb, *w2 = w1 + rb, *w3 = w2 + rb;
         const char *nxt = w0 + 4 * pfg * rb;
@@ -576,13 +650,31 @@ GV_INLINE void gv_gemv(const int T, pk_vec_dot_fn vd, int64_t n, int64_t nrows, 
             gv_mins m0 = {_mm_setzero_si128(), _mm256_setzero_si256()}, m1 = m0, m2 = m0, m3 = m0;
             gv_prefetch(nxt, i, ws);
             gv_view(T, x + (size_t)i * xs, &a);
-            __m256i s0 = gv_block(T, b0, &a, &m0);
-            gv_fence();
-            __m256i s1 = gv_block(T, b1, &a, &m1);
-            gv_fence();
-            __m256i s2 = gv_block(T, b2, &a, &m2);
-            gv_fence();
-            __m256i s3 = gv_block(T, b3, &a, &m3);
+            a.grid = grid;
+            __m256i s0, s1, s2, s3;
+            if (gv_iq1(T)) {
+                iq1_w d[4];
+                gv_iq1_prep(T, b0, &d[0]);
+                gv_iq1_prep(T, b1, &d[1]);
+                gv_iq1_prep(T, b2, &d[2]);
+                gv_iq1_prep(T, b3, &d[3]);
+                iq1_stored();
+                s0 = gv_iq1_sum(T, &d[0], &a);
+                gv_fence();
+                s1 = gv_iq1_sum(T, &d[1], &a);
+                gv_fence();
+                s2 = gv_iq1_sum(T, &d[2], &a);
+                gv_fence();
+                s3 = gv_iq1_sum(T, &d[3], &a);
+            } else {
+                s0 = gv_block(T, b0, &a, &m0);
+                gv_fence();
+                s1 = gv_block(T, b1, &a, &m1);
+                gv_fence();
+                s2 = gv_block(T, b2, &a, &m2);
+                gv_fence();
+                s3 = gv_block(T, b3, &a, &m3);
+            }
             __m256 fd;
             if (K) {
                 __m256 f = _mm256_mul_ps(gv_dd2(T, b0, b1, b2, b3), K == 2 ?
@@ -627,6 +719,10 @@ GV_ENTRIES(q4_K, GV_Q4_K)
 GV_ENTRIES(q5_K, GV_Q5_K)
 GV_ENTRIES(q6_K, GV_Q6_K)
 GV_ENTRIES(iq4_xs, GV_IQ4_XS)
+GV_ENTRIES(iq2_xxs, GV_IQ2_XXS)
+GV_ENTRIES(iq2_xs, GV_IQ2_XS)
+GV_ENTRIES(iq1_s, GV_IQ1_S)
+GV_ENTRIES(iq1_m, GV_IQ1_M)
 #undef GV_ENTRIES
 
 #define GV_VEC_DOT_ENTRIES                                                              \
@@ -636,7 +732,9 @@ GV_ENTRIES(iq4_xs, GV_IQ4_XS)
     [PK_TYPE_MXFP4] = gv_vec_dot_mxfp4,                                                       \
     [PK_TYPE_Q2_K] = gv_vec_dot_q2_K, [PK_TYPE_Q3_K] = gv_vec_dot_q3_K,                       \
     [PK_TYPE_Q4_K] = gv_vec_dot_q4_K, [PK_TYPE_Q5_K] = gv_vec_dot_q5_K,                       \
-    [PK_TYPE_Q6_K] = gv_vec_dot_q6_K, [PK_TYPE_IQ4_XS] = gv_vec_dot_iq4_xs,
+    [PK_TYPE_Q6_K] = gv_vec_dot_q6_K, [PK_TYPE_IQ4_XS] = gv_vec_dot_iq4_xs,                   \
+    [PK_TYPE_IQ2_XXS] = gv_vec_dot_iq2_xxs, [PK_TYPE_IQ2_XS] = gv_vec_dot_iq2_xs,             \
+    [PK_TYPE_IQ1_S] = gv_vec_dot_iq1_s, [PK_TYPE_IQ1_M] = gv_vec_dot_iq1_m,
 #define GV_GEMV_ENTRIES                                                                 \
     [PK_TYPE_Q8_0] = gv_gemv_q8_0, [PK_TYPE_Q4_0] = gv_gemv_q4_0,                             \
     [PK_TYPE_Q4_1] = gv_gemv_q4_1, [PK_TYPE_Q5_0] = gv_gemv_q5_0,                             \
@@ -644,4 +742,6 @@ GV_ENTRIES(iq4_xs, GV_IQ4_XS)
     [PK_TYPE_MXFP4] = gv_gemv_mxfp4,                                                          \
     [PK_TYPE_Q2_K] = gv_gemv_q2_K, [PK_TYPE_Q3_K] = gv_gemv_q3_K,                             \
     [PK_TYPE_Q4_K] = gv_gemv_q4_K, [PK_TYPE_Q5_K] = gv_gemv_q5_K,                             \
-    [PK_TYPE_Q6_K] = gv_gemv_q6_K, [PK_TYPE_IQ4_XS] = gv_gemv_iq4_xs,
+    [PK_TYPE_Q6_K] = gv_gemv_q6_K, [PK_TYPE_IQ4_XS] = gv_gemv_iq4_xs,                         \
+    [PK_TYPE_IQ2_XXS] = gv_gemv_iq2_xxs, [PK_TYPE_IQ2_XS] = gv_gemv_iq2_xs,                   \
+    [PK_TYPE_IQ1_S] = gv_gemv_iq1_s, [PK_TYPE_IQ1_M] = gv_gemv_iq1_m,

@@ -1,17 +1,22 @@
 /* kernels/x86/avx2_kquant.h - the AVX2 / AVX-VNNI prompt kernels of the K-quants
- * (Q2_K .. Q6_K, IQ4_XS) x Q8_K activations: per-row kernels over a tile of
- * tokens and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
+ * (Q2_K .. Q6_K, IQ4_XS) and IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M x Q8_K activations:
+ * per-row kernels over a tile of tokens, 2-row kernels (plain AVX2: Q2_K,
+ * Q3_K, Q4_K) and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
  * avx2_gemm.c: included there once, inside its ISA guard, after the byte
  * permutations and the tile sizes (TK_*) it uses; not a header of its own. */
 
 /* ---- K-quants x Q8_K -------------------------------------------------------- */
 
+#include "kernels/x86/iq2_ops.h"
+#include "kernels/x86/avx2_iq1.h"
+
 /* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
- * 3: Q4_K, 4: Q3_K, 5: Q2_K): the levels permuted (kind 1 perm1, 2 perm2,
- * 3-5 perm3); P = d * bsums (kind 5: per 16, kinds 2-3: per 32); the level
- * offsets' int16 lane sums c (kind 1: 32 * the lane's activations summed
- * over registers 0..3 | 4..7; kind 4: 4 * the sum over all 8 registers);
- * and d. */
+ * 3: Q4_K, 4: Q3_K, 5: Q2_K, 6: IQ2_XXS, 7: IQ2_XS, 8: IQ1_S, 9: IQ1_M): the
+ * levels permuted (kind 1 perm1, 2 perm2, 3-5 perm3; kinds 6, 7: in order, +
+ * 128 as unsigned bytes; 8, 9: iq1_xorder); P = d * bsums (kind 5: per 16,
+ * kinds 2-4: per 32); the level offsets' int16 lane sums c (kind 1: 32 * the
+ * lane's activations summed over registers 0..3 | 4..7; kind 4: 4 * the sum
+ * over all 8 registers), kind 8's bsums, kind 9's sums of 8 (iq1_sums8); and d. */
 typedef struct {
     int8_t q[256];
     float P[16];
@@ -30,7 +35,9 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
             for (int k = 0; k < 8; k++) v[k] = ld(s->qs + 32 * k);
             if (kind == 1) perm1(v);
             else if (kind == 2) perm2(v);
-            else if (kind >= 3) perm3(v);
+            else if (kind >= 3 && kind <= 5) perm3(v);
+            else if (kind >= 8) iq1_xorder(s->qs, v);
+            else for (int k = 0; k < 8; k++) v[k] = _mm256_xor_si256(v[k], _mm256_set1_epi8((char)0x80));
             for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(o->q + 32 * k), v[k]);
             if (kind == 1) {   /* 32 * pair sums, summed over 4 registers: |.| <= 32512 */
                 const __m256i k32 = _mm256_set1_epi8(32);
@@ -46,6 +53,13 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
                 __m256i c = _mm256_setzero_si256();
                 for (int k = 0; k < 8; k++) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k4, v[k]));
                 _mm256_store_si256((__m256i *)o->c, c);
+            } else if (kind == 8) {
+                _mm256_store_si256((__m256i *)o->c, ld(s->bsums));
+            } else if (kind == 9) {
+                __m256i g[2];
+                iq1_sums8(s->qs, g);
+                _mm256_store_si256((__m256i *)o->c, g[0]);
+                _mm256_store_si256((__m256i *)(o->c + 16), g[1]);
             }
             __m256i bs = ld(s->bsums);
             __m256 d = _mm256_set1_ps(s->d);
@@ -54,7 +68,7 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
                                           _mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs)))));
                 _mm256_store_ps(o->P + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
                                               _mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1)))));
-            } else {
+            } else if (kind <= 5) {
                 _mm256_store_ps(o->P, _mm256_mul_ps(d, _mm256_cvtepi32_ps(
                                           _mm256_madd_epi16(bs, _mm256_set1_epi16(1)))));
             }
@@ -95,27 +109,57 @@ GI void or_bits(__m256i *v, __m256i hb, const int to, int mask) {
 GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, idx)); }
 
 /* The per-row K-quant kernels, by kind (the prep_k kind of the type) */
-enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5 };
+enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5, KQ_IQ2_XXS = 6, KQ_IQ2_XS = 7,
+       KQ_IQ1_S = 8, KQ_IQ1_M = 9 };
+GI int kq_iq2k(const int K) { return K == KQ_IQ2_XXS || K == KQ_IQ2_XS; }
+GI int kq_iq1k(const int K) { return K == KQ_IQ1_S || K == KQ_IQ1_M; }
 
 GI size_t kq_bsize(const int K) {
-    return K == KQ_Q2_K ? sizeof(pk_block_q2_K) : K == KQ_Q3_K ? sizeof(pk_block_q3_K)
+    return K == KQ_IQ1_S ? sizeof(pk_block_iq1_s) : K == KQ_IQ1_M ? sizeof(pk_block_iq1_m)
+         : K == KQ_IQ2_XXS ? sizeof(pk_block_iq2_xxs) : K == KQ_IQ2_XS ? sizeof(pk_block_iq2_xs)
+         : K == KQ_Q2_K ? sizeof(pk_block_q2_K) : K == KQ_Q3_K ? sizeof(pk_block_q3_K)
          : K == KQ_Q4_K ? sizeof(pk_block_q4_K) : K == KQ_Q5_K ? sizeof(pk_block_q5_K) : sizeof(pk_block_q6_K);
 }
 /* the token tile on rows of more than 3 super-blocks */
 GI int kq_tkl(const int K) {
-    return K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
+    return kq_iq1k(K) ? TK_IQ1 : kq_iq2k(K) ? TK_IQ2 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
 }
 
 /* One row's super-block, decoded: the 8 permuted level registers v, the
  * int16 lane scales (S; Q5_K, Q6_K: SA for registers 0..3 in S, SB for
- * 4..7), the float mins (Q4_K, Q5_K: mins0 per sub-block; Q2_K: mins0 |
- * mins1 for sub-blocks 0..7 | 8..15, both times dmin) and d. */
+ * 4..7; IQ2_XXS, IQ2_XS: sc, register by register), the float mins (Q4_K,
+ * Q5_K: mins0 per sub-block; Q2_K: mins0 | mins1 for sub-blocks 0..7 |
+ * 8..15, both times dmin), IQ2_XXS / IQ2_XS's corr and d (for those / 8;
+ * IQ1_S, IQ1_M: sc[0..3] iq1_w's S, sc[4..5] its C, d / 8). */
 typedef struct {
     __m256i v[8];
     __m256i S, SB;
+    __m256i sc[8], corr;
     __m256 mins0, mins1;
     float dwf;
 } kq_dec;
+
+/* IQ2_XXS, IQ2_XS: the signed levels (magnitude times sign, |.| <= 43) of
+ * the 8 sub-blocks (kernels/x86/iq2_ops.h), each register's int16 scales 2 ls
+ * + 1, and corr = 128 * sum of scale * level per int32 lane: against the
+ * activations + 128 as unsigned bytes, vpmaddubsw pairs (<= 2 * 255 * 43 <
+ * 2^15) summed by vpmaddwd with the scales, minus corr, are the reference's
+ * isum exactly (8x the block's sum: dwf is d / 8); lanes < 2^24. */
+GI void kq_iq2(const int XS, const uint8_t *w, kq_dec *o) {
+    const __m256i halves = XS ? iq2_xs_halves(w) : _mm256_setzero_si256();
+    __m256i c = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        __m256i pts, sgn;
+        iq2_sub(XS, w, s, &pts, &sgn);
+        o->v[s] = _mm256_sign_epi8(pts, sgn);
+        o->sc[s] = iq2_scale(XS, w, s, halves);
+        c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), o->v[s]), o->sc[s]));
+    }
+    o->corr = _mm256_slli_epi32(c, 7);
+    uint16_t d;
+    memcpy(&d, w, 2);
+    o->dwf = 0.125f * f16f(d);
+}
 
 /* Q4_K, Q5_K: the 8 nibble registers, natural register 2h = low nibbles of
  * qs[32h..], 2h+1 = high nibbles (sub-blocks 2h, 2h+1) */
@@ -164,7 +208,24 @@ GI void kq_crumbs(const uint8_t *qs, __m256i *v) {
  * scales; the mins in float against d * bsums. */
 GI void kq_decode(const int K, const void *wv, kq_dec *o) {
     __m256i *v = o->v;
-    if (K == KQ_Q4_K) {
+    if (kq_iq2k(K)) {
+        kq_iq2(K == KQ_IQ2_XS, wv, o);
+    } else if (kq_iq1k(K)) {   /* IQ1_S, IQ1_M: kernels/x86/avx2_iq1.h */
+        iq1_w d;
+        uint16_t d16;
+        if (K == KQ_IQ1_S) {
+            iq1_s_prep(wv, &d);
+            d16 = ((const pk_block_iq1_s *)wv)->d;
+        } else {
+            iq1_m_prep(wv, &d);
+            d16 = pk_iq1_m_d(((const pk_block_iq1_m *)wv)->scales);
+        }
+        iq1_fetch(pk_iq1s_grid(), &d, v);
+        for (int i = 0; i < 4; i++) o->sc[i] = d.S[i];
+        o->sc[4] = d.C[0];
+        o->sc[5] = d.C[1];
+        o->dwf = 0.125f * f16f(d16);
+    } else if (K == KQ_Q4_K) {
         const pk_block_q4_K *wb = wv;
         uint8_t sc[8], mn[8];
         pk_get_scales_mins_k4(wb->scales, sc, mn);
@@ -235,6 +296,17 @@ GI void kq_decode(const int K, const void *wv, kq_dec *o) {
  * prepared block, dd the super-block factor d * dx */
 GI __m256 kq_body(const int K, const kq_dec *k, const xk *xp, const float *dd, __m256 acc) {
     const __m256i *v = k->v;
+    if (kq_iq1k(K)) {
+        const __m256i *xq = (const __m256i *)(const void *)xp->q, *gs = (const __m256i *)(const void *)xp->c;
+        __m256i s = iq1_sum(K == KQ_IQ1_M, v, k->sc, k->sc + 4, xq, gs);
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_broadcast_ss(dd), acc);
+    }
+    if (kq_iq2k(K)) {
+        __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), k->corr);
+        for (int j = 0; j < 8; j++)
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(ld(xp->q + 32 * j), v[j]), k->sc[j]));
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_broadcast_ss(dd), acc);
+    }
     if (K == KQ_Q4_K) {
         __m256i s16 = _mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128));
         __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
@@ -323,6 +395,137 @@ RI_ENTRY(row_q5_K, kq_row, KQ_Q5_K)
 RI_ENTRY(row_q6_K, kq_row, KQ_Q6_K)
 RI_ENTRY(row_q3_K, kq_row, KQ_Q3_K)
 RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
+RI_ENTRY(iq2_xxs, kq_row, KQ_IQ2_XXS)
+RI_ENTRY(iq2_xs, kq_row, KQ_IQ2_XS)
+RI_ENTRY(iq1_s, kq_row, KQ_IQ1_S)
+RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
+
+/* ---- the 2-row K-quant kernels (Q2_K, Q3_K, Q4_K; plain AVX2) ------------------
+ * kq_tile keeps one decoded row in registers and takes each token's
+ * activations from L1 as the memory operand of its vpmaddubsw: one load per
+ * product, besides the spills of a register file too small for the 8
+ * level registers, the scales, the mins and the accumulators. kt_gemm
+ * decodes the rows' super-blocks of a k-block once per token tile into an
+ * L1 buffer (kq_decode, the same registers), and a register tile of 2 rows
+ * x up to 4 tokens (kt_tile: 8 int16 accumulators) loads each register of
+ * levels and of activations once for all its products: 6 loads for 8
+ * vpmaddubsw. The sums and their epilogue per super-block and token are
+ * kq_body's (the same int16 sums, scales, mins and float order: the
+ * results are bitwise those of kq_tile). Measured on AMD Zen 3 (one core,
+ * bench/ab_gemm, bench/results/2026-12-07-epyc-zen3-q2k-prompt.md): Q2_K
+ * 1.07-1.19x kq_tile's speed from 4 to 128 tokens on 512 x 2048, 1.10-1.39x
+ * on 2048 x 512; Q3_K and Q4_K 1.03-1.06x on rows of 512 below 32 tokens
+ * and 1.28-1.4x from 32 on, or on Q4_K's rows of 2048 (where kq_tile's
+ * 32-token tile overflows a 32 KB L1), but 0.94-1.02x on rows of 2048 with
+ * kq_tile's 16-token tile. kt_use picks by that. */
+enum { KT_R = 2, KT_T = 4, KT_KB = 4, KT_TK = 16 };   /* rows, tokens per tile; super-blocks, tokens per buffer */
+
+GI int64_t kt_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
+
+/* the accumulators of a register tile kept in registers across the loop
+ * (else gcc copies each one to another register per step, or spills) */
+GI void kt_pin(const int R, const int T, __m256i a[KT_R][KT_T]) {
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) __asm__("" : "+x"(a[r][t]));
+}
+
+/* R rows (W[r * kb + b]) x T tokens (X[t * kb + b]) over kb super-blocks;
+ * dd[(r * KT_KB + b) * KT_TK + t] the factors d * dx; y[t * ys + r] (+)=
+ * the products. */
+GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, const xk *X, const float *dd,
+                float *y, int64_t ys, int first) {
+    __m256 F[KT_R][KT_T];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) F[r][t] = _mm256_setzero_ps();
+    for (int b = 0; b < kb; b++) {
+        __m256i a[KT_R][KT_T];
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) a[r][t] = _mm256_setzero_si256();
+        /* a loop, not unrolled: the accumulators stay in registers (unrolled,
+           GCC hoists all 8 registers' products and spills them) */
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            __m256i w[KT_R];
+            for (int r = 0; r < R; r++) w[r] = _mm256_load_si256(&W[r * kb + b].v[j]);
+            for (int t = 0; t < T; t++) {
+                __m256i x = _mm256_load_si256((const __m256i *)(X[t * kb + b].q + 32 * j));
+                __asm__("" : "+x"(x));   /* one load for the R products, not one memory operand each */
+                for (int r = 0; r < R; r++) a[r][t] = _mm256_add_epi16(a[r][t], _mm256_maddubs_epi16(w[r], x));
+            }
+            kt_pin(R, T, a);
+        }
+        for (int r = 0; r < R; r++) {
+            const kq_dec *k = &W[r * kb + b];
+            for (int t = 0; t < T; t++) {
+                const xk *xp = &X[t * kb + b];
+                __m256i s16 = a[r][t];
+                if (K == KQ_Q3_K) s16 = _mm256_sub_epi16(s16, _mm256_load_si256((const __m256i *)xp->c));
+                __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
+                F[r][t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[(r * KT_KB + b) * KT_TK + t]), F[r][t]);
+                if (K != KQ_Q3_K) F[r][t] = _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), F[r][t]);
+                if (K == KQ_Q2_K) F[r][t] = _mm256_fnmadd_ps(k->mins1, _mm256_load_ps(xp->P + 8), F[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) store_acc(T, F[r], y + r, ys, first);
+}
+
+/* kt_tile for R (1, 2) rows and nt (1 .. KT_T) tokens: one specialised copy per count */
+GI void kt_tiles(const int K, const int R, int nt, const kq_dec *W, int kb, const xk *X, const float *dd,
+                 float *y, int64_t ys, int first) {
+    switch (nt) {
+    case 1: kt_tile(K, R, 1, W, kb, X, dd, y, ys, first); break;
+    case 2: kt_tile(K, R, 2, W, kb, X, dd, y, ys, first); break;
+    case 3: kt_tile(K, R, 3, W, kb, X, dd, y, ys, first); break;
+    default: kt_tile(K, R, 4, W, kb, X, dd, y, ys, first); break;
+    }
+}
+
+/* rows of n x ntok tokens: per k-block (KT_KB super-blocks) and token tile
+ * (KT_TK tokens, balanced), the activations prepared (prep_k); per pair of
+ * rows their super-blocks decoded and d * dx formed, then the tiles of up to
+ * 4 tokens */
+GI void kt_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    const size_t bs = kq_bsize(K);
+    xk X[KT_TK * KT_KB] __attribute__((aligned(32)));
+    kq_dec Wd[KT_R * KT_KB];
+    float D[KT_KB * KT_TK] __attribute__((aligned(32)));
+    float dd[KT_R * KT_KB * KT_TK] __attribute__((aligned(32)));
+    const int64_t nb = n / PK_QK_K, ntt = (ntok + KT_TK - 1) / KT_TK;
+    for (int64_t k0 = 0; k0 < nb; k0 += KT_KB) {   /* kq_tile's k-blocks: the same float sums */
+        int kb = nb - k0 < KT_KB ? (int)(nb - k0) : KT_KB;
+        for (int64_t tt = 0; tt < ntt; tt++) {
+            int64_t t0 = kt_part(ntok, ntt, tt);
+            int nt = (int)(kt_part(ntok, ntt, tt + 1) - t0);
+            const pk_block_q8_K *xs[KT_TK];
+            for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
+            prep_k(K, KT_TK, nt, xs, kb, X, D);
+            const int64_t pfr = kq_pf((size_t)kb * bs);
+            const int nin = (nt + KT_T - 1) / KT_T;
+            for (int64_t r0 = 0; r0 < nrows; r0 += KT_R) {
+                const int nr = nrows - r0 < KT_R ? (int)(nrows - r0) : KT_R;
+                for (int r = 0; r < nr; r++) {
+                    const char *wr = (const char *)w + (size_t)(r0 + r) * rb + (size_t)k0 * bs;
+                    if (r0 + r + pfr < nrows) pf_rows(wr + pfr * rb, rb, 1, (size_t)kb * bs);
+                    for (int b = 0; b < kb; b++) {
+                        kq_decode(K, wr + (size_t)b * bs, &Wd[r * kb + b]);
+                        const __m256 dwv = _mm256_set1_ps(Wd[r * kb + b].dwf);
+                        for (int i = 0; i < nt; i += 8)
+                            _mm256_store_ps(dd + (r * KT_KB + b) * KT_TK + i,
+                                            _mm256_mul_ps(dwv, _mm256_load_ps(D + b * KT_TK + i)));
+                    }
+                }
+                float *yr = y + t0 * ys + r0;
+                for (int i = 0; i < nin; i++) {
+                    int t = (int)kt_part(nt, nin, i), n_t = (int)kt_part(nt, nin, i + 1) - t;
+                    if (nr == 2) kt_tiles(K, 2, n_t, Wd, kb, X + t * kb, dd + t, yr + t * ys, ys, k0 == 0);
+                    else kt_tiles(K, 1, n_t, Wd, kb, X + t * kb, dd + t, yr + t * ys, ys, k0 == 0);
+                }
+            }
+        }
+    }
+}
 
 #ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
 #include "kernels/x86/kri8.h"
@@ -351,9 +554,16 @@ GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, i
         kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
 }
 #else
+/* the 2-row kernel where it measured faster than the per-row one (above):
+ * Q2_K always; Q3_K and Q4_K where the per-row kernel's token tile is 32
+ * (rows of up to 3 super-blocks; Q4_K's longer rows from 17 tokens on) */
+GI int kt_use(const int K, int64_t n, int64_t ntok) {
+    return K == KQ_Q2_K || ((K == KQ_Q3_K || K == KQ_Q4_K) && n <= 3 * PK_QK_K) || (K == KQ_Q4_K && ntok > 16);
+}
 GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                 size_t rb, const void *const *x) {
-    kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
+    if (kt_use(K, n, ntok)) kt_gemm(K, n, nrows, ntok, y, ys, w, rb, x);
+    else kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
 }
 #endif
 RI_ENTRY(q4_K, kq_gemm, KQ_Q4_K)
@@ -441,3 +651,4 @@ static void gemm_iq4_xs(int64_t n, int64_t nrows, int64_t ntok, float *y, int64_
         }
     }
 }
+

@@ -95,9 +95,13 @@ typedef struct att_task {
  * 128 rows), and the kernels read each block's keys and values from
  * memory once per chunk, reusing them from the caches for all M rows.
  * Blocks start at multiples of ATT_BLOCK, the same for every chunk shape.
- * Blocks of 256 made a decoded token's products (M 8) 15-25% slower on
- * Zen 3 (bench/bench_att.c): each kernel call starts on rows not yet
- * prefetched. */
+ * Why 1024: each kernel call starts on keys its own prefetch has not
+ * reached (kernels/x86/avx2_att.c), which a decoded token's few row tiles
+ * cannot hide, and the larger scores buffer costs little (each score is
+ * written once per 256 multiply-adds). Measured with bench/bench_att.c on
+ * a shared Zen 3 only (bench/results/2026-12-07-epyc-zen3-attention.md):
+ * 256 and 1024 within that machine's noise, one run 0.7-0.9x for 1024 at
+ * M 128 F16 and the next 1.0x; a quiet run is to decide. */
 enum { ATT_BLOCK = 1024 };
 
 /* per query row of a chunk: the running maximum and denominator of its

@@ -99,9 +99,10 @@ typedef struct att_task {
  * reached (kernels/x86/avx2_att.c), which a decoded token's few row tiles
  * cannot hide, and the larger scores buffer costs little (each score is
  * written once per 256 multiply-adds). Measured with bench/bench_att.c on
- * a shared Zen 3 only (bench/results/2026-12-07-epyc-zen3-attention.md):
- * 256 and 1024 within that machine's noise, one run 0.7-0.9x for 1024 at
- * M 128 F16 and the next 1.0x; a quiet run is to decide. */
+ * a shared Zen 3 (bench/results/2026-12-07-epyc-zen3-attention.md): at
+ * load 1.7, F16, 1024 against 256: a decoded token (M 8) 1.04-1.23x, a
+ * prompt chunk (M 128) 0.97-1.01x; under load 7 the runs disagreed by
+ * more than that (0.7-1.3x). */
 enum { ATT_BLOCK = 1024 };
 
 /* per query row of a chunk: the running maximum and denominator of its

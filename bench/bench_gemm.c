@@ -81,14 +81,6 @@ static double issue_rate(const char *isa) {
     return 0;
 }
 
-static int listed(const char *list, const char *name) {
-    if (!list || !strcmp(list, "all") || !strcmp(list, "-")) return 1;
-    size_t n = strlen(name);
-    for (const char *p = list; (p = strstr(p, name)); p += n)
-        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
-    return 0;
-}
-
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     const char *isas = argc > 2 ? argv[2] : NULL;

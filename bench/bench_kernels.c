@@ -93,14 +93,6 @@ static uint64_t stream_sum(const void *p, size_t bytes) {
 }
 #endif
 
-static int listed(const char *list, const char *name) {
-    if (!list || !strcmp(list, "all") || !strcmp(list, "-")) return 1;
-    size_t n = strlen(name);
-    for (const char *p = list; (p = strstr(p, name)); p += n)
-        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
-    return 0;
-}
-
 int main(int argc, char **argv) {
     size_t mb = argc > 1 ? (size_t)atoi(argv[1]) : 64;
     const char *only = argc > 2 ? argv[2] : NULL;   /* type names, e.g. Q4_K,Q8_0 */

@@ -1,9 +1,11 @@
 /* bench_util.h - what the kernel benchmarks (bench_kernels.c, bench_gemm.c,
- * ab_gemm.c) share: the thread's CPU clock (BENCH_WALL=1: the wall clock),
- * a fixed pseudo-random stream, random weight rows quantized to a type and
- * tokens quantized to a kernel's activation type. Header-only: each
- * benchmark stays one file. Not a test. */
+ * bench_att.c, ab_gemm.c) share: the thread's CPU clock (BENCH_WALL=1: the
+ * wall clock), a fixed pseudo-random stream, random weight rows quantized
+ * to a type, tokens quantized to a kernel's activation type and the
+ * command lines' lists of names. Header-only: each benchmark stays one
+ * file. Not a test. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "kernels/kernels.h"
 
@@ -43,4 +45,14 @@ static inline void quant_tokens(const pk_kernels *K, int xt, const float *xf, in
         K->quantize[xt](xf + j * n, x + (size_t)j * xb, n);
         xp[j] = x + (size_t)j * xb;
     }
+}
+
+/* 1 if name is an item of the comma-separated list (NULL, "all" or "-":
+ * every name) */
+static inline int listed(const char *list, const char *name) {
+    if (!list || !strcmp(list, "all") || !strcmp(list, "-")) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
 }

@@ -1,7 +1,8 @@
-/* kernels/att_driver.h - the attention drivers over F16 / Q8_0 KV caches,
- * written once for every ISA file (kernels/x86/avx2_att.c, kernels/arm/neon_att.c).
- * Not a translation unit: included by those files inside their ISA guard,
- * after their vocabulary; each defines the four tiles declared here:
+/* kernels/att_driver.h - the attention drivers over F16 / Q8_0 KV caches of
+ * kernels/arm/neon_att.c (kernels/x86/avx2_att.c has its own, register-blocked
+ * over rows and positions). Not a translation unit: included inside the ISA
+ * guard, after the vocabulary; the including file defines the four tiles
+ * declared here:
  *   kq_f16_tile(MT, n, Q, ldq, k, s, lds)     scores of MT (1..4) queries
  *                                             against one F16 key row
  *   kq_q8_0_tile(MT, nb, Q, ldq, k, s, lds)   the same, a Q8_0 key row

@@ -29,6 +29,7 @@ GPTOSS=$(fixture_model gpt-oss); DS2=$(fixture_model deepseek2)
 # gpt-oss: sliding windows of 4 (45 tokens cross them), sinks, biases, YaRN
 "$PYTHON" tests/lib/gen_model.py gpt-oss "$tmp/gptoss-f32.gguf" --seed 7 >/dev/null
 cp "$GPTOSS" "$tmp/gptoss.gguf"
+"$PYTHON" tests/lib/gen_model.py gpt-oss "$tmp/gptoss-w300.gguf" --seed 8 --swa-window 300 >/dev/null
 "$PYTHON" tests/lib/gen_model.py deepseek2 "$tmp/ds2-qlora.gguf" --seed 1 --q-lora 24 --vocab 300 >/dev/null
 "$PYTHON" tests/lib/gen_model.py qwen2moe "$tmp/qwen2moe.gguf" --seed 1 >/dev/null
 "$PYTHON" tests/lib/gen_model.py olmoe "$tmp/olmoe.gguf" --seed 1 >/dev/null
@@ -89,6 +90,23 @@ PY
         esac
     done
     echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 45 tokens in batches of 16, 64 and 7 (1 and 2 threads) = one at a time (bitwise, or within 1e-4 for chunked DeltaNet); the last token's alone likewise (batches of 64 and 7)"
+done
+# A prompt longer than a block of attention's online softmax (ATT_BLOCK,
+# 1024 positions, engine/kinds/attention.c): 2100 tokens cross two block
+# boundaries, in batches that do and do not line up with them; under a
+# 300-token sliding window (gpt-oss, with sinks) the rows skip the blocks
+# and positions before their window. Bitwise as above.
+ids=$("$PYTHON" -c "print(','.join(str((i * 37 + 11) % 290) for i in range(2100)))")
+for mkv in models/kjv-moe-f16.gguf:f16 models/kjv-moe-f16.gguf:f32 models/kjv-moe-f16.gguf:q8_0 \
+           "$tmp/gptoss-w300.gguf:f16" "$tmp/gptoss-w300.gguf:f32" "$tmp/gptoss-w300.gguf:q8_0"; do
+    m=${mkv%:*}; kv=${mkv##*:}
+    $RUN "$T" -t 1 -b 1 -ctk $kv -ctv $kv "$m" "$tmp/one.f32" "$ids"
+    for cfg in "-t 2 -b 512" "-t 2 -b 300"; do
+        $RUN "$T" $cfg -ctk $kv -ctv $kv "$m" "$tmp/batch.f32" "$ids"
+        cmp -s "$tmp/one.f32" "$tmp/batch.f32" ||
+            { echo "FAIL: $m: 2100 tokens' logits with $cfg differ from one token at a time"; exit 1; }
+    done
+    echo "ok   [$POCKET_KERNELS] $(basename "$m") (kv cache $kv): 2100 tokens (3 attention blocks) in batches of 512 and 300 = one at a time (bitwise)"
 done
 # Quantized weights: prompt batches go through the multi-token (gemm)
 # kernels, whose float summation order differs from gemv's, so batched and

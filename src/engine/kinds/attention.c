@@ -90,67 +90,146 @@ typedef struct att_task {
     const float *sinks;           /* (n_head) sink logits, or NULL */
 } att_task;
 
+/* Positions per block of att_run's online softmax: a chunk's scores are
+ * M x ATT_BLOCK floats however long the context (512 KiB for POCKET-35B's
+ * 128 rows), and the kernels read each block's keys and values from
+ * memory once per chunk, reusing them from the caches for all M rows.
+ * Blocks start at multiples of ATT_BLOCK, the same for every chunk shape.
+ * Why 1024: each kernel call starts on keys its own prefetch has not
+ * reached (kernels/x86/avx2_att.c), which a decoded token's few row tiles
+ * cannot hide, and the larger scores buffer costs little (each score is
+ * written once per 256 multiply-adds). Measured with bench/bench_att.c on
+ * a shared Zen 3 (bench/results/2026-12-07-epyc-zen3-attention.md): at
+ * load 1.7, F16, 1024 against 256: a decoded token (M 8) 1.04-1.23x, a
+ * prompt chunk (M 128) 0.97-1.01x; under load 7 the runs disagreed by
+ * more than that (0.7-1.3x). */
+enum { ATT_BLOCK = 1024 };
+
+/* per query row of a chunk: the running maximum and denominator of its
+ * softmax, and the factor of the block that rescales its sums */
+typedef struct att_row {
+    double l;        /* sum of exp(score - mx) over the positions seen (and the sink's) */
+    float mx;        /* the largest scaled score seen (or the sink logit); -inf before */
+    float alpha;     /* exp(old mx - new mx) of this block */
+    int live;        /* the row sees some position of this block */
+} att_row;
+
+/* max of x[0..n-1] (n >= 1), in 8 interleaved lanes (vectorisable) */
+static float max_row(const float *x, int n) {
+    float m8[8];
+    for (int i = 0; i < 8; i++) m8[i] = x[0];
+    int p = 0;
+    for (; p + 8 <= n; p += 8)
+        for (int i = 0; i < 8; i++) m8[i] = x[p + i] > m8[i] ? x[p + i] : m8[i];
+    for (; p < n; p++) m8[0] = x[p] > m8[0] ? x[p] : m8[0];
+    float m = m8[0];
+    for (int i = 1; i < 8; i++) m = m8[i] > m ? m8[i] : m;
+    return m;
+}
+
+/* sum of x[0..n-1] in double, in 8 interleaved lanes summed pairwise: the
+ * same order for the same n */
+static double sum_row(const float *x, int n) {
+    double s8[8] = {0};
+    int p = 0;
+    for (; p + 8 <= n; p += 8)
+        for (int i = 0; i < 8; i++) s8[i] += (double)x[p + i];
+    for (; p < n; p++) s8[p % 8] += (double)x[p];
+    return ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
+}
+
 /* One chunk: kv head g and tokens b0..b1-1 of the batch, i.e. the M = (b1 -
- * b0) * group query heads that share g's keys and values. Token b (position
+ * b0) * group query rows that share g's keys and values. Token b (position
  * pos0 + b) attends over positions 0..pos0+b (the last W of them under a
- * window W). Over keys 0..nk-1 (nk = pos0 + b1), as matrix products:
- *   S = Q K^T   (an F32 cache holds K transposed, for sgemm; a typed cache,
- *                F16 or Q8_0, each kv head's keys by position, for att_kq;
- *                each key is read once for all M queries);
- *   P = softmax of each row over its own positions (with its head's sink
- *       logit in the denominator), 0 elsewhere;
- *   O = P V     (V read in place, in its type: sgemm or att_pv).
- * Every element is a sum in order over its k (pk_sgemm_fn; att_kq / att_pv
- * promise the same independence from M, kernels/kernels.h), and zero
- * probabilities add exact zeros, so a query's result does not depend on
- * which other queries share its chunk: batched and one-token attention agree
- * bitwise. */
+ * window W). The positions are taken in blocks of ATT_BLOCK (from the
+ * block holding the chunk's first visible position, and in it from that
+ * position), each as matrix products over the block's keys and values:
+ *   S = Q K^T   (Q scaled by the layer's scale; an F32 cache holds K
+ *                transposed, for sgemm; a typed cache, F16 or Q8_0, each kv
+ *                head's keys by position, for att_kq);
+ *   per row (online softmax): the block's largest score among the row's
+ *       positions raises the running maximum mx; P = exp(S - mx) on its
+ *       positions, 0 elsewhere; l = l alpha + sum P (in double), alpha =
+ *       exp(old mx - mx);
+ *   O = O alpha + P V   (V read in place, in its type: sgemm or att_pv);
+ * and at the end O /= l. A block none of whose positions a row sees leaves
+ * the row untouched. Every element of a product is a sum in order over its
+ * k (pk_sgemm_fn; att_kq / att_pv promise the same independence from M,
+ * kernels/kernels.h), zero probabilities add exact zeros, and the blocks
+ * and the per-row operations are the same whichever rows share the chunk,
+ * so a query's result does not depend on the other queries of its chunk:
+ * batched and one-token attention agree bitwise. */
 static void att_run(void *arg, int chunk) {
     const att_task *t = arg;
     pk_context *c = t->c;
     const pk_attn_shape *a = t->a;
     const int hd = a->head_dim, hdv = a->head_dim_v, group = a->n_head / a->n_head_kv;
     const int qd = a->n_head * hd, od = a->n_head * hdv;
-    const float scale = a->scale;
     /* the largest (latest) token blocks first, for balance */
     const int g = chunk % a->n_head_kv, blk = t->n_tb - 1 - chunk / a->n_head_kv;
     const int b0 = blk * t->tb, b1 = b0 + t->tb < t->n ? b0 + t->tb : t->n;
     const int M = (b1 - b0) * group, nk = t->pos0 + b1;
-    float *Q = pk_thread_scratch(sizeof(float) * ((size_t)M * hd + (size_t)M * nk + (size_t)M * hdv));
+    const size_t nQ = (size_t)M * hd, nS = (size_t)M * ATT_BLOCK, nO = (size_t)M * hdv;
+    float *Q = pk_thread_scratch(sizeof(float) * (nQ + nS + 2 * nO) + sizeof(att_row) * (size_t)M);
     if (!Q) { c->scratch_oom = 1; return; }
-    float *S = Q + (size_t)M * hd, *O = S + (size_t)M * nk;
-    for (int b = b0; b < b1; b++)   /* the group's heads of token b are adjacent */
-        memcpy(Q + (size_t)(b - b0) * group * hd, t->w->q + (size_t)b * qd + (size_t)g * group * hd,
-               (size_t)group * hd * sizeof(float));
-    const pk_kv *kv = &c->kv;
-    if (kv->type_k == PK_TYPE_F32)
-        pk_kern_sgemm(c->kern, M, nk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd), kv->n_ctx, S, nk);
-    else   /* a typed cache, read in its type (kernels/kernels.h) */
-        pk_kern_att_kq(c->kern, kv->type_k, M, nk, hd, Q, hd, pk_kv_k(kv, t->layer, g, 0),
-                       kv->att[t->layer].k_head, S, nk);
-    for (int m = 0; m < M; m++) {
-        const int last = t->pos0 + b0 + m / group;
-        const int first = a->window && last - a->window + 1 > 0 ? last - a->window + 1 : 0;
-        const float sink = t->sinks ? t->sinks[g * group + m % group] : -INFINITY;
-        float *sc = S + (size_t)m * nk, mx = sink;
-        for (int p = first; p <= last; p++) {
-            sc[p] *= scale;
-            if (sc[p] > mx) mx = sc[p];
-        }
-        pk_kern_exp_sub(c->kern, sc + first, last + 1 - first, mx);
-        double sum = t->sinks ? (double)expf(sink - mx) : 0.0;
-        for (int p = first; p <= last; p++) sum += sc[p];
-        const float inv = (float)(1.0 / sum);
-        for (int p = 0; p < first; p++) sc[p] = 0.0f;
-        for (int p = first; p <= last; p++) sc[p] *= inv;
-        for (int p = last + 1; p < nk; p++) sc[p] = 0.0f;
+    float *S = Q + nQ, *O = S + nS, *Ob = O + nO;
+    att_row *row = (att_row *)(Ob + nO);
+    for (int b = b0; b < b1; b++) {   /* the group's heads of token b are adjacent */
+        const float *q = t->w->q + (size_t)b * qd + (size_t)g * group * hd;
+        float *dst = Q + (size_t)(b - b0) * group * hd;
+        for (int i = 0; i < group * hd; i++) dst[i] = q[i] * a->scale;
     }
-    if (kv->type_v == PK_TYPE_F32)
-        pk_kern_sgemm(c->kern, M, hdv, nk, S, nk, pk_kv_v(kv, t->layer, 0) + (size_t)g * hdv,
-                      kv->att[t->layer].v_dim, O, hdv);
-    else
-        pk_kern_att_pv(c->kern, kv->type_v, M, nk, hdv, S, nk, pk_kv_vh(kv, t->layer, g, 0),
-                       kv->att[t->layer].v_head, O, hdv);
+    memset(O, 0, nO * sizeof(float));
+    for (int m = 0; m < M; m++) {   /* a sink counts as a position seen first */
+        const float sink = t->sinks ? t->sinks[g * group + m % group] : -INFINITY;
+        row[m] = (att_row){.l = t->sinks ? 1.0 : 0.0, .mx = sink, .alpha = 1.0f, .live = 0};
+    }
+    const pk_kv *kv = &c->kv;
+    /* the chunk's first visible position: its first row's (under a window) */
+    const int first0 = a->window && t->pos0 + b0 - a->window + 1 > 0 ? t->pos0 + b0 - a->window + 1 : 0;
+    for (int p0 = first0 / ATT_BLOCK * ATT_BLOCK; p0 < nk; p0 += ATT_BLOCK) {
+        /* the block's positions [s0, s0 + bk) that some row sees (those
+           before first0 would add zeros to every row) */
+        const int s0 = p0 > first0 ? p0 : first0, bk = (nk - p0 < ATT_BLOCK ? nk : p0 + ATT_BLOCK) - s0;
+        if (kv->type_k == PK_TYPE_F32)
+            pk_kern_sgemm(c->kern, M, bk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd) + s0, kv->n_ctx, S, ATT_BLOCK);
+        else   /* a typed cache, read in its type (kernels/kernels.h) */
+            pk_kern_att_kq(c->kern, kv->type_k, M, bk, hd, Q, hd, pk_kv_k(kv, t->layer, g, s0),
+                           kv->att[t->layer].k_head, S, ATT_BLOCK);
+        for (int m = 0; m < M; m++) {
+            const int last = t->pos0 + b0 + m / group;
+            const int first = a->window && last - a->window + 1 > 0 ? last - a->window + 1 : 0;
+            const int lo = first > s0 ? first - s0 : 0, hi = last - s0 < bk - 1 ? last - s0 : bk - 1;
+            float *sc = S + (size_t)m * ATT_BLOCK;
+            att_row *r = &row[m];
+            r->live = lo <= hi;
+            if (!r->live) continue;
+            const float bmax = max_row(sc + lo, hi + 1 - lo), mx = bmax > r->mx ? bmax : r->mx;
+            r->alpha = expf(r->mx - mx);
+            r->mx = mx;
+            pk_kern_exp_sub(c->kern, sc + lo, hi + 1 - lo, mx);
+            r->l = r->l * r->alpha + sum_row(sc + lo, hi + 1 - lo);
+            for (int p = 0; p < lo; p++) sc[p] = 0.0f;
+            for (int p = hi + 1; p < bk; p++) sc[p] = 0.0f;
+        }
+        if (kv->type_v == PK_TYPE_F32)
+            pk_kern_sgemm(c->kern, M, hdv, bk, S, ATT_BLOCK, pk_kv_v(kv, t->layer, s0) + (size_t)g * hdv,
+                          kv->att[t->layer].v_dim, Ob, hdv);
+        else
+            pk_kern_att_pv(c->kern, kv->type_v, M, bk, hdv, S, ATT_BLOCK, pk_kv_vh(kv, t->layer, g, s0),
+                           kv->att[t->layer].v_head, Ob, hdv);
+        for (int m = 0; m < M; m++) {
+            if (!row[m].live) continue;
+            float *o = O + (size_t)m * hdv;
+            const float *ob = Ob + (size_t)m * hdv, al = row[m].alpha;
+            for (int e = 0; e < hdv; e++) o[e] = o[e] * al + ob[e];
+        }
+    }
+    for (int m = 0; m < M; m++) {
+        const float inv = (float)(1.0 / row[m].l);
+        float *o = O + (size_t)m * hdv;
+        for (int e = 0; e < hdv; e++) o[e] *= inv;
+    }
     for (int b = b0; b < b1; b++)
         memcpy(t->w->att_out + (size_t)b * od + (size_t)g * group * hdv, O + (size_t)(b - b0) * group * hdv,
                (size_t)group * hdv * sizeof(float));
@@ -238,11 +317,10 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
 
     pk_prof_end(c, "norms, rope, cache writes", kind, &pm);
     pk_prof_begin(c, &pm);
-    /* chunks of up to 16 tokens per kv head, fewer if their scores would
-       pass 4 MiB */
+    /* chunks of 16 tokens per kv head (their scores take M x ATT_BLOCK
+       floats whatever the context) */
     if (a->sinks) pk_get_row(c, &L->attn_sinks, 0, w.sinks);
     att_task t = {.c = c, .a = a, .w = &w, .layer = il, .pos0 = pos0, .n = B, .tb = 16, .n_tb = 0, .sinks = w.sinks};
-    while (t.tb > 1 && (int64_t)t.tb * (a->n_head / a->n_head_kv) * (pos0 + B) > (1 << 20)) t.tb /= 2;
     t.n_tb = (B + t.tb - 1) / t.tb;
     /* state ledger: each token tile reads the cached keys and values of the
        positions it sees (at most pos0 + B); the batch writes its own rows

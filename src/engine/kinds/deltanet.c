@@ -144,7 +144,9 @@ static void conv_run(void *arg, int g) {
  * leaves the outputs (before the gated norm) in ws->o and the state in S.
  * The products over the chunk run as F32 matrix products (pk_sgemm_fn):
  * K K^T, T (beta exp(G) K), T (beta V), W S0, Q S0, Q K^T, P U and K'^T U;
- * only the triangular inverse is a loop here. */
+ * the triangular inverse is a loop here, row by row (each row of T a sum
+ * of the rows above it, scaled: vectorisable, and each element's terms in
+ * the order of the column-wise recurrence, q = m .. i-1). */
 static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, float *S) {
     pk_context *c = t->c;
     const pk_ssm_shape *sh = t->s;
@@ -181,14 +183,15 @@ static void dn_chunk(const dn_task *t, const pk_layer *L, int j, int b0, int n, 
         pk_kern_exp_sub(kn, Ai, i, -G[i]);
         for (int m = 0; m < i; m++) Ai[m] = bet[i] * Ai[m] * P[i * n + m];
     }
-    for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular */
-        for (int m = 0; m < i; m++) {
-            float sum = 0.0f;
-            for (int q = m; q < i; q++) sum += A[i * n + q] * T[q * n + m];
-            T[i * n + m] = -sum;
+    for (int i = 0; i < n; i++) {       /* T = (I + A)^-1, unit lower triangular: */
+        float *ti = T + (size_t)i * n;  /* T_im = -sum_{m<=q<i} A_iq T_qm, in order of q, by rows */
+        memset(ti, 0, (size_t)n * sizeof *ti);
+        for (int q = 0; q < i; q++) {
+            const float aq = A[i * n + q], *tq = T + (size_t)q * n;
+            for (int m = 0; m <= q; m++) ti[m] += aq * tq[m];
         }
-        T[i * n + i] = 1.0f;
-        for (int m = i + 1; m < n; m++) T[i * n + m] = 0.0f;
+        for (int m = 0; m < i; m++) ti[m] = -ti[m];
+        ti[i] = 1.0f;
     }
     for (int i = 0; i < n; i++) {       /* X = beta exp(G) K */
         const float f = bet[i] * expf(G[i]);

@@ -1,30 +1,47 @@
 /* kernels/x86/avx2_att.c - attention over F16 and Q8_0 KV caches (pk_att_kq_fn,
  * pk_att_pv_fn in kernels/kernels.h) with AVX2 + FMA + F16C: merged into the avx2
- * table (kernels/kernels.c) and inherited by avx512 and amx.
+ * table (kernels/kernels.c) and inherited by avx512 and amx (avx512 has its
+ * own F16 values).
  *
- * Tuned for: decoding with a long context, where attention streams the whole
- * cache once per token per kv head. Each cached row is read from memory once
- * per call and widened to float in registers (never copied out): scores take
- * up to 4 queries (the heads of a GQA group) per key row, values up to 4
- * (F16) or 2 (Q8_0) probability rows per value row, so the group's heads
- * share each load.
+ * Tuned for: long prompts, where a chunk of M query rows (engine/kinds/attention.c:
+ * 16 tokens times the heads of a GQA group, 128 rows for POCKET-35B) meets
+ * thousands of cached positions and both products are compute-bound; and
+ * decoding (M = one token's group) with the same tiles. An AVX2 core issues
+ * two FMAs a cycle, and the loads and F16 widenings that feed them compete
+ * for fewer slots, so both products are register-blocked, twelve 8-lane
+ * accumulators a tile, each load and widening feeding several FMAs:
+ *   scores: 4 query rows x 3 key rows: per 8 elements 4 query loads and 3
+ *     key widenings feed 12 FMAs (one accumulator per pair);
+ *   values: 6 probability rows x 16 elements: per position 6 broadcasts and
+ *     2 value widenings feed 12 FMAs (the last rows 4 x 24, 3 x 32, ...; 8
+ *     rows left, a decoded token's group, as 4 + 4).
+ * (Zen 3, the tiles alone on rows in L1: 4 x 3 scores ~80% of the FMA
+ * peak, 6 x 16 values ~90%; 3 x 32 values, 4 widenings per 12 FMAs, ~45%;
+ * the kernels as called: bench/bench_att.c.) The positions are walked in
+ * blocks of KB (48: 24 KiB of a 256-element F16 head), each once per row
+ * tile while it sits in L1, so a long call reads the cache from memory
+ * once; the scores' first row tile over a block prefetches the next
+ * block's keys (a decoded token has too few row tiles to hide memory
+ * otherwise: bench_att, M 8, 16k positions, from ~36% to ~53% of the
+ * peak). Q8_0 rows are widened and scaled in registers, element by
+ * element (the block scale once per 32 elements of a key).
  *
  * Numerics, against the reference (kernels/ref.c), for the same cached
- * elements:
- *   scores: each dot product is reassociated (F16: two 8-lane FMA chains
- *     over 16 elements, one over a last 8, then a horizontal sum and a
- *     scalar tail; Q8_0: per block the 32 products summed in 8 lanes, then
- *     one FMA with the block scale per lane, a horizontal sum at the end),
- *     float rounding apart from the reference's left-to-right sum. Every
- *     query goes through the same operations whatever the tile it is in, so
- *     a score does not depend on M.
- *   values: every element is still one sum in order of p; the products are
- *     fused (FMA) where the reference rounds them first, and Q8_0 folds the
- *     block scale into the probability (p * d, rounded, as the reference).
- *     Positions whose probabilities are all zero in a tile are skipped (F16:
- *     listed once per block of positions, pv_f16_rows); the others add
- *     exact zeros, so batched and one-token results agree bitwise.
+ * elements (F16 widened exactly; Q8_0 each element (float)qs * d rounded,
+ * where the reference scales a block's sum: a difference of float
+ * rounding):
+ *   scores: lane l of a pair's accumulator sums the elements j = l mod 8 in
+ *     order with FMA; the lanes are summed as ((l0+l1)+(l2+l3)) +
+ *     ((l4+l5)+(l6+l7)) (sum4), then the scalar tail (n mod 8) in order.
+ *     Every pair goes through these operations whatever tile it is in, so a
+ *     score depends neither on M nor on nk.
+ *   values: every element is one FMA chain in order of p from zero (blocks
+ *     continue the sums left in O), whatever its tile; zero probabilities
+ *     add exact zeros (for finite values), so a row's result depends
+ *     neither on the other rows nor on trailing zero probabilities:
+ *     batched and one-token attention agree bitwise.
  */
+#include <math.h>
 #include "kernels/kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -32,142 +49,188 @@
 
 #define AI static inline __attribute__((always_inline))
 
-AI float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+enum {
+    KB = 48,        /* positions per block */
+    T_F16 = 0,      /* cache element types of the tiles */
+    T_Q8 = 1,
+};
+
+/* elements j..j+7 (j a multiple of 8) of cached row r as floats */
+/* elements j..j+7 of Q8_0 row r, its block's scale d given */
+AI __m256 widen8q(const uint8_t *r, int j, __m256 d) {
+    const pk_block_q8_0 *b = (const pk_block_q8_0 *)r + j / PK_QK8_0;
+    const __m128i q = _mm_loadl_epi64((const __m128i *)(b->qs + j % PK_QK8_0));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
+}
+AI __m256 load8(const int T, const uint8_t *r, int j) {
+    if (T == T_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)r + j)));
+    return widen8q(r, j, _mm256_set1_ps(_cvtsh_ss(((const pk_block_q8_0 *)r)[j / PK_QK8_0].d)));
+}
+/* element j of cached row r (the scalar tails: F16 only, Q8_0 rows are
+   whole blocks) */
+AI float load1(const int T, const uint8_t *r, int j) {
+    (void)T;
+    return _cvtsh_ss(((const uint16_t *)r)[j]);
 }
 
-AI __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-
-/* 8 int8 -> 8 floats */
-AI __m256 widen8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
-
-#include "kernels/att_driver.h"
+/* the lane sums of a, b, c, d: each ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) */
+AI __m128 sum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
 
 /* ---- scores ------------------------------------------------------------------ */
 
-/* s[i * lds] = dot(Q row i, k) for i < MT (1..4): F16 key row of n elements */
-AI void kq_f16_tile(const int MT, int n, const float *Q, int64_t ldq, const uint16_t *k, float *s,
-                    int64_t lds) {
-    __m256 a[4][2];
-    for (int i = 0; i < MT; i++) a[i][0] = a[i][1] = _mm256_setzero_ps();
-    int j = 0;
-    for (; j + 16 <= n; j += 16) {
-        const __m256 k0 = load_f16(k + j), k1 = load_f16(k + j + 8);
-        for (int i = 0; i < MT; i++) {
-            a[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps(Q + i * ldq + j), k0, a[i][0]);
-            a[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps(Q + i * ldq + j + 8), k1, a[i][1]);
+/* S[i * lds + k] = dot(Q row i, key row k) for i < MR (1..4), k < NR (1..3) */
+AI void kq_tile(const int T, const int MR, const int NR, int n, const float *Q, int64_t ldq, const uint8_t *K,
+                size_t stride, float *S, int64_t lds) {
+    __m256 a[4][3];
+    for (int i = 0; i < MR; i++)
+        for (int k = 0; k < NR; k++) a[i][k] = _mm256_setzero_ps();
+    const int n8 = n & ~7, JB = T == T_Q8 ? PK_QK8_0 : 8;
+    for (int j0 = 0; j0 < n8; j0 += JB) {   /* Q8_0: the keys' block scales once per block */
+        __m256 dk[3];
+        if (T == T_Q8)
+            for (int k = 0; k < NR; k++)
+                dk[k] = _mm256_set1_ps(_cvtsh_ss(((const pk_block_q8_0 *)(K + k * stride))[j0 / PK_QK8_0].d));
+        for (int j = j0; j < j0 + JB; j += 8) {
+            __m256 kv[3];
+            for (int k = 0; k < NR; k++)
+                kv[k] = T == T_Q8 ? widen8q(K + k * stride, j, dk[k]) : load8(T, K + k * stride, j);
+            for (int i = 0; i < MR; i++) {
+                const __m256 q = _mm256_loadu_ps(Q + i * ldq + j);
+                for (int k = 0; k < NR; k++) a[i][k] = _mm256_fmadd_ps(q, kv[k], a[i][k]);
+            }
         }
     }
-    if (j + 8 <= n) {
-        const __m256 k0 = load_f16(k + j);
-        for (int i = 0; i < MT; i++) a[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps(Q + i * ldq + j), k0, a[i][0]);
-        j += 8;
-    }
-    for (int i = 0; i < MT; i++) {
-        float sum = hsum8(_mm256_add_ps(a[i][0], a[i][1]));
-        for (int t = j; t < n; t++) sum += Q[i * ldq + t] * pk_fp16_to_fp32(k[t]);
-        s[i * lds] = sum;
+    const __m256 z = _mm256_setzero_ps();
+    for (int i = 0; i < MR; i++) {
+        float s[4];
+        _mm_storeu_ps(s, sum4(a[i][0], NR > 1 ? a[i][1] : z, NR > 2 ? a[i][2] : z, z));
+        for (int k = 0; k < NR; k++) {
+            for (int t = n8; t < n; t++) s[k] += Q[i * ldq + t] * load1(T, K + k * stride, t);
+            S[i * lds + k] = s[k];
+        }
     }
 }
 
-/* the same for a Q8_0 key row of nb blocks */
-AI void kq_q8_0_tile(const int MT, int nb, const float *Q, int64_t ldq, const pk_block_q8_0 *k, float *s,
-                     int64_t lds) {
-    __m256 a[4];
-    for (int i = 0; i < MT; i++) a[i] = _mm256_setzero_ps();
-    for (int b = 0; b < nb; b++) {
-        const __m128i lo = _mm_loadu_si128((const __m128i *)k[b].qs);
-        const __m128i hi = _mm_loadu_si128((const __m128i *)(k[b].qs + 16));
-        const __m256 k0 = widen8(lo), k1 = widen8(_mm_srli_si128(lo, 8));
-        const __m256 k2 = widen8(hi), k3 = widen8(_mm_srli_si128(hi, 8));
-        const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)k[b].d));
-        for (int i = 0; i < MT; i++) {
-            const float *q = Q + i * ldq + b * PK_QK8_0;
-            __m256 t = _mm256_mul_ps(_mm256_loadu_ps(q), k0);
-            t = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8), k1, t);
-            t = _mm256_fmadd_ps(_mm256_loadu_ps(q + 16), k2, t);
-            t = _mm256_fmadd_ps(_mm256_loadu_ps(q + 24), k3, t);
-            a[i] = _mm256_fmadd_ps(t, d, a[i]);
-        }
+/* Software prefetch (to L2) of rows [r0, r1) of the next block, bytes
+ * each: the first row tile over a block asks for the next block's rows
+ * tile by tile, ahead of the tiles that read them (a decoded token's few
+ * row tiles leave the hardware prefetcher too little time) */
+AI void pf_next(const uint8_t *next, int r0, int r1, size_t stride, size_t bytes) {
+    if (!next) return;
+    for (int r = r0; r < r1; r++)
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)next + (size_t)r * stride + o, _MM_HINT_T1);
+}
+
+/* MR query rows against nk (<= KB) key rows; next: the next block's nn
+ * rows to prefetch (rb bytes each), or NULL */
+AI void kq_rows(const int T, const int MR, int nk, int n, const float *Q, int64_t ldq, const uint8_t *K,
+                size_t stride, float *S, int64_t lds, const uint8_t *next, int nn, size_t rb) {
+    int p = 0;
+    for (; p + 3 <= nk; p += 3) {
+        pf_next(next, p, p + 3 < nn ? p + 3 : nn, stride, rb);
+        kq_tile(T, MR, 3, n, Q, ldq, K + p * stride, stride, S + p, lds);
     }
-    for (int i = 0; i < MT; i++) s[i * lds] = hsum8(a[i]);
+    pf_next(next, p, nn, stride, rb);
+    if (nk - p == 2) kq_tile(T, MR, 2, n, Q, ldq, K + p * stride, stride, S + p, lds);
+    if (nk - p == 1) kq_tile(T, MR, 1, n, Q, ldq, K + p * stride, stride, S + p, lds);
+}
+
+AI void att_kq(const int T, int M, int nk, int n, const float *Q, int64_t ldq, const void *K, size_t stride,
+               float *S, int64_t lds) {
+    const size_t rb = T == T_F16 ? (size_t)n * 2 : (size_t)n / PK_QK8_0 * sizeof(pk_block_q8_0);
+    for (int p0 = 0; p0 < nk; p0 += KB) {
+        const int nb = nk - p0 < KB ? nk - p0 : KB, nn = nk - p0 - nb < KB ? nk - p0 - nb : KB;
+        const uint8_t *Kb = (const uint8_t *)K + (size_t)p0 * stride, *next = nn > 0 ? Kb + (size_t)nb * stride : NULL;
+        int m = 0;
+        for (; m + 4 <= M; m += 4, next = NULL)
+            kq_rows(T, 4, nb, n, Q + m * ldq, ldq, Kb, stride, S + m * lds + p0, lds, next, nn, rb);
+        if (M - m == 3) kq_rows(T, 3, nb, n, Q + m * ldq, ldq, Kb, stride, S + m * lds + p0, lds, next, nn, rb);
+        if (M - m == 2) kq_rows(T, 2, nb, n, Q + m * ldq, ldq, Kb, stride, S + m * lds + p0, lds, next, nn, rb);
+        if (M - m == 1) kq_rows(T, 1, nb, n, Q + m * ldq, ldq, Kb, stride, S + m * lds + p0, lds, next, nn, rb);
+    }
 }
 
 /* ---- values ------------------------------------------------------------------ */
 
-/* O rows i < MT (1..4), elements [e0, e0 + 8 NV) (NV = 1 or 2), from the
- * F16 rows of the cnt positions idx[] (in order): the sums start from zero,
- * or (more) from O's values, the sums of the positions before */
-AI void pv_f16_tile(const int MT, const int NV, const int *idx, int cnt, int more, const float *P, int64_t ldp,
-                    const uint8_t *V, size_t stride, int e0, float *O, int64_t ldo) {
-    __m256 a[4][2];
-    for (int i = 0; i < MT; i++)
+/* O rows i < MR, elements [e0, e0 + 8 NV) (MR * NV <= 12), over nk value
+ * rows: the sums start from zero, or (more) from O's values */
+AI void pv_tile(const int T, const int MR, const int NV, int nk, const float *P, int64_t ldp, const uint8_t *V,
+                size_t stride, int e0, int more, float *O, int64_t ldo) {
+    __m256 a[6][8];
+    for (int i = 0; i < MR; i++)
         for (int h = 0; h < NV; h++)
             a[i][h] = more ? _mm256_loadu_ps(O + i * ldo + e0 + 8 * h) : _mm256_setzero_ps();
-    for (int j = 0; j < cnt; j++) {
-        const int p = idx[j];
-        const uint16_t *v = (const uint16_t *)(V + (size_t)p * stride) + e0;
-        __m256 w[4];
-        for (int i = 0; i < MT; i++) w[i] = _mm256_broadcast_ss(P + i * ldp + p);
-        for (int h = 0; h < NV; h++) {
-            const __m256 vh = load_f16(v + 8 * h);
-            for (int i = 0; i < MT; i++) a[i][h] = _mm256_fmadd_ps(w[i], vh, a[i][h]);
+    for (int p = 0; p < nk; p++) {
+        const uint8_t *v = V + (size_t)p * stride;
+        __m256 vh[8];
+        for (int h = 0; h < NV; h++) vh[h] = load8(T, v, e0 + 8 * h);
+        for (int i = 0; i < MR; i++) {
+            const __m256 w = _mm256_broadcast_ss(P + i * ldp + p);
+            for (int h = 0; h < NV; h++) a[i][h] = _mm256_fmadd_ps(w, vh[h], a[i][h]);
         }
     }
-    for (int i = 0; i < MT; i++)
+    for (int i = 0; i < MR; i++)
         for (int h = 0; h < NV; h++) _mm256_storeu_ps(O + i * ldo + e0 + 8 * h, a[i][h]);
 }
 
-/* The positions are taken in blocks of PV_BLOCK: per block, the list of
- * those where some row of the tile has a nonzero probability is made once
- * and shared by every group of elements (positions where all are zero are
- * skipped, the others add their exact zeros) */
-enum { PV_BLOCK = 512 };
-
-AI void pv_f16_rows(const int MT, int nk, int n, const float *P, int64_t ldp, const uint8_t *V, size_t stride,
-                    float *O, int64_t ldo) {
-    int idx[PV_BLOCK];
-    const int nv = n / 8 * 8;
-    for (int p0 = 0; p0 < nk; p0 += PV_BLOCK) {
-        const int p1 = nk - p0 < PV_BLOCK ? nk : p0 + PV_BLOCK;
-        const int cnt = pk_att_live(MT, P, ldp, p0, p1, idx);
-        int e0 = 0;
-        for (; e0 + 16 <= nv; e0 += 16) pv_f16_tile(MT, 2, idx, cnt, p0 > 0, P, ldp, V, stride, e0, O, ldo);
-        if (e0 < nv) pv_f16_tile(MT, 1, idx, cnt, p0 > 0, P, ldp, V, stride, e0, O, ldo);
-    }
-    if (nk <= 0)   /* no positions: zero sums */
-        for (int i = 0; i < MT; i++)
-            for (int e = 0; e < nv; e++) O[i * ldo + e] = 0.0f;
-    if (nv < n) pv_f16_tail(MT, nk, P, ldp, V, stride, nv, n, O, ldo);
+/* MR rows, every element, over nk (<= KB) value rows: tiles of NV vectors,
+ * then single vectors, then the scalar tail (F16 rows of n mod 8 != 0) */
+AI void pv_rows(const int T, const int MR, const int NV, int nk, int n, const float *P, int64_t ldp,
+                const uint8_t *V, size_t stride, int more, float *O, int64_t ldo) {
+    const int n8 = n & ~7;
+    int e0 = 0;
+    for (; e0 + 8 * NV <= n8; e0 += 8 * NV) pv_tile(T, MR, NV, nk, P, ldp, V, stride, e0, more, O, ldo);
+    for (; e0 < n8; e0 += 8) pv_tile(T, MR, 1, nk, P, ldp, V, stride, e0, more, O, ldo);
+    for (int i = 0; i < MR; i++)
+        for (int e = n8; e < n; e++) {
+            float o = more ? O[i * ldo + e] : 0.0f;
+            for (int p = 0; p < nk; p++) o = fmaf(P[i * ldp + p], load1(T, V + (size_t)p * stride, e), o);
+            O[i * ldo + e] = o;
+        }
 }
 
-/* O rows i < MT (1..2), the 32 elements of block b, from Q8_0 rows */
-AI void pv_q8_0_tile(const int MT, int nk, const float *P, int64_t ldp, const uint8_t *V, size_t stride, int b,
-                     float *O, int64_t ldo) {
-    __m256 a[2][4];
-    for (int i = 0; i < MT; i++)
-        for (int h = 0; h < 4; h++) a[i][h] = _mm256_setzero_ps();
-    for (int p = 0; p < nk; p++) {
-        float x[2];
-        int nz = 0;
-        for (int i = 0; i < MT; i++) nz |= (x[i] = P[i * ldp + p]) != 0.0f;
-        if (!nz) continue;
-        const pk_block_q8_0 *blk = (const pk_block_q8_0 *)(V + (size_t)p * stride) + b;
-        const __m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)blk->d));
-        const __m128i lo = _mm_loadu_si128((const __m128i *)blk->qs);
-        const __m128i hi = _mm_loadu_si128((const __m128i *)(blk->qs + 16));
-        const __m256 v[4] = {widen8(lo), widen8(_mm_srli_si128(lo, 8)), widen8(hi), widen8(_mm_srli_si128(hi, 8))};
-        for (int i = 0; i < MT; i++) {
-            const __m256 wd = _mm256_mul_ps(_mm256_set1_ps(x[i]), d);
-            for (int h = 0; h < 4; h++) a[i][h] = _mm256_fmadd_ps(wd, v[h], a[i][h]);
+AI void att_pv(const int T, int M, int nk, int n, const float *P, int64_t ldp, const void *V, size_t stride,
+               float *O, int64_t ldo) {
+    if (nk <= 0)   /* no positions: zero sums */
+        for (int m = 0; m < M; m++)
+            for (int e = 0; e < n; e++) O[m * ldo + e] = 0.0f;
+    for (int p0 = 0; p0 < nk; p0 += KB) {
+        const int nb = nk - p0 < KB ? nk - p0 : KB, more = p0 > 0;
+        const uint8_t *Vb = (const uint8_t *)V + (size_t)p0 * stride;
+        const float *Pb = P + p0;
+        /* tiles of 6 rows; 8 rows left (a decoded token of an 8-head group)
+           as 4 + 4, not 6 + 2 */
+        const int m6 = M % 6 == 2 && M >= 8 ? M - 8 : M / 6 * 6;
+        int m = 0;
+        for (; m < m6; m += 6) pv_rows(T, 6, 2, nb, n, Pb + m * ldp, ldp, Vb, stride, more, O + m * ldo, ldo);
+        if (M - m == 8) {
+            pv_rows(T, 4, 3, nb, n, Pb + m * ldp, ldp, Vb, stride, more, O + m * ldo, ldo);
+            m += 4;
+        }
+        switch (M - m) {   /* the last rows: 12 accumulators where they fill them */
+        case 5: pv_rows(T, 5, 2, nb, n, Pb + m * ldp, ldp, Vb, stride, more, O + m * ldo, ldo); break;
+        case 4: pv_rows(T, 4, 3, nb, n, Pb + m * ldp, ldp, Vb, stride, more, O + m * ldo, ldo); break;
+        case 3: pv_rows(T, 3, 4, nb, n, Pb + m * ldp, ldp, Vb, stride, more, O + m * ldo, ldo); break;
+        case 2: pv_rows(T, 2, 6, nb, n, Pb + m * ldp, ldp, Vb, stride, more, O + m * ldo, ldo); break;
+        case 1: pv_rows(T, 1, 8, nb, n, Pb + m * ldp, ldp, Vb, stride, more, O + m * ldo, ldo); break;
+        default: break;
         }
     }
-    for (int i = 0; i < MT; i++)
-        for (int h = 0; h < 4; h++) _mm256_storeu_ps(O + i * ldo + b * PK_QK8_0 + 8 * h, a[i][h]);
 }
+
+/* the table's entries: pk_att_kq_fn and pk_att_pv_fn share one signature */
+#define ATT_ENTRY(name, fn, T)                                                                            \
+    static void name(int M, int nk, int n, const float *A, int64_t lda, const void *B, size_t stride, float *C, \
+                     int64_t ldc) {                                                                       \
+        fn(T, M, nk, n, A, lda, B, stride, C, ldc);                                                       \
+    }
+ATT_ENTRY(att_kq_f16, att_kq, T_F16)
+ATT_ENTRY(att_kq_q8_0, att_kq, T_Q8)
+ATT_ENTRY(att_pv_f16, att_pv, T_F16)
+ATT_ENTRY(att_pv_q8_0, att_pv, T_Q8)
 
 const pk_kernels pk_kernels_avx2_att = {
     .att_kq = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0},

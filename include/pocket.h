@@ -752,10 +752,11 @@ void pk_cpu_name(char *buf, size_t cap);
  * every tensor of theirs of the types IQ3_XXS, IQ2_* and IQ1_*, as
  * llama-quantize does; token embeddings Q2_K - IQ3_S for IQ3_XXS, IQ2_M,
  * IQ2_S -, output Q5_K, and the IQ1 presets' attn_output IQ2_XXS), and pocket's
- * MOE_Q2_K: routed-expert tensors (*_exps) at Q2_K;
- * attention, shared experts, dense FFNs, token embeddings and output at
- * Q6_K, with attn_v and shared experts at Q8_0; router (ffn_gate_inp) and
- * norms kept as they are.
+ * MoE-aware MOE_Q2_K, MOE_IQ2_XXS and MOE_IQ1_M: routed-expert tensors
+ * (*_exps) at Q2_K / IQ2_XXS / IQ1_M; attention, shared experts, dense FFNs,
+ * token embeddings and output at Q6_K, with attn_v and shared experts at
+ * Q8_0; router (ffn_gate_inp) and norms kept as they are (MOE_IQ2_XXS and
+ * MOE_IQ1_M need an importance matrix entry for every routed-expert tensor).
  *
  * For the llama.cpp presets each tensor gets the type llama-quantize picks:
  * 1-D tensors, norms and the router keep their input type; output.weight

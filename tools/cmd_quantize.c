@@ -1,5 +1,5 @@
 /* cmd_quantize.c - `pocket quantize`: convert a GGUF model to a quantized
- * type mix (llama.cpp's presets, plus MOE_Q2_K). */
+ * type mix (llama.cpp's presets, plus MOE_Q2_K, MOE_IQ2_XXS, MOE_IQ1_M). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +16,11 @@ static void help(void) {
            "applies them: norms and router stay as they are, output gets more bits,\n"
            "*_M presets give attn_v / ffn_down more bits on some layers). TYPE is one of:\n ");
     for (int i = 0; i < pk_quantize_n_presets(); i++) printf(" %s", pk_quantize_preset_name(i));
-    printf("\n\nMOE_Q2_K: routed experts (ffn_*_exps) at Q2_K; attention, embeddings,\n"
-           "output and dense FFNs at Q6_K; attn_v and the shared expert at Q8_0.\n"
-           "IQ1_S, IQ1_M: need --imatrix (an entry for every tensor they quantize).\n"
+    printf("\n\nMOE_Q2_K, MOE_IQ2_XXS, MOE_IQ1_M: routed experts (ffn_*_exps) at Q2_K,\n"
+           "IQ2_XXS, IQ1_M; attention, embeddings, output and dense FFNs at Q6_K;\n"
+           "attn_v and the shared expert at Q8_0.\n"
+           "IQ3_XXS, IQ3_XS, IQ2_*, IQ1_*, MOE_IQ2_XXS, MOE_IQ1_M: need --imatrix (an\n"
+           "entry for every tensor they quantize to IQ3_XXS, IQ2_* or IQ1_*).\n"
            "\n"
            "  --tensor-type PATTERN=TYPE  type for tensors whose name matches PATTERN\n"
            "                              ('*' any run, '?' one char, ^ and $ anchors);\n"

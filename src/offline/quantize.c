@@ -71,6 +71,7 @@ static const preset presets[] = {
     {"IQ2_M", FT_IQ2_M, PK_TYPE_IQ2_S, 0},   {"IQ2_S", FT_IQ2_S, PK_TYPE_IQ2_XS, 0},
     {"IQ2_XXS", FT_IQ2_XXS, PK_TYPE_IQ2_XXS, 0}, {"IQ2_XS", FT_IQ2_XS, PK_TYPE_IQ2_XS, 0},
     {"IQ1_S", FT_IQ1_S, PK_TYPE_IQ1_S, 0},   {"IQ1_M", FT_IQ1_M, PK_TYPE_IQ1_M, 0},
+    {"MOE_IQ2_XXS", FT_IQ2_XXS, PK_TYPE_IQ2_XXS, 1}, {"MOE_IQ1_M", FT_IQ1_M, PK_TYPE_IQ1_M, 1},
 };
 #define N_PRESETS ((int)(sizeof presets / sizeof presets[0]))
 
@@ -369,8 +370,9 @@ static int rule_type(qstate *qs, const gguf_tensor *t, int cat, int nt, int *out
     return PK_OK;
 }
 
-/* pocket's MOE_Q2_K: routed experts small, everything used by every token
- * (attention, shared experts, dense FFNs, embeddings, output) large. */
+/* pocket's MOE_Q2_K, MOE_IQ2_XXS and MOE_IQ1_M: routed experts small (the
+ * preset's type), everything used by every token (attention, shared experts,
+ * dense FFNs, embeddings, output) large. */
 static int moe_rule_type(const char *name, int cat, int nt) {
     if (strstr(name, "exps.") && !strstr(name, "shexp")) return nt;
     if (is_attn_v_like(cat) || strstr(name, "shexp")) return PK_TYPE_Q8_0;

@@ -996,10 +996,20 @@ static int iq2_sm_expected(const char *name, int rest) {
 }
 static int iq2m_expected(const char *name) { return iq2_sm_expected(name, PK_TYPE_IQ2_S); }
 static int iq2s_expected(const char *name) { return iq2_sm_expected(name, PK_TYPE_IQ2_XS); }
+/* pocket's MOE_IQ2_XXS / MOE_IQ1_M: MOE_Q2_K's rule with the routed experts
+ * at IQ2_XXS / IQ1_M (attn_v Q8_0, other matrices Q6_K, norms and router F32) */
+static int moe_iq_expected(const char *name, int experts) {
+    int t = moeq2k_expected(name);
+    return t == PK_TYPE_Q2_K ? experts : t;
+}
+static int moeiq2xxs_expected(const char *name) { return moe_iq_expected(name, PK_TYPE_IQ2_XXS); }
+static int moeiq1m_expected(const char *name) { return moe_iq_expected(name, PK_TYPE_IQ1_M); }
 
 /* The presets that need an importance matrix are refused without one
- * (naming a tensor), and plan llama-quantize's mix with one; a real IQ2_M
- * run writes every converted row as the importance-weighted quantizer does. */
+ * (naming a tensor: for the MoE-aware ones a routed-expert tensor, the only
+ * ones at a type that needs it), and plan llama-quantize's mix (pocket's for
+ * MOE_*) with one; a real IQ2_M run writes every converted row as the
+ * importance-weighted quantizer does. */
 static void test_iq_presets(void) {
     pk_error err = {0};
     imat_fill ia = {0};
@@ -1007,6 +1017,7 @@ static void test_iq_presets(void) {
     static const struct { const char *preset; int (*expected)(const char *); int needs; } ps[] = {
         { "IQ3_M", iq3m_expected, 0 }, { "IQ3_XS", iq3xs_expected, 1 },
         { "IQ3_XXS", iq3xxs_expected, 1 }, { "IQ2_M", iq2m_expected, 1 }, { "IQ2_S", iq2s_expected, 1 },
+        { "MOE_IQ2_XXS", moeiq2xxs_expected, 1 }, { "MOE_IQ1_M", moeiq1m_expected, 1 },
     };
     for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
         pk_quantize_params p = pk_quantize_default_params();
@@ -1019,6 +1030,9 @@ static void test_iq_presets(void) {
         if (ps[i].needs) {
             TEST_CHECK(rc == PK_ERR_ARG && strstr(err.msg, "needs an importance matrix") && strstr(err.msg, "tensor '"),
                        "%s without an importance matrix: rc %d: %s", ps[i].preset, rc, err.msg);
+            if (strncmp(ps[i].preset, "MOE_", 4) == 0)
+                TEST_CHECK(strstr(err.msg, "_exps.weight'") != NULL, "%s: the refusal names no expert tensor: %s",
+                           ps[i].preset, err.msg);
             memset(&pr, 0, sizeof pr);
             p.imatrix = imat_all_fn;
             p.imatrix_ud = &ia;

@@ -264,40 +264,6 @@ static void vec_dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
     *s = sum;
 }
 
-/* IQ2_XXS / IQ2_XS x Q8_K: per super-block an exact int32 sum over the
- * 16-element halves of (2 ls + 1) * (signed levels . x), then sum += d * dx *
- * isum in float, and the total times 1/8 at the end (as ggml's generic
- * kernels: (0.5 + ls) / 4 = (2 ls + 1) / 8) */
-static void vec_dot_iq2(int64_t n, float *s, const void *w, const void *x, int xs) {
-    const size_t bs = xs ? sizeof(pk_block_iq2_xs) : sizeof(pk_block_iq2_xxs);
-    const pk_block_q8_K *b = x;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / PK_QK_K; i++) {
-        const uint8_t *blk = (const uint8_t *)w + (size_t)i * bs;
-        uint16_t d16;
-        memcpy(&d16, blk, 2);
-        int32_t isum = 0;
-        for (int g = 0; g < PK_QK_K / 8; g += 2) {
-            int32_t dot = 0;
-            unsigned code;
-            int ls;
-            for (int h = g; h < g + 2; h++) {
-                const uint64_t point = pk_iq2_group(blk, xs, h, &code, &ls);
-                const unsigned signs = pk_iq2_signs(code);
-                for (int j = 0; j < 8; j++) {
-                    const int v = (int)(uint8_t)(point >> 8 * j) * b[i].qs[8 * h + j];
-                    dot += (signs >> j) & 1 ? -v : v;
-                }
-            }
-            isum += (2 * ls + 1) * dot;
-        }
-        sum += pk_fp16_to_fp32(d16) * b[i].d * (float)isum;
-    }
-    *s = 0.125f * sum;
-}
-static void vec_dot_iq2_xxs(int64_t n, float *s, const void *w, const void *x) { vec_dot_iq2(n, s, w, x, 0); }
-static void vec_dot_iq2_xs(int64_t n, float *s, const void *w, const void *x) { vec_dot_iq2(n, s, w, x, 1); }
-
 /* IQ1_S, IQ1_M: per super-block the exact int32 sum, over groups of 8, of
  * ls' * (8 * (grid . x) + s * sum(x)) with ls' = 2 ls + 1 and s = +-1 the
  * delta's sign: 8 times the block's sum (|.| < 2^23), then one float
@@ -356,14 +322,21 @@ static void vec_dot_iq1_m(int64_t n, float *s, const void *w, const void *x) {
 /* ---- lattice i-quants x Q8_K (ggml's generic kernels): per 16 elements
  * an exact int32 dot of the signed grid coordinates with the activations,
  * times the odd scale 2 ls + 1, summed exactly over the super-block; then
- * sum += dw * dx * isum; at the end the constant factor (IQ3_XXS 1/4, IQ2_S
- * 1/8). Blocks are read as bytes (layouts: quant/quant.h), all with the fp16
- * d first. ---- */
+ * sum += dw * dx * isum; at the end the constant factor (IQ3_XXS 1/4, IQ3_S
+ * 1, IQ2_XXS / IQ2_XS / IQ2_S 1/8: (0.5 + ls) / 4 = (2 ls + 1) / 8). Blocks
+ * are read as bytes (layouts: quant/quant.h), all with the fp16 d first;
+ * IQ2_XXS / IQ2_XS's groups through pk_iq2_group (their scale per 16
+ * elements: IQ2_XXS's per 32 is the same for both halves). ---- */
 
 /* the signed coordinate of element e (< 256) of block p */
 static inline int lattice_level(int t, const uint8_t *p, const void *grid, int e) {
     int v, neg;
-    if (t == PK_TYPE_IQ3_XXS) {
+    if (t == PK_TYPE_IQ2_XXS || t == PK_TYPE_IQ2_XS) {
+        unsigned code;
+        int ls;
+        v = (int)(uint8_t)(pk_iq2_group(p, t == PK_TYPE_IQ2_XS, e / 8, &code, &ls) >> 8 * (e % 8));
+        neg = pk_iq2_signs(code) >> (e % 8) & 1;
+    } else if (t == PK_TYPE_IQ3_XXS) {
         uint32_t sa;
         memcpy(&sa, p + 66 + 4 * (e / 32), 4);
         v = (int)(((const uint32_t *)grid)[p[2 + e / 4]] >> 8 * (e % 4) & 0xFF);
@@ -383,6 +356,12 @@ static inline int lattice_level(int t, const uint8_t *p, const void *grid, int e
 }
 /* 2 ls + 1 for elements 16h .. 16h + 15 */
 static inline int lattice_scale(int t, const uint8_t *p, int h) {
+    if (t == PK_TYPE_IQ2_XXS || t == PK_TYPE_IQ2_XS) {
+        unsigned code;
+        int ls;
+        pk_iq2_group(p, t == PK_TYPE_IQ2_XS, 2 * h + 1, &code, &ls);
+        return 2 * ls + 1;
+    }
     if (t == PK_TYPE_IQ3_XXS) return 2 * (p[66 + 4 * (h / 2) + 3] >> 4) + 1;
     if (t == PK_TYPE_IQ3_S) return 2 * (((const pk_block_iq3_s *)p)->scales[h / 4] >> 4 * (h / 2 % 2) & 0xF) + 1;
     return 2 * (((const pk_block_iq2_s *)p)->scales[h / 2] >> 4 * (h % 2) & 0xF) + 1;
@@ -407,7 +386,13 @@ static inline __attribute__((always_inline)) void vec_dot_lattice(int t, int64_t
         }
         sum += pk_fp16_to_fp32(d16) * b[i].d * (float)isum;
     }
-    *s = (t == PK_TYPE_IQ3_XXS ? 0.25f : t == PK_TYPE_IQ2_S ? 0.125f : 1.0f) * sum;
+    *s = (t == PK_TYPE_IQ3_XXS ? 0.25f : t == PK_TYPE_IQ3_S ? 1.0f : 0.125f) * sum;
+}
+static void vec_dot_iq2_xxs(int64_t n, float *s, const void *w, const void *x) {
+    vec_dot_lattice(PK_TYPE_IQ2_XXS, n, s, w, x);
+}
+static void vec_dot_iq2_xs(int64_t n, float *s, const void *w, const void *x) {
+    vec_dot_lattice(PK_TYPE_IQ2_XS, n, s, w, x);
 }
 static void vec_dot_iq3_xxs(int64_t n, float *s, const void *w, const void *x) {
     vec_dot_lattice(PK_TYPE_IQ3_XXS, n, s, w, x);

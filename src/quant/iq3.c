@@ -330,7 +330,7 @@ static int best_neighbour(const lattice_q *g, const uint16_t *nb, const float *x
             float diff = scale * q - xval[i];
             d2 += w[i] * diff * diff;
         }
-        if (d2 < best_d2) {
+        if (best < 0 || d2 < best_d2) { /* the first when every d2 is NaN */
             best_d2 = d2;
             best = nb[j];
         }

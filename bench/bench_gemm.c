@@ -95,7 +95,8 @@ int main(int argc, char **argv) {
     static const int types[] = { PK_TYPE_Q8_0, PK_TYPE_Q4_0, PK_TYPE_Q4_1, PK_TYPE_Q5_0,
                                  PK_TYPE_Q5_1, PK_TYPE_IQ4_NL, PK_TYPE_MXFP4, PK_TYPE_Q2_K,
                                  PK_TYPE_Q3_K, PK_TYPE_Q4_K, PK_TYPE_Q5_K, PK_TYPE_Q6_K,
-                                 PK_TYPE_IQ4_XS };
+                                 PK_TYPE_IQ4_XS, PK_TYPE_IQ2_XXS, PK_TYPE_IQ2_XS, PK_TYPE_IQ1_S,
+                                 PK_TYPE_IQ1_M, PK_TYPE_IQ3_XXS, PK_TYPE_IQ3_S, PK_TYPE_IQ2_S };
     const pk_kernels *list[8];
     int nl = pk_kernels_list(list, 8);
     printf("gemm: %lld tokens x %lld rows x %lld; GFLOP/s of one core (2 flops per weight-token)\n",

@@ -24,9 +24,16 @@ static inline float frnd(void) {
 }
 
 /* nrows rows of n uniform values in [-1, 1) quantized to tt's type, rb
- * bytes apart (malloc'd) */
+ * bytes apart (malloc'd); types without a quantizer of their own (IQ2_XXS,
+ * IQ2_XS, IQ1_S, IQ1_M: an importance matrix needed) get random bytes in
+ * 0x20 .. 0x3F, whose fp16 scales are normal numbers of magnitude 2^-7 .. 2
+ * (as bench_kernels.c) */
 static inline char *rand_rows(const pk_type_traits *tt, int64_t n, int64_t nrows, size_t rb) {
     char *w = malloc(rb * (size_t)nrows);
+    if (!tt->from_float) {
+        for (size_t i = 0; i < rb * (size_t)nrows; i++) w[i] = (char)(0x20 + (int)((frnd() + 1.0f) * 16.0f) % 32);
+        return w;
+    }
     float *wf = malloc((size_t)n * sizeof(float));
     for (int64_t r = 0; r < nrows; r++) {
         for (int64_t i = 0; i < n; i++) wf[i] = frnd();

@@ -35,10 +35,10 @@
  *     (d * bsums) of the activations, prepared once per token; the
  *     super-block factor d * dx of all the tile's tokens takes two
  *     multiplies per row super-block;
- *   - IQ4_XS and the lattice i-quants IQ3_XXS, IQ3_S, IQ2_S (signed
- *     levels): int16 on both sides, levels times the sub-block scale at
- *     decode, 16 vpmaddwd per super-block and token;
- *   - IQ2_XXS, IQ2_XS (grid points with signs, |level| <= 43): the
+ *   - IQ4_XS (signed levels up to 127): int16 on both sides, levels times
+ *     the sub-block scale at decode, 16 vpmaddwd per super-block and token;
+ *   - IQ2_XXS, IQ2_XS and the lattice i-quants IQ3_XXS, IQ3_S, IQ2_S (grid
+ *     points with signs, |level| <= 62): the
  *     K-quants' per-row kernel, signed levels at decode against
  *     activations + 128 as unsigned bytes, the 128 * level sums subtracted
  *     once per row super-block: 8 vpmaddubsw + 8 vpmaddwd per super-block
@@ -140,7 +140,7 @@ enum {
 #define TK_Q6_K 16
 #endif
 #ifndef TK_IQ2
-#define TK_IQ2 16   /* IQ2_XXS, IQ2_XS */
+#define TK_IQ2 16   /* IQ2_XXS, IQ2_XS and the lattice types */
 #endif
 #ifndef TK_IQ1
 #define TK_IQ1 16   /* IQ1_S, IQ1_M */

@@ -395,9 +395,11 @@ GV_INLINE __m256i gk_lattice(const int L, const void *w, const gv_x *a) {
     s16 = _mm256_add_epi16(_mm256_add_epi16(s16, s16), _mm256_set1_epi16(1));
     const __m256i slo = _mm256_permute4x64_epi64(s16, 0x44), shi = _mm256_permute4x64_epi64(s16, 0xEE);
     __m256i isum = _mm256_setzero_si256();
+    iql_idx ix;
+    iql_index(L, w, &ix);
 #pragma GCC unroll 8
     for (int sb = 0; sb < 8; sb++) {
-        __m256i p = _mm256_maddubs_epi16(iql_levels(L, w, sb, a->grid),
+        __m256i p = _mm256_maddubs_epi16(iql_levels(L, w, sb, a->grid, &ix),
                                          _mm256_sign_epi8(gv_ld(a->q + 32 * sb), iql_signs(L, w, sb)));
         isum = gv_acc(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sb < 4 ? slo : shi, gv_p16(sb % 4))));
     }

@@ -11,8 +11,9 @@
 #include "kernels/x86/avx2_iq1.h"
 
 /* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
- * 3: Q4_K, 4: Q3_K, 5: Q2_K, 6: IQ2_XXS, 7: IQ2_XS, 8: IQ1_S, 9: IQ1_M): the
- * levels permuted (kind 1 perm1, 2 perm2, 3-5 perm3; kinds 6, 7: in order, +
+ * 3: Q4_K, 4: Q3_K, 5: Q2_K, 6: IQ2_XXS, 7: IQ2_XS, 8: IQ1_S, 9: IQ1_M, 10-12:
+ * IQ3_XXS, IQ3_S, IQ2_S): the levels permuted (kind 1 perm1, 2 perm2, 3-5
+ * perm3; kinds 6, 7, 10-12: in order, +
  * 128 as unsigned bytes; 8, 9: iq1_xorder); P = d * bsums (kind 5: per 16,
  * kinds 2-4: per 32); the level offsets' int16 lane sums c (kind 1: 32 * the
  * lane's activations summed over registers 0..3 | 4..7; kind 4: 4 * the sum
@@ -36,7 +37,7 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
             if (kind == 1) perm1(v);
             else if (kind == 2) perm2(v);
             else if (kind >= 3 && kind <= 5) perm3(v);
-            else if (kind >= 8) iq1_xorder(s->qs, v);
+            else if (kind == 8 || kind == 9) iq1_xorder(s->qs, v);
             else for (int k = 0; k < 8; k++) v[k] = _mm256_xor_si256(v[k], _mm256_set1_epi8((char)0x80));
             for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(o->q + 32 * k), v[k]);
             if (kind == 1) {   /* 32 * pair sums, summed over 4 registers: |.| <= 32512 */
@@ -110,26 +111,33 @@ GI __m256i lane_scales(__m128i sc8, __m128i idx) { return _mm256_cvtepi8_epi16(_
 
 /* The per-row K-quant kernels, by kind (the prep_k kind of the type) */
 enum { KQ_Q6_K = 1, KQ_Q5_K = 2, KQ_Q4_K = 3, KQ_Q3_K = 4, KQ_Q2_K = 5, KQ_IQ2_XXS = 6, KQ_IQ2_XS = 7,
-       KQ_IQ1_S = 8, KQ_IQ1_M = 9 };
+       KQ_IQ1_S = 8, KQ_IQ1_M = 9, KQ_IQ3_XXS = 10, KQ_IQ3_S = 11, KQ_IQ2_S = 12 };
 GI int kq_iq2k(const int K) { return K == KQ_IQ2_XXS || K == KQ_IQ2_XS; }
 GI int kq_iq1k(const int K) { return K == KQ_IQ1_S || K == KQ_IQ1_M; }
+/* the lattice i-quants (kernels/x86/iq_lattice.h) and their IQL_* */
+GI int kq_latk(const int K) { return K >= KQ_IQ3_XXS; }
+GI int kq_iql(const int K) { return K == KQ_IQ3_XXS ? IQL_IQ3_XXS : K == KQ_IQ3_S ? IQL_IQ3_S : IQL_IQ2_S; }
+/* signed levels against the activations + 128: IQ2_XXS, IQ2_XS and the lattice types */
+GI int kq_signed(const int K) { return kq_iq2k(K) || kq_latk(K); }
 
 GI size_t kq_bsize(const int K) {
-    return K == KQ_IQ1_S ? sizeof(pk_block_iq1_s) : K == KQ_IQ1_M ? sizeof(pk_block_iq1_m)
+    return K == KQ_IQ3_XXS ? sizeof(pk_block_iq3_xxs) : K == KQ_IQ3_S ? sizeof(pk_block_iq3_s)
+         : K == KQ_IQ2_S ? sizeof(pk_block_iq2_s) : K == KQ_IQ1_S ? sizeof(pk_block_iq1_s) : K == KQ_IQ1_M ? sizeof(pk_block_iq1_m)
          : K == KQ_IQ2_XXS ? sizeof(pk_block_iq2_xxs) : K == KQ_IQ2_XS ? sizeof(pk_block_iq2_xs)
          : K == KQ_Q2_K ? sizeof(pk_block_q2_K) : K == KQ_Q3_K ? sizeof(pk_block_q3_K)
          : K == KQ_Q4_K ? sizeof(pk_block_q4_K) : K == KQ_Q5_K ? sizeof(pk_block_q5_K) : sizeof(pk_block_q6_K);
 }
 /* the token tile on rows of more than 3 super-blocks */
 GI int kq_tkl(const int K) {
-    return kq_iq1k(K) ? TK_IQ1 : kq_iq2k(K) ? TK_IQ2 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
+    return kq_iq1k(K) ? TK_IQ1 : kq_signed(K) ? TK_IQ2 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
 }
 
 /* One row's super-block, decoded: the 8 permuted level registers v, the
  * int16 lane scales (S; Q5_K, Q6_K: SA for registers 0..3 in S, SB for
  * 4..7; IQ2_XXS, IQ2_XS: sc, register by register), the float mins (Q4_K,
  * Q5_K: mins0 per sub-block; Q2_K: mins0 | mins1 for sub-blocks 0..7 |
- * 8..15, both times dmin), IQ2_XXS / IQ2_XS's corr and d (for those / 8;
+ * 8..15, both times dmin), the signed kinds' corr and d (IQ2_XXS, IQ2_XS: / 8;
+ * the lattice types: times iql_factor;
  * IQ1_S, IQ1_M: sc[0..3] iq1_w's S, sc[4..5] its C, d / 8). */
 typedef struct {
     __m256i v[8];
@@ -159,6 +167,35 @@ GI void kq_iq2(const int XS, const uint8_t *w, kq_dec *o) {
     uint16_t d;
     memcpy(&d, w, 2);
     o->dwf = 0.125f * f16f(d);
+}
+
+/* IQ3_XXS, IQ3_S, IQ2_S: as kq_iq2, the signed levels of the 8 sub-blocks
+ * (grid coordinates <= 62 with their signs: vpmaddubsw pairs <= 2 * 255 *
+ * 62 < 2^15), each register's int16 scales 2 ls + 1 (IQ2_S: its halves';
+ * the IQ3 types: one per sub-block) and corr; dwf is d times iql_factor.
+ * On Zen 3 (bench/bench_gemm, 16 tokens x 512 x 2048) 1.06-1.12x the int16
+ * kernel below that IQ4_XS keeps. */
+GI void kq_lattice(const int L, const void *w, kq_dec *o) {
+    const void *grid = iql_grid(L);
+    iql_idx ix;
+    iql_index(L, w, &ix);
+    __m256i s16 = _mm256_cvtepu8_epi16(iql_scales16(L, w));
+    s16 = _mm256_add_epi16(_mm256_add_epi16(s16, s16), _mm256_set1_epi16(1));
+    const __m256i slo = _mm256_permute4x64_epi64(s16, 0x44), shi = _mm256_permute4x64_epi64(s16, 0xEE);
+    __m256i c = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        const char j0 = (char)(4 * (s % 4)), j1 = (char)(j0 + 1), j2 = (char)(j0 + 2), j3 = (char)(j0 + 3);
+        /* low lane: the int16 scale of elements 0-15, high lane: of 16-31 */
+        const __m256i sel = _mm256_setr_epi8(j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1,
+                                             j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3);
+        o->v[s] = _mm256_sign_epi8(iql_levels(L, w, s, grid, &ix), iql_signs(L, w, s));
+        o->sc[s] = _mm256_shuffle_epi8(s < 4 ? slo : shi, sel);
+        c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), o->v[s]), o->sc[s]));
+    }
+    o->corr = _mm256_slli_epi32(c, 7);
+    uint16_t d;
+    memcpy(&d, w, 2);   /* every lattice block starts with its fp16 d */
+    o->dwf = iql_factor(L) * f16f(d);
 }
 
 /* Q4_K, Q5_K: the 8 nibble registers, natural register 2h = low nibbles of
@@ -210,6 +247,8 @@ GI void kq_decode(const int K, const void *wv, kq_dec *o) {
     __m256i *v = o->v;
     if (kq_iq2k(K)) {
         kq_iq2(K == KQ_IQ2_XS, wv, o);
+    } else if (kq_latk(K)) {
+        kq_lattice(kq_iql(K), wv, o);
     } else if (kq_iq1k(K)) {   /* IQ1_S, IQ1_M: kernels/x86/avx2_iq1.h */
         iq1_w d;
         uint16_t d16;
@@ -301,7 +340,7 @@ GI __m256 kq_body(const int K, const kq_dec *k, const xk *xp, const float *dd, _
         __m256i s = iq1_sum(K == KQ_IQ1_M, v, k->sc, k->sc + 4, xq, gs);
         return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_broadcast_ss(dd), acc);
     }
-    if (kq_iq2k(K)) {
+    if (kq_signed(K)) {
         __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), k->corr);
         for (int j = 0; j < 8; j++)
             s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(ld(xp->q + 32 * j), v[j]), k->sc[j]));
@@ -399,6 +438,9 @@ RI_ENTRY(iq2_xxs, kq_row, KQ_IQ2_XXS)
 RI_ENTRY(iq2_xs, kq_row, KQ_IQ2_XS)
 RI_ENTRY(iq1_s, kq_row, KQ_IQ1_S)
 RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
+RI_ENTRY(iq3_xxs, kq_row, KQ_IQ3_XXS)
+RI_ENTRY(iq3_s, kq_row, KQ_IQ3_S)
+RI_ENTRY(iq2_s, kq_row, KQ_IQ2_S)
 
 /* ---- the 2-row K-quant kernels (Q2_K, Q3_K, Q4_K; plain AVX2) ------------------
  * kq_tile keeps one decoded row in registers and takes each token's
@@ -572,15 +614,13 @@ RI_ENTRY(q6_K, kq_gemm, KQ_Q6_K)
 RI_ENTRY(q3_K, kq_gemm, KQ_Q3_K)
 RI_ENTRY(q2_K, kq_gemm, KQ_Q2_K)
 
-/* IQ4_XS and the lattice i-quants (IQ3_XXS, IQ3_S, IQ2_S: signed levels as
- * grid coordinates with separate signs, kernels/x86/iq_lattice.h): signed
- * levels do not fit vpmaddubsw's unsigned operand, so both sides are int16:
- * levels times their sub-block scale at decode (IQ4_XS |127 * 32|, IQ3_XXS
- * 62 * 31: < 2^15), activations widened once per token tile, vpmaddwd
- * products summed in int32 over the super-block (the reference's isum
- * exactly: |sum| <= 256 * 4064 * 127 < 2^31). A row's super-block is
- * decoded in two halves of 8 registers; its d times the type's constant
- * factor (iql_factor; 1 for IQ4_XS) scales the tokens' d. */
+/* IQ4_XS (signed levels up to 127 in magnitude, which do not fit
+ * vpmaddubsw's pairs against activations + 128): both sides int16, levels
+ * times their sub-block scale at decode (|127 * 32| < 2^15), activations
+ * widened once per token tile, vpmaddwd products summed in int32 over the
+ * super-block (the reference's isum exactly: |sum| <= 256 * 4064 * 127 <
+ * 2^31). A row's super-block is decoded in two halves of 8 registers; its d
+ * scales the tokens' d. */
 enum { KBX = 4 };   /* super-blocks per k-block (int16 activations) */
 typedef struct {
     int16_t q[256];
@@ -602,39 +642,19 @@ static void prep_k16(int nt, const pk_block_q8_K *const *xs, int kb, xk16 *X, fl
         }
 }
 
-/* the int16 kernels' types: the lattice ones by their IQL_* */
-enum { X16_IQ3_XXS = IQL_IQ3_XXS, X16_IQ3_S = IQL_IQ3_S, X16_IQ2_S = IQL_IQ2_S, X16_IQ4_XS };
-
-GI size_t x16_bsize(const int T) {
-    return T == X16_IQ4_XS ? sizeof(pk_block_iq4_xs) : T == X16_IQ3_XXS ? sizeof(pk_block_iq3_xxs)
-         : T == X16_IQ3_S ? sizeof(pk_block_iq3_s) : sizeof(pk_block_iq2_s);
-}
-/* half `half` (elements 128 half ..) of the super-block at wv as 8
+/* half `half` (elements 128 half ..) of the IQ4_XS super-block at wv as 8
  * registers of 16 int16 levels times their scales */
-GI void x16_decode(const int T, const void *wv, int half, const void *grid, __m256i *W) {
-    if (T == X16_IQ4_XS) {
-        const pk_block_iq4_xs *wb = wv;
-        const __m128i m4 = _mm_set1_epi8(0x0F), lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
-        for (int j = 0; j < 4; j++) {
-            const int sb = 4 * half + j;
-            int ls = ((wb->scales_l[sb / 2] >> 4 * (sb % 2)) & 0xF) | ((wb->scales_h >> 2 * sb) & 3) << 4;
-            const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
-            __m128i q = _mm_loadu_si128((const __m128i *)(wb->qs + 16 * sb));
-            W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4))), sc);
-            W[2 * j + 1] = _mm256_mullo_epi16(
-                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4))), sc);
-        }
-        return;
-    }
-    uint8_t ls[16];
-    _mm_storeu_si128((__m128i *)ls, iql_scales16(T, wv));
+GI void x16_decode(const void *wv, int half, __m256i *W) {
+    const pk_block_iq4_xs *wb = wv;
+    const __m128i m4 = _mm_set1_epi8(0x0F), lut = _mm_loadu_si128((const __m128i *)pk_iq4nl_values);
     for (int j = 0; j < 4; j++) {
         const int sb = 4 * half + j;
-        const __m256i lv = _mm256_sign_epi8(iql_levels(T, wv, sb, grid), iql_signs(T, wv, sb));
-        W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(lv)),
-                                      _mm256_set1_epi16((short)(2 * ls[2 * sb] + 1)));
-        W[2 * j + 1] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(lv, 1)),
-                                          _mm256_set1_epi16((short)(2 * ls[2 * sb + 1] + 1)));
+        int ls = ((wb->scales_l[sb / 2] >> 4 * (sb % 2)) & 0xF) | ((wb->scales_h >> 2 * sb) & 3) << 4;
+        const __m256i sc = _mm256_set1_epi16((short)(ls - 32));
+        __m128i q = _mm_loadu_si128((const __m128i *)(wb->qs + 16 * sb));
+        W[2 * j] = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(q, m4))), sc);
+        W[2 * j + 1] = _mm256_mullo_epi16(
+            _mm256_cvtepi8_epi16(_mm_shuffle_epi8(lut, _mm_and_si128(_mm_srli_epi16(q, 4), m4))), sc);
     }
 }
 
@@ -643,9 +663,8 @@ GI void gemm_x16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, 
     xk16 X[TK * KBX] __attribute__((aligned(32)));
     float D[KBX * TK] __attribute__((aligned(32))), dd[TK] __attribute__((aligned(32)));
     __m256i isum[TK];
-    const size_t bs = x16_bsize(T);
-    const void *grid = T == X16_IQ4_XS ? NULL : iql_grid(T);
-    const float fac = T == X16_IQ4_XS ? 1.0f : iql_factor(T);
+    const size_t bs = sizeof(pk_block_iq4_xs);
+    (void)T;
     int64_t nb = n / PK_QK_K;
     for (int64_t k0 = 0; k0 < nb; k0 += KBX) {
         int kb = nb - k0 < KBX ? (int)(nb - k0) : KBX;
@@ -660,14 +679,12 @@ GI void gemm_x16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, 
                 for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
                 for (int b = 0; b < kb; b++) {
                     const char *wb = wr + (size_t)b * bs;
-                    uint16_t d16;
-                    memcpy(&d16, wb, 2);   /* every one of these blocks starts with its fp16 d */
-                    const __m256 dwv = _mm256_set1_ps(f16f(d16) * fac);
+                    const __m256 dwv = _mm256_set1_ps(f16f(((const pk_block_iq4_xs *)(const void *)wb)->d));
                     for (int i = 0; i < nt; i += 8)
                         _mm256_store_ps(dd + i, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * TK + i)));
                     for (int half = 0; half < 2; half++) {
                         __m256i W[8];
-                        x16_decode(T, wb, half, grid, W);
+                        x16_decode(wb, half, W);
                         for (int t = 0; t < nt; t++) {
                             const int16_t *q = X[t * kb + b].q + 128 * half;
                             __m256i s0 = _mm256_add_epi32(_mm256_madd_epi16(W[0], ld(q)), _mm256_madd_epi16(W[1], ld(q + 16)));
@@ -686,7 +703,4 @@ GI void gemm_x16(const int T, int64_t n, int64_t nrows, int64_t ntok, float *y, 
         }
     }
 }
-RI_ENTRY(iq4_xs, gemm_x16, X16_IQ4_XS)
-RI_ENTRY(iq3_xxs, gemm_x16, X16_IQ3_XXS)
-RI_ENTRY(iq3_s, gemm_x16, X16_IQ3_S)
-RI_ENTRY(iq2_s, gemm_x16, X16_IQ2_S)
+RI_ENTRY(iq4_xs, gemm_x16, 0)

@@ -37,11 +37,46 @@ IQL_INLINE int iql_pk(const int T) {
     return T == IQL_IQ3_XXS ? PK_TYPE_IQ3_XXS : T == IQL_IQ3_S ? PK_TYPE_IQ3_S : PK_TYPE_IQ2_S;
 }
 
-/* the grid coordinates of sub-block sb (< 8) of the block at b: two grid
- * entries per 64-bit word in general registers (pk_iq_lattice_words), four
- * words to a vector (vpgatherdd was slower on Zen 3, as were 8 inserts of
- * 32 bits) */
-IQL_INLINE __m256i iql_levels(const int T, const void *b, int sb, const void *grid) {
+/* IQ3_S's 64 grid indices of 9 bits (group 8 sb + g: qs[8 sb + g] | (qh[sb]
+ * >> g & 1) << 8) put together by vector code, int16 lane l of v[c] the
+ * group 16 c + l (sub-block 2 c + l / 8): the low bytes widened, each
+ * sub-block's qh byte spread to its groups' lanes by vpshufb, bit g moved to
+ * bit 8 by a multiply with 2^(8 - g) and a mask. iql_levels takes them out
+ * of the register 64 bits at a time: on Zen 3, 1.3x the speed of building
+ * each index in general registers (IQ3_XXS's indices are bytes, IQ2_S's
+ * four per sub-block share one qh byte: those gained nothing, and neither
+ * did a store and reload of the indices, nor vpgatherdq). */
+typedef struct {
+    __m256i v[4];
+} iql_idx;
+
+IQL_INLINE void iql_index(const int T, const void *b, iql_idx *ix) {
+    if (T != IQL_IQ3_S) return;
+    const pk_block_iq3_s *x = b;
+    const __m256i h = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)x->qh));
+    const __m256i mul = _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
+    for (int c = 0; c < 4; c++) {
+        const char s0 = (char)(2 * c), s1 = (char)(2 * c + 1);
+        const __m256i sel = _mm256_setr_epi8(s0, -1, s0, -1, s0, -1, s0, -1, s0, -1, s0, -1, s0, -1, s0, -1,
+                                             s1, -1, s1, -1, s1, -1, s1, -1, s1, -1, s1, -1, s1, -1, s1, -1);
+        const __m256i lo = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(x->qs + 16 * c)));
+        const __m256i hi = _mm256_mullo_epi16(_mm256_shuffle_epi8(h, sel), mul);
+        ix->v[c] = _mm256_or_si256(lo, _mm256_and_si256(hi, _mm256_set1_epi16(0x100)));
+    }
+}
+
+/* the grid coordinates of sub-block sb (< 8) of the block at b (IQ3_S: its
+ * indices from iql_index in ix; the others: pk_iq_lattice_words, two grid
+ * entries per 64-bit word in general registers), four words to a vector */
+IQL_INLINE __m256i iql_levels(const int T, const void *b, int sb, const void *grid, const iql_idx *ix) {
+    if (T == IQL_IQ3_S) {
+        const uint32_t *g = grid;
+        const __m128i kv = sb % 2 ? _mm256_extracti128_si256(ix->v[sb / 2], 1) : _mm256_castsi256_si128(ix->v[sb / 2]);
+        const uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(kv), k1 = (uint64_t)_mm_extract_epi64(kv, 1);
+        return _mm256_setr_epi32((int)g[k0 & 0xFFFF], (int)g[k0 >> 16 & 0xFFFF], (int)g[k0 >> 32 & 0xFFFF],
+                                 (int)g[k0 >> 48], (int)g[k1 & 0xFFFF], (int)g[k1 >> 16 & 0xFFFF],
+                                 (int)g[k1 >> 32 & 0xFFFF], (int)g[k1 >> 48]);
+    }
     uint64_t w[4];
     pk_iq_lattice_words(iql_pk(T), b, sb, grid, w);
     return _mm256_setr_epi64x((long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3]);

@@ -426,8 +426,9 @@ _Static_assert(sizeof(pk_block_mxfp4) == 1 + PK_QK_MXFP4 / 2, "wrong mxfp4 block
  * then the same negated (code 8 is -0 = 0). */
 extern const int8_t pk_mxfp4_values[16];
 
-/* The scale of an MXFP4 block: 2^(e - 128) exactly, as a float. */
-#define PK_E8M0_HALF_BITS(e) ((e) < 2 ? 0x00200000u << (e) : (uint32_t)((e) - 1) << 23)
+/* The scale of an MXFP4 block: 2^(e - 128) exactly, as a float ((e) & 1 where
+ * e < 2: clang warns of a shift by e in the branch not taken for e >= 32). */
+#define PK_E8M0_HALF_BITS(e) ((e) < 2 ? 0x00200000u << ((e) & 1) : (uint32_t)((e) - 1) << 23)
 static inline float pk_e8m0_half(uint8_t e) {
     uint32_t u = PK_E8M0_HALF_BITS(e);
     float f;

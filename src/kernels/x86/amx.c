@@ -35,8 +35,10 @@
 #include "kernels/kernels.h"
 #include "core/threads.h"
 
-#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__) && \
-    defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__) && defined(__linux__)
+/* gcc spells the AMX macros __AMX_TILE__ / __AMX_INT8__, clang 14 __AMXTILE__ / __AMXINT8__ */
+#if (defined(__AMX_TILE__) || defined(__AMXTILE__)) && (defined(__AMX_INT8__) || defined(__AMXINT8__)) && \
+    defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__) && \
+    defined(__linux__)
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>

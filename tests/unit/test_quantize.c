@@ -93,6 +93,30 @@ static int layer_num(const char *n) {
 
 /* Check out against in: metadata, names, shapes, order, and each tensor's data
  * equal to the reference conversion of the input (every `step`-th row). */
+/* The rows of an output tensor o against its input t: every step-th row of t
+ * dequantized and quantized again to o's type - by fn with the importances
+ * imp + (r / ne1) * ne0 of its matrix (imp NULL: none), or without fn by
+ * the type's from_float - must be o's bytes. Returns the first row that is
+ * not, -1 if none (-2: out of memory). */
+typedef void (*requant_fn)(const float *src, void *dst, int64_t n, const float *imp);
+static int64_t requant_mismatch(const gguf_tensor *t, const gguf_tensor *o, int64_t step, requant_fn fn,
+                                const float *imp) {
+    const int64_t ne0 = t->ne[0], ne1 = t->ne[1], rows = t->nelements / ne0;
+    const size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
+    float *x = malloc((size_t)ne0 * sizeof *x);
+    uint8_t *q = malloc(drow);
+    int64_t bad = x && q ? -1 : -2;
+    for (int64_t r = 0; r < rows && bad == -1; r += step) {
+        pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
+        if (fn) fn(x, q, ne0, imp ? imp + (r / ne1) * ne0 : NULL);
+        else pk_type_get(o->type)->from_float(x, q, ne0);
+        if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
+    }
+    free(x);
+    free(q);
+    return bad;
+}
+
 static void check_output(const char *in_path, const char *out_path, int ftype,
                          const char *preset, int step) {
     pk_error err = {0};
@@ -160,20 +184,9 @@ static void check_output(const char *in_path, const char *out_path, int ftype,
         }
         const pk_type_traits *st = pk_type_get(t->type), *dt = pk_type_get(o->type);
         if (!dt->from_float) continue;   /* importance-only types (IQ1): test_iq1 checks them */
-        int64_t ne0 = t->ne[0], rows = t->nelements / ne0;
-        size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
-        float *x = malloc((size_t)ne0 * sizeof *x);
-        uint8_t *q = malloc(drow);
-        int64_t bad = -1;
-        for (int64_t r = 0; r < rows && x && q; r += step) {
-            st->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
-            dt->from_float(x, q, ne0);
-            if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) { bad = r; break; }
-        }
-        TEST_CHECK(x && q && bad < 0, "%s: '%s' (%s from %s): row %lld differs from the reference",
+        int64_t bad = requant_mismatch(t, o, step, NULL, NULL);
+        TEST_CHECK(bad == -1, "%s: '%s' (%s from %s): row %lld differs from the reference",
                    out_path, o->name, dt->name, st->name, (long long)bad);
-        free(x);
-        free(q);
     }
     gguf_close(in);
     gguf_close(out);
@@ -785,21 +798,10 @@ static void test_iq2_presets(void) {
                 if (o->type != ps[i].type || !t) continue;
                 /* every row: the F16 row quantized with importance 1 (imp NULL) */
                 n2++;
-                const int64_t ne0 = t->ne[0], rows = t->nelements / ne0;
-                const size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
-                float *x = malloc((size_t)ne0 * sizeof *x);
-                uint8_t *q = malloc(drow);
-                int64_t bad = -1;
-                for (int64_t r = 0; r < rows && x && q && bad < 0; r++) {
-                    pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
-                    if (o->type == PK_TYPE_IQ2_XXS) pk_quantize_iq2_xxs_imat(x, q, ne0, NULL);
-                    else pk_quantize_iq2_xs_imat(x, q, ne0, NULL);
-                    if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
-                }
-                TEST_CHECK(x && q && bad < 0, "%s: '%s' row %lld is not the quantizer's", ps[i].preset,
-                           o->name, (long long)bad);
-                free(x);
-                free(q);
+                int64_t bad = requant_mismatch(
+                    t, o, 1, o->type == PK_TYPE_IQ2_XXS ? pk_quantize_iq2_xxs_imat : pk_quantize_iq2_xs_imat, NULL);
+                TEST_CHECK(bad == -1, "%s: '%s' row %lld is not the quantizer's", ps[i].preset, o->name,
+                           (long long)bad);
             }
             gguf_close(of);
         }
@@ -920,21 +922,11 @@ static void test_iq1(void) {
             const int want = k == 1 ? PK_TYPE_IQ1_M : PK_TYPE_IQ1_S;
             TEST_CHECK(t && o && o->type == want, "%s is %s", tn[k], o ? pk_type_name(o->type) : "missing");
             if (!t || !o || o->type != want) continue;
-            const int64_t ne0 = t->ne[0], rows = t->nelements / ne0, ne1 = t->ne[1];
-            const size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(want, ne0);
             int64_t n = 0;
             const float *imp = imat_all_fn(&ia, tn[k], &n);
-            float *x = malloc((size_t)ne0 * sizeof *x);
-            uint8_t *q = malloc(drow);
-            int64_t bad = -1;
-            for (int64_t r = 0; r < rows && bad < 0; r += 7) {
-                pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
-                (want == PK_TYPE_IQ1_S ? pk_quantize_iq1_s : pk_quantize_iq1_m)(x, q, ne0, imp + (r / ne1) * ne0);
-                if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
-            }
-            TEST_CHECK(bad < 0, "%s: row %lld is not the quantizer's", tn[k], (long long)bad);
-            free(x);
-            free(q);
+            int64_t bad = requant_mismatch(t, o, 7, want == PK_TYPE_IQ1_S ? pk_quantize_iq1_s : pk_quantize_iq1_m,
+                                           imp);
+            TEST_CHECK(bad == -1, "%s: row %lld is not the quantizer's", tn[k], (long long)bad);
         }
         gguf_close(of);
     }
@@ -1067,25 +1059,15 @@ static void test_iq_presets(void) {
             TEST_CHECK(t && o && o->type == iq2m_expected(names[i]), "IQ2_M: '%s' is there as %s", names[i],
                        o ? pk_type_name(o->type) : "-");
             if (!t || !o) continue;
-            int64_t n = 0, ne0 = t->ne[0], rows = t->nelements / ne0;
+            int64_t n = 0;
             const float *w = imat_all_fn(&ia, names[i], &n);
-            size_t srow = pk_row_size(t->type, ne0), drow = pk_row_size(o->type, ne0);
-            float *x = malloc((size_t)ne0 * sizeof *x);
-            uint8_t *q = malloc(drow);
-            int64_t bad = -1;
-            for (int64_t r = 0; r < rows && bad < 0; r += 5) {
-                pk_type_get(t->type)->to_float((const uint8_t *)t->data + (size_t)r * srow, x, ne0);
-                const float *wr = w + ((r / t->ne[1]) % t->ne[2]) * ne0;
-                if (o->type == PK_TYPE_IQ2_S) pk_quantize_iq2_s(x, q, ne0, wr);
-                else if (o->type == PK_TYPE_IQ3_S) pk_quantize_iq3_s(x, q, ne0, wr);
-                else if (o->type == PK_TYPE_Q4_K) pk_quantize_q4_K_imat(x, q, ne0, wr);
-                else pk_quantize_q5_K_imat(x, q, ne0, wr);
-                if (memcmp(q, (const uint8_t *)o->data + (size_t)r * drow, drow) != 0) bad = r;
-            }
-            TEST_CHECK(bad < 0, "IQ2_M: '%s' (%s) row %lld differs from the weighted quantizer", names[i],
+            const requant_fn fn = o->type == PK_TYPE_IQ2_S ? pk_quantize_iq2_s
+                                : o->type == PK_TYPE_IQ3_S ? pk_quantize_iq3_s
+                                : o->type == PK_TYPE_Q4_K  ? pk_quantize_q4_K_imat
+                                                           : pk_quantize_q5_K_imat;
+            int64_t bad = requant_mismatch(t, o, 5, fn, w);
+            TEST_CHECK(bad == -1, "IQ2_M: '%s' (%s) row %lld differs from the weighted quantizer", names[i],
                        pk_type_name(o->type), (long long)bad);
-            free(x);
-            free(q);
         }
         gguf_close(of);
     }

@@ -388,12 +388,11 @@ GV_INLINE __m256i gk_iq2(const int XS, const uint8_t *w, const gv_x *a) {
  * (kernels/x86/iq_lattice.h) A sub-block's 32 grid coordinates times its
  * activations with the weights' signs moved onto them (vpsignb), so
  * vpmaddubsw's pair sums are <= 2 * 62 * 127 < 2^15; the odd scales
- * 2 ls + 1 of its halves by vpmaddwd: int16 2k and 2k + 1 (gv_p16) of slo
- * (sub-blocks 0-3) or shi. The driver's gv_isc is iql_factor. */
+ * 2 ls + 1 of its halves by vpmaddwd (iql_sub_scale). The driver's gv_isc
+ * is iql_factor. */
 GV_INLINE __m256i gk_lattice(const int L, const void *w, const gv_x *a) {
-    __m256i s16 = _mm256_cvtepu8_epi16(iql_scales16(L, w));
-    s16 = _mm256_add_epi16(_mm256_add_epi16(s16, s16), _mm256_set1_epi16(1));
-    const __m256i slo = _mm256_permute4x64_epi64(s16, 0x44), shi = _mm256_permute4x64_epi64(s16, 0xEE);
+    __m256i slo, shi;
+    iql_odd_scales(L, w, &slo, &shi);
     __m256i isum = _mm256_setzero_si256();
     iql_idx ix;
     iql_index(L, w, &ix);
@@ -401,7 +400,7 @@ GV_INLINE __m256i gk_lattice(const int L, const void *w, const gv_x *a) {
     for (int sb = 0; sb < 8; sb++) {
         __m256i p = _mm256_maddubs_epi16(iql_levels(L, w, sb, a->grid, &ix),
                                          _mm256_sign_epi8(gv_ld(a->q + 32 * sb), iql_signs(L, w, sb)));
-        isum = gv_acc(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sb < 4 ? slo : shi, gv_p16(sb % 4))));
+        isum = gv_acc(isum, _mm256_madd_epi16(p, iql_sub_scale(slo, shi, sb)));
     }
     return isum;
 }

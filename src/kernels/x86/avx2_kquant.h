@@ -179,17 +179,12 @@ GI void kq_lattice(const int L, const void *w, kq_dec *o) {
     const void *grid = iql_grid(L);
     iql_idx ix;
     iql_index(L, w, &ix);
-    __m256i s16 = _mm256_cvtepu8_epi16(iql_scales16(L, w));
-    s16 = _mm256_add_epi16(_mm256_add_epi16(s16, s16), _mm256_set1_epi16(1));
-    const __m256i slo = _mm256_permute4x64_epi64(s16, 0x44), shi = _mm256_permute4x64_epi64(s16, 0xEE);
+    __m256i slo, shi;
+    iql_odd_scales(L, w, &slo, &shi);
     __m256i c = _mm256_setzero_si256();
     for (int s = 0; s < 8; s++) {
-        const char j0 = (char)(4 * (s % 4)), j1 = (char)(j0 + 1), j2 = (char)(j0 + 2), j3 = (char)(j0 + 3);
-        /* low lane: the int16 scale of elements 0-15, high lane: of 16-31 */
-        const __m256i sel = _mm256_setr_epi8(j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1,
-                                             j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3);
         o->v[s] = _mm256_sign_epi8(iql_levels(L, w, s, grid, &ix), iql_signs(L, w, s));
-        o->sc[s] = _mm256_shuffle_epi8(s < 4 ? slo : shi, sel);
+        o->sc[s] = iql_sub_scale(slo, shi, s);
         c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), o->v[s]), o->sc[s]));
     }
     o->corr = _mm256_slli_epi32(c, 7);

@@ -115,6 +115,24 @@ IQL_INLINE __m128i iql_scales16(const int T, const void *b) {
     return _mm_unpacklo_epi8(l8, l8);
 }
 
+/* The odd scales 2 ls + 1 of the block's half sub-blocks as vpmaddwd
+ * operands: iql_odd_scales gives the 16 as int16 with both 128-bit lanes
+ * holding sub-blocks 0-3 (*lo) or 4-7 (*hi); iql_sub_scale picks sub-block
+ * sb's: in the low lane the scale of its elements 0-15 (8 times), in the
+ * high lane that of 16-31, the lanes of its 16 vpmaddubsw pair sums. */
+IQL_INLINE void iql_odd_scales(const int T, const void *b, __m256i *lo, __m256i *hi) {
+    __m256i s16 = _mm256_cvtepu8_epi16(iql_scales16(T, b));
+    s16 = _mm256_add_epi16(_mm256_add_epi16(s16, s16), _mm256_set1_epi16(1));
+    *lo = _mm256_permute4x64_epi64(s16, 0x44);
+    *hi = _mm256_permute4x64_epi64(s16, 0xEE);
+}
+IQL_INLINE __m256i iql_sub_scale(__m256i lo, __m256i hi, int sb) {
+    const char j0 = (char)(4 * (sb % 4)), j1 = (char)(j0 + 1), j2 = (char)(j0 + 2), j3 = (char)(j0 + 3);
+    return _mm256_shuffle_epi8(sb < 4 ? lo : hi,
+                               _mm256_setr_epi8(j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1, j0, j1,
+                                                j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3, j2, j3));
+}
+
 /* the reference's constant factor of the type's block sums (IQ3_XXS 1/4,
  * IQ2_S 1/8: its scales are 2 ls + 1 where the format has (0.5 + ls) / 2,
  * (0.5 + ls) / 4) */

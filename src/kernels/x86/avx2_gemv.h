@@ -375,6 +375,7 @@ GV_INLINE __m256i gk_iq4_xs(const pk_block_iq4_xs *w, const gv_x *a, __m128i *ms
 GV_INLINE __m256i gk_iq2(const int XS, const uint8_t *w, const gv_x *a) {
     const __m256i halves = XS ? iq2_xs_halves(w) : _mm256_setzero_si256();
     __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8   /* s a constant in iq2_sub / iq2_scale */
     for (int s = 0; s < 8; s++) {
         __m256i pts, sgn;
         iq2_sub(XS, w, s, &pts, &sgn);

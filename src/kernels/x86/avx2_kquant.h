@@ -1,7 +1,8 @@
 /* kernels/x86/avx2_kquant.h - the AVX2 / AVX-VNNI prompt kernels of the K-quants
- * (Q2_K .. Q6_K, IQ4_XS) and IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M x Q8_K activations:
- * per-row kernels over a tile of tokens, 2-row kernels (plain AVX2: Q2_K,
- * Q3_K, Q4_K) and, with K8_ON, the 8-row interleaved ones of kri8.h. Part of
+ * (Q2_K .. Q6_K, IQ4_XS) and the i-quants below 4 bits x Q8_K activations:
+ * per-row kernels over a tile of tokens, 2-row kernels (Q2_K, Q3_K, Q4_K on
+ * plain AVX2; IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S, IQ2_S on both) and, with
+ * K8_ON, the 8-row interleaved ones of kri8.h. Part of
  * avx2_gemm.c: included there once, inside its ISA guard, after the byte
  * permutations and the tile sizes (TK_*) it uses; not a header of its own. */
 
@@ -156,6 +157,7 @@ typedef struct {
 GI void kq_iq2(const int XS, const uint8_t *w, kq_dec *o) {
     const __m256i halves = XS ? iq2_xs_halves(w) : _mm256_setzero_si256();
     __m256i c = _mm256_setzero_si256();
+#pragma GCC unroll 8   /* s a constant in iq2_sub / iq2_scale */
     for (int s = 0; s < 8; s++) {
         __m256i pts, sgn;
         iq2_sub(XS, w, s, &pts, &sgn);
@@ -173,8 +175,10 @@ GI void kq_iq2(const int XS, const uint8_t *w, kq_dec *o) {
  * (grid coordinates <= 62 with their signs: vpmaddubsw pairs <= 2 * 255 *
  * 62 < 2^15), each register's int16 scales 2 ls + 1 (IQ2_S: its halves';
  * the IQ3 types: one per sub-block) and corr; dwf is d times iql_factor.
- * On Zen 3 (bench/bench_gemm, 16 tokens x 512 x 2048) 1.06-1.12x the int16
- * kernel below that IQ4_XS keeps. */
+ * The sub-block loops here and in kq_iq2 are unrolled: with s a variable,
+ * gcc built iql_sub_scale's vpshufb control byte by byte per sub-block
+ * (about a dozen instructions), and a decode took 104 cycles on Zen 3
+ * (IQ2_S; IQ3_S 134, IQ2_XXS 72) instead of 61 (77, 59). */
 GI void kq_lattice(const int L, const void *w, kq_dec *o) {
     const void *grid = iql_grid(L);
     iql_idx ix;
@@ -182,6 +186,7 @@ GI void kq_lattice(const int L, const void *w, kq_dec *o) {
     __m256i slo, shi;
     iql_odd_scales(L, w, &slo, &shi);
     __m256i c = _mm256_setzero_si256();
+#pragma GCC unroll 8   /* sb a constant: iql_sub_scale's vpshufb control too (not built per sub-block) */
     for (int s = 0; s < 8; s++) {
         o->v[s] = _mm256_sign_epi8(iql_levels(L, w, s, grid, &ix), iql_signs(L, w, s));
         o->sc[s] = iql_sub_scale(slo, shi, s);
@@ -255,9 +260,10 @@ GI void kq_decode(const int K, const void *wv, kq_dec *o) {
             d16 = pk_iq1_m_d(((const pk_block_iq1_m *)wv)->scales);
         }
         iq1_fetch(pk_iq1s_grid(), &d, v);
-        for (int i = 0; i < 4; i++) o->sc[i] = d.S[i];
+        const int m = K == KQ_IQ1_M;   /* IQ1_S sets S[0..1] and C[0] alone */
+        for (int i = 0; i < 2 + 2 * m; i++) o->sc[i] = d.S[i];
         o->sc[4] = d.C[0];
-        o->sc[5] = d.C[1];
+        if (m) o->sc[5] = d.C[1];
         o->dwf = 0.125f * f16f(d16);
     } else if (K == KQ_Q4_K) {
         const pk_block_q4_K *wb = wv;
@@ -429,13 +435,8 @@ RI_ENTRY(row_q5_K, kq_row, KQ_Q5_K)
 RI_ENTRY(row_q6_K, kq_row, KQ_Q6_K)
 RI_ENTRY(row_q3_K, kq_row, KQ_Q3_K)
 RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
-RI_ENTRY(iq2_xxs, kq_row, KQ_IQ2_XXS)
-RI_ENTRY(iq2_xs, kq_row, KQ_IQ2_XS)
 RI_ENTRY(iq1_s, kq_row, KQ_IQ1_S)
 RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
-RI_ENTRY(iq3_xxs, kq_row, KQ_IQ3_XXS)
-RI_ENTRY(iq3_s, kq_row, KQ_IQ3_S)
-RI_ENTRY(iq2_s, kq_row, KQ_IQ2_S)
 
 /* ---- the 2-row K-quant kernels (Q2_K, Q3_K, Q4_K; plain AVX2) ------------------
  * kq_tile keeps one decoded row in registers and takes each token's
@@ -507,14 +508,65 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
     for (int r = 0; r < R; r++) store_acc(T, F[r], y + r, ys, first);
 }
 
-/* kt_tile for R (1, 2) rows and nt (1 .. KT_T) tokens: one specialised copy per count */
+/* The signed kinds (IQ2_XXS, IQ2_XS, the lattice types) on the same
+ * register tile: per register j of levels, the R x T vpmaddubsw pairs each
+ * taken by vpmaddwd with its row's scales sc[j] into int32 accumulators that
+ * start at -corr (14 registers: the accumulators, 2 rows' levels and
+ * scales, an activation). kq_body's integer sums (exact in any order) and
+ * its epilogue: bitwise kq_tile's results, with one load per vpmaddubsw +
+ * vpmaddwd where kq_tile, whose decoded row and scales (16 registers) do
+ * not stay in the register file, has three. bench/ab_gemm on Zen 3 (one
+ * core, quiet): IQ2_S 1.10-1.17x kq_tile from 8 to 256 tokens, on 512 x
+ * 2048 and 2048 x 512. A buffer of 32 tokens (each row decoded half as
+ * often) measured the same as 16. */
+GI void kt_stile(const int R, const int T, const kq_dec *W, int kb, const xk *X, const float *dd, float *y,
+                 int64_t ys, int first) {
+    __m256 F[KT_R][KT_T];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) F[r][t] = _mm256_setzero_ps();
+    for (int b = 0; b < kb; b++) {
+        __m256i a[KT_R][KT_T];
+        for (int r = 0; r < R; r++) {
+            const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(), W[r * kb + b].corr);
+            for (int t = 0; t < T; t++) a[r][t] = c;
+        }
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            __m256i w[KT_R], s[KT_R];
+            for (int r = 0; r < R; r++) {
+                w[r] = _mm256_load_si256(&W[r * kb + b].v[j]);
+                s[r] = _mm256_load_si256(&W[r * kb + b].sc[j]);
+            }
+            for (int t = 0; t < T; t++) {
+                __m256i x = _mm256_load_si256((const __m256i *)(X[t * kb + b].q + 32 * j));
+                __asm__("" : "+x"(x));
+                for (int r = 0; r < R; r++)
+                    a[r][t] = _mm256_add_epi32(a[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w[r]), s[r]));
+            }
+            kt_pin(R, T, a);
+        }
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++)
+                F[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[r][t]),
+                                          _mm256_broadcast_ss(&dd[(r * KT_KB + b) * KT_TK + t]), F[r][t]);
+    }
+    for (int r = 0; r < R; r++) store_acc(T, F[r], y + r, ys, first);
+}
+
+/* kt_tile (kt_stile) for R (1, 2) rows and T (1 .. KT_T) tokens */
+GI void kt_tile_k(const int K, const int R, const int T, const kq_dec *W, int kb, const xk *X, const float *dd,
+                  float *y, int64_t ys, int first) {
+    if (kq_signed(K)) kt_stile(R, T, W, kb, X, dd, y, ys, first);
+    else kt_tile(K, R, T, W, kb, X, dd, y, ys, first);
+}
+/* kt_tile_k for nt (1 .. KT_T) tokens: one specialised copy per count */
 GI void kt_tiles(const int K, const int R, int nt, const kq_dec *W, int kb, const xk *X, const float *dd,
                  float *y, int64_t ys, int first) {
     switch (nt) {
-    case 1: kt_tile(K, R, 1, W, kb, X, dd, y, ys, first); break;
-    case 2: kt_tile(K, R, 2, W, kb, X, dd, y, ys, first); break;
-    case 3: kt_tile(K, R, 3, W, kb, X, dd, y, ys, first); break;
-    default: kt_tile(K, R, 4, W, kb, X, dd, y, ys, first); break;
+    case 1: kt_tile_k(K, R, 1, W, kb, X, dd, y, ys, first); break;
+    case 2: kt_tile_k(K, R, 2, W, kb, X, dd, y, ys, first); break;
+    case 3: kt_tile_k(K, R, 3, W, kb, X, dd, y, ys, first); break;
+    default: kt_tile_k(K, R, 4, W, kb, X, dd, y, ys, first); break;
     }
 }
 
@@ -603,6 +655,20 @@ GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, i
     else kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
 }
 #endif
+/* the signed kinds: the 2-row kernel (built with KS_ROW: the per-row one, for A/B trials) */
+GI void ks_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+#ifdef KS_ROW
+    kq_row(K, n, nrows, ntok, y, ys, w, rb, x);
+#else
+    kt_gemm(K, n, nrows, ntok, y, ys, w, rb, x);
+#endif
+}
+RI_ENTRY(iq2_xxs, ks_gemm, KQ_IQ2_XXS)
+RI_ENTRY(iq2_xs, ks_gemm, KQ_IQ2_XS)
+RI_ENTRY(iq3_xxs, ks_gemm, KQ_IQ3_XXS)
+RI_ENTRY(iq3_s, ks_gemm, KQ_IQ3_S)
+RI_ENTRY(iq2_s, ks_gemm, KQ_IQ2_S)
 RI_ENTRY(q4_K, kq_gemm, KQ_Q4_K)
 RI_ENTRY(q5_K, kq_gemm, KQ_Q5_K)
 RI_ENTRY(q6_K, kq_gemm, KQ_Q6_K)

@@ -442,12 +442,13 @@ static void harmony_specials(pk_tokenizer *t) {
 }
 
 /* Gemma-4's answer carries its thinking and tool calls between control
- * tokens (<|channel>thought ...<channel|>, <|tool_call>...<tool_call|>):
- * their pieces are written out so that the channels can be told apart (what
- * llama.cpp's server does with its "preserved tokens"); they stay control
- * tokens for tokenizing. */
+ * tokens (<|channel>thought ...<channel|>, <|tool_call>...<tool_call|>, the
+ * calls' strings between <|"|>): their pieces are written out so that the
+ * channels and calls can be read (what llama.cpp's server does with its
+ * "preserved tokens"; its converter now makes them user-defined tokens);
+ * they stay control tokens for tokenizing. */
 static void gemma4_specials(pk_tokenizer *t) {
-    static const char *const shown[] = { "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>" };
+    static const char *const shown[] = { "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|\"|>" };
     if (!t->spm_text) return;
     for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
         int32_t id = pk_tok_find(t, shown[i], strlen(shown[i]));

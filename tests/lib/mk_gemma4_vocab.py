@@ -8,7 +8,8 @@ tests/test-tokenizer-0). The vocabulary has Gemma-4's shape at a tiny size:
 control tokens <pad> <eos> <bos> <|turn> <turn|> ..., an <unk>, the 256
 <0xXX> byte tokens, single characters, a U+2581-prefixed word or two, runs of
 newlines, and merges over raw UTF-8 (one merge, "a b", whose result is not a
-token, so its pieces fall back to bytes). tokenizer.ggml.add_bos_token is
+token, so its pieces fall back to bytes), then the tool-call markers
+<|tool_call> <tool_call|> <|"|> as control tokens. tokenizer.ggml.add_bos_token is
 false on purpose: llama.cpp adds BOS for gemma4 regardless.
 
 The two expected-id files beside them are llama.cpp's answers (its
@@ -35,6 +36,9 @@ SP = "\u2581"
 
 CONTROL = ["<pad>", "<eos>", "<bos>", "<unk>", "<|turn>", "<turn|>", "<|channel>",
            "<channel|>", "<|tool_response>", "<tool_response|>", "<|think|>", "<mask>"]
+# the tool-call markers, control tokens as older conversions have them (the
+# last ids: the others keep theirs)
+LATE_CONTROL = ["<|tool_call>", "<tool_call|>", '<|"|>']
 MERGES = [
     (SP, SP), ("h", "e"), ("l", "l"), ("he", "ll"), ("hell", "o"), (SP, "hello"),
     (SP, "w"), ("o", "r"), (SP + "w", "or"), (SP + "wor", "l"), (SP + "worl", "d"),
@@ -72,6 +76,8 @@ def build():
             seen.add(t)
             toks.append(t)
             types.append(1)
+    toks += LATE_CONTROL
+    types += [3] * len(LATE_CONTROL)
     w = gguf_py.GGUFWriter()
     w.add_str("general.architecture", "gemma4")
     w.add_str("general.name", "gemma4-toy-vocab")

@@ -282,6 +282,13 @@ static void test_gemma4_toy(void) {
     TEST_CHECK(k == 10 && !memcmp(buf, "<|channel>", 10), "<|channel> is written out (%d)", k);
     k = pk_token_to_piece(t, 7, buf, sizeof buf, 0);
     TEST_CHECK(k == 10 && !memcmp(buf, "<channel|>", 10), "<channel|> is written out (%d)", k);
+    /* the tool-call markers, the last three (control tokens here), too */
+    static const char *const calls[] = {"<|tool_call>", "<tool_call|>", "<|\"|>"};
+    for (int i = 0; i < 3; i++) {
+        int32_t id = pk_tokenizer_n_vocab(t) - 3 + i;
+        k = pk_token_to_piece(t, id, buf, sizeof buf, 0);
+        TEST_CHECK(k == (int)strlen(calls[i]) && !memcmp(buf, calls[i], (size_t)k), "%s is written out (%d)", calls[i], k);
+    }
     pk_tokenizer_free(t);
 }
 

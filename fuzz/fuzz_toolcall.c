@@ -2,13 +2,15 @@
  * random text fed in random pieces.
  *
  * Input: byte 0 picks the format (qwen3coder, hermes, harmony, deepseek,
- * llama3) and whether a tools schema is set; byte 1 seeds the cutting; the
- * rest is the generated text. It is parsed in one piece, byte by byte and in
- * pieces of random lengths: the content and the calls (name, arguments, id,
- * closed) must be the same each time; in each run the events, put together,
- * must be the content and the calls (starts in order, arguments only between
- * a call's start and its end, every call ended); the content cannot be
- * longer than the text; with valid UTF-8 text every delta is valid UTF-8.
+ * llama3, gemma4) and whether a tools schema is set; byte 1 seeds the
+ * cutting; the rest is the generated text. It is parsed in one piece, byte
+ * by byte and in pieces of random lengths: the content and the calls (name,
+ * arguments, id, closed) must be the same each time; in each run the
+ * events, put together, must be the content and the calls (starts in order,
+ * arguments only between a call's start and its end, every call ended); the
+ * content cannot be longer than the text; with valid UTF-8 text every delta
+ * is valid UTF-8, and gemma4's arguments (which the parser writes) are a
+ * JSON object.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +19,8 @@
 
 #include "pocket.h"
 
-static const char *const formats[] = {"qwen3coder", "hermes", "harmony", "deepseek", "llama3"};
+static const char *const formats[] = {"qwen3coder", "hermes", "harmony", "deepseek", "llama3", "gemma4"};
+#define N_FORMATS 6
 static const char tools[] =
     "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"properties\": {"
     "\"s\": {\"type\": \"string\"}, \"i\": {\"type\": \"integer\"}, \"b\": {\"type\": \"boolean\"},"
@@ -102,6 +105,87 @@ static pk_toolcall *parse(const char *fmt, int with_tools, const char *text, siz
     return tc;
 }
 
+/* A JSON syntax check (RFC 8259; no limit on numbers, unlike a parser
+ * into doubles): the end of the value at p, or NULL. */
+static const char *j_value(const char *p, const char *e, int depth);
+
+static const char *j_ws(const char *p, const char *e) {
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+static const char *j_string(const char *p, const char *e) {
+    if (p == e || *p++ != '"') return NULL;
+    while (p < e) {
+        unsigned char c = (unsigned char)*p++;
+        if (c == '"') return p;
+        if (c < 0x20) return NULL;
+        if (c != '\\') continue;
+        if (p == e) return NULL;
+        c = (unsigned char)*p++;
+        if (c == 'u') {
+            for (int k = 0; k < 4; k++, p++)
+                if (p == e || !strchr("0123456789abcdefABCDEF", *p) || !*p) return NULL;
+        } else if (!strchr("\"\\/bfnrt", c) || !c) {
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static const char *j_digits(const char *p, const char *e) {
+    const char *q = p;
+    while (p < e && *p >= '0' && *p <= '9') p++;
+    return p > q ? p : NULL;
+}
+
+static const char *j_number(const char *p, const char *e) {
+    if (p < e && *p == '-') p++;
+    if (p < e && *p == '0') p++;
+    else if (!(p = j_digits(p, e))) return NULL;
+    if (p < e && *p == '.' && !(p = j_digits(p + 1, e))) return NULL;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) p++;
+        if (!(p = j_digits(p, e))) return NULL;
+    }
+    return p;
+}
+
+static const char *j_value(const char *p, const char *e, int depth) {
+    p = j_ws(p, e);
+    if (p == e || depth > 512) return NULL;
+    if (*p == '"') return j_string(p, e);
+    if (*p == '{' || *p == '[') {
+        char close = *p == '{' ? '}' : ']';
+        p = j_ws(p + 1, e);
+        if (p < e && *p == close) return p + 1;
+        for (;;) {
+            if (close == '}') {
+                if (!(p = j_string(j_ws(p, e), e))) return NULL;
+                p = j_ws(p, e);
+                if (p == e || *p++ != ':') return NULL;
+            }
+            if (!(p = j_value(p, e, depth + 1))) return NULL;
+            p = j_ws(p, e);
+            if (p < e && *p == ',') { p++; continue; }
+            return p < e && *p == close ? p + 1 : NULL;
+        }
+    }
+    static const char *const lits[] = {"true", "false", "null"};
+    for (int k = 0; k < 3; k++)
+        if ((size_t)(e - p) >= strlen(lits[k]) && !memcmp(p, lits[k], strlen(lits[k]))) return p + strlen(lits[k]);
+    return j_number(p, e);
+}
+
+/* Whether s[0..n) is one JSON object. */
+static int json_object_text(const char *s, size_t n) {
+    const char *p = j_ws(s, s + n);
+    if (p == s + n || *p != '{') return 0;
+    p = j_value(p, s + n, 0);
+    return p && j_ws(p, s + n) == s + n;
+}
+
 static void compare(const char *fmt, const pk_toolcall *a, const pk_toolcall *b, const char *how) {
     size_t al, bl;
     const char *ac = pk_toolcall_content(a, &al), *bc = pk_toolcall_content(b, &bl);
@@ -119,8 +203,8 @@ static void compare(const char *fmt, const pk_toolcall *a, const pk_toolcall *b,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
-    const char *fmt = formats[data[0] % 5];
-    int with_tools = data[0] / 5 & 1;
+    const char *fmt = formats[data[0] % N_FORMATS];
+    int with_tools = data[0] / N_FORMATS & 1;
     const char *text = (const char *)data + 2;
     size_t n = size - 2;
     pk_toolcall *whole = parse(fmt, with_tools, text, n, 0, 0);
@@ -134,6 +218,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         pk_toolcall_get(whole, i, &c);
         if (pk_toolcall_check_choice(whole, c.name, &err) && (!err.msg[0] || strchr(err.msg, '\n')))
             FAIL("check_choice message [%s]", err.msg);
+        if (!strcmp(fmt, "gemma4") && utf8_ok((const uint8_t *)text, n) && !json_object_text(c.arguments, c.arguments_len))
+            FAIL("call %d's arguments are not a JSON object: %.200s", i, c.arguments);
     }
     pk_toolcall_free(whole);
     pk_toolcall_free(bytes);

@@ -14,14 +14,15 @@
 
 #include "pocket.h"
 
-static const char *const formats[] = {"qwen3coder", "hermes", "harmony", "deepseek", "llama3"};
+static const char *const formats[] = {"qwen3coder", "hermes", "harmony", "deepseek", "llama3", "gemma4"};
+#define N_FORMATS 6
 static const char *const choices[] = {"required", "f", "get_weather", "a.b-c_d"};
 
 #define FAIL(...) do { fprintf(stderr, "fuzz_toolcall_grammar: "); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
-    const char *fmt = formats[data[0] % 5], *choice = choices[data[0] / 5 % 4];
+    const char *fmt = formats[data[0] % N_FORMATS], *choice = choices[data[0] / N_FORMATS % 4];
     int flags = data[1] & (PK_SCHEMA_LENIENT | PK_TOOLCALL_ONE_CALL | PK_TOOLCALL_MAY_THINK | PK_TOOLCALL_THINKING);
     pk_error err = {0};
     char *gbnf = NULL;

@@ -638,6 +638,14 @@ const char *pk_chat_reasoning_text(const pk_chat_reasoning *r, size_t *len);
  *                function<｜tool▁sep｜>NAME\n```json\n{...}\n``` too)
  *   "llama3"     {"name": NAME, "parameters": {...}} as the message, or after
  *                <|python_tag|>; several separated by ';' or white space
+ *   "gemma4"     <|tool_call>call:NAME{key:VALUE,...}<tool_call|> (Gemma-4): keys
+ *                bare, strings between <|"|> markers (raw: no escapes), numbers,
+ *                true/false, null (None, True, False too), nested {...} and
+ *                [...]; turned into a JSON object as it streams, whatever the
+ *                model wrote (a key without a value gets null, what is left open
+ *                at the end is closed); a bare value that is no JSON number or
+ *                literal is a string, and so is a number or boolean where the
+ *                tool's schema wants a string (top-level parameters)
  * Feed the answer text: pk_chat_reasoning's content, except for harmony,
  * whose tool calls are known by their headers - feed it the raw text; its
  * content is then that text with the call messages taken out, for
@@ -658,8 +666,8 @@ const char *pk_chat_reasoning_text(const pk_chat_reasoning *r, size_t *len);
  * else the marker is content; at most 1024 calls per message. */
 typedef struct pk_toolcall pk_toolcall;
 /* The format a chat template's text makes its model write ("qwen3coder",
- * "hermes", "harmony", "deepseek", "llama3"), by the markers it renders tool
- * calls with; NULL if none is recognised (e.g. Gemma-4's). Static string. */
+ * "hermes", "harmony", "deepseek", "llama3", "gemma4"), by the markers it
+ * renders tool calls with; NULL if none is recognised. Static string. */
 const char *pk_toolcall_detect(const char *tmpl, size_t len);
 /* A parser for format (PK_ERR_ARG naming the known ones if unknown). Call ids
  * are "call_" and 24 letters and digits, derived from id_seed and the call's
@@ -720,7 +728,9 @@ int pk_toolcall_check_choice(const pk_toolcall *tc, const char *choice, pk_error
  * arguments follow its tool's "parameters" schema (pk_json_schema_to_rules;
  * flags PK_SCHEMA_LENIENT passed on). qwen3coder writes string values raw:
  * their minLength, maxLength, format and pattern are refused, or ignored
- * with PK_SCHEMA_LENIENT. flags also: PK_TOOLCALL_ONE_CALL exactly one call
+ * with PK_SCHEMA_LENIENT. gemma4 writes the arguments in its own syntax
+ * (the schema's shape, keys in the template's order; a length-bounded
+ * string has no '<'); its parameters must be an object schema. flags also: PK_TOOLCALL_ONE_CALL exactly one call
  * (parallel_tool_calls false; harmony always: <|call|> ends the turn),
  * PK_TOOLCALL_MAY_THINK the model may reason first (<think>...</think>,
  * harmony's analysis message), PK_TOOLCALL_THINKING the output starts

@@ -92,6 +92,14 @@ const int32_t *pk_vtrie_eog_ids(const pk_vtrie *v, int *n);
 /* Internal flag beside PK_SCHEMA_LENIENT: strings never write '<' as it
  * is (\u003c instead), for JSON inside text that ends at a marker. */
 #define PK_SCHEMA_NO_LT 0x100
+/* Internal flag: values written as Gemma-4's tool calls write them (keys
+ * bare, or between <|"|> markers when they cannot be; strings between
+ * <|"|> markers; numbers, true / false / null as JSON; no white space;
+ * object keys in the template's order, dictsort's). An unbounded string's
+ * text is the rule PK_SCHEMA_GEMMA4_TEXT "-0", which the caller writes (any
+ * text without <|"|>: text/toolcall_grammar.c); a bounded one has no '<'. */
+#define PK_SCHEMA_GEMMA4 0x200
+#define PK_SCHEMA_GEMMA4_TEXT "gemma-text"
 int pk_json_schema_gbnf(const char *schema, size_t len, int flags, const char *name, char **out, pk_error *err);
 
 #endif

@@ -24,6 +24,11 @@
  * uniqueItems, ...) are ignored instead: the output still has the schema's
  * shape. Integer bounds are rules over the digits (any range of integers of
  * at most 16 digits is a union of digit-by-digit ranges).
+ *
+ * PK_SCHEMA_GEMMA4 (text/grammar.h) writes the same shapes in Gemma-4's
+ * tool-call syntax instead of JSON: no white space, bare keys in
+ * dictsort's order, strings between <|"|> markers (a bounded one without
+ * '<'), enum and const values that syntax cannot hold left out.
  */
 #include <jansson.h>
 #include <math.h>
@@ -31,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/common.h"
 #include "text/grammar.h"
@@ -60,7 +66,7 @@ static void sb_literal(sbuf *b, const char *s, size_t n) {
 /* ---- the shared pieces --------------------------------------------------------- */
 
 enum { P_SPACE, P_CHAR, P_STRING, P_INTEGRAL, P_NUMBER, P_INTEGER, P_BOOLEAN, P_NULL, P_VALUE, P_OBJECT, P_ARRAY,
-       P_DATE, P_TIME, P_DATETIME, P_UUID, P_COUNT };
+       P_DATE, P_TIME, P_DATETIME, P_UUID, P_KEY, P_BCHAR, P_COUNT };
 
 static const struct prim {
     const char *name, *body;
@@ -89,6 +95,18 @@ static const struct prim {
     [P_DATETIME] = {"date-time", "@date \"T\" @time", 1u << P_DATE | 1u << P_TIME},
     [P_UUID] = {"uuid", "[0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} "
                 "\"-\" [0-9a-fA-F]{12}", 0},
+    /* Gemma-4's (PK_SCHEMA_GEMMA4): a bare key, a bounded string's character */
+    [P_KEY] = {"key", "[^:,{}\\[\\]<\"'=\\\\\\x00-\\x20\\x7F]+", 0},
+    [P_BCHAR] = {"bchar", "[^<\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\x7F]", 0},
+};
+
+/* Gemma-4's shapes of the pieces that differ: no white space, strings
+ * between <|"|> markers, bare keys. */
+#define G4_QUOTE "<|\\\"|>"
+static const struct prim g4_prims[] = {
+    [P_SPACE] = {"space", "\"\"", 0},
+    [P_STRING] = {"string", "\"" G4_QUOTE "\" " PK_SCHEMA_GEMMA4_TEXT "-0 \"" G4_QUOTE "\"", 0},
+    [P_OBJECT] = {"object", "\"{\" (@key \":\" @value (\",\" @key \":\" @value)*)? \"}\"", 1u << P_KEY | 1u << P_VALUE},
 };
 
 /* ---- the converter ---------------------------------------------------------------- */
@@ -97,6 +115,7 @@ typedef struct jsg {
     json_t *root;
     int lenient;
     int no_lt;               /* PK_SCHEMA_NO_LT: '<' in strings only as \u003c */
+    int g4;                  /* PK_SCHEMA_GEMMA4: Gemma-4's way of writing values */
     pk_error *err;
     int failed;
     sbuf out;                /* the rules made so far */
@@ -154,11 +173,17 @@ static const char *use(jsg *J, int prim) {
 static const char char_no_lt[] = "[^\"\\\\<\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" "
                                  "([0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))";
 
+/* A shared piece as J writes it. */
+static const struct prim *prim_of(const jsg *J, int prim) {
+    if (J->g4 && prim < (int)(sizeof g4_prims / sizeof g4_prims[0]) && g4_prims[prim].name) return &g4_prims[prim];
+    return &prims[prim];
+}
+
 /* A shared piece's rule, its references (@name) to the others named as J
  * names them. */
 static void emit_prim(jsg *J, int prim) {
     sbuf b = {0};
-    for (const char *p = prim == P_CHAR && J->no_lt ? char_no_lt : prims[prim].body; *p;) {
+    for (const char *p = prim == P_CHAR && J->no_lt ? char_no_lt : prim_of(J, prim)->body; *p;) {
         if (*p != '@') { sb_put(&b, p++, 1); continue; }
         const char *q = ++p;
         while ((*q >= 'a' && *q <= 'z') || *q == '-') q++;
@@ -221,13 +246,81 @@ static char *visit_child(jsg *J, json_t *s, const char *path, const char *key, c
     return r;
 }
 
-/* A JSON value as a GBNF literal followed by space. */
-static int literal_value(jsg *J, json_t *v, sbuf *body) {
+/* Whether key can be written bare in a Gemma-4 object: what the parser
+ * reads back as it is (P_KEY's characters). */
+static int g4_bare_key(const char *k) {
+    if (!*k) return 0;
+    for (; *k; k++)
+        if ((unsigned char)*k <= 0x20 || *k == 0x7F || strchr(":,{}[]<\"'=\\", *k)) return 0;
+    return 1;
+}
+
+/* Text the parser would cut, or the reasoning splitter would take. */
+static int g4_unwritable(const char *s, size_t n) {
+    return memchr(s, 0, n) || memmem(s, n, "<|\"|>", 5) || memmem(s, n, "<|channel>", 10) ||
+           memmem(s, n, "<channel|>", 10);
+}
+
+/* v as Gemma-4 writes it into b; -1 if it cannot be written. */
+static int g4_dump(sbuf *b, json_t *v) {
+    if (json_is_string(v)) {
+        if (g4_unwritable(json_string_value(v), json_string_length(v))) return -1;
+        sb_str(b, "<|\"|>");
+        sb_put(b, json_string_value(v), json_string_length(v));
+        sb_str(b, "<|\"|>");
+        return 0;
+    }
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        sb_str(b, "[");
+        json_array_foreach(v, i, e) {
+            if (i) sb_str(b, ",");
+            if (g4_dump(b, e)) return -1;
+        }
+        sb_str(b, "]");
+        return 0;
+    }
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *e;
+        int first = 1;
+        sb_str(b, "{");
+        json_object_foreach(v, k, e) {
+            if (!first) sb_str(b, ",");
+            first = 0;
+            if (g4_bare_key(k)) sb_str(b, k);
+            else if (!strchr(k, '<')) { sb_str(b, "<|\"|>"); sb_str(b, k); sb_str(b, "<|\"|>"); }
+            else return -1;
+            sb_str(b, ":");
+            if (g4_dump(b, e)) return -1;
+        }
+        sb_str(b, "}");
+        return 0;
+    }
     char *txt = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!txt) return fail(J, PK_ERR_NOMEM, "out of memory");
-    sb_literal(body, txt, strlen(txt));
-    sb_printf(body, " %s", use(J, P_SPACE));
+    if (!txt) { b->oom = 1; return 0; }
+    sb_str(b, txt);
     free(txt);
+    return 0;
+}
+
+/* A JSON value as a GBNF literal followed by space; 1 (nothing written)
+ * when it cannot be written in Gemma-4's way. */
+static int literal_value(jsg *J, json_t *v, sbuf *body) {
+    sbuf t = {0};
+    if (J->g4) {
+        if (g4_dump(&t, v)) { free(t.p); return 1; }
+    } else {
+        char *txt = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (txt) sb_str(&t, txt);
+        else t.oom = 1;
+        free(txt);
+    }
+    if (t.oom) { free(t.p); return fail(J, PK_ERR_NOMEM, "out of memory"); }
+    sb_literal(body, t.p ? t.p : "", t.n);
+    sb_printf(body, " %s", use(J, P_SPACE));
+    free(t.p);
     return 0;
 }
 
@@ -251,6 +344,7 @@ static void sb_repeat(sbuf *b, long long m, long long n) {
 }
 
 static int do_string(jsg *J, json_t *s, const char *path, sbuf *body) {
+    const char *q = J->g4 ? "\"" G4_QUOTE "\"" : "\"\\\"\"";   /* the quote, as a GBNF literal */
     json_t *fmt = json_object_get(s, "format");
     if (fmt) {
         const char *f = json_string_value(fmt);
@@ -260,7 +354,7 @@ static int do_string(jsg *J, json_t *s, const char *path, sbuf *body) {
         if (prim >= 0) {
             if (json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
                 return fail(J, PK_ERR_ARG, "'format' with 'minLength'/'maxLength' at %s is not supported", at(path));
-            sb_printf(body, "\"\\\"\" %s \"\\\"\" %s", use(J, prim), use(J, P_SPACE));
+            sb_printf(body, "%s %s %s %s", q, use(J, prim), q, use(J, P_SPACE));
             return 0;
         }
         if (!J->lenient) return fail(J, PK_ERR_ARG, "'format' \"%s\" at %s is not supported (date, time, "
@@ -270,9 +364,9 @@ static int do_string(jsg *J, json_t *s, const char *path, sbuf *body) {
     if (get_count(J, s, "minLength", path, 0, &mn) || get_count(J, s, "maxLength", path, -1, &mx)) return -1;
     if (mx >= 0 && mx < mn) return fail(J, PK_ERR_ARG, "'maxLength' below 'minLength' at %s", at(path));
     if (mn == 0 && mx < 0) { sb_str(body, use(J, P_STRING)); return 0; }
-    sb_printf(body, "\"\\\"\" %s", use(J, P_CHAR));
+    sb_printf(body, "%s %s", q, use(J, J->g4 ? P_BCHAR : P_CHAR));   /* Gemma-4's: no '<', so no marker */
     sb_repeat(body, mn, mx);
-    sb_printf(body, " \"\\\"\" %s", use(J, P_SPACE));
+    sb_printf(body, " %s %s", q, use(J, P_SPACE));
     return 0;
 }
 
@@ -281,6 +375,7 @@ static int do_string(jsg *J, json_t *s, const char *path, sbuf *body) {
  * a character that no name has next, or end where no name ends, or follow
  * a name's next character into the child's rule. */
 static const char *const KEYCHAR = "[^\"\\\\\\x00-\\x1F\\x7F";
+static const char *const KEYCHAR_G4 = "[^:,{}\\[\\]<\"'=\\\\\\x00-\\x20\\x7F";   /* P_KEY's, bare */
 
 static int utf8_next(const char *s, size_t *i, uint32_t *cp) {
     const unsigned char *p = (const unsigned char *)s + *i;
@@ -326,11 +421,12 @@ static char *other_key(jsg *J, const char *const *names, size_t n, size_t depth,
         if (k == nn) next[nn++] = cp;
     }
     sbuf b = {0};
+    const char *kc = J->g4 ? KEYCHAR_G4 : KEYCHAR;
     if (!ends_here) sb_str(&b, "\"\" | ");
-    sb_str(&b, KEYCHAR);
+    sb_str(&b, kc);
     for (size_t k = 0; k < nn; k++) sb_printf(&b, "\\U%08X", next[k]);
     sb_str(&b, "] ");
-    sb_str(&b, KEYCHAR);
+    sb_str(&b, kc);
     sb_str(&b, "]*");
     for (size_t k = 0; k < nn && !J->failed; k++) {
         const char **sub = malloc(n * sizeof *sub);
@@ -356,6 +452,24 @@ static char *other_key(jsg *J, const char *const *names, size_t n, size_t depth,
     emit_rule(J, name, b.p);
     free(b.p);
     return name;
+}
+
+/* keys[0..n) in dictsort's order (case-insensitive, then as they were). */
+typedef struct key_at { const char *key; size_t at; } key_at;
+
+static int cmp_key_ci(const void *a, const void *b) {
+    const key_at *x = a, *y = b;
+    int c = strcasecmp(x->key, y->key);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+static void g4_sort_keys(const char **keys, size_t n) {
+    key_at *v = malloc(n * sizeof *v + 1);
+    if (!v) return;   /* the schema's order then: parsed back alike */
+    for (size_t i = 0; i < n; i++) v[i] = (key_at){keys[i], i};
+    qsort(v, n, sizeof *v, cmp_key_ci);
+    for (size_t i = 0; i < n; i++) keys[i] = v[i].key;
+    free(v);
 }
 
 static int do_object(jsg *J, json_t *s, const char *path, const char *name, sbuf *body) {
@@ -388,8 +502,11 @@ static int do_object(jsg *J, json_t *s, const char *path, const char *name, sbuf
     json_t *sub;
     char *pp = path_join(path, "properties");
     if (!pp) { rc = fail(J, PK_ERR_NOMEM, "out of memory"); goto done; }
-    json_object_foreach(props, key, sub) {
-        keys[i] = key;
+    json_object_foreach(props, key, sub) keys[i++] = key;
+    if (J->g4) g4_sort_keys(keys, n);   /* the template's order */
+    for (i = 0; i < n; i++) {
+        key = keys[i];
+        sub = json_object_get(props, key);
         for (size_t r = 0; req && r < json_array_size(req); r++)
             if (!strcmp(key, json_string_value(json_array_get(req, r)))) required[i] = 1;
         char hint[80];
@@ -398,10 +515,20 @@ static int do_object(jsg *J, json_t *s, const char *path, const char *name, sbuf
         if (!vr) { rc = -1; break; }
         sbuf b = {0};
         size_t kl = strlen(key);
-        /* the key as JSON text: a string with the escapes JSON needs */
+        /* the key as JSON text: a string with the escapes JSON needs;
+           Gemma-4's bare, or between <|"|> markers */
         json_t *ks = json_stringn(key, kl);
-        char *kt = ks ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
+        char *kt = ks && !J->g4 ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
         json_decref(ks);
+        if (J->g4 && g4_bare_key(key)) {
+            kt = strdup(key);
+        } else if (J->g4 && kl && !strchr(key, '<')) {
+            if ((kt = malloc(kl + 11))) snprintf(kt, kl + 11, "<|\"|>%s<|\"|>", key);
+        } else if (J->g4) {
+            free(vr);
+            rc = fail(J, PK_ERR_ARG, "property name '%.64s' at %s cannot be written in a Gemma-4 tool call", key, at(path));
+            break;
+        }
         if (!kt) { free(vr); rc = fail(J, PK_ERR_NOMEM, "out of memory"); break; }
         sb_literal(&b, kt, strlen(kt));
         free(kt);
@@ -413,7 +540,7 @@ static int do_object(jsg *J, json_t *s, const char *path, const char *name, sbuf
         if (!kn || b.oom) { free(b.p); free(kn); rc = fail(J, PK_ERR_NOMEM, "out of memory"); break; }
         emit_rule(J, kn, b.p);
         free(b.p);
-        kv[i++] = kn;
+        kv[i] = kn;
     }
     free(pp);
     if (rc) goto done;
@@ -429,15 +556,15 @@ static int do_object(jsg *J, json_t *s, const char *path, const char *name, sbuf
         char *vr = json_is_true(add) ? strdup(use(J, P_VALUE)) : visit_child(J, add, path, "additionalProperties", hint);
         if (!vr) { rc = J->failed ? -1 : fail(J, PK_ERR_NOMEM, "out of memory"); goto done; }
         sbuf b = {0};
-        sb_str(&b, "\"\\\"\" ");
+        if (!J->g4) sb_str(&b, "\"\\\"\" ");
         char kh[96];
         snprintf(kh, sizeof kh, "%s-key", hint);
         char *ok = n ? other_key(J, keys, n, 0, kh) : NULL;
         if (n && !ok) { free(vr); free(b.p); rc = -1; goto done; }
         if (ok) sb_str(&b, ok);
-        else { sb_str(&b, KEYCHAR); sb_str(&b, "]*"); }
+        else { sb_str(&b, J->g4 ? KEYCHAR_G4 : KEYCHAR); sb_str(&b, "]*"); }
         free(ok);
-        sb_printf(&b, " \"\\\"\" %s \":\" %s %s", use(J, P_SPACE), use(J, P_SPACE), vr);
+        sb_printf(&b, "%s %s \":\" %s %s", J->g4 ? "" : " \"\\\"\"", use(J, P_SPACE), use(J, P_SPACE), vr);
         free(vr);
         add_kv = new_name(J, hint);
         if (!add_kv || b.oom) { free(b.p); rc = fail(J, PK_ERR_NOMEM, "out of memory"); goto done; }
@@ -771,12 +898,24 @@ static char *visit(jsg *J, json_t *s, const char *path, const char *hint) {
     json_t *nullable = json_object_get(s, "nullable");
     if (cn) {
         rc = literal_value(J, cn, &body);
+        if (rc > 0) rc = fail(J, PK_ERR_ARG, "'const' at %s cannot be written in a Gemma-4 tool call", at(path));
     } else if (en) {
         if (!json_is_array(en) || !json_array_size(en)) rc = fail(J, PK_ERR_ARG, "'enum' at %s must be a non-empty array", at(path));
+        int alts = 0;
         for (size_t i = 0; !rc && i < json_array_size(en); i++) {
-            if (i) sb_str(&body, " | ");
+            size_t at_alt = body.n;
+            if (alts) sb_str(&body, " | ");
             rc = literal_value(J, json_array_get(en, i), &body);
+            if (rc > 0) {   /* left out: Gemma-4 cannot write it */
+                body.n = at_alt;
+                if (body.p) body.p[at_alt] = 0;
+                rc = 0;
+            } else {
+                alts++;
+            }
         }
+        if (!rc && !alts)
+            rc = fail(J, PK_ERR_ARG, "no value of 'enum' at %s can be written in a Gemma-4 tool call", at(path));
     } else if (any || one) {
         json_t *alts = any ? any : one;
         const char *kw = any ? "anyOf" : "oneOf";
@@ -845,7 +984,8 @@ int pk_json_schema_gbnf(const char *schema, size_t len, int flags, const char *n
     json_error_t je;
     json_t *root = json_loadb(schema, len, JSON_DECODE_ANY, &je);
     if (!root) return pk_errorf(err, PK_ERR_ARG, "json_schema: not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
-    jsg J = {.root = root, .lenient = (flags & PK_SCHEMA_LENIENT) != 0, .no_lt = (flags & PK_SCHEMA_NO_LT) != 0, .err = err,
+    jsg J = {.root = root, .lenient = (flags & PK_SCHEMA_LENIENT) != 0, .no_lt = (flags & PK_SCHEMA_NO_LT) != 0,
+             .g4 = (flags & PK_SCHEMA_GEMMA4) != 0, .err = err,
              .names = json_object(), .refs = json_object(), .prefix = name};
     int oom = !J.names || !J.refs;
     for (int i = 0; i < P_COUNT && !oom; i++) {
@@ -863,7 +1003,7 @@ int pk_json_schema_gbnf(const char *schema, size_t len, int flags, const char *n
         uint32_t used = J.used, prev = 0;
         while (used != prev) {
             prev = used;
-            for (int i = 0; i < P_COUNT; i++) if (used >> i & 1) used |= prims[i].needs;
+            for (int i = 0; i < P_COUNT; i++) if (used >> i & 1) used |= prim_of(&J, i)->needs;
         }
         for (int i = 0; i < P_COUNT; i++) if (used >> i & 1) emit_prim(&J, i);
     }

@@ -16,6 +16,9 @@
  *               V3/R1's function<｜tool▁sep｜>NAME\n```json\n{...}\n```)
  *   llama3      {"name": NAME, "parameters": {...}} as the message (or after
  *               <|python_tag|>), several separated by ';' or white space
+ *   gemma4      <|tool_call>call:NAME{key:VALUE,...}<tool_call|>   (Gemma-4: bare
+ *               keys, strings between <|"|> markers, the rest as Python
+ *               prints it - None, True - or JSON; turned into JSON as read)
  *
  * Tuned for: one assistant turn of up to a few hundred kilobytes fed a token
  * piece at a time, or whole; the work per byte is constant (held text is
@@ -60,7 +63,7 @@
 #define MAX_CALLS 1024       /* calls per message; the opener of another is content */
 #define FEED_CHUNK 4096      /* a piece is parsed in chunks of this many bytes */
 
-static const char *const format_names[TC_COUNT] = {"qwen3coder", "hermes", "harmony", "deepseek", "llama3"};
+static const char *const format_names[TC_COUNT] = {"qwen3coder", "hermes", "harmony", "deepseek", "llama3", "gemma4"};
 
 int pk_toolcall_format(const char *name) {
     for (int i = 0; name && i < TC_COUNT; i++)
@@ -78,11 +81,16 @@ const char *pk_toolcall_format_name(int format) {
 #define DS_CALL_END "<｜tool▁call▁end｜>"
 #define DS_CALLS_END "<｜tool▁calls▁end｜>"
 
+#define G4_OPEN "<|tool_call>"
+#define G4_END "<tool_call|>"
+#define G4_QUOTE "<|\"|>"
+
 /* The markers each template renders calls with, most specific first: Qwen3.5
  * and Qwen3-Coder also write <tool_call>, Hermes-3 (Llama-3.1 based) no
  * <|python_tag|>. */
 int pk_toolcall_format_of(const char *t, size_t n) {
     if (!t) return -1;
+    if (memmem(t, n, G4_OPEN "call:", 17)) return TC_GEMMA4;
     if (memmem(t, n, "<function=", 10) && memmem(t, n, "<parameter=", 11)) return TC_QWEN3CODER;
     if (memmem(t, n, "<tool_call>", 11)) return TC_HERMES;
     if (memmem(t, n, DS_CALL_BEGIN, strlen(DS_CALL_BEGIN))) return TC_DEEPSEEK;
@@ -117,6 +125,8 @@ enum {
     S_DS_R1NAME,    /* deepseek V3/R1: the name line after function<｜tool▁sep｜> */
     S_DS_FENCE,     /* deepseek V3/R1: the ```json line */
     S_RAW,          /* arguments as written, up to an end marker */
+    S_G4_HEAD,      /* gemma4: after <|tool_call>, call:NAME up to '{' */
+    S_G4_BODY,      /* gemma4: the arguments, turned into JSON */
     S_AFTER,        /* after a call: its closing markers, then content */
 };
 
@@ -151,6 +161,20 @@ typedef struct jscan {
     int klen;
 } jscan;
 
+/* The gemma4 argument scanner: where it is in the nested objects and
+ * arrays (a key, a value, between members) and what each one open has
+ * written. Keys and bare values are gathered in nbuf / vbuf, strings
+ * streamed. */
+#define G4_DEPTH 128
+enum { G_KEY, G_KEY_BARE, G_KEY_STR, G_COLON, G_VALUE, G_STR, G_SCALAR, G_NEXT };
+typedef struct g4scan {
+    int mode, depth;
+    char kind[G4_DEPTH];              /* 'o' object, 'a' array, per open one */
+    unsigned char more[G4_DEPTH];     /* it has a member already (a comma goes first) */
+    int key_quoted;                   /* the key was written between <|"|> markers */
+    int quote, esc;                   /* G_SCALAR: inside a '...' or "..." value */
+} g4scan;
+
 typedef struct tc_call {
     char id[32];
     sbuf name, args;
@@ -166,7 +190,7 @@ struct pk_toolcall {
     int fmt, state, done, oom;
     uint64_t seed;
     sbuf pend, content;
-    sbuf vbuf, nbuf, abuf;     /* an XML value; a JSON body's name and arguments */
+    sbuf vbuf, nbuf, abuf;     /* an XML value; a JSON body's name and arguments (gemma4: a bare value, a key) */
     tc_call *calls;
     int n_calls, cap_calls, cur;
     tc_event *ev;
@@ -178,6 +202,7 @@ struct pk_toolcall {
     int raw_lead;              /* S_RAW: still at the arguments' leading white space */
     xval xv;
     jscan js;
+    g4scan g4;
 };
 
 static int is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -394,10 +419,12 @@ static const char *const openers_tag[] = {"<tool_call>", "<function=", NULL};
 static const char *const openers_harmony[] = {"<|start|>", "<|channel|>", NULL};
 static const char *const openers_ds[] = {DS_CALLS_BEGIN, DS_CALL_BEGIN, NULL};
 static const char *const openers_llama[] = {"<|python_tag|>", NULL};
+static const char *const openers_g4[] = {G4_OPEN, NULL};
 static const char *const *const openers[TC_COUNT] = {openers_tag, openers_tag, openers_harmony, openers_ds,
-                                                      openers_llama};
+                                                      openers_llama, openers_g4};
 static const int opener_state[TC_COUNT][2] = {
-    {S_TAG, S_XML_NAME}, {S_TAG, S_XML_NAME}, {S_H_HEADER, S_H_HEADER}, {S_DS_BEGIN, S_DS_NAME}, {S_PYTAG, 0}};
+    {S_TAG, S_XML_NAME}, {S_TAG, S_XML_NAME}, {S_H_HEADER, S_H_HEADER}, {S_DS_BEGIN, S_DS_NAME}, {S_PYTAG, 0},
+    {S_G4_HEAD, 0}};
 
 static int st_content(pk_toolcall *tc, int final) {
     const char *p = tc->pend.p;
@@ -1058,12 +1085,270 @@ static int st_raw(pk_toolcall *tc, int final) {
     return 1;
 }
 
+/* ---- gemma4: call:NAME{key:VALUE,...} ---------------------------------------------- */
+
+/* After <|tool_call>: "call:" (the template writes it; tolerated without),
+ * then the name up to '{', which opens the arguments. */
+static int st_g4_head(pk_toolcall *tc, int final) {
+    const char *p = tc->pend.p;
+    size_t lim = cand_lim(tc), i = cand_skip_ws(tc);
+    static const char *const call[] = {"call:", NULL};
+    int w;
+    int m = match_start(p + i, lim - i, call, &w);
+    if (m == M_PART && !cand_out(tc, final)) return 0;
+    if (m == M_FULL) i += 5;
+    long e = name_until(p + i, lim - i, '{');
+    if (e == -1 && !cand_out(tc, final)) return 0;
+    if (e < 0) return fail_candidate(tc);
+    size_t nl = (size_t)e;
+    const char *name = trim(p + i, &nl);
+    if (!nl || call_start(tc, name, nl)) return fail_candidate(tc);
+    take(tc, i + (size_t)e + 1);
+    tc->g4 = (g4scan){.mode = G_KEY, .depth = 1};
+    tc->g4.kind[0] = 'o';
+    emit_args(tc, "{", 1);
+    tc->state = S_G4_BODY;
+    return 1;
+}
+
+static int g4_in_object(const g4scan *g) { return g->kind[g->depth - 1] == 'o'; }
+
+/* A member or element is written in the innermost one: the comma first. */
+static void g4_member(pk_toolcall *tc) {
+    g4scan *g = &tc->g4;
+    if (g->more[g->depth - 1]) emit_args(tc, ", ", 2);
+    g->more[g->depth - 1] = 1;
+}
+
+/* The key read (nbuf) goes out, then ": ". A bare key is trimmed, and one
+ * written as a JSON string or in single quotes is unquoted. */
+static void g4_key_out(pk_toolcall *tc) {
+    sbuf *k = &tc->nbuf;
+    if (!tc->g4.key_quoted && k->p) {
+        size_t n = k->n;
+        const char *s = trim(k->p, &n);
+        int single = n >= 2 && s[0] == '\'' && s[n - 1] == '\'';
+        if (single) { s++; n -= 2; }
+        memmove(k->p, s, n);
+        k->p[n] = 0;
+        k->n = n;
+        if (!single && n >= 2 && k->p[0] == '"' && k->p[n - 1] == '"') decode_string(k);
+    }
+    g4_member(tc);
+    emit_json_string(tc, tc->nbuf.p ? tc->nbuf.p : "", tc->nbuf.n);
+    emit_args(tc, ": ", 2);
+}
+
+/* Whether s[0..n) is a JSON number. */
+static int json_number(const char *s, size_t n) {
+    size_t i = 0;
+    if (i < n && s[i] == '-') i++;
+    if (i < n && s[i] == '0') {
+        i++;
+    } else if (i < n && s[i] >= '1' && s[i] <= '9') {
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    } else {
+        return 0;
+    }
+    if (i < n && s[i] == '.') {
+        if (++i == n || s[i] < '0' || s[i] > '9') return 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        if (++i < n && (s[i] == '+' || s[i] == '-')) i++;
+        if (i == n || s[i] < '0' || s[i] > '9') return 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    }
+    return i == n;
+}
+
+/* A bare value (vbuf) goes out as JSON: a number, true / false / null
+ * (Python's True, False, None too) as such - unless the top-level
+ * parameter's schema wants a string - a JSON string literal as it is, a
+ * '...' one as its text, anything else as a string of its text. */
+static void g4_scalar_out(pk_toolcall *tc) {
+    g4scan *g = &tc->g4;
+    if (!g4_in_object(g)) g4_member(tc);
+    size_t n = tc->vbuf.n;
+    const char *s = trim(tc->vbuf.p ? tc->vbuf.p : "", &n);
+    static const char *const lits[] = {"true", "false", "null", "True", "False", "None"};
+    int lit = -1, num = json_number(s, n);
+    for (int k = 0; k < 6 && lit < 0; k++)
+        if (n == strlen(lits[k]) && !memcmp(s, lits[k], n)) lit = k % 3;
+    if ((num || lit == 0 || lit == 1) && tc->tools && g->depth == 1 && tc->nbuf.n <= NAME_MAX_LEN) {
+        char key[NAME_MAX_LEN + 1] = "";
+        if (tc->nbuf.n) memcpy(key, tc->nbuf.p, tc->nbuf.n);
+        key[tc->nbuf.n] = 0;
+        int allow = schema_allows(tc, tc->calls[tc->cur].name.p, key);
+        if (!(allow & (num ? A_NUM : A_BOOL))) num = 0, lit = -1;
+    }
+    if (num) { emit_args(tc, s, n); return; }
+    if (lit >= 0) { emit_args(tc, lits[lit], strlen(lits[lit])); return; }
+    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+        json_error_t e;
+        json_t *j = json_loadb(s, n, JSON_DECODE_ANY, &e);
+        int str = json_is_string(j);
+        json_decref(j);
+        if (str) { emit_args(tc, s, n); return; }
+    }
+    if (n >= 2 && s[0] == '\'' && s[n - 1] == '\'') { s++; n -= 2; }
+    emit_json_string(tc, s, n);
+}
+
+/* The innermost object or array closes; the call ends with the outermost. */
+static void g4_close(pk_toolcall *tc) {
+    g4scan *g = &tc->g4;
+    emit_args(tc, g4_in_object(g) ? "}" : "]", 1);
+    g->mode = G_NEXT;
+    if (!--g->depth) call_end(tc, 1);
+}
+
+/* The call ends (its end marker, or the end of the text): what is open is
+ * completed - a key without a value gets null, a string its quote - and
+ * closed, so the arguments are JSON. */
+static void g4_finish(pk_toolcall *tc, int closed) {
+    g4scan *g = &tc->g4;
+    switch (g->mode) {
+    case G_KEY_BARE: case G_KEY_STR: case G_COLON: g4_key_out(tc); emit_args(tc, "null", 4); break;
+    case G_VALUE: if (g4_in_object(g)) emit_args(tc, "null", 4); break;
+    case G_STR: emit_args(tc, "\"", 1); break;
+    case G_SCALAR: g4_scalar_out(tc); break;
+    default: break;
+    }
+    for (; g->depth > 0; g->depth--) emit_args(tc, g4_in_object(g) ? "}" : "]", 1);
+    call_end(tc, closed);
+}
+
+/* One byte c of the arguments (quote: it starts <|"|>) in the scanner's
+ * mode: the bytes used (0: read again in the new mode). Text that breaks
+ * the syntax is read as the nearest thing that makes JSON: a key without
+ * ':' gets null, a missing comma is assumed, a closer closes the innermost
+ * one whichever it is. */
+static size_t g4_byte(pk_toolcall *tc, unsigned char c, int quote) {
+    g4scan *g = &tc->g4;
+    int obj = g4_in_object(g), closer = c == '}' || c == ']';
+    switch (g->mode) {
+    case G_KEY:
+        if (is_ws(c) || c == ',') return 1;
+        if (closer) { g4_close(tc); return 1; }
+        tc->nbuf.n = 0;
+        g->key_quoted = quote;
+        g->mode = quote ? G_KEY_STR : G_KEY_BARE;
+        return quote ? 5 : 0;
+    case G_KEY_BARE:
+        if (c == ':' || c == '=') { g4_key_out(tc); g->mode = G_VALUE; return 1; }
+        if (c == '{' || c == '[' || quote) { g4_key_out(tc); g->mode = G_VALUE; return 0; }
+        if (c == ',' || closer) { g4_key_out(tc); emit_args(tc, "null", 4); g->mode = G_NEXT; return 0; }
+        sb_put(&tc->nbuf, (const char *)&c, 1);
+        return 1;
+    case G_COLON:
+        if (is_ws(c)) return 1;
+        g4_key_out(tc);
+        if (c == ':' || c == '=') { g->mode = G_VALUE; return 1; }
+        emit_args(tc, "null", 4);
+        g->mode = G_NEXT;
+        return 0;
+    case G_VALUE:
+        if (is_ws(c)) return 1;
+        if (quote) {
+            if (!obj) g4_member(tc);
+            emit_args(tc, "\"", 1);
+            g->mode = G_STR;
+            return 5;
+        }
+        if ((c == '{' || c == '[') && g->depth < G4_DEPTH) {
+            if (!obj) g4_member(tc);
+            emit_args(tc, (const char *)&c, 1);
+            g->kind[g->depth] = c == '{' ? 'o' : 'a';
+            g->more[g->depth++] = 0;
+            g->mode = c == '{' ? G_KEY : G_VALUE;
+            return 1;
+        }
+        if (closer || c == ',') {
+            if (obj) { emit_args(tc, "null", 4); g->mode = G_NEXT; return 0; }
+            if (c == ',') return 1;   /* an element left out */
+            g4_close(tc);
+            return 1;
+        }
+        tc->vbuf.n = 0;
+        g->quote = c == '"' || c == '\'' ? c : 0;
+        g->esc = 0;
+        sb_put(&tc->vbuf, (const char *)&c, 1);
+        g->mode = G_SCALAR;
+        return 1;
+    case G_SCALAR:
+        if (g->quote) {
+            if (g->esc) g->esc = 0;
+            else if (c == '\\' && g->quote == '"') g->esc = 1;
+            else if (c == g->quote) g->quote = 0;
+        } else if (c == ',' || closer || quote) {
+            g4_scalar_out(tc);
+            g->mode = G_NEXT;
+            return 0;
+        }
+        sb_put(&tc->vbuf, (const char *)&c, 1);
+        return 1;
+    default:   /* G_NEXT */
+        if (is_ws(c)) return 1;
+        if (closer) { g4_close(tc); return 1; }
+        g->mode = obj ? G_KEY : G_VALUE;
+        return c == ',';   /* else a comma left out: c starts the next one */
+    }
+}
+
+static const char *const g4_marks[] = {G4_END, G4_QUOTE, NULL};
+
+/* The arguments: converted to JSON as they come; strings stream, keys and
+ * bare values go out when they end. The call ends at the '}' closing them
+ * (its <tool_call|> then goes as a closing marker), at <tool_call|> (what
+ * is open is closed), or with the text. A marker cut off at the end is
+ * dropped. */
+static int st_g4_body(pk_toolcall *tc, int final) {
+    g4scan *g = &tc->g4;
+    const char *p = tc->pend.p;
+    size_t n = tc->pend.n, i = 0;
+    while (tc->cur >= 0) {
+        if (g->mode == G_STR || g->mode == G_KEY_STR) {   /* text up to <|"|> */
+            size_t at = i + find_at(p + i, n - i, G4_QUOTE);
+            size_t k = at < n ? at : final ? n - partial_tail(p + i, n - i, G4_QUOTE)
+                     : i + utf8_cut(p + i, n - i - partial_tail(p + i, n - i, G4_QUOTE));
+            if (g->mode == G_STR) emit_escaped(tc, p + i, k - i);
+            else sb_put(&tc->nbuf, p + i, k - i);
+            i = k;
+            if (at < n) {
+                i += strlen(G4_QUOTE);
+                if (g->mode == G_STR) emit_args(tc, "\"", 1);
+                g->mode = g->mode == G_STR ? G_NEXT : G_COLON;
+                continue;
+            }
+            if (final) { i = n; g4_finish(tc, 0); }
+            break;
+        }
+        if (i == n) {
+            if (final) g4_finish(tc, 0);
+            break;
+        }
+        int w = -1, m = p[i] == '<' ? match_start(p + i, n - i, g4_marks, &w) : M_NONE;
+        if (m == M_PART) {
+            if (!final) break;
+            i = n;
+            g4_finish(tc, 0);
+            break;
+        }
+        if (m == M_FULL && w == 0) { g4_finish(tc, 1); break; }   /* <tool_call|> stays for st_after */
+        i += g4_byte(tc, (unsigned char)p[i], m == M_FULL);
+    }
+    take(tc, i);
+    return i > 0 || tc->cur < 0;
+}
+
 /* ---- after a call ----------------------------------------------------------------- */
 
 static const char *const after_tag[] = {"</tool_call>", NULL};
 static const char *const after_ds[] = {DS_CALL_END, DS_CALLS_END, NULL};
 static const char *const after_llama[] = {";", NULL};
-static const char *const *const after_marks[TC_COUNT] = {after_tag, after_tag, NULL, after_ds, after_llama};
+static const char *const after_g4[] = {G4_END, "<|tool_response>", NULL};
+static const char *const *const after_marks[TC_COUNT] = {after_tag, after_tag, NULL, after_ds, after_llama, after_g4};
 
 /* The call's (and the calls') closing markers go, with the white space
  * around them; white space before text stays with the text, before the end
@@ -1105,6 +1390,8 @@ static int step(pk_toolcall *tc, int final) {
     case S_DS_R1NAME: return st_ds_r1name(tc, final);
     case S_DS_FENCE: return st_ds_fence(tc, final);
     case S_RAW: return st_raw(tc, final);
+    case S_G4_HEAD: return st_g4_head(tc, final);
+    case S_G4_BODY: return st_g4_body(tc, final);
     default: return st_after(tc, final);
     }
 }

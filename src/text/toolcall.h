@@ -8,8 +8,8 @@
 
 #include "pocket.h"
 
-enum { TC_QWEN3CODER, TC_HERMES, TC_HARMONY, TC_DEEPSEEK, TC_LLAMA3, TC_COUNT };
-#define TC_KNOWN "qwen3coder, hermes, harmony, deepseek, llama3"
+enum { TC_QWEN3CODER, TC_HERMES, TC_HARMONY, TC_DEEPSEEK, TC_LLAMA3, TC_GEMMA4, TC_COUNT };
+#define TC_KNOWN "qwen3coder, hermes, harmony, deepseek, llama3, gemma4"
 
 /* The format named name ("qwen3coder", ...), or -1. */
 int pk_toolcall_format(const char *name);

@@ -14,6 +14,10 @@
  *   harmony     <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS
  *               (one call: <|call|> ends the generation, an end-of-generation
  *               token the grammar allows once complete)
+ *   gemma4      <|tool_call>call:NAME{key:VALUE,...}<tool_call|>, calls one after
+ *               the other; the arguments in Gemma-4's syntax (PK_SCHEMA_GEMMA4):
+ *               strings between <|"|> markers, any text without <|"|> or the
+ *               reasoning splitter's <|channel>, <channel|>
  *
  * Reasoning: with PK_TOOLCALL_MAY_THINK the grammar lets the model think
  * first (<think>...</think>, harmony's analysis message), with
@@ -382,6 +386,44 @@ static void qwen_params(tcg *G, json_t *params, const char *name, const char *fn
     free(body.p);
 }
 
+/* ---- gemma4 arguments -------------------------------------------------------------- */
+
+/* The parameters schema as an object's (new reference): Gemma-4 writes
+ * the arguments as {...} after the name, and the parser reads nothing
+ * else as a call. No "type" becomes "object"; another type, a top-level
+ * choice (anyOf, oneOf, $ref, enum, const) or nullable are refused. */
+static json_t *g4_object(tcg *G, json_t *params, const char *fname) {
+    if (json_is_true(params)) return json_pack("{s:s}", "type", "object");
+    if (!json_is_object(params)) {
+        fail(G, PK_ERR_ARG, "tools: function '%.64s': 'parameters' is not a JSON schema object", fname);
+        return NULL;
+    }
+    static const char *const choice[] = {"anyOf", "oneOf", "$ref", "enum", "const", NULL};
+    for (int k = 0; choice[k]; k++)
+        if (json_object_get(params, choice[k])) {
+            fail(G, PK_ERR_ARG, "tools: function '%.64s': '%s' at the top of 'parameters' is not supported for "
+                                "gemma4 (the arguments are an object)", fname, choice[k]);
+            return NULL;
+        }
+    json_t *type = json_object_get(params, "type"), *copy = json_copy(params);
+    int is_obj = !type || (json_is_string(type) && !strcmp(json_string_value(type), "object"));
+    size_t i;
+    json_t *t;
+    json_array_foreach(type, i, t) is_obj |= json_is_string(t) && !strcmp(json_string_value(t), "object");
+    if (!is_obj) {
+        json_decref(copy);
+        fail(G, PK_ERR_ARG, "tools: function '%.64s': 'parameters' must be an object schema for gemma4", fname);
+        return NULL;
+    }
+    if (!copy || json_object_set_new(copy, "type", json_string("object"))) {
+        json_decref(copy);
+        fail(G, PK_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    json_object_del(copy, "nullable");
+    return copy;
+}
+
 /* ---- the grammar ----------------------------------------------------------------- */
 
 /* call-i ::= one call of function f in the format. */
@@ -411,12 +453,21 @@ static void write_call(tcg *G, int i, json_t *f) {
         quote(&G->out, name);
         sb_printf(&G->out, " \"" DS_SEP "\" %s \"" DS_CALL_END "\"\n", args);
         break;
+    case TC_GEMMA4:
+        sb_str(&G->out, "\"<|tool_call>call:\" ");
+        quote(&G->out, name);
+        sb_printf(&G->out, " %s \"<tool_call|>\"\n", args);
+        break;
     default:   /* harmony */
         sb_str(&G->out, "\"<|channel|>commentary to=functions.\" ");
         quote(&G->out, name);
         sb_printf(&G->out, " \" <|constrain|>json<|message|>\" %s\n", args);
     }
-    if (G->fmt != TC_QWEN3CODER && !G->failed) {
+    if (G->fmt == TC_GEMMA4 && !G->failed) {
+        json_t *obj = g4_object(G, params ? params : empty, name);
+        if (obj) schema_rules(G, obj, args, (G->flags & PK_SCHEMA_LENIENT) | PK_SCHEMA_GEMMA4, name, NULL);
+        json_decref(obj);
+    } else if (G->fmt != TC_QWEN3CODER && !G->failed) {
         int raw_ends = G->fmt == TC_DEEPSEEK || G->fmt == TC_HARMONY;
         schema_rules(G, params ? params : empty, args, (G->flags & PK_SCHEMA_LENIENT) | (raw_ends ? PK_SCHEMA_NO_LT : 0),
                      name, NULL);
@@ -427,6 +478,14 @@ static void write_call(tcg *G, int i, json_t *f) {
 /* What comes before the calls: the reasoning the flags allow. */
 static void write_reasoning(tcg *G) {
     int may = G->flags & PK_TOOLCALL_MAY_THINK, in = G->flags & PK_TOOLCALL_THINKING;
+    if (G->fmt == TC_GEMMA4) {   /* its thought channel */
+        static const char *const close[] = {"<channel|>", NULL};
+        if (in) sb_str(&G->out, "pre ::= think-0 \"<channel|>\"\n");
+        else if (may) sb_str(&G->out, "pre ::= (\"<|channel>thought\" think-0 \"<channel|>\")?\n");
+        else sb_str(&G->out, "pre ::= \"\"\n");
+        if (may || in) free_text(G, "think", close, 0);
+        return;
+    }
     if (G->fmt == TC_HARMONY) {
         static const char *const marks[] = {"<|", NULL};
         sb_str(&G->out, may || in ? "pre ::= (\"<|channel|>analysis<|message|>\" think-0 \"<|end|><|start|>assistant\")?\n"
@@ -466,9 +525,10 @@ int pk_toolcall_grammar(const char *format, const char *tools_json, size_t len, 
         const char *name = json_string_value(json_object_get(f, "name"));
         if (!json_is_object(t)) { fail(&G, PK_ERR_ARG, "tools[%zu]: not an object", i); break; }
         if (!name) { fail(&G, PK_ERR_ARG, "tools[%zu]: a function without a name", i); break; }
-        /* harmony's parser takes to=assistant for a message, deepseek's "function" for V3's form */
+        /* harmony's parser takes to=assistant for a message, deepseek's "function" for V3's form,
+           gemma4's name ends at '{' */
         if (!name_writable(name) || (fmt == TC_HARMONY && !strcmp(name, "assistant")) ||
-            (fmt == TC_DEEPSEEK && !strcmp(name, "function"))) {
+            (fmt == TC_DEEPSEEK && !strcmp(name, "function")) || (fmt == TC_GEMMA4 && strchr(name, '{'))) {
             fail(&G, PK_ERR_ARG, "tools[%zu]: function name '%.64s' cannot be written in a tool call "
                                  "(1 to 256 bytes, no spaces, quotes, backslashes or angle brackets)", i, name);
             break;
@@ -490,8 +550,12 @@ int pk_toolcall_grammar(const char *format, const char *tools_json, size_t len, 
         }
         sb_put(&G.out, "\n", 1);
         write_reasoning(&G);
+        if (fmt == TC_GEMMA4) {   /* the text of its strings (PK_SCHEMA_GEMMA4) */
+            static const char *const marks[] = {"<|\"|>", "<|channel>", "<channel|>", NULL};
+            free_text(&G, PK_SCHEMA_GEMMA4_TEXT, marks, 0);
+        }
         int one = (flags & PK_TOOLCALL_ONE_CALL) || fmt == TC_HARMONY;
-        const char *sep = fmt == TC_LLAMA3 ? "\"; \"" : fmt == TC_DEEPSEEK ? "" : "\"\\n\"";
+        const char *sep = fmt == TC_LLAMA3 ? "\"; \"" : fmt == TC_DEEPSEEK || fmt == TC_GEMMA4 ? "" : "\"\\n\"";
         if (fmt == TC_DEEPSEEK) sb_str(&G.out, "root ::= pre \"" DS_CALLS_BEGIN "\" call");
         else sb_str(&G.out, "root ::= pre call");
         if (!one) sb_printf(&G.out, " (%s call)*", sep);

@@ -9,8 +9,12 @@ the assistant's turn that makes the calls. What the second adds to the
 first is what the model is trained to generate; less its end-of-turn
 marker and a leading reasoning block (pk_chat_reasoning's part), it is
 fed to TOOL parse with the tools' schema, which must give back the calls
-(names, arguments equal as JSON) and no content. Gemma-4's template, whose
-format pocket does not parse, must be detected as none.
+(names, arguments equal as JSON) and no content. Every template must be
+detected. Gemma-4's (format gemma4: its own argument syntax, strings
+between <|"|> markers, None for null) also gets FORMAT_CONVERSATIONS:
+awkward strings (quotes, braces, newlines, Unicode, look-alikes of its
+markers), numbers Python prints in its own way (1e-05, 1e+20, big
+integers), nested values, keys dictsort reorders.
 Prints one line per template and conversation; exit status 1 on any
 failure."""
 import datetime
@@ -42,9 +46,32 @@ CONVERSATIONS = [
     ("two calls", [("get_weather", {"location": "Oslo"}), ("get_time", {})]),
 ]
 
+# values a format writes in a syntax of its own: they must come back the same
+FORMAT_CONVERSATIONS = {
+    "gemma4": [
+        ("strings", [("write_file", {
+            "path": 'quotes " and \' and \\ back', "content": "{braces} [brackets] a:b, c=d\n\tnew line\r\n",
+            "mode": "<|'|> <|\" \"|> \"|> <| <tool_call|> <|tool_call>call:x{} <|tool_response> </tool_call>"}),
+            ("get_weather", {"location": "naïve 日本 😀 Ω", "days": 0})]),
+        ("look-alikes of values", [("write_file", {
+            "path": "None", "content": "true", "mode": "123", "overwrite": False, "ratio": -0.5,
+            "options": {"empty": "", "space": " ", "null-ish": "null", "nested": "{a:1}"}})]),
+        ("numbers and nesting", [("write_file", {
+            "ratio": 1e-05, "options": {
+                "big": 12345678901234567890, "tiny": 2.5e-07, "huge": 1e+20, "neg": -7, "zero": 0, "float": 3.25,
+                "Zed": [1, [2, [3, {"deep": None, "flag": True}]], [], {}], "alpha": {"B": {"a": [None, False, "x"]}},
+                "key with spaces": 1, "ключ": "значение"}})]),
+        ("three calls", [("get_time", {}), ("get_weather", {"location": "Lima", "days": 14}),
+                         ("write_file", {"path": "a", "content": "", "options": {"list": [["x"], ["y", {"z": []}]]}})]),
+    ],
+}
+
 # templates that render only one call per assistant turn
 ONE_CALL = ("meta-llama-Llama-3.1-8B-Instruct.jinja", "openai-gpt-oss-120b.jinja")
-END_MARKERS = ("<|im_end|>\n", "<|eot_id|>", "<｜tool▁calls▁end｜><｜end▁of▁sentence｜>", "<|end|>")
+END_MARKERS = ("<|im_end|>\n", "<|eot_id|>", "<｜tool▁calls▁end｜><｜end▁of▁sentence｜>", "<|end|>", "<|tool_response>")
+# what a generation prompt may end with that the rendered turn does not
+# repeat: Gemma-4's empty thought channel (thinking off)
+PROMPT_TAILS = ("<|channel>thought\n<channel|>",)
 
 
 def environment():
@@ -71,6 +98,9 @@ def generated(template, calls):
     kw = dict(tools=TOOLS, bos_token="<s>", eos_token="</s>")
     prompt = template.render(messages=base, add_generation_prompt=True, **kw)
     full = template.render(messages=base + [turn], add_generation_prompt=False, **kw)
+    for tail in PROMPT_TAILS:
+        if not full.startswith(prompt) and prompt.endswith(tail):
+            prompt = prompt[:-len(tail)]
     if not full.startswith(prompt):
         raise ValueError("the rendered turn does not start with the generation prompt")
     text = full[len(prompt):]
@@ -94,12 +124,11 @@ def main():
         path = os.path.join(tdir, name)
         fmt = subprocess.run([tool, "detect", path], capture_output=True, text=True, check=True).stdout.strip()
         if fmt == "none":
-            ok = "gemma" in name
-            print("%s %s: no tool-call format detected" % ("ok  " if ok else "FAIL", name))
-            fails += not ok
+            print("FAIL %s: no tool-call format detected" % name)
+            fails += 1
             continue
         template = environment().from_string(open(path, encoding="utf-8").read())
-        for label, calls in CONVERSATIONS:
+        for label, calls in CONVERSATIONS + FORMAT_CONVERSATIONS.get(fmt, []):
             if len(calls) > 1 and name in ONE_CALL:
                 continue
             runs += 1
@@ -120,7 +149,7 @@ def main():
                 print("    generated: %r" % text)
                 print("    parsed:    %s" % out.decode().strip())
     os.unlink(tools_path)
-    if runs < 15:
+    if runs < 20:
         print("FAIL only %d template conversations ran" % runs)
         fails += 1
     print("toolcall_templates: %d conversations, %d failures" % (runs, fails))

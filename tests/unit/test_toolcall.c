@@ -202,6 +202,8 @@ typedef struct tcase {
 
 #define XML_CALL(name, body) "<tool_call>\n<function=" name ">\n" body "</function>\n</tool_call>"
 #define XML_PARAM(name, value) "<parameter=" name ">\n" value "\n</parameter>\n"
+#define G4(name, body) "<|tool_call>call:" name "{" body "}<tool_call|>"
+#define Q "<|\"|>"
 
 static const char *const schema =
     "[{\"type\": \"function\", \"function\": {\"name\": \"t\", \"parameters\": {\"type\": \"object\", \"properties\": {"
@@ -359,8 +361,69 @@ static const tcase cases[] = {
     {.fmt = "llama3", .text = "{\"name\": \"f\", \"parameters\": {}}\nDone.",
      .content = "\nDone.", .n = 1, .calls = {{"f", "{}"}}},
     {.fmt = "llama3", .text = "\n{ not json }", .content = "\n{ not json }", .n = 0},
+    /* gemma4: keys bare, strings between <|"|>, Python's None/True too; the arguments become JSON */
+    {.fmt = "gemma4", .text = G4("get_weather", "days:3,location:" Q "Paris" Q), .content = "", .n = 1,
+     .calls = {{"get_weather", "{\"days\": 3, \"location\": \"Paris\"}"}}},
+    {.fmt = "gemma4", .text = "Let me check.\n\n" G4("a", "x:1") G4("b", "") "<|tool_response>", .content = "Let me check.",
+     .n = 2, .calls = {{"a", "{\"x\": 1}"}, {"b", "{}"}}},
+    {.fmt = "gemma4", .text = G4("w", "code:" Q "print(\"hi\")\n\t{x}, [y]: z <|'|> <|\" \"|> <tool_call|> \\ naïve 日本" Q),
+     .content = "", .n = 1,
+     .calls = {{"w", "{\"code\": \"print(\\\"hi\\\")\\n\\t{x}, [y]: z <|'|> <|\\\" \\\"|> <tool_call|> \\\\ naïve 日本\"}"}}},
+    {.fmt = "gemma4",
+     .text = G4("v", "a:-1.5e3,b:true,c:None,d:True,e:False,f:null,g:{k:[1," Q "x" Q ",{}],l:[]},h:2.5e-07,i:01,"
+                     "j:3 apples,k:\"q,r\",l:'s',m:inf,n:" Q Q ",o:1e+20"),
+     .content = "", .n = 1,
+     .calls = {{"v", "{\"a\": -1.5e3, \"b\": true, \"c\": null, \"d\": true, \"e\": false, \"f\": null, "
+                     "\"g\": {\"k\": [1, \"x\", {}], \"l\": []}, \"h\": 2.5e-07, \"i\": \"01\", \"j\": \"3 apples\", "
+                     "\"k\": \"q,r\", \"l\": \"s\", \"m\": \"inf\", \"n\": \"\", \"o\": 1e+20}"}}},
+    /* the tools' schema: a string parameter stays a string */
+    {.fmt = "gemma4", .text = G4("t", "count:7,either:12,flag:true,id:123,other:false") G4("u", "s:5"), .content = "", .n = 2,
+     .calls = {{"t", "{\"count\": 7, \"either\": 12, \"flag\": true, \"id\": \"123\", \"other\": false}"}, {"u", "{\"s\": \"5\"}"}},
+     .tools = schema},
+    /* cut off: what is open is closed */
+    {.fmt = "gemma4", .text = "<|tool_call>call:f{a:" Q "hel", .content = "", .n = 1, .calls = {{"f", "{\"a\": \"hel\"}"}},
+     .closed = "0"},
+    {.fmt = "gemma4", .text = "<|tool_call>call:f{a:[1,{b:", .content = "", .n = 1,
+     .calls = {{"f", "{\"a\": [1, {\"b\": null}]}"}}, .closed = "0"},
+    {.fmt = "gemma4", .text = "<|tool_call>call:f{a:1<tool_ca", .content = "", .n = 1, .calls = {{"f", "{\"a\": 1}"}},
+     .closed = "0"},
+    {.fmt = "gemma4", .text = "<|tool_call>call:f{a:" Q "x<|\"", .content = "", .n = 1, .calls = {{"f", "{\"a\": \"x\"}"}},
+     .closed = "0"},
+    {.fmt = "gemma4", .text = "<|tool_call>call:f{a:[1,2<tool_call|>after", .content = "after", .n = 1,
+     .calls = {{"f", "{\"a\": [1, 2]}"}}},
+    /* not calls */
+    {.fmt = "gemma4", .text = "<|tool_call>call:{a:1}<tool_call|>", .content = "<|tool_call>call:{a:1}<tool_call|>", .n = 0},
+    {.fmt = "gemma4", .text = "<|tool_call>call:f\nx{}", .content = "<|tool_call>call:f\nx{}", .n = 0},
+    {.fmt = "gemma4", .text = "<|tool_call>", .content = "<|tool_call>", .n = 0},
+    {.fmt = "gemma4", .text = "<|tool_call>call:get_wea", .content = "<|tool_call>call:get_wea", .n = 0},
+    {.fmt = "gemma4", .text = "<|tool_call>" G4("f", ""), .content = "<|tool_call>", .n = 1, .calls = {{"f", "{}"}}},
+    /* what models get wrong */
+    {.fmt = "gemma4", .text = G4("f", "a:1 b:2,c," Q "e" Q ":,g:" Q "x" Q " h:2"), .content = "", .n = 1,
+     .calls = {{"f", "{\"a\": \"1 b:2\", \"c\": null, \"e\": null, \"g\": \"x\", \"h\": 2}"}}},
+    {.fmt = "gemma4", .text = G4("f", "\"a\": \"x, y\", 'b': 'z', " Q "c:d" Q ":1,e=" Q "w" Q ",x\"y:[]"), .content = "", .n = 1,
+     .calls = {{"f", "{\"a\": \"x, y\", \"b\": \"z\", \"c:d\": 1, \"e\": \"w\", \"x\\\"y\": []}"}}},
+    {.fmt = "gemma4", .text = "<|tool_call> call: f { a : 1 , b : [ 1 , 2 ] } <tool_call|> ", .content = "", .n = 1,
+     .calls = {{"f", "{\"a\": 1, \"b\": [1, 2]}"}}},
+    {.fmt = "gemma4", .text = "<|tool_call>get_time{a:[1}}<tool_call|>", .content = "", .n = 1,
+     .calls = {{"get_time", "{\"a\": [1]}"}}},
+    {.fmt = "gemma4", .text = "<|tool_call>call:f{}done", .content = "done", .n = 1, .calls = {{"f", "{}"}}},
+    {.fmt = "gemma4", .text = "<|tool_call>call:f{a:{b:[,1,,]},c:,d:}", .content = "", .n = 1,
+     .calls = {{"f", "{\"a\": {\"b\": [1]}, \"c\": null, \"d\": null}"}}},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
+
+/* Whether every call of r has a JSON object for arguments (checked). */
+static int args_are_json(const char *label, const result *r) {
+    int ok = 1;
+    for (int i = 0; i < r->n && i < MAXC; i++) {
+        json_error_t e;
+        json_t *j = json_loads(r->args[i], JSON_DECODE_INT_AS_REAL, &e);
+        TEST_CHECK(json_is_object(j), "%s: call %d's arguments are not a JSON object: [%s]", label, i, r->args[i]);
+        ok &= json_is_object(j);
+        json_decref(j);
+    }
+    return ok;
+}
 
 static void check_case(int k, const tcase *c) {
     char label[64];
@@ -387,22 +450,17 @@ static void check_case(int k, const tcase *c) {
         for (int j = 0; j < i; j++) good = good && strcmp(r.id[i], r.id[j]);
         TEST_CHECK(good, "%s: call %d has id [%s]", label, i, r.id[i]);
     }
-    /* the XML bodies' arguments are JSON (pocket writes them) */
-    if (!strcmp(c->fmt, "qwen3coder") && strstr(c->text, "<function="))
-        for (int i = 0; i < r.n && i < MAXC; i++) {
-            json_error_t e;
-            json_t *j = json_loads(r.args[i], 0, &e);
-            TEST_CHECK(json_is_object(j), "%s: call %d's arguments are not a JSON object: [%s]", label, i, r.args[i]);
-            json_decref(j);
-        }
+    /* the XML bodies' and gemma4's arguments are JSON (pocket writes them) */
+    int writes_json = (!strcmp(c->fmt, "qwen3coder") && strstr(c->text, "<function=")) || !strcmp(c->fmt, "gemma4");
+    if (writes_json) args_are_json(label, &r);
     result_free(&r);
-    /* every prefix: a generation cut off anywhere */
+    /* every prefix: a generation cut off anywhere (gemma4: still JSON, for UTF-8 text) */
     int bad = 0;
     for (size_t l = 0; l < n && !bad; l++) {
         char pl[128];
         snprintf(pl, sizeof pl, "%s cut to %zu bytes", label, l);
         result p = check_splits(pl, c->fmt, c->tools, c->text, l, 0);
-        bad = p.err[0] != 0;
+        bad = p.err[0] != 0 || (!strcmp(c->fmt, "gemma4") && utf8_valid(c->text, l) && !args_are_json(pl, &p));
         result_free(&p);
     }
 }
@@ -437,6 +495,19 @@ static void test_bounds(void) {
     strcpy(t + 2001, call);
     result r = check_splits("2000 spaces before a call", "qwen3coder", NULL, t, strlen(t), 0);
     TEST_CHECK(r.clen == 977 && r.n == 1, "2000 spaces before a call: %zu bytes of content, %d calls", r.clen, r.n);
+    result_free(&r);
+    free(t);
+
+    /* gemma4: nesting deeper than the scanner follows (128) goes on as a
+       bare value; the arguments stay JSON */
+    t = malloc(600);
+    n = (size_t)sprintf(t, "<|tool_call>call:f{a:");
+    memset(t + n, '[', 200);
+    t[n + 200] = '1';
+    memset(t + n + 201, ']', 200);
+    strcpy(t + n + 401, "}<tool_call|>");
+    r = check_splits("gemma4 nested 200 deep", "gemma4", NULL, t, strlen(t), 0);
+    TEST_CHECK(r.n == 1 && args_are_json("gemma4 nested 200 deep", &r), "gemma4 nested 200 deep: %d calls", r.n);
     result_free(&r);
     free(t);
 
@@ -524,8 +595,8 @@ static void test_detect(void) {
         /* Llama-3.1 */
         {"{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' -}}{{- \"<|python_tag|>\" + tool_call.name }}", "llama3"},
         {"{{- '<|start_header_id|>' }}{{- '{\"name\": \"' + tool_call.name + '\", ' }}{{- '\"parameters\": ' }}", "llama3"},
-        /* Gemma-4 (not parsed), plain ChatML */
-        {"{{- '<|tool_call>call:' + function['name'] + '{' -}}", NULL},
+        /* Gemma-4; plain ChatML */
+        {"{{- '<|tool_call>call:' + function['name'] + '{' -}}", "gemma4"},
         {"{{ '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' }}", NULL},
     };
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {

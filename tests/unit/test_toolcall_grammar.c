@@ -38,8 +38,8 @@ static const char tools[] =
     "\"flag\": {\"const\": \"on\"}, \"ids\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}}, "
     "\"required\": [\"note\", \"level\"], \"$defs\": {\"Level\": {\"type\": \"string\", \"enum\": [\"low\", \"high\"]}}}}]";
 
-static const char *const formats[] = {"qwen3coder", "hermes", "harmony", "deepseek", "llama3"};
-#define N_FORMATS 5
+static const char *const formats[] = {"qwen3coder", "hermes", "harmony", "deepseek", "llama3", "gemma4"};
+#define N_FORMATS 6
 
 static json_t *tools_j;
 
@@ -92,14 +92,16 @@ static char *exponents_zero(const char *s, size_t n, size_t *out_n) {
 static const char *read_back(const char *fmt, const char *choice, int flags, const char *text, size_t n) {
     static char why[512];
     pk_error err = {0};
-    int harmony = !strcmp(fmt, "harmony");
+    int harmony = !strcmp(fmt, "harmony"), gemma = !strcmp(fmt, "gemma4");
     const char *answer = text;
     size_t an = n;
     pk_chat_reasoning *r = NULL;
-    if (!harmony && (flags & (PK_TOOLCALL_MAY_THINK | PK_TOOLCALL_THINKING))) {
-        /* the reasoning splitter first; a prompt that opened <think> is fed it too */
-        if (pk_chat_reasoning_new("chatml", &r, &err)) { snprintf(why, sizeof why, "%.400s", err.msg); return why; }
-        if (flags & PK_TOOLCALL_THINKING) pk_chat_reasoning_feed(r, "<think>", 7, 0);
+    if (!harmony && (gemma || (flags & (PK_TOOLCALL_MAY_THINK | PK_TOOLCALL_THINKING)))) {
+        /* the reasoning splitter first (Gemma-4's always: it takes its markers
+           anywhere); a prompt that opened the reasoning is fed its opening too */
+        const char *open = gemma ? "<|channel>thought" : "<think>";
+        if (pk_chat_reasoning_new(gemma ? "gemma4" : "chatml", &r, &err)) { snprintf(why, sizeof why, "%.400s", err.msg); return why; }
+        if (flags & PK_TOOLCALL_THINKING) pk_chat_reasoning_feed(r, open, strlen(open), 0);
         pk_chat_reasoning_feed(r, text, n, 1);
         answer = pk_chat_reasoning_content(r, &an);
     }
@@ -344,12 +346,13 @@ static void test_special_tokens(void) {
 
 /* ---- what the grammar refuses ------------------------------------------------------ */
 
-/* "+text" complete, "-text" refused, under the grammar of fmt, choice. */
-static void expect_texts(const char *fmt, const char *choice, const char *const *cases) {
+/* "+text" complete, "-text" refused, under the grammar of fmt, choice
+ * for the tools tl. */
+static void expect_texts_in(const char *tl, const char *fmt, const char *choice, const char *const *cases) {
     pk_error err = {0};
     char *gbnf = NULL;
     pk_grammar *g = NULL;
-    if (pk_toolcall_grammar(fmt, tools, sizeof tools - 1, choice, PK_TOOLCALL_ONE_CALL, &gbnf, &err) ||
+    if (pk_toolcall_grammar(fmt, tl, strlen(tl), choice, PK_TOOLCALL_ONE_CALL, &gbnf, &err) ||
         pk_grammar_new(NULL, gbnf, NULL, &g, &err)) {
         TEST_CHECK(0, "%s: %s", fmt, err.msg);
     } else {
@@ -360,6 +363,10 @@ static void expect_texts(const char *fmt, const char *choice, const char *const 
     }
     pk_grammar_free(g);
     free(gbnf);
+}
+
+static void expect_texts(const char *fmt, const char *choice, const char *const *cases) {
+    expect_texts_in(tools, fmt, choice, cases);
 }
 
 static void test_texts(void) {
@@ -387,6 +394,33 @@ static void test_texts(void) {
         "-<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
         NULL};
     expect_texts("hermes", "get_weather", hermes);
+#define G4W(body) "<|tool_call>call:get_weather{" body "}<tool_call|>"
+#define Q "<|\"|>"
+    static const char *const gemma[] = {
+        "+" G4W("city:" Q "Paris" Q), "+" G4W("city:" Q Q), "+" G4W("city:" Q "x<" Q),
+        "+" G4W("city:" Q "a \"quoted\" {x}, [y]: <|'|> <tool_call|> <|tool_call>\nnaïve" Q ",days:14,unit:" Q "celsius" Q),
+        "-" G4W("city:" Q "a<|channel>b" Q), "-" G4W("city:" Q "a<channel|>b" Q),
+        "-" G4W("unit:" Q "celsius" Q ",city:" Q "X" Q),   /* not in the template's (dictsort's) order */
+        "-" G4W("city:" Q "X" Q ",days:15"), "-" G4W("city:" Q "X" Q ",unit:" Q "kelvin" Q),
+        "-" G4W("days:3"),                                  /* city is required */
+        "-" G4W("city:\"Paris\""), "-" G4W("city: " Q "X" Q), "-" G4W("\"city\":" Q "X" Q),
+        NULL};
+    expect_texts("gemma4", "get_weather", gemma);
+    /* keys that cannot be bare go between <|"|>; dictsort's order; a bounded string has no '<' */
+    static const char keyed[] = "[{\"name\": \"k\", \"parameters\": {\"type\": \"object\", \"properties\": {"
+                                "\"a:b\": {\"type\": \"integer\"}, \"Zed\": {\"type\": \"boolean\"}, "
+                                "\"alpha\": {\"type\": \"string\", \"maxLength\": 3}, \"n\": {\"type\": \"null\"}}, "
+                                "\"required\": [\"a:b\", \"Zed\", \"alpha\"]}}]";
+#define G4K(body) "<|tool_call>call:k{" body "}<tool_call|>"
+    static const char *const gkeys[] = {
+        "+" G4K(Q "a:b" Q ":1,alpha:" Q "ab" Q ",Zed:true"), "+" G4K(Q "a:b" Q ":-3,alpha:" Q Q ",n:null,Zed:false"),
+        "-" G4K("a:b:1,alpha:" Q "ab" Q ",Zed:true"), "-" G4K(Q "a:b" Q ":1,alpha:" Q "a<" Q ",Zed:true"),
+        "-" G4K(Q "a:b" Q ":1,alpha:" Q "abcd" Q ",Zed:true"), "-" G4K(Q "a:b" Q ":1,Zed:true,alpha:" Q "ab" Q),
+        NULL};
+    expect_texts_in(keyed, "gemma4", "k", gkeys);
+#undef G4K
+#undef G4W
+#undef Q
 #undef QW
 }
 
@@ -427,6 +461,17 @@ static void test_errors(void) {
     expect_err("qwen3coder", "[{\"name\": \"f\", \"parameters\": {\"properties\": {\"a>b\": {}}}}]", "f", 0,
                "parameter name 'a>b'");
     expect_err("hermes", "[{\"name\": \"f\", \"parameters\": {\"required\": [\"x\"]}}]", "f", 0, "json_schema");
+    /* gemma4: the arguments are an object, written in its syntax */
+    expect_err("gemma4", "[{\"name\": \"f\", \"parameters\": {\"type\": \"string\"}}]", "f", 0, "must be an object schema");
+    expect_err("gemma4", "[{\"name\": \"f\", \"parameters\": {\"anyOf\": [{\"type\": \"object\"}]}}]", "f", 0,
+               "'anyOf' at the top of 'parameters'");
+    expect_err("gemma4", "[{\"name\": \"f{\"}]", "required", 0, "cannot be written");
+    expect_err("gemma4", "[{\"name\": \"f\", \"parameters\": {\"properties\": {\"s\": {\"enum\": [\"a<|\\\"|>b\"]}}}}]", "f", 0,
+               "no value of 'enum' at /properties/s can be written");
+    expect_err("gemma4", "[{\"name\": \"f\", \"parameters\": {\"properties\": {\"s\": {\"const\": \"<|channel>\"}}}}]", "f", 0,
+               "'const' at /properties/s cannot be written");
+    expect_err("gemma4", "[{\"name\": \"f\", \"parameters\": {\"properties\": {\"a<b\": {}}}}]", "f", 0,
+               "property name 'a<b'");
 }
 
 int main(void) {

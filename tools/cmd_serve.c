@@ -1387,11 +1387,15 @@ static int request_tools(const json_t *root, job *j, api_error *e) {
  * generated token, it holds the reasoning too: inside a <think> the prompt
  * opened (unless a reasoning budget closes it first: then the call comes at
  * once), or an optional one first when the template knows <think> or the
- * format is harmony's. -1 with e filled (a schema the converter refuses: 400). */
-static int tool_grammar(const job *j, char **gbnf, api_error *e) {
+ * format is harmony's, or gemma4's with a prompt (prompt) that leaves the
+ * thought channel to the model (thinking on: no empty one closes it).
+ * -1 with e filled (a schema the converter refuses: 400). */
+static int tool_grammar(const job *j, const char *prompt, char **gbnf, api_error *e) {
     int flags = PK_SCHEMA_LENIENT | (j->one_call ? PK_TOOLCALL_ONE_CALL : 0);
+    size_t pl = strlen(prompt);
     if (j->think_open) flags |= j->reasoning_budget < 0 ? PK_TOOLCALL_THINKING : 0;
     else if (!strcmp(j->toolfmt, "harmony") ||
+             (!strcmp(j->toolfmt, "gemma4") && (pl < 10 || strcmp(prompt + pl - 10, "<channel|>"))) ||
              (S.template_text && memmem(S.template_text, S.template_len, "<think>", 7)))
         flags |= PK_TOOLCALL_MAY_THINK;
     pk_error err = {0};
@@ -1600,7 +1604,7 @@ static job *parse_request(const json_t *root, int chat, int index, api_error *e)
         FAIL_BAD(gparam, "'%s' cannot be given with a tool_choice that forces a call (one grammar at a time)", gparam);
     if (gbnf) forcing = 0;
     if (forcing) {
-        CHECK(tool_grammar(j, &gbnf, e));
+        CHECK(tool_grammar(j, prompt_text, &gbnf, e));
         gparam = "tools";
     }
     if (gbnf) CHECK(!(j->grammar = grammar_acquire(gbnf, gparam, e)));

@@ -1,12 +1,15 @@
 #!/bin/sh
 # What agents need of `pocket serve` end to end (tests/cli/serve/agents.mjs,
 # through the official `openai` npm client), on loopback, with a Jinja chat
-# template given by --chat-template-file, on two models:
+# template given by --chat-template-file, on three models:
 #   - the bundled model with Qwen3's template (tool calls in the hermes
 #     format), 200 constrained generations (json_schema, n = 4 a request)
 #   - the qwen35moe llama.cpp fixture (tests/lib/fixtures.sh) with Qwen3.5's
 #     template (tool calls in the qwen3coder format; enable_thinking false
 #     through chat_template_kwargs, and the thinking budget with it on)
+#   - the gemma4 llama.cpp fixture with Gemma-4's template (tool calls in
+#     its own gemma4 format, its thought channel), 200 calls forced by
+#     tool_choice "required" (the others: 8)
 # /apply-template is compared with `pocket template` on the same
 # conversation; OpenAI's Responses API (tests/cli/serve/responses.mjs) runs
 # on the first server. Needs node + npm (openai goes to $BUILD/tmp/node).
@@ -24,6 +27,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 need_npm openai@7
 deltanet=$(fixture_model qwen35moe) || fail "no qwen35moe fixture"
+gemma4=$(fixture_model gemma4) || fail "no gemma4 fixture"
 
 # the conversation of /apply-template: tool calls with object arguments, tool
 # results, and the generation prompt (the server always adds it)
@@ -37,12 +41,15 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 fails=0
-for m in kjv deltanet; do
+for m in kjv deltanet gemma4; do
+    markers=chatml
     case $m in
     kjv) model=models/kjv-moe-f16.gguf; tmpl=tests/data/templates/Qwen-Qwen3-0.6B.jinja; format=hermes
-         kwargs='{}'; think=0; nschema=200; quant=F16 ;;
+         kwargs='{}'; think=0; nschema=200; ntools=8; quant=F16 ;;
     deltanet) model=$deltanet; tmpl=tests/data/templates/Qwen3.5-4B.jinja; format=qwen3coder
-         kwargs='{"enable_thinking": false}'; think=1; nschema=8; quant=F32 ;;
+         kwargs='{"enable_thinking": false}'; think=1; nschema=8; ntools=8; quant=F32 ;;
+    gemma4) model=$gemma4; tmpl=tests/data/templates/google-gemma-4-31B-it.jinja; format=gemma4; markers=gemma4
+         kwargs='{}'; think=0; nschema=8; ntools=200; quant=F32 ;;
     esac
     "$P" template -m "$model" --chat-template-file "$tmpl" "$conv" >"$tmp/$m.want" 2>"$tmp/$m.template.err" ||
         { cat "$tmp/$m.template.err"; fail "pocket template $m"; }
@@ -57,10 +64,10 @@ for m in kjv deltanet; do
         sleep 0.1; i=$((i + 1))
     done
     [ -n "$PORT" ] || { cat "$tmp/$m.log"; fail "the $m server did not start listening"; }
-    grep -q "Jinja; chatml markers; tool calls $format" "$tmp/$m.log" || { cat "$tmp/$m.log"; fail "$m: the template line"; }
+    grep -q "Jinja; $markers markers; tool calls $format" "$tmp/$m.log" || { cat "$tmp/$m.log"; fail "$m: the template line"; }
     start=$(date +%s)
     if POCKET_URL="http://127.0.0.1:$PORT" POCKET_KEY="$KEY" POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" \
-       POCKET_FORMAT=$format POCKET_KWARGS="$kwargs" POCKET_THINK=$think POCKET_N_SCHEMA=$nschema POCKET_QUANT=$quant \
+       POCKET_FORMAT=$format POCKET_KWARGS="$kwargs" POCKET_THINK=$think POCKET_N_SCHEMA=$nschema POCKET_N_TOOLS=$ntools POCKET_QUANT=$quant \
        POCKET_CONV="$conv" POCKET_EXPECTED="$tmp/$m.want" node tests/cli/serve/agents.mjs; then
         echo "ok   agents.mjs $m ($(( $(date +%s) - start ))s)"
     else

@@ -9,6 +9,9 @@
 //     "required" that the model does not follow: an error, never a silent answer
 //   - structured output: json_schema (strict), json_object, grammar; every
 //     output parsed and validated (POCKET_N_SCHEMA generations, n = 4 each)
+//   - calls forced by tool_choice "required" or by name (the server's
+//     grammar) with a schema of every kind: every call parsed and validated
+//     (POCKET_N_TOOLS outputs); gemma4 with thinking on: its thought first
 //   - logprobs (chat and legacy completions, streamed = not streamed), n = 2,
 //     logit_bias, presence/frequency penalties, thinking_budget_tokens
 import { readFileSync } from 'node:fs';
@@ -16,9 +19,10 @@ import { URL_, KEY, requireNode, check, finish, post } from './common.mjs';
 
 const OpenAI = requireNode('openai').default || requireNode('openai');
 const client = new OpenAI({ baseURL: URL_ + '/v1', apiKey: KEY, maxRetries: 0 });
-const FORMAT = process.env.POCKET_FORMAT;               // hermes | qwen3coder
+const FORMAT = process.env.POCKET_FORMAT;               // hermes | qwen3coder | gemma4
 const KWARGS = JSON.parse(process.env.POCKET_KWARGS || '{}');   // chat_template_kwargs for every request
 const N_SCHEMA = parseInt(process.env.POCKET_N_SCHEMA || '40', 10);
+const N_TOOLS = parseInt(process.env.POCKET_N_TOOLS || '8', 10);
 const THINK_OPENS = process.env.POCKET_THINK === '1';    // the template opens <think> by default
 
 async function expectError(p, status, what, test) {
@@ -53,7 +57,10 @@ const tools = [{ type: 'function', function: { name: 'get_weather', description:
 // the call, in the model's own format, forced by a grammar
 const callRule = FORMAT === 'qwen3coder'
   ? 'call ::= "<tool_call>\\n<function=get_weather>\\n<parameter=city>\\n" [a-z]+ "\\n</parameter>\\n</function>\\n</tool_call>"'
+  : FORMAT === 'gemma4'
+  ? 'call ::= "<|tool_call>call:get_weather{city:<|\\"|>" [a-z]+ "<|\\"|>}<tool_call|>"'
   : 'call ::= "<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": {\\"city\\": \\"" [a-z]+ "\\"}}\\n</tool_call>"';
+const callMarker = FORMAT === 'gemma4' ? '<|tool_call>' : '<tool_call>';
 const callGrammar = 'root ::= call\n' + callRule, twoCalls = 'root ::= call "\\n" call\n' + callRule;
 const base = { temperature: 0, ...(Object.keys(KWARGS).length ? { chat_template_kwargs: KWARGS } : {}) };
 const ask = [{ role: 'system', content: 'You can look up the weather.' }, { role: 'user', content: 'Weather in Paris?' }];
@@ -113,7 +120,7 @@ let call;
   // tool_choice none: the same text is content, no call parsed
   const none = await client.chat.completions.create({ ...base, messages: ask, tools, tool_choice: 'none', grammar: callGrammar,
                                                       max_tokens: 160, seed: 7 });
-  check(!none.choices[0].message.tool_calls && /<tool_call>/.test(none.choices[0].message.content) &&
+  check(!none.choices[0].message.tool_calls && none.choices[0].message.content.includes(callMarker) &&
         none.choices[0].finish_reason === 'stop', 'tool_choice none: the text stays content', none.choices[0]);
   // two calls; parallel_tool_calls false keeps the first (streamed too)
   const two = await client.chat.completions.create({ ...base, messages: ask, tools, grammar: twoCalls, max_tokens: 320, seed: 7 });
@@ -206,6 +213,60 @@ function valid(v) {
     400, 'json_schema with an unsupported keyword', (e) => /pattern/.test(e.message) && e.param === 'response_format');
   await expectError(client.chat.completions.create({ ...base, max_tokens: 4, messages: [{ role: 'user', content: 'x' }],
     grammar: 'root ::= "a" undefined-rule' }), 400, 'a bad grammar', (e) => /grammar/.test(e.message) && /undefined-rule/.test(e.message));
+}
+
+// ---- forced calls: every output a call whose arguments validate --------------------------------
+{
+  const ftools = [{ type: 'function', function: { name: 'book', description: 'Book a room.', parameters: {
+    type: 'object', additionalProperties: false, required: ['who', 'nights', 'room'],
+    properties: {
+      who: { type: 'string' }, nights: { type: 'integer', minimum: 1, maximum: 30 }, room: { enum: ['single', 'double'] },
+      note: { type: 'string', maxLength: 10 }, paid: { type: ['boolean', 'null'] },
+      extras: { type: 'array', maxItems: 2, items: { type: 'object', required: ['name'],
+                properties: { name: { type: 'string' }, qty: { type: 'number' } } } },
+    } } } }, { type: 'function', function: { name: 'ping', parameters: { type: 'object', properties: {} } } }];
+  const len = (s) => [...s].length;
+  function validCall(name, a) {
+    if (!a || typeof a !== 'object' || Array.isArray(a)) return 'not an object';
+    if (name === 'ping') return Object.keys(a).length ? 'ping with arguments' : null;
+    if (name !== 'book') return 'unknown function ' + name;
+    const props = ftools[0].function.parameters.properties;
+    for (const k of Object.keys(a)) if (!(k in props)) return 'extra key ' + k;
+    if (typeof a.who !== 'string') return 'who';
+    if (!Number.isInteger(a.nights) || a.nights < 1 || a.nights > 30) return 'nights';
+    if (a.room !== 'single' && a.room !== 'double') return 'room';
+    if ('note' in a && (typeof a.note !== 'string' || len(a.note) > 10)) return 'note';
+    if ('paid' in a && a.paid !== null && typeof a.paid !== 'boolean') return 'paid';
+    if ('extras' in a && (!Array.isArray(a.extras) || a.extras.length > 2 || a.extras.some((x) => !x || typeof x !== 'object' ||
+        typeof x.name !== 'string' || Object.keys(x).some((k) => k !== 'name' && k !== 'qty') ||
+        ('qty' in x && typeof x.qty !== 'number')))) return 'extras';
+    return null;
+  }
+  let total = 0, good = 0, books = 0;
+  const bad = [], named = { type: 'function', function: { name: 'book' } };
+  const forced = async (extra, seed, choice) => {
+    const r = await client.chat.completions.create({ ...base, ...extra, temperature: 1.0, seed, n: 4, max_tokens: 300,
+      messages: [{ role: 'user', content: 'Book a room.' }], tools: ftools, tool_choice: choice });
+    for (const c of r.choices) {
+      total++;
+      let why = c.finish_reason !== 'tool_calls' ? 'finish ' + c.finish_reason : !c.message.tool_calls ? 'no call' : null;
+      for (const tc of (!why && c.message.tool_calls) || []) {
+        if (choice !== 'required' && tc.function.name !== 'book') why = why || 'called ' + tc.function.name;
+        books += tc.function.name === 'book';
+        try { why = why || validCall(tc.function.name, JSON.parse(tc.function.arguments)); } catch (e) { why = 'JSON: ' + e.message; }
+      }
+      if (!why) good++; else bad.push({ why, message: c.message });
+    }
+    return r;
+  };
+  for (let i = 0; total < N_TOOLS; i++) await forced({}, 3000 + i, i % 2 ? 'required' : named);
+  check(good === total && books >= total / 2, `tool_choice required / by name: ${good} of ${total} forced outputs are calls ` +
+        `that validate (${books} to book)`, bad.slice(0, 3));
+  if (FORMAT === 'gemma4') {   // thinking on: the prompt leaves the thought channel open, the grammar lets it come first
+    const r = await forced({ chat_template_kwargs: { enable_thinking: true } }, 77, named);
+    check(r.choices.some((c) => c.message.reasoning_content) && good === total,
+          'gemma4, thinking on: the thought channel, then a call that validates', r.choices.map((c) => c.message));
+  }
 }
 
 // ---- logprobs, n, logit_bias, penalties ------------------------------------------------------

@@ -1,6 +1,6 @@
 /* fuzz_serve.c - libFuzzer harness: `pocket serve`'s request handling as a
- * function, without sockets: tools/cmd_serve.c is compiled in (its static
- * functions are what the HTTP callbacks call), with the bundled model, a
+ * function, without sockets: the server's files are linked in
+ * (tools/serve.h declares what the HTTP callbacks call), with the bundled model, a
  * 32-token context, an API key and a 4 KiB body limit; chatml built in, or
  * Qwen3.5's Jinja template (tests/data/templates/).
  *
@@ -26,7 +26,12 @@
  * visible ASCII, and the access log line of the body as path and message one
  * line of it. Anything else aborts.
  */
-#include "../tools/cmd_serve.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tools/serve.h"
+#include "../tools/serve_ollama.h"
 
 static slot fuzz_slot;
 static pk_jinja *tmpl;

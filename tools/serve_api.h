@@ -1,5 +1,5 @@
 /* tools/serve_api.h - the APIs pocket serve speaks, each a thin translation
- * over its one request path: OpenAI chat completions (cmd_serve.c).
+ * over its one request path: OpenAI chat completions (tools/serve.h).
  *
  * A request in another API (Anthropic /v1/messages, OpenAI /v1/responses,
  * Ollama /api/chat and /api/generate) is translated into an OpenAI chat (or

@@ -3,7 +3,7 @@
  * /props and /slots bodies, CORS (--cors) and the access log line.
  *
  * JSON and strings in, JSON and strings out: no connection, no lock. The
- * server (cmd_serve.c) gathers what they show under its mutex and sends what
+ * server (serve_http.c) gathers what they show under its mutex and sends what
  * they return; tests and fuzz/fuzz_serve.c call them directly.
  */
 #ifndef POCKET_SERVE_MISC_H

@@ -1,4 +1,4 @@
-/* webui.h - the chat page served at GET / by `pocket serve` (tools/cmd_serve.c):
+/* webui.h - the chat page served at GET / by `pocket serve` (tools/serve_http.c):
  * one self-contained HTML document (inline CSS and JavaScript, nothing
  * fetched from elsewhere). It streams replies from /v1/chat/completions with
  * fetch() and shows tokens per second; Stop aborts the request

@@ -17,8 +17,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 P="$BUILD/pocket"
 tmp="$BUILD/tmp/deploy"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
-fail() { echo "FAIL: $*"; exit 1; }
-. tests/lib/serve_node.sh   # need_npm
+. tests/lib/serve_node.sh   # fail, need_npm, start_server
 KEY="pocket-deploy-key-$$"
 need_npm openai@7
 { command -v nginx || [ -x /usr/sbin/nginx ]; } >/dev/null 2>&1 ||
@@ -35,9 +34,7 @@ pids_of() { awk '{ print $2 }' "$1/replicas" 2>/dev/null; [ -s "$1/nginx.pid" ] 
 S="$tmp/state"
 PORT=$(free_port)
 started=""
-cleanup() { [ -n "$started" ] && sh deploy/run.sh stop --state "$S" >/dev/null 2>&1; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+AT_EXIT='[ -n "$started" ] && sh deploy/run.sh stop --state "$S" >/dev/null 2>&1'
 sh deploy/run.sh start -n 2 --listen "127.0.0.1:$PORT" --state "$S" --pocket "$P" -- \
     -m models/kjv-moe-f16.gguf -c 1024 -t 1 --parallel 2 --queue 32 --cache-ram 256M --chat-template chatml \
     --max-body 65536 --api-key "$KEY" >"$tmp/start.log" 2>&1 || { cat "$tmp/start.log"; fail "deploy/run.sh start"; }
@@ -73,15 +70,12 @@ out=$(sh deploy/run.sh start -n 2 --listen "127.0.0.1:$(free_port)" --state "$S2
 [ ! -s "$S2/nginx.pid" ] && gone $(pids_of "$S2") && ok "a failed start leaves nothing running" || bad "a failed start left processes"
 # nginx cannot listen (the port is taken by a replica of the run below): the replicas are stopped
 S3="$tmp/state3"
-: >"$tmp/blocker.log"
-"$P" serve -m models/kjv-moe-f16.gguf --host 127.0.0.1 --port 0 -c 256 -t 1 >"$tmp/blocker.log" 2>&1 &
-blocker=$!
-i=0; taken=""
-while [ $i -lt 300 ] && [ -z "$taken" ]; do taken=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/blocker.log"); sleep 0.1; i=$((i + 1)); done
+start_server "$tmp/blocker.log" -m models/kjv-moe-f16.gguf -c 256 -t 1
+blocker=$SERVER_PID taken=$SERVER_PORT
 out=$(sh deploy/run.sh start -n 1 --listen "127.0.0.1:$taken" --state "$S3" --pocket "$P" -- -m models/kjv-moe-f16.gguf -c 256 -t 1 2>&1) &&
     bad "nginx on a taken port: start succeeded" ||
     { echo "$out" | grep -q 'nginx did not start' && gone $(pids_of "$S3") && ok "nginx cannot listen: refused, the replica stopped" || bad "taken port: $out"; }
-kill "$blocker"; wait "$blocker" 2>/dev/null
+stop_server "$blocker" 2>/dev/null
 
 # ---- --foreground: SIGTERM stops everything -----------------------------------------------
 S4="$tmp/state4"

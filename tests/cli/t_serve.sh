@@ -44,21 +44,9 @@ fi
 [ -x "$CHROMIUM" ] || fail "$CHROMIUM is missing after installing chromium"
 
 # ---- the server -------------------------------------------------------------------
-"$P" serve -m models/kjv-moe-f16.gguf --host 127.0.0.1 --port 0 --parallel 2 --queue 8 -c 1024 -t 1 \
-    --chat-template chatml --max-body 65536 --api-key "$KEY" >"$tmp/server.log" 2>&1 &
-SERVER=$!
-cleanup() { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-PORT=""
-i=0
-while [ $i -lt 300 ]; do
-    kill -0 "$SERVER" 2>/dev/null || { cat "$tmp/server.log"; fail "the server exited at start"; }
-    PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/server.log" 2>/dev/null)
-    [ -n "$PORT" ] && node -e "fetch('http://127.0.0.1:$PORT/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))" && break
-    sleep 0.1; i=$((i + 1))
-done
-[ -n "$PORT" ] || { cat "$tmp/server.log"; fail "the server did not start listening"; }
+start_server "$tmp/server.log" -m models/kjv-moe-f16.gguf --parallel 2 --queue 8 -c 1024 -t 1 \
+    --chat-template chatml --max-body 65536 --api-key "$KEY"
+SERVER=$SERVER_PID PORT=$SERVER_PORT
 echo "server pid $SERVER on port $PORT"
 export POCKET_URL="http://127.0.0.1:$PORT" POCKET_KEY="$KEY" POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" \
        POCKET_SHOT="$tmp/chat.png" POCKET_PROFILE="$tmp/chromium-profile" POCKET_CHROMIUM="$CHROMIUM"
@@ -73,59 +61,46 @@ if kill -0 "$SERVER" 2>/dev/null; then echo "ok   server alive at the end"
 else echo "FAIL the server died"; fails=$((fails + 1)); fi
 if [ $fails -ne 0 ]; then echo "--- server log (tail)"; tail -n 40 "$tmp/server.log"; fi
 # Stop it and check it shuts down cleanly (sanitizer reports surface here).
-kill -TERM "$SERVER"; wait "$SERVER"; rc=$?
-trap - EXIT
+stop_server "$SERVER"; rc=$?
 if [ $rc -ne 0 ]; then echo "FAIL server exit status $rc after SIGTERM"; tail -n 40 "$tmp/server.log"; fails=$((fails + 1)); fi
 
 # ---- the page past the context: the bundled model's own 256 tokens ----------------------
-"$P" serve -m models/kjv-moe-f16.gguf --host 127.0.0.1 --port 0 -t 1 --chat-template chatml \
-    --api-key "$KEY" >"$tmp/server-ctx.log" 2>&1 &
-S4=$!
-PORT4=$(port_of "$tmp/server-ctx.log" $S4)
-if [ -z "$PORT4" ]; then echo "FAIL the 256-token server did not start"; cat "$tmp/server-ctx.log"; fails=$((fails + 1))
-elif POCKET_URL="http://127.0.0.1:$PORT4" node tests/cli/serve/webui_context.mjs; then echo "ok   webui_context.mjs"
+start_server "$tmp/server-ctx.log" -m models/kjv-moe-f16.gguf -t 1 --chat-template chatml --api-key "$KEY"
+if POCKET_URL="http://127.0.0.1:$SERVER_PORT" node tests/cli/serve/webui_context.mjs; then echo "ok   webui_context.mjs"
 else echo "FAIL webui_context.mjs"; tail -n 20 "$tmp/server-ctx.log"; fails=$((fails + 1)); fi
-kill -TERM $S4 2>/dev/null; wait $S4
+stop_server $SERVER_PID
 
 # ---- a second server: --timeout, then its model file truncated under it -----------------------
 # A request before: 200. After: /health says 503 model_file_changed, the next
 # completion gets a 503 naming the change, and the server stops by itself
 # with exit status 1 and a "pocket: error:" line (rather than a SIGBUS).
 cp models/kjv-moe-f16.gguf "$tmp/copy.gguf"
-"$P" serve -m "$tmp/copy.gguf" --host 127.0.0.1 --port 0 -c 256 -t 1 --chat-template chatml --timeout 1 >"$tmp/server2.log" 2>&1 &
-S2=$!
-PORT2=""; i=0
-while [ $i -lt 300 ] && [ -z "$PORT2" ]; do
-    PORT2=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/server2.log" 2>/dev/null)
-    sleep 0.1; i=$((i + 1))
-done
+start_server "$tmp/server2.log" -m "$tmp/copy.gguf" -c 256 -t 1 --chat-template chatml --timeout 1
+S2=$SERVER_PID PORT2=$SERVER_PORT
 req() {  # req PATH BODY -> "STATUS JSON" on stdout (BODY empty: GET)
     node -e "const [p, b] = process.argv.slice(1);
 fetch('http://127.0.0.1:$PORT2' + p, b ? {method: 'POST', headers: {'Content-Type': 'application/json'}, body: b} : {})
   .then(async r => console.log(r.status, await r.text()), e => { console.log('0', String(e)); })" "$1" "$2"
 }
-if [ -z "$PORT2" ]; then echo "FAIL second server did not start"; cat "$tmp/server2.log"; fails=$((fails + 1))
-else
-    # --timeout 1: a client that trickles half a request line is cut off after about a second
-    slow=$(node -e "const s = require('net').connect($PORT2, '127.0.0.1', () => s.write('GET /health HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: '));
+# --timeout 1: a client that trickles half a request line is cut off after about a second
+slow=$(node -e "const s = require('net').connect($PORT2, '127.0.0.1', () => s.write('GET /health HTTP/1.1\\r\\nHost: x\\r\\nX-Slow: '));
 const t0 = Date.now(); s.on('data', () => {}); s.on('error', () => {});
 s.on('close', () => { console.log(Date.now() - t0); process.exit(0); }); setTimeout(() => { console.log('open'); process.exit(0); }, 6000);")
-    if [ "$slow" != open ] && [ "$slow" -ge 500 ] && [ "$slow" -le 4000 ]; then echo "ok   --timeout 1: a trickling client is closed after $slow ms"
-    else echo "FAIL --timeout 1: trickling client: $slow"; fails=$((fails + 1)); fi
-    body='{"prompt": "And God said", "max_tokens": 2}'
-    r1=$(req /v1/completions "$body")
-    truncate -s 200000 "$tmp/copy.gguf"
-    r2=$(req /health "")
-    r3=$(req /v1/completions "$body")
-    i=0; while kill -0 $S2 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    kill $S2 2>/dev/null; wait $S2; rc2=$?
-    case "$r1" in "200 "*) echo "ok   completion before the change";; *) echo "FAIL completion before the change: $r1"; fails=$((fails + 1));; esac
-    case "$r2" in "503 "*model_file_changed*) echo "ok   /health after truncation: $r2";; *) echo "FAIL /health after truncation: $r2"; fails=$((fails + 1));; esac
-    case "$r3" in "503 "*"changed while in use"*) echo "ok   completion after truncation: $r3";; *) echo "FAIL completion after truncation: $r3"; fails=$((fails + 1));; esac
-    if [ $rc2 -eq 1 ] && grep -q "^pocket: error: .*copy.gguf: the model file changed while in use.*the server stops" "$tmp/server2.log"; then
-        echo "ok   server stopped by itself: $(grep '^pocket: error' "$tmp/server2.log")"
-    else echo "FAIL server after truncation: exit $rc2"; tail -n 5 "$tmp/server2.log"; fails=$((fails + 1)); fi
-fi
+if [ "$slow" != open ] && [ "$slow" -ge 500 ] && [ "$slow" -le 4000 ]; then echo "ok   --timeout 1: a trickling client is closed after $slow ms"
+else echo "FAIL --timeout 1: trickling client: $slow"; fails=$((fails + 1)); fi
+body='{"prompt": "And God said", "max_tokens": 2}'
+r1=$(req /v1/completions "$body")
+truncate -s 200000 "$tmp/copy.gguf"
+r2=$(req /health "")
+r3=$(req /v1/completions "$body")
+i=0; while kill -0 $S2 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+stop_server $S2; rc2=$?
+case "$r1" in "200 "*) echo "ok   completion before the change";; *) echo "FAIL completion before the change: $r1"; fails=$((fails + 1));; esac
+case "$r2" in "503 "*model_file_changed*) echo "ok   /health after truncation: $r2";; *) echo "FAIL /health after truncation: $r2"; fails=$((fails + 1));; esac
+case "$r3" in "503 "*"changed while in use"*) echo "ok   completion after truncation: $r3";; *) echo "FAIL completion after truncation: $r3"; fails=$((fails + 1));; esac
+if [ $rc2 -eq 1 ] && grep -q "^pocket: error: .*copy.gguf: the model file changed while in use.*the server stops" "$tmp/server2.log"; then
+    echo "ok   server stopped by itself: $(grep '^pocket: error' "$tmp/server2.log")"
+else echo "FAIL server after truncation: exit $rc2"; tail -n 5 "$tmp/server2.log"; fails=$((fails + 1)); fi
 # ---- the answer / reasoning split: a model whose greedy answer is known ------------------
 # tests/lib/mk_chain_model.py: with the harmony, chatml (<think>) and gemma4
 # templates it answers with reasoning and markers cut across tokens;
@@ -142,19 +117,13 @@ for case in harmony chatml gemma4; do
     gemma4) expect='{"raw": "Sure<|channel>thought\nhmm<channel|> done", "content": "Sure done", "reasoning": "hmm",
                      "markers": ["<|channel>", "<channel|>"]}';;
     esac
-    "$P" serve -m "$tmp/chain.gguf" --host 127.0.0.1 --port 0 -c 256 -t 1 --chat-template $case \
-        --api-key "$KEY" >"$tmp/server-$case.log" 2>&1 &
-    S3=$!
-    PORT3=$(port_of "$tmp/server-$case.log" $S3)
-    if [ -z "$PORT3" ]; then echo "FAIL $case server did not start"; cat "$tmp/server-$case.log"; fails=$((fails + 1))
-    else
-        for t in reasoning webui_reasoning; do
-            if POCKET_URL="http://127.0.0.1:$PORT3" POCKET_EXPECT="$expect" node tests/cli/serve/$t.mjs; then
-                echo "ok   $t.mjs ($case)"
-            else echo "FAIL $t.mjs ($case)"; tail -n 20 "$tmp/server-$case.log"; fails=$((fails + 1)); fi
-        done
-    fi
-    kill -TERM $S3 2>/dev/null; wait $S3; rc3=$?
+    start_server "$tmp/server-$case.log" -m "$tmp/chain.gguf" -c 256 -t 1 --chat-template $case --api-key "$KEY"
+    for t in reasoning webui_reasoning; do
+        if POCKET_URL="http://127.0.0.1:$SERVER_PORT" POCKET_EXPECT="$expect" node tests/cli/serve/$t.mjs; then
+            echo "ok   $t.mjs ($case)"
+        else echo "FAIL $t.mjs ($case)"; tail -n 20 "$tmp/server-$case.log"; fails=$((fails + 1)); fi
+    done
+    stop_server $SERVER_PID; rc3=$?
     [ $rc3 -eq 0 ] || { echo "FAIL $case server exit status $rc3 after SIGTERM"; fails=$((fails + 1)); }
 done
 [ $fails -eq 0 ] || exit 1

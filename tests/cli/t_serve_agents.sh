@@ -18,12 +18,11 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 export PYTHON
 . tests/lib/fixtures.sh
-. tests/lib/serve_node.sh   # need_npm
+. tests/lib/serve_node.sh   # fail, need_npm, start_server
 P="$BUILD/pocket"
 tmp="$BUILD/tmp/serve-agents"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 KEY="pocket-test-key-$$"
-fail() { echo "FAIL: $*"; exit 1; }
 
 need_npm openai@7
 deltanet=$(fixture_model qwen35moe) || fail "no qwen35moe fixture"
@@ -34,11 +33,6 @@ gemma4=$(fixture_model gemma4) || fail "no gemma4 fixture"
 conv="$tmp/conv.json"
 "$PYTHON" -c 'import json,sys; c=json.load(open(sys.argv[1])); c["add_generation_prompt"]=True; json.dump(c,open(sys.argv[2],"w"))' \
     tests/data/chat/tool_call_object_args.json "$conv" || fail "cannot write $conv"
-
-SERVER=""
-cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 fails=0
 for m in kjv deltanet gemma4; do
@@ -53,17 +47,8 @@ for m in kjv deltanet gemma4; do
     esac
     "$P" template -m "$model" --chat-template-file "$tmpl" "$conv" >"$tmp/$m.want" 2>"$tmp/$m.template.err" ||
         { cat "$tmp/$m.template.err"; fail "pocket template $m"; }
-    "$P" serve -m "$model" --host 127.0.0.1 --port 0 --parallel 2 -c 2048 -t 1 --chat-template-file "$tmpl" \
-        --api-key "$KEY" >"$tmp/$m.log" 2>&1 &
-    SERVER=$!
-    PORT=""
-    i=0
-    while [ $i -lt 600 ] && [ -z "$PORT" ]; do
-        kill -0 "$SERVER" 2>/dev/null || { cat "$tmp/$m.log"; fail "the $m server exited at start"; }
-        PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$tmp/$m.log" 2>/dev/null)
-        sleep 0.1; i=$((i + 1))
-    done
-    [ -n "$PORT" ] || { cat "$tmp/$m.log"; fail "the $m server did not start listening"; }
+    start_server "$tmp/$m.log" -m "$model" --parallel 2 -c 2048 -t 1 --chat-template-file "$tmpl" --api-key "$KEY"
+    SERVER=$SERVER_PID PORT=$SERVER_PORT
     grep -q "Jinja; $markers markers; tool calls $format" "$tmp/$m.log" || { cat "$tmp/$m.log"; fail "$m: the template line"; }
     start=$(date +%s)
     if POCKET_URL="http://127.0.0.1:$PORT" POCKET_KEY="$KEY" POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" \
@@ -83,9 +68,8 @@ for m in kjv deltanet gemma4; do
         fi
     fi
     kill -0 "$SERVER" 2>/dev/null || { echo "FAIL the $m server died"; fails=$((fails + 1)); }
-    kill "$SERVER"; wait "$SERVER"; rc=$?
+    stop_server "$SERVER"; rc=$?
     [ $rc -eq 0 ] || { echo "FAIL the $m server exited with $rc on SIGTERM"; fails=$((fails + 1)); }
-    SERVER=""
 done
 [ $fails -eq 0 ] || exit 1
 echo "t_serve_agents: all passed"

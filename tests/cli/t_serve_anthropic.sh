@@ -16,7 +16,7 @@ P="$BUILD/pocket"
 tmp="$BUILD/tmp/serve-anthropic"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
 KEY="pocket-test-key-$$"
-. tests/lib/serve_node.sh
+. tests/lib/serve_node.sh   # fail, need_npm, start_server
 need_npm @anthropic-ai/sdk@0
 export POCKET_NODE_DIR="$(cd "$NODE_DIR" && pwd)" POCKET_KEY="$KEY"
 
@@ -25,13 +25,10 @@ fails=0
 # (POCKET_EXPECT=EXPECT), stopped with SIGTERM, exit status 0
 run() {
     name=$1; log=$2; expect=$3; shift 3
-    "$P" serve --host 127.0.0.1 --port 0 -t 1 --api-key "$KEY" "$@" >"$log" 2>&1 &
-    pid=$!
-    port=$(port_of "$log" $pid)
-    if [ -z "$port" ]; then echo "FAIL $name: the server did not start"; cat "$log"; fails=$((fails + 1)); return; fi
-    if POCKET_URL="http://127.0.0.1:$port" POCKET_EXPECT="$expect" node tests/cli/serve/anthropic.mjs; then echo "ok   anthropic.mjs ($name)"
+    start_server "$log" -t 1 --api-key "$KEY" "$@"
+    if POCKET_URL="http://127.0.0.1:$SERVER_PORT" POCKET_EXPECT="$expect" node tests/cli/serve/anthropic.mjs; then echo "ok   anthropic.mjs ($name)"
     else echo "FAIL anthropic.mjs ($name)"; tail -n 30 "$log"; fails=$((fails + 1)); fi
-    kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
+    stop_server $SERVER_PID; rc=$?
     [ $rc -eq 0 ] || { echo "FAIL $name: server exit status $rc after SIGTERM"; tail -n 20 "$log"; fails=$((fails + 1)); }
 }
 

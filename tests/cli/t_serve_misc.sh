@@ -13,7 +13,7 @@
 # (openai, playwright-core in $BUILD/tmp/node) and Debian's chromium, as
 # t_serve.sh: when they cannot be had, the test says why and fails.
 set -u
-. tests/lib/serve_node.sh   # fail, port_of, need_npm
+. tests/lib/serve_node.sh   # fail, need_npm, start_server
 BUILD=${BUILD:-build}
 tmp="$BUILD/tmp/serve-misc"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
@@ -26,28 +26,24 @@ CHROMIUM=/usr/bin/chromium
 node -e "const s = require('http').createServer((q, r) => { r.writeHead(200, {'Content-Type': 'text/html'}); r.end('<!doctype html><title>other origin</title>'); });
 s.listen(0, '127.0.0.1', () => console.log('page port ' + s.address().port));" >"$tmp/page.log" 2>&1 &
 PAGE=$!
+AT_EXIT='kill $PAGE 2>/dev/null; wait $PAGE 2>/dev/null'
 j=0; PAGE_PORT=""
 while [ $j -lt 100 ] && [ -z "$PAGE_PORT" ]; do PAGE_PORT=$(sed -n 's/^page port //p' "$tmp/page.log"); sleep 0.1; j=$((j + 1)); done
-[ -n "$PAGE_PORT" ] || { kill $PAGE; fail "the page server did not start"; }
+[ -n "$PAGE_PORT" ] || fail "the page server did not start"
 
-common="-m models/kjv-moe-f16.gguf --host 127.0.0.1 --port 0 -c 512 -t 1 --chat-template chatml"
-"$P" serve $common --parallel 2 --api-key "$KEY" --alias pocket-test \
-    --cors "http://127.0.0.1:$PAGE_PORT/" --cors https://app.example.org >"$tmp/a.log" 2>&1 &
-SA=$!
-"$P" serve $common --quiet >"$tmp/b.log" 2>&1 &
-SB=$!
-"$P" serve $common --cors '*' >"$tmp/c.log" 2>&1 &
-SC=$!
-cleanup() { kill $SA $SB $SC $PAGE 2>/dev/null; wait $SA $SB $SC $PAGE 2>/dev/null; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-PA=$(port_of "$tmp/a.log" $SA); PB=$(port_of "$tmp/b.log" $SB); PC=$(port_of "$tmp/c.log" $SC)
-[ -n "$PA" ] && [ -n "$PB" ] && [ -n "$PC" ] || { tail -n 5 "$tmp"/*.log; fail "a server did not start"; }
+common="-m models/kjv-moe-f16.gguf -c 512 -t 1 --chat-template chatml"
+start_server "$tmp/a.log" $common --parallel 2 --api-key "$KEY" --alias pocket-test \
+    --cors "http://127.0.0.1:$PAGE_PORT/" --cors https://app.example.org
+SA=$SERVER_PID PA=$SERVER_PORT
+start_server "$tmp/b.log" $common --quiet
+SB=$SERVER_PID PB=$SERVER_PORT
+start_server "$tmp/c.log" $common --cors '*'
+SC=$SERVER_PID PC=$SERVER_PORT
 
 fails=0
 # bad --cors / --alias values: one line naming the value, exit 1, before the model loads
 for bad in "--cors localhost:3000" "--cors http://a.example/path" "--cors null" "--alias ''"; do
-    eval "\"$P\" serve $common $bad" >"$tmp/bad.log" 2>&1; rc=$?
+    eval "\"$P\" serve $common --host 127.0.0.1 --port 0 $bad" >"$tmp/bad.log" 2>&1; rc=$?
     if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/bad.log")" -eq 1 ] && grep -q "^pocket: error: serve: --" "$tmp/bad.log"; then
         echo "ok   $bad refused: $(cat "$tmp/bad.log")"
     else echo "FAIL $bad: exit $rc: $(cat "$tmp/bad.log")"; fails=$((fails + 1)); fi

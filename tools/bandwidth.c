@@ -166,7 +166,8 @@ int bw_measure(size_t bytes, int n_threads, int passes, bw_result *out, char *wh
         if (i == 0 || g < worst) worst = g;
         sum += g;
     }
-    *out = (bw_result){best, sum / passes, worst, n_threads, passes, bytes, (long)time(NULL), 0};
+    *out = (bw_result){.best_gbs = best, .mean_gbs = sum / passes, .min_gbs = worst, .n_threads = n_threads,
+                        .passes = passes, .bytes = bytes, .when = (long)time(NULL), .cached = 0};
     uint64_t keep = 0;  /* the sums must not be optimised away */
     for (int i = 0; i < n_threads; i++) keep += ws[i].sink;
     bw_sink = keep;

@@ -157,7 +157,7 @@ typedef struct bench {
 } bench;
 
 static stats stats_of(const series *s) {
-    stats st = {s->n, 0, 0, 0, 0};
+    stats st = {.n = s->n};
     if (!s->n) return st;
     st.min = st.max = s->tps[0];
     for (int i = 0; i < s->n; i++) {
@@ -237,7 +237,7 @@ typedef struct welch { int ok; double diff, lo, hi, df, q; } welch;
  * a zero-width interval. */
 static welch welch_of(const series *a, const series *b) {
     stats sa = stats_of(a), sb = stats_of(b);
-    welch w = {0, sb.mean - sa.mean, 0, 0, 0, 0};
+    welch w = {.diff = sb.mean - sa.mean};
     if (sa.n < 2 || sb.n < 2) return w;
     double va = sa.sd * sa.sd / sa.n, vb = sb.sd * sb.sd / sb.n, se = sqrt(va + vb);
     w.ok = 1;

@@ -339,9 +339,12 @@ static job *parse_request(const json_t *root, int chat, int index, api_error *e)
 
     pk_sampler_params sp = S.sp;
     struct { const char *name; float *dst; double lo, hi; } nums[] = {
-        {"temperature", &sp.temperature, 0, 2}, {"top_p", &sp.top_p, 0, 1}, {"min_p", &sp.min_p, 0, 1},
-        {"repeat_penalty", &sp.repeat_penalty, 0, 10}, {"presence_penalty", &sp.presence_penalty, -2, 2},
-        {"frequency_penalty", &sp.frequency_penalty, -2, 2},
+        {.name = "temperature", .dst = &sp.temperature, .lo = 0, .hi = 2},
+        {.name = "top_p", .dst = &sp.top_p, .lo = 0, .hi = 1},
+        {.name = "min_p", .dst = &sp.min_p, .lo = 0, .hi = 1},
+        {.name = "repeat_penalty", .dst = &sp.repeat_penalty, .lo = 0, .hi = 10},
+        {.name = "presence_penalty", .dst = &sp.presence_penalty, .lo = -2, .hi = 2},
+        {.name = "frequency_penalty", .dst = &sp.frequency_penalty, .lo = -2, .hi = 2},
     };
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         v = json_object_get(root, nums[i].name);

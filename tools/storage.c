@@ -68,7 +68,8 @@ static double rnd_gbs(int fd, uint64_t size, size_t block, int depth, uint64_t t
     double t0 = wall();
     int started = 0;
     for (int i = 0; i < depth; i++) {
-        jb[i] = (job){fd, size, block, 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1), total / (uint64_t)depth, 0};
+        jb[i] = (job){.fd = fd, .size = size, .block = block, .seed = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1),
+                      .bytes = total / (uint64_t)depth};
         if (pthread_create(&th[i], NULL, rnd_reader, &jb[i]) == 0) started++;
         else break;
     }

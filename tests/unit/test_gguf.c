@@ -95,8 +95,8 @@ enum { KV_ARCH, KV_ALIGN, KV_TOKENS, KV_FLOATS, KV_FLAG, KV_BIG, KV_DUP };
 
 static small_cfg small_default(void) {
     small_cfg c = {
-        .t = {{"a", 2, {8, 2}, PK_TYPE_F32, 0},
-              {"b", 2, {32, 2}, PK_TYPE_F16, 64}},
+        .t = {{.name = "a", .n_dims = 2, .ne = {8, 2}, .type = PK_TYPE_F32, .offset = 0},
+              {.name = "b", .n_dims = 2, .ne = {32, 2}, .type = PK_TYPE_F16, .offset = 64}},
         .align = 32, .dup_key = NULL, .data_bytes = 192,
     };
     return c;
@@ -459,7 +459,7 @@ static void test_small_valid(void) {
     put_u32(hdr + 4, 3);
     put_u64(hdr + 8, 0);
     put_u64(hdr + 16, 0);
-    stats st = {"header-only file", 0, 0, 0};
+    stats st = {.what = "header-only file"};
     check_parse(&st, hdr, sizeof hdr, 1, EXPECT_OK, NULL, "no tensors, no keys");
     put_u32(hdr + 4, 2);
     check_parse(&st, hdr, sizeof hdr, 1, EXPECT_OK, NULL, "version 2, empty");
@@ -470,7 +470,7 @@ static void test_small_valid(void) {
 
 /* Build the small file from cfg, optionally patch a u32/u64 at an offset,
  * and check the parse. */
-static stats st_target = {"targeted (small file)", 0, 0, 0};
+static stats st_target = {.what = "targeted (small file)"};
 
 /* field is offsetof(small_off, some array or scalar), which the element;
  * patch_size 0 leaves the file as built. */
@@ -651,32 +651,44 @@ static void test_small_targeted(void) {
                        NULL, l);
         }
     }
-    {   /* exact bad shapes, written with all their dims */
+    {   /* exact bad shapes, written with all their dims: tensor "b" at offset 64 */
         struct { tdesc t; int expect; const char *want; const char *label; } sh[] = {
-            {{"b", 5, {32, 1, 1, 1, 1}, PK_TYPE_F16, 64}, EXPECT_FAIL, "n_dims", "5 dims"},
-            {{"b", 3, {1ull << 32, 1ull << 32, 1ull << 32}, PK_TYPE_F16, 64}, EXPECT_FAIL, "overflow",
-             "dims 2^32 x 2^32 x 2^32"},
-            {{"b", 2, {32, 1ull << 58}, PK_TYPE_F16, 64}, EXPECT_FAIL, NULL, "nel 2^63"},
-            {{"b", 2, {32, 1ull << 57}, PK_TYPE_F16, 64}, EXPECT_FAIL, NULL, "nel 2^62, bytes 2^63"},
-            {{"b", 2, {32, 1ull << 59}, PK_TYPE_F32, 64}, EXPECT_FAIL, NULL, "nel 2^64"},
-            {{"b", 4, {32, 2, 1ull << 31, 1ull << 31}, PK_TYPE_F16, 64}, EXPECT_FAIL, NULL,
-             "4 dims, nel 2^68"},
-            {{"b", 1, {1ull << 62}, PK_TYPE_F32, 64}, EXPECT_FAIL, NULL,
-             "F32 [2^62]: 2^64 bytes, wraps to 0"},
-            {{"b", 1, {33}, PK_TYPE_Q8_0, 64}, EXPECT_FAIL, "block", "Q8_0 row of 33"},
-            {{"b", 1, {64}, PK_TYPE_Q8_0, 64}, EXPECT_OK, NULL, "Q8_0 row of 64 (68 bytes)"},
-            {{"b", 1, {256}, PK_TYPE_Q4_K, 64}, EXPECT_OK, NULL, "Q4_K row of 256 (144 bytes)"},
-            {{"b", 1, {1024}, PK_TYPE_Q4_K, 64}, EXPECT_FAIL, NULL, "Q4_K 576 bytes past the end"},
-            {{"b", 2, {0, 5}, PK_TYPE_F16, 64}, EXPECT_ANY, NULL, "ne[0] = 0"},
-            {{"b", 3, {0, 1ull << 40, 1ull << 40}, PK_TYPE_F16, 64}, EXPECT_ANY, NULL,
-             "ne = [0, 2^40, 2^40]"},
-            {{"b", 4, {0, 1ull << 62, 1ull << 62, 1ull << 62}, PK_TYPE_F16, 64}, EXPECT_ANY, NULL,
-             "ne = [0, 2^62, 2^62, 2^62]"},
-            {{"b", 2, {32, 0}, PK_TYPE_F16, 64}, EXPECT_ANY, NULL, "ne[1] = 0"},
+            {.t = {.n_dims = 5, .ne = {32, 1, 1, 1, 1}, .type = PK_TYPE_F16},
+             .expect = EXPECT_FAIL, .want = "n_dims", .label = "5 dims"},
+            {.t = {.n_dims = 3, .ne = {1ull << 32, 1ull << 32, 1ull << 32}, .type = PK_TYPE_F16},
+             .expect = EXPECT_FAIL, .want = "overflow", .label = "dims 2^32 x 2^32 x 2^32"},
+            {.t = {.n_dims = 2, .ne = {32, 1ull << 58}, .type = PK_TYPE_F16},
+             .expect = EXPECT_FAIL, .label = "nel 2^63"},
+            {.t = {.n_dims = 2, .ne = {32, 1ull << 57}, .type = PK_TYPE_F16},
+             .expect = EXPECT_FAIL, .label = "nel 2^62, bytes 2^63"},
+            {.t = {.n_dims = 2, .ne = {32, 1ull << 59}, .type = PK_TYPE_F32},
+             .expect = EXPECT_FAIL, .label = "nel 2^64"},
+            {.t = {.n_dims = 4, .ne = {32, 2, 1ull << 31, 1ull << 31}, .type = PK_TYPE_F16},
+             .expect = EXPECT_FAIL, .label = "4 dims, nel 2^68"},
+            {.t = {.n_dims = 1, .ne = {1ull << 62}, .type = PK_TYPE_F32},
+             .expect = EXPECT_FAIL, .label = "F32 [2^62]: 2^64 bytes, wraps to 0"},
+            {.t = {.n_dims = 1, .ne = {33}, .type = PK_TYPE_Q8_0},
+             .expect = EXPECT_FAIL, .want = "block", .label = "Q8_0 row of 33"},
+            {.t = {.n_dims = 1, .ne = {64}, .type = PK_TYPE_Q8_0},
+             .expect = EXPECT_OK, .label = "Q8_0 row of 64 (68 bytes)"},
+            {.t = {.n_dims = 1, .ne = {256}, .type = PK_TYPE_Q4_K},
+             .expect = EXPECT_OK, .label = "Q4_K row of 256 (144 bytes)"},
+            {.t = {.n_dims = 1, .ne = {1024}, .type = PK_TYPE_Q4_K},
+             .expect = EXPECT_FAIL, .label = "Q4_K 576 bytes past the end"},
+            {.t = {.n_dims = 2, .ne = {0, 5}, .type = PK_TYPE_F16},
+             .expect = EXPECT_ANY, .label = "ne[0] = 0"},
+            {.t = {.n_dims = 3, .ne = {0, 1ull << 40, 1ull << 40}, .type = PK_TYPE_F16},
+             .expect = EXPECT_ANY, .label = "ne = [0, 2^40, 2^40]"},
+            {.t = {.n_dims = 4, .ne = {0, 1ull << 62, 1ull << 62, 1ull << 62}, .type = PK_TYPE_F16},
+             .expect = EXPECT_ANY, .label = "ne = [0, 2^62, 2^62, 2^62]"},
+            {.t = {.n_dims = 2, .ne = {32, 0}, .type = PK_TYPE_F16},
+             .expect = EXPECT_ANY, .label = "ne[1] = 0"},
         };
         for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
             small_cfg c2 = c;
             c2.t[1] = sh[i].t;
+            c2.t[1].name = "b";
+            c2.t[1].offset = 64;
             c2.data_bytes = 512;
             small_case(&c2, 0, OFF(magic), 0, 0, sh[i].expect, sh[i].want, sh[i].label);
         }
@@ -686,8 +698,8 @@ static void test_small_targeted(void) {
 /* Exhaustive damage to the small file: every truncation, every byte set to
  * several values, from exact-size copies. */
 static void test_small_exhaustive(void) {
-    stats tr = {"truncations (small file)", 0, 0, 0};
-    stats fl = {"byte flips (small file)", 0, 0, 0};
+    stats tr = {.what = "truncations (small file)"};
+    stats fl = {.what = "byte flips (small file)"};
     gb g = {0};
     small_off o;
     small_cfg c = small_default();
@@ -775,7 +787,7 @@ static size_t walk_header(const uint8_t *b, kvpos *kv, uint64_t n_kv, tpos *tp, 
     return p;
 }
 
-static stats st_real = {"targeted (real header)", 0, 0, 0};
+static stats st_real = {.what = "targeted (real header)"};
 
 /* Set a field of the real image, parse, restore. */
 static void real_case(uint8_t *img, uint64_t size, size_t at, int width, uint64_t value,
@@ -805,7 +817,7 @@ static void test_real_damaged(void) {
 
     /* truncations: every byte of the first 4 KB, a stride through the rest of
      * the header, the header's end, then a stride through the data */
-    stats tr = {"truncations (real file)", 0, 0, 0};
+    stats tr = {.what = "truncations (real file)"};
     for (size_t k = 0; k < 4096; k++) {
         snprintf(l, sizeof l, "truncated to %zu", k);
         check_parse(&tr, img, k, 1, EXPECT_FAIL, NULL, l);
@@ -995,7 +1007,7 @@ static void test_real_damaged(void) {
 
     /* random damage anywhere in the header: single bytes, then runs of 1-8
      * random bytes, from a fixed seed */
-    stats fl = {"random flips (real header)", 0, 0, 0};
+    stats fl = {.what = "random flips (real header)"};
     uint64_t x = 0x9E3779B97F4A7C15ull;
     for (int i = 0; i < 4000; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;

@@ -372,9 +372,11 @@ static void test_quantizers(void) {
        ggml-quants.c built with -ffp-contract=off) of 4 rows of 1024 with these
        importances (IQ1_M also without) */
     static const struct { int t, input, use_imp; uint64_t h; } gold[] = {
-        { PK_TYPE_IQ1_S, 1, 1, 0xa1fe3ffc0789fb48ull }, { PK_TYPE_IQ1_M, 1, 1, 0x06d1540b70d8106bull },
-        { PK_TYPE_IQ1_M, 1, 0, 0xeeab209167f0d210ull }, { PK_TYPE_IQ1_S, 2, 1, 0xbdf427143aad7c09ull },
-        { PK_TYPE_IQ1_M, 2, 1, 0x53454c6f60249eccull },
+        { .t = PK_TYPE_IQ1_S, .input = 1, .use_imp = 1, .h = 0xa1fe3ffc0789fb48ull },
+        { .t = PK_TYPE_IQ1_M, .input = 1, .use_imp = 1, .h = 0x06d1540b70d8106bull },
+        { .t = PK_TYPE_IQ1_M, .input = 1, .use_imp = 0, .h = 0xeeab209167f0d210ull },
+        { .t = PK_TYPE_IQ1_S, .input = 2, .use_imp = 1, .h = 0xbdf427143aad7c09ull },
+        { .t = PK_TYPE_IQ1_M, .input = 2, .use_imp = 1, .h = 0x53454c6f60249eccull },
     };
     for (size_t g = 0; g < sizeof gold / sizeof *gold; g++) {
         if (gold[g].input == 1) gold_input(x, N);

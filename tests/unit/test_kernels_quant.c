@@ -56,22 +56,23 @@ static const double e2m1[8] = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
 
 static const struct { int t, act, blck; size_t size; double rms_bound; } types[] = {
     /* rms_bound: RMS(x - deq(q(x))) / RMS(x) for roughly normal data */
-    { PK_TYPE_Q4_0, PK_TYPE_Q8_0, 32, 18, 0.125 },
-    { PK_TYPE_Q4_1, PK_TYPE_Q8_1, 32, 20, 0.105 },
-    { PK_TYPE_Q5_0, PK_TYPE_Q8_0, 32, 22, 0.062 },
-    { PK_TYPE_Q5_1, PK_TYPE_Q8_1, 32, 24, 0.052 },
-    { PK_TYPE_Q2_K, PK_TYPE_Q8_K, 256, 84, 0.36 },
-    { PK_TYPE_Q3_K, PK_TYPE_Q8_K, 256, 110, 0.19 },
-    { PK_TYPE_Q4_K, PK_TYPE_Q8_K, 256, 144, 0.095 },
-    { PK_TYPE_Q5_K, PK_TYPE_Q8_K, 256, 176, 0.048 },
-    { PK_TYPE_Q6_K, PK_TYPE_Q8_K, 256, 210, 0.025 },
-    { PK_TYPE_IQ4_NL, PK_TYPE_Q8_0, 32, 18, 0.11 },
-    { PK_TYPE_IQ4_XS, PK_TYPE_Q8_K, 256, 136, 0.11 },
-    { PK_TYPE_MXFP4, PK_TYPE_Q8_0, 32, 17, 0.13 },
-    { PK_TYPE_IQ2_XXS, PK_TYPE_Q8_K, 256, 66, 0.36 }, { PK_TYPE_IQ2_XS, PK_TYPE_Q8_K, 256, 74, 0.32 },
-    { PK_TYPE_IQ3_XXS, PK_TYPE_Q8_K, 256, 98, RMS_IQ3_XXS },
-    { PK_TYPE_IQ3_S, PK_TYPE_Q8_K, 256, 110, RMS_IQ3_S },
-    { PK_TYPE_IQ2_S, PK_TYPE_Q8_K, 256, 82, RMS_IQ2_S },
+    { .t = PK_TYPE_Q4_0, .act = PK_TYPE_Q8_0, .blck = 32, .size = 18, .rms_bound = 0.125 },
+    { .t = PK_TYPE_Q4_1, .act = PK_TYPE_Q8_1, .blck = 32, .size = 20, .rms_bound = 0.105 },
+    { .t = PK_TYPE_Q5_0, .act = PK_TYPE_Q8_0, .blck = 32, .size = 22, .rms_bound = 0.062 },
+    { .t = PK_TYPE_Q5_1, .act = PK_TYPE_Q8_1, .blck = 32, .size = 24, .rms_bound = 0.052 },
+    { .t = PK_TYPE_Q2_K, .act = PK_TYPE_Q8_K, .blck = 256, .size = 84, .rms_bound = 0.36 },
+    { .t = PK_TYPE_Q3_K, .act = PK_TYPE_Q8_K, .blck = 256, .size = 110, .rms_bound = 0.19 },
+    { .t = PK_TYPE_Q4_K, .act = PK_TYPE_Q8_K, .blck = 256, .size = 144, .rms_bound = 0.095 },
+    { .t = PK_TYPE_Q5_K, .act = PK_TYPE_Q8_K, .blck = 256, .size = 176, .rms_bound = 0.048 },
+    { .t = PK_TYPE_Q6_K, .act = PK_TYPE_Q8_K, .blck = 256, .size = 210, .rms_bound = 0.025 },
+    { .t = PK_TYPE_IQ4_NL, .act = PK_TYPE_Q8_0, .blck = 32, .size = 18, .rms_bound = 0.11 },
+    { .t = PK_TYPE_IQ4_XS, .act = PK_TYPE_Q8_K, .blck = 256, .size = 136, .rms_bound = 0.11 },
+    { .t = PK_TYPE_MXFP4, .act = PK_TYPE_Q8_0, .blck = 32, .size = 17, .rms_bound = 0.13 },
+    { .t = PK_TYPE_IQ2_XXS, .act = PK_TYPE_Q8_K, .blck = 256, .size = 66, .rms_bound = 0.36 },
+    { .t = PK_TYPE_IQ2_XS, .act = PK_TYPE_Q8_K, .blck = 256, .size = 74, .rms_bound = 0.32 },
+    { .t = PK_TYPE_IQ3_XXS, .act = PK_TYPE_Q8_K, .blck = 256, .size = 98, .rms_bound = RMS_IQ3_XXS },
+    { .t = PK_TYPE_IQ3_S, .act = PK_TYPE_Q8_K, .blck = 256, .size = 110, .rms_bound = RMS_IQ3_S },
+    { .t = PK_TYPE_IQ2_S, .act = PK_TYPE_Q8_K, .blck = 256, .size = 82, .rms_bound = RMS_IQ2_S },
 };
 enum { NTYPES = sizeof types / sizeof *types };
 
@@ -286,9 +287,9 @@ static void test_iq_grids(void) {
     static const uint8_t l3xxs[] = { 4, 12, 20, 28, 36, 44, 52, 62 }, l3s[] = { 1, 3, 5, 7, 9, 11, 13, 15 },
                          l2s[] = { 8, 25, 43 };
     const struct { const char *name; int count, dim, nl; const uint8_t *levels; uint64_t fnv; } g[] = {
-        { "iq3xxs", 256, 4, 8, l3xxs, 0xdfa5dc83d6a155d5ull },
-        { "iq3s", 512, 4, 8, l3s, 0xfa37020c25b44829ull },
-        { "iq2s", 1024, 8, 3, l2s, 0x123edd38a3b62b90ull },
+        { .name = "iq3xxs", .count = 256, .dim = 4, .nl = 8, .levels = l3xxs, .fnv = 0xdfa5dc83d6a155d5ull },
+        { .name = "iq3s", .count = 512, .dim = 4, .nl = 8, .levels = l3s, .fnv = 0xfa37020c25b44829ull },
+        { .name = "iq2s", .count = 1024, .dim = 8, .nl = 3, .levels = l2s, .fnv = 0x123edd38a3b62b90ull },
     };
     for (int gi = 0; gi < 3; gi++) {
         uint8_t *bytes = malloc((size_t)g[gi].count * g[gi].dim);
@@ -338,13 +339,13 @@ static void test_known_blocks(void) {
     TEST_CHECK(out[0] == 15.0f && out[31] == 15.0f && out[15] == -16.0f && out[16] == -16.0f,
                "Q5_0 known values (%g %g %g %g)", out[0], out[31], out[15], out[16]);
 
-    pk_block_q5_1 q51 = { f16(2.0f), f16(0.5f), { 0, 0, 1, 0 }, { 0 } };   /* bit 16 */
+    pk_block_q5_1 q51 = { .d = f16(2.0f), .m = f16(0.5f), .qh = { 0, 0, 1, 0 } };   /* bit 16 */
     q51.qs[0] = 0x30;                           /* e0 = 0, e16 = 3 | 16 */
     pk_type_get(PK_TYPE_Q5_1)->to_float(&q51, out, 32);
     TEST_CHECK(out[0] == 0.5f && out[16] == 38.5f, "Q5_1 known values");
 
     /* Q2_K: sub-block 0 scale 3 min 2; sub-block 9 scale 15 min 15 */
-    pk_block_q2_K q2 = { { 0 }, { 0 }, f16(0.5f), f16(0.25f) };
+    pk_block_q2_K q2 = { .d = f16(0.5f), .dmin = f16(0.25f) };
     q2.scales[0] = 0x23; q2.scales[9] = 0xFF;
     q2.qs[0] = 0xE4;                            /* e0 = 0, e32 = 1, e64 = 2, e96 = 3 */
     q2.qs[32 + 16] = 0x0C;                      /* element 128 + 32 + 16 = 176 (sub 11) = 3 */
@@ -658,8 +659,10 @@ static void test_ggml_bytes(void) {
      * importances 0.25 + ((7 i) mod 13) / 2; and of it as two rows of 2048
      * with importances 1 (what imp == NULL means here) */
     static const struct { int t; void (*fn)(const float *, void *, int64_t, const float *); uint64_t h, h1; } iq[] = {
-        { PK_TYPE_IQ2_XXS, pk_quantize_iq2_xxs_imat, 0xdd8a174a18ed384bull, 0x7156f0470e9866adull },
-        { PK_TYPE_IQ2_XS, pk_quantize_iq2_xs_imat, 0xf1d1ba2ae9901d6eull, 0xa42cc4e4db19a4d7ull },
+        { .t = PK_TYPE_IQ2_XXS, .fn = pk_quantize_iq2_xxs_imat,
+          .h = 0xdd8a174a18ed384bull, .h1 = 0x7156f0470e9866adull },
+        { .t = PK_TYPE_IQ2_XS, .fn = pk_quantize_iq2_xs_imat,
+          .h = 0xf1d1ba2ae9901d6eull, .h1 = 0xa42cc4e4db19a4d7ull },
     };
     float *imp = malloc(N * sizeof(float));
     for (size_t i = 0; i < sizeof iq / sizeof *iq; i++) {
@@ -687,9 +690,12 @@ static void test_ggml_bytes(void) {
      * sub-block (this one keeps them in place: test_iq_zero_sub below) */
     TEST_CHECK(pk_iq_lattice_tables_ok(), "lattice quantization tables made");
     static const struct { int t, zeros, use_imp; uint64_t h; } gold_iq[] = {
-        { PK_TYPE_IQ3_XXS, 1, 1, GOLD_IQ3_XXS_IMP }, { PK_TYPE_IQ2_S, 1, 1, GOLD_IQ2_S_IMP },
-        { PK_TYPE_IQ3_S, 0, 0, GOLD_IQ3_S_NZ }, { PK_TYPE_IQ3_S, 0, 1, GOLD_IQ3_S_NZ_IMP },
-        { PK_TYPE_IQ3_XXS, 0, 1, GOLD_IQ3_XXS_NZ_IMP }, { PK_TYPE_IQ2_S, 0, 0, GOLD_IQ2_S_NZ },
+        { .t = PK_TYPE_IQ3_XXS, .zeros = 1, .use_imp = 1, .h = GOLD_IQ3_XXS_IMP },
+        { .t = PK_TYPE_IQ2_S, .zeros = 1, .use_imp = 1, .h = GOLD_IQ2_S_IMP },
+        { .t = PK_TYPE_IQ3_S, .zeros = 0, .use_imp = 0, .h = GOLD_IQ3_S_NZ },
+        { .t = PK_TYPE_IQ3_S, .zeros = 0, .use_imp = 1, .h = GOLD_IQ3_S_NZ_IMP },
+        { .t = PK_TYPE_IQ3_XXS, .zeros = 0, .use_imp = 1, .h = GOLD_IQ3_XXS_NZ_IMP },
+        { .t = PK_TYPE_IQ2_S, .zeros = 0, .use_imp = 0, .h = GOLD_IQ2_S_NZ },
     };
     for (size_t i = 0; i < sizeof gold_iq / sizeof *gold_iq; i++) {
         size_t sz = pk_row_size(gold_iq[i].t, N);

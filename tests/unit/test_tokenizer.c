@@ -474,7 +474,7 @@ static void test_threads(const char *path, const char *strings) {
     pthread_t th[NT];
     job jobs[NT];
     for (int i = 0; i < NT; i++) {
-        jobs[i] = (job){ t, &v, expect, nexp, 0 };
+        jobs[i] = (job){ .t = t, .v = &v, .expect = expect, .nexp = nexp };
         pthread_create(&th[i], NULL, worker, &jobs[i]);
     }
     int bad = 0;

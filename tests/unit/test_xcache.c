@@ -80,7 +80,7 @@ static void *trace(void *arg) {
         if (rnd(&a->seed) % 2) {                 /* in two steps, each expert released when done */
             int slot[SLOTS], seen = 0;
             uint8_t taken[SLOTS];
-            pk_xcache_set set = {il, n, 0, ex, slot, taken};
+            pk_xcache_set set = {.il = il, .n = n, .n_taken = 0, .ex = ex, .slot = slot, .taken = taken};
             if (pk_xcache_begin(m->xc, &set, &a->st, &err)) { a->bad_rc++; continue; }
             const int rounds = rnd(&a->seed) % 2;   /* one at a time, or all that are ready (up to cap) */
             for (int left = n; left > 0;) {
@@ -148,7 +148,7 @@ int main(void) {
                "plan: streaming %d, slots %d, experts %d", pl.streaming, pl.expert_slots, pl.n_expert);
 
     /* one thread: a random trace */
-    trace_arg a = {m, 0x9e3779b97f4a7c15ull, 3000, 0, 0, 0, {0}};
+    trace_arg a = {.m = m, .seed = 0x9e3779b97f4a7c15ull, .iters = 3000};
     trace(&a);
     TEST_CHECK(!a.bad_rc && !a.bad_bytes && !a.bad_slot, "trace: %d failed acquires, %d wrong slices, %d shared slots",
                a.bad_rc, a.bad_bytes, a.bad_slot);
@@ -159,7 +159,7 @@ int main(void) {
                (unsigned long long)a.st.prefetch_hits);
 
     /* two threads on one cache (two contexts of one model) */
-    trace_arg b[2] = {{m, 1, 1500, 0, 0, 0, {0}}, {m, 2, 1500, 0, 0, 0, {0}}};
+    trace_arg b[2] = {{.m = m, .seed = 1, .iters = 1500}, {.m = m, .seed = 2, .iters = 1500}};
     pthread_t th[2];
     for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, trace, &b[i]);
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
@@ -225,7 +225,7 @@ int main(void) {
         uint8_t taken[2];
         const void *ptr[6];
         pk_error err = {0};
-        pk_xcache_set set = {1, 2, 0, want, slot, taken};
+        pk_xcache_set set = {.il = 1, .n = 2, .n_taken = 0, .ex = want, .slot = slot, .taken = taken};
         TEST_COND("begin {8, 10}", pk_xcache_begin(m->xc, &set, &st, &err) == PK_OK);
         TEST_CHECK(st.prefetches == 1 && st.prefetch_hits == 1 && st.misses == 1 && st.hits == 1 &&
                        st.bytes_read == read_bytes(m, 1, 8) + read_bytes(m, 1, 10),
@@ -257,7 +257,7 @@ int main(void) {
         const int g2 = 11, o2 = 12;
         pk_xcache_hold(m->xc, 1);
         pk_xcache_prefetch(m->xc, 2, &g2, 1, &mine);
-        pk_xcache_set s2 = {2, 1, 0, &o2, slot, taken};
+        pk_xcache_set s2 = {.il = 2, .n = 1, .n_taken = 0, .ex = &o2, .slot = slot, .taken = taken};
         TEST_COND("begin of another caller", pk_xcache_begin(m->xc, &s2, &other, &err) == PK_OK);
         pk_xcache_hold(m->xc, 0);
         TEST_COND("its expert arrives", pk_xcache_next(m->xc, &s2, ptr, &other, &err) == 0);
@@ -281,7 +281,7 @@ int main(void) {
            (in one call or two), then none is left */
         int slot[2], idx[2];
         uint8_t taken[2];
-        pk_xcache_set set = {0, 2, 0, four, slot, taken};
+        pk_xcache_set set = {.il = 0, .n = 2, .n_taken = 0, .ex = four, .slot = slot, .taken = taken};
         TEST_COND("begin two", pk_xcache_begin(m->xc, &set, NULL, &err) == PK_OK);
         err.msg[0] = 0;
         TEST_COND("next_ready with room for none: -1 and a message",

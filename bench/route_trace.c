@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     pk_context *c;
     if (pk_context_new(m, &cp, &c, &err)) { fprintf(stderr, "route_trace: %s\n", err.msg); return 1; }
     const int L = m->hp.n_layer, K = m->hp.n_expert_used;
-    rec r = {m, calloc((size_t)L * K, sizeof(int)), calloc((size_t)L, sizeof(int)), K};
+    rec r = {.m = m, .sel = calloc((size_t)L * K, sizeof(int)), .n = calloc((size_t)L, sizeof(int)), .k = K};
     c->observer = observe;
     c->observer_ud = &r;
     printf("# %s: %d layers, %d experts, top-%d; %d tokens of %s\n", argv[1], L, m->hp.n_expert, K, n, argv[2]);

@@ -471,9 +471,18 @@ static int lattice_sub(const lattice_kind *k, const float *xb, const float *qw, 
     return 1;
 }
 
-static const lattice_kind kind_iq3_xxs = {&q3xxs, 32, 15, 0.2f, 1e-8f, 1.0125f, 1, 1, 0, 0};
-static const lattice_kind kind_iq3_s = {&q3s, 32, 9, 0.2f, 0.0f, 1.033f, 0, 0, 1, 0};
-static const lattice_kind kind_iq2_s = {&q2s, 16, 9, 0.1f, 1e-8f, 0.9875f, 0, 1, 0, 1};
+static const lattice_kind kind_iq3_xxs = {
+    .g = &q3xxs, .sub = 32, .ntry = 15, .step = 0.2f, .eps = 1e-8f, .fudge = 1.0125f,
+    .even_signs = 1, .start_on_grid = 1, .redo_all = 0, .sigma_w = 0,
+};
+static const lattice_kind kind_iq3_s = {
+    .g = &q3s, .sub = 32, .ntry = 9, .step = 0.2f, .eps = 0.0f, .fudge = 1.033f,
+    .even_signs = 0, .start_on_grid = 0, .redo_all = 1, .sigma_w = 0,
+};
+static const lattice_kind kind_iq2_s = {
+    .g = &q2s, .sub = 16, .ntry = 9, .step = 0.1f, .eps = 1e-8f, .fudge = 0.9875f,
+    .even_signs = 0, .start_on_grid = 1, .redo_all = 0, .sigma_w = 1,
+};
 
 /* the 4-bit code of a sub-block scale given 1 / d */
 static inline uint8_t scale_code(float id, float s) {

@@ -633,7 +633,8 @@ static int local_walk(pk_grammar *g, uint32_t c, glocal *L) {
     wframe *stk = malloc(((size_t)v->max_len + 2) * sizeof *stk);
     if (!stk) { overflow(g, "out of memory"); return -1; }
     uint32_t ns = 0;
-    stk[ns++] = (wframe){0, s0, v->node[0].child, v->node[0].child + v->node[0].n_child, g->st[s0].has_unknown};
+    stk[ns++] = (wframe){.node = 0, .st = s0, .next = v->node[0].child, .end = v->node[0].child + v->node[0].n_child,
+                         .popped = g->st[s0].has_unknown};
     int rc = 0;
     while (ns && !rc) {
         wframe *f = &stk[ns - 1];
@@ -648,8 +649,8 @@ static int local_walk(pk_grammar *g, uint32_t c, glocal *L) {
         uint32_t own_end = cn->n_child ? v->node[cn->child].lo : cn->hi;
         rc = range_add(g, &L->acc, &L->n_acc, &cap_acc, cn->lo, own_end);
         if (cn->n_child)
-            stk[ns++] = (wframe){(uint32_t)(cn - v->node), y, cn->child, cn->child + cn->n_child,
-                                 f->popped || g->st[y].has_unknown};
+            stk[ns++] = (wframe){.node = (uint32_t)(cn - v->node), .st = y, .next = cn->child,
+                                 .end = cn->child + cn->n_child, .popped = f->popped || g->st[y].has_unknown};
     }
     free(stk);
     return rc;

@@ -22,7 +22,9 @@ PREFIX  ?= /usr/local
 # Debian packages the build and tests need (probed in `deps`). nginx is for
 # tests/cli/t_deploy.sh, which runs its own instance on loopback (deploy/);
 # where services start at install, Debian's package also starts the system's.
-DEB_PKGS = libpcre2-dev python3-numpy python3-jinja2 libmicrohttpd-dev libjansson-dev libedit-dev pkgconf nginx
+# python3-clang (libclang) is for tests/unit/t_designated.sh.
+DEB_PKGS = libpcre2-dev python3-numpy python3-jinja2 libmicrohttpd-dev libjansson-dev libedit-dev pkgconf nginx \
+           python3-clang
 # the CLI alone links libedit (line editing in `pocket chat`)
 CLI_LDLIBS = -ledit
 
@@ -100,6 +102,7 @@ deps:
 	{ command -v nginx || [ -x /usr/sbin/nginx ]; } >/dev/null 2>&1 || missing="$$missing nginx"; \
 	$(PYTHON) -c 'import numpy' 2>/dev/null || missing="$$missing python3-numpy"; \
 	$(PYTHON) -c 'import jinja2' 2>/dev/null || missing="$$missing python3-jinja2"; \
+	$(PYTHON) -c 'import clang.cindex as c; c.Index.create()' 2>/dev/null || missing="$$missing python3-clang"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \

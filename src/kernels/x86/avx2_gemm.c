@@ -139,9 +139,6 @@ enum {
 #ifndef TK_Q6_K
 #define TK_Q6_K 16
 #endif
-#ifndef TK_IQ2
-#define TK_IQ2 16   /* IQ2_XXS, IQ2_XS and the lattice types */
-#endif
 #ifndef TK_IQ1
 #define TK_IQ1 16   /* IQ1_S, IQ1_M */
 #endif

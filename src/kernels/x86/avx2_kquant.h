@@ -130,7 +130,7 @@ GI size_t kq_bsize(const int K) {
 }
 /* the token tile on rows of more than 3 super-blocks */
 GI int kq_tkl(const int K) {
-    return kq_iq1k(K) ? TK_IQ1 : kq_signed(K) ? TK_IQ2 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
+    return kq_iq1k(K) ? TK_IQ1 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
 }
 
 /* One row's super-block, decoded: the 8 permuted level registers v, the
@@ -178,7 +178,8 @@ GI void kq_iq2(const int XS, const uint8_t *w, kq_dec *o) {
  * The sub-block loops here and in kq_iq2 are unrolled: with s a variable,
  * gcc built iql_sub_scale's vpshufb control byte by byte per sub-block
  * (about a dozen instructions), and a decode took 104 cycles on Zen 3
- * (IQ2_S; IQ3_S 134, IQ2_XXS 72) instead of 61 (77, 59). */
+ * (IQ2_S; IQ3_S 134, IQ2_XXS 72) instead of 61 (77, 59; bench/results/
+ * 2026-12-07-epyc-zen3-iq-kernels.md). */
 GI void kq_lattice(const int L, const void *w, kq_dec *o) {
     const void *grid = iql_grid(L);
     iql_idx ix;
@@ -341,12 +342,6 @@ GI __m256 kq_body(const int K, const kq_dec *k, const xk *xp, const float *dd, _
         __m256i s = iq1_sum(K == KQ_IQ1_M, v, k->sc, k->sc + 4, xq, gs);
         return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_broadcast_ss(dd), acc);
     }
-    if (kq_signed(K)) {
-        __m256i s = _mm256_sub_epi32(_mm256_setzero_si256(), k->corr);
-        for (int j = 0; j < 8; j++)
-            s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(ld(xp->q + 32 * j), v[j]), k->sc[j]));
-        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_broadcast_ss(dd), acc);
-    }
     if (K == KQ_Q4_K) {
         __m256i s16 = _mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128));
         __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
@@ -438,7 +433,7 @@ RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
 RI_ENTRY(iq1_s, kq_row, KQ_IQ1_S)
 RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
 
-/* ---- the 2-row K-quant kernels (Q2_K, Q3_K, Q4_K; plain AVX2) ------------------
+/* ---- the 2-row kernels (Q2_K, Q3_K, Q4_K on plain AVX2; the signed kinds) -------
  * kq_tile keeps one decoded row in registers and takes each token's
  * activations from L1 as the memory operand of its vpmaddubsw: one load per
  * product, besides the spills of a register file too small for the 8
@@ -455,7 +450,18 @@ RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
  * on 2048 x 512; Q3_K and Q4_K 1.03-1.06x on rows of 512 below 32 tokens
  * and 1.28-1.4x from 32 on, or on Q4_K's rows of 2048 (where kq_tile's
  * 32-token tile overflows a 32 KB L1), but 0.94-1.02x on rows of 2048 with
- * kq_tile's 16-token tile. kt_use picks by that. */
+ * kq_tile's 16-token tile. kt_use picks by that.
+ * The signed kinds (IQ2_XXS, IQ2_XS, the lattice types) take the 2-row
+ * kernel alone: per register j of levels each of the R x T vpmaddubsw pairs
+ * goes through vpmaddwd with its row's scales sc[j] into int32 accumulators
+ * that start at -corr (14 registers: the accumulators, 2 rows' levels and
+ * scales, an activation): one load per vpmaddubsw + vpmaddwd where the
+ * per-row kernel, whose decoded row and scales (16 registers) did not stay
+ * in the register file, had three (its integer sums, the same results).
+ * bench/ab_gemm on Zen 3 (one core, idle; bench/results/
+ * 2026-12-07-epyc-zen3-iq-kernels.md): IQ2_S 1.10-1.17x the per-row kernel
+ * from 8 to 256 tokens on 512 x 2048 and 2048 x 512; a buffer of 32 tokens
+ * (each row decoded half as often) measured the same as 16. */
 enum { KT_R = 2, KT_T = 4, KT_KB = 4, KT_TK = 16 };   /* rows, tokens per tile; super-blocks, tokens per buffer */
 
 GI int64_t kt_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
@@ -476,19 +482,27 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) F[r][t] = _mm256_setzero_ps();
     for (int b = 0; b < kb; b++) {
-        __m256i a[KT_R][KT_T];
-        for (int r = 0; r < R; r++)
-            for (int t = 0; t < T; t++) a[r][t] = _mm256_setzero_si256();
+        __m256i a[KT_R][KT_T];   /* the signed kinds: int32 from -corr; else int16 sums */
+        for (int r = 0; r < R; r++) {
+            const __m256i c = kq_signed(K) ? _mm256_sub_epi32(_mm256_setzero_si256(), W[r * kb + b].corr)
+                                           : _mm256_setzero_si256();
+            for (int t = 0; t < T; t++) a[r][t] = c;
+        }
         /* a loop, not unrolled: the accumulators stay in registers (unrolled,
            GCC hoists all 8 registers' products and spills them) */
 #pragma GCC unroll 1
         for (int j = 0; j < 8; j++) {
-            __m256i w[KT_R];
-            for (int r = 0; r < R; r++) w[r] = _mm256_load_si256(&W[r * kb + b].v[j]);
+            __m256i w[KT_R], s[KT_R];
+            for (int r = 0; r < R; r++) {
+                w[r] = _mm256_load_si256(&W[r * kb + b].v[j]);
+                if (kq_signed(K)) s[r] = _mm256_load_si256(&W[r * kb + b].sc[j]);
+            }
             for (int t = 0; t < T; t++) {
                 __m256i x = _mm256_load_si256((const __m256i *)(X[t * kb + b].q + 32 * j));
                 __asm__("" : "+x"(x));   /* one load for the R products, not one memory operand each */
-                for (int r = 0; r < R; r++) a[r][t] = _mm256_add_epi16(a[r][t], _mm256_maddubs_epi16(w[r], x));
+                for (int r = 0; r < R; r++)
+                    a[r][t] = kq_signed(K) ? _mm256_add_epi32(a[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w[r]), s[r]))
+                                           : _mm256_add_epi16(a[r][t], _mm256_maddubs_epi16(w[r], x));
             }
             kt_pin(R, T, a);
         }
@@ -496,10 +510,14 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
             const kq_dec *k = &W[r * kb + b];
             for (int t = 0; t < T; t++) {
                 const xk *xp = &X[t * kb + b];
+                const __m256 ddv = _mm256_broadcast_ss(&dd[(r * KT_KB + b) * KT_TK + t]);
+                if (kq_signed(K)) {
+                    F[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[r][t]), ddv, F[r][t]);
+                    continue;
+                }
                 __m256i s16 = a[r][t];
                 if (K == KQ_Q3_K) s16 = _mm256_sub_epi16(s16, _mm256_load_si256((const __m256i *)xp->c));
-                __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
-                F[r][t] = _mm256_fmadd_ps(f, _mm256_broadcast_ss(&dd[(r * KT_KB + b) * KT_TK + t]), F[r][t]);
+                F[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S)), ddv, F[r][t]);
                 if (K != KQ_Q3_K) F[r][t] = _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), F[r][t]);
                 if (K == KQ_Q2_K) F[r][t] = _mm256_fnmadd_ps(k->mins1, _mm256_load_ps(xp->P + 8), F[r][t]);
             }
@@ -508,65 +526,14 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
     for (int r = 0; r < R; r++) store_acc(T, F[r], y + r, ys, first);
 }
 
-/* The signed kinds (IQ2_XXS, IQ2_XS, the lattice types) on the same
- * register tile: per register j of levels, the R x T vpmaddubsw pairs each
- * taken by vpmaddwd with its row's scales sc[j] into int32 accumulators that
- * start at -corr (14 registers: the accumulators, 2 rows' levels and
- * scales, an activation). kq_body's integer sums (exact in any order) and
- * its epilogue: bitwise kq_tile's results, with one load per vpmaddubsw +
- * vpmaddwd where kq_tile, whose decoded row and scales (16 registers) do
- * not stay in the register file, has three. bench/ab_gemm on Zen 3 (one
- * core, quiet): IQ2_S 1.10-1.17x kq_tile from 8 to 256 tokens, on 512 x
- * 2048 and 2048 x 512. A buffer of 32 tokens (each row decoded half as
- * often) measured the same as 16. */
-GI void kt_stile(const int R, const int T, const kq_dec *W, int kb, const xk *X, const float *dd, float *y,
-                 int64_t ys, int first) {
-    __m256 F[KT_R][KT_T];
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) F[r][t] = _mm256_setzero_ps();
-    for (int b = 0; b < kb; b++) {
-        __m256i a[KT_R][KT_T];
-        for (int r = 0; r < R; r++) {
-            const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(), W[r * kb + b].corr);
-            for (int t = 0; t < T; t++) a[r][t] = c;
-        }
-#pragma GCC unroll 1
-        for (int j = 0; j < 8; j++) {
-            __m256i w[KT_R], s[KT_R];
-            for (int r = 0; r < R; r++) {
-                w[r] = _mm256_load_si256(&W[r * kb + b].v[j]);
-                s[r] = _mm256_load_si256(&W[r * kb + b].sc[j]);
-            }
-            for (int t = 0; t < T; t++) {
-                __m256i x = _mm256_load_si256((const __m256i *)(X[t * kb + b].q + 32 * j));
-                __asm__("" : "+x"(x));
-                for (int r = 0; r < R; r++)
-                    a[r][t] = _mm256_add_epi32(a[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w[r]), s[r]));
-            }
-            kt_pin(R, T, a);
-        }
-        for (int r = 0; r < R; r++)
-            for (int t = 0; t < T; t++)
-                F[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[r][t]),
-                                          _mm256_broadcast_ss(&dd[(r * KT_KB + b) * KT_TK + t]), F[r][t]);
-    }
-    for (int r = 0; r < R; r++) store_acc(T, F[r], y + r, ys, first);
-}
-
-/* kt_tile (kt_stile) for R (1, 2) rows and T (1 .. KT_T) tokens */
-GI void kt_tile_k(const int K, const int R, const int T, const kq_dec *W, int kb, const xk *X, const float *dd,
-                  float *y, int64_t ys, int first) {
-    if (kq_signed(K)) kt_stile(R, T, W, kb, X, dd, y, ys, first);
-    else kt_tile(K, R, T, W, kb, X, dd, y, ys, first);
-}
-/* kt_tile_k for nt (1 .. KT_T) tokens: one specialised copy per count */
+/* kt_tile for R (1, 2) rows and nt (1 .. KT_T) tokens: one specialised copy per count */
 GI void kt_tiles(const int K, const int R, int nt, const kq_dec *W, int kb, const xk *X, const float *dd,
                  float *y, int64_t ys, int first) {
     switch (nt) {
-    case 1: kt_tile_k(K, R, 1, W, kb, X, dd, y, ys, first); break;
-    case 2: kt_tile_k(K, R, 2, W, kb, X, dd, y, ys, first); break;
-    case 3: kt_tile_k(K, R, 3, W, kb, X, dd, y, ys, first); break;
-    default: kt_tile_k(K, R, 4, W, kb, X, dd, y, ys, first); break;
+    case 1: kt_tile(K, R, 1, W, kb, X, dd, y, ys, first); break;
+    case 2: kt_tile(K, R, 2, W, kb, X, dd, y, ys, first); break;
+    case 3: kt_tile(K, R, 3, W, kb, X, dd, y, ys, first); break;
+    default: kt_tile(K, R, 4, W, kb, X, dd, y, ys, first); break;
     }
 }
 
@@ -655,20 +622,11 @@ GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, i
     else kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
 }
 #endif
-/* the signed kinds: the 2-row kernel (built with KS_ROW: the per-row one, for A/B trials) */
-GI void ks_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
-                size_t rb, const void *const *x) {
-#ifdef KS_ROW
-    kq_row(K, n, nrows, ntok, y, ys, w, rb, x);
-#else
-    kt_gemm(K, n, nrows, ntok, y, ys, w, rb, x);
-#endif
-}
-RI_ENTRY(iq2_xxs, ks_gemm, KQ_IQ2_XXS)
-RI_ENTRY(iq2_xs, ks_gemm, KQ_IQ2_XS)
-RI_ENTRY(iq3_xxs, ks_gemm, KQ_IQ3_XXS)
-RI_ENTRY(iq3_s, ks_gemm, KQ_IQ3_S)
-RI_ENTRY(iq2_s, ks_gemm, KQ_IQ2_S)
+RI_ENTRY(iq2_xxs, kt_gemm, KQ_IQ2_XXS)   /* the signed kinds: the 2-row kernel alone */
+RI_ENTRY(iq2_xs, kt_gemm, KQ_IQ2_XS)
+RI_ENTRY(iq3_xxs, kt_gemm, KQ_IQ3_XXS)
+RI_ENTRY(iq3_s, kt_gemm, KQ_IQ3_S)
+RI_ENTRY(iq2_s, kt_gemm, KQ_IQ2_S)
 RI_ENTRY(q4_K, kq_gemm, KQ_Q4_K)
 RI_ENTRY(q5_K, kq_gemm, KQ_Q5_K)
 RI_ENTRY(q6_K, kq_gemm, KQ_Q6_K)

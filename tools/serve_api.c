@@ -15,6 +15,12 @@ void api_fail(api_error *e, int status, const char *param, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    /* A refusal is one line: a request's own text quoted in it ("'tool_choice'
+     * of type \"f\nction\"") keeps its bytes but not its line breaks. */
+    for (char *c = e->msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+    for (char *c = e->param; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
 }
 
 const char *api_kind(const json_t *v) {

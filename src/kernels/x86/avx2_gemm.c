@@ -20,7 +20,10 @@
  *     plain AVX2, Q2_K, Q3_K and Q4_K instead decode two rows into an L1
  *     buffer and take a register tile of 2 rows x 4 tokens, each level
  *     and activation register loaded once for its 2 or 4 products
- *     (kernels/x86/avx2_kquant.h, kt_gemm);
+ *     (kernels/x86/avx2_kquant.h, kt_gemm), as do the signed i-quants;
+ *     above 16 tokens that tile runs on activations prepared for a chunk
+ *     of up to 64 tokens in the thread's scratch (L2), each row decoded
+ *     once per chunk (ka_gemm);
  *   - K-quants: the decoded registers are byte-permuted (unpack stages,
  *     shuffle ports) so that several registers carry the same sub-block in
  *     the same 16-bit lane; the vpmaddubsw products of those registers are
@@ -93,6 +96,7 @@
 #include <math.h>
 #include <string.h>
 #include "kernels/kernels.h"
+#include "core/threads.h"
 
 /* Built twice: here as the avx2 variant's pk_kernels_avx2_gemm, and by
  * kernels/x86/avxvnni.c (PK_VNNI256, -mavxvnni) as pk_kernels_avxvnni_gemm, where the

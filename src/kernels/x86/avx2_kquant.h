@@ -461,7 +461,9 @@ RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
  * bench/ab_gemm on Zen 3 (one core, idle; bench/results/
  * 2026-12-07-epyc-zen3-iq-kernels.md): IQ2_S 1.10-1.17x the per-row kernel
  * from 8 to 256 tokens on 512 x 2048 and 2048 x 512; a buffer of 32 tokens
- * (each row decoded half as often) measured the same as 16. */
+ * (each row decoded half as often, 2 super-blocks per k-block) measured the
+ * same as 16. Above KT_TK tokens ka_gemm runs the same tiles on rows decoded
+ * once per chunk of up to 64 tokens (below). */
 enum { KT_R = 2, KT_T = 4, KT_KB = 4, KT_TK = 16 };   /* rows, tokens per tile; super-blocks, tokens per buffer */
 
 GI int64_t kt_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
@@ -476,8 +478,8 @@ GI void kt_pin(const int R, const int T, __m256i a[KT_R][KT_T]) {
 /* R rows (W[r * kb + b]) x T tokens (X[t * kb + b]) over kb super-blocks;
  * dd[(r * KT_KB + b) * KT_TK + t] the factors d * dx; y[t * ys + r] (+)=
  * the products. */
-GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, const xk *X, const float *dd,
-                float *y, int64_t ys, int first) {
+GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, const xk *X, int xst,
+                const float *dd, const int ddr, const int ddk, float *y, int64_t ys, int first) {
     __m256 F[KT_R][KT_T];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) F[r][t] = _mm256_setzero_ps();
@@ -498,7 +500,7 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
                 if (kq_signed(K)) s[r] = _mm256_load_si256(&W[r * kb + b].sc[j]);
             }
             for (int t = 0; t < T; t++) {
-                __m256i x = _mm256_load_si256((const __m256i *)(X[t * kb + b].q + 32 * j));
+                __m256i x = _mm256_load_si256((const __m256i *)(X[t * xst + b].q + 32 * j));
                 __asm__("" : "+x"(x));   /* one load for the R products, not one memory operand each */
                 for (int r = 0; r < R; r++)
                     a[r][t] = kq_signed(K) ? _mm256_add_epi32(a[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w[r]), s[r]))
@@ -509,8 +511,8 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
         for (int r = 0; r < R; r++) {
             const kq_dec *k = &W[r * kb + b];
             for (int t = 0; t < T; t++) {
-                const xk *xp = &X[t * kb + b];
-                const __m256 ddv = _mm256_broadcast_ss(&dd[(r * KT_KB + b) * KT_TK + t]);
+                const xk *xp = &X[t * xst + b];
+                const __m256 ddv = _mm256_broadcast_ss(&dd[r * ddr + b * ddk + t]);
                 if (kq_signed(K)) {
                     F[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[r][t]), ddv, F[r][t]);
                     continue;
@@ -527,13 +529,42 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
 }
 
 /* kt_tile for R (1, 2) rows and nt (1 .. KT_T) tokens: one specialised copy per count */
-GI void kt_tiles(const int K, const int R, int nt, const kq_dec *W, int kb, const xk *X, const float *dd,
-                 float *y, int64_t ys, int first) {
+GI void kt_tiles(const int K, const int R, int nt, const kq_dec *W, int kb, const xk *X, int xst, const float *dd,
+                 const int ddr, const int ddk, float *y, int64_t ys, int first) {
     switch (nt) {
-    case 1: kt_tile(K, R, 1, W, kb, X, dd, y, ys, first); break;
-    case 2: kt_tile(K, R, 2, W, kb, X, dd, y, ys, first); break;
-    case 3: kt_tile(K, R, 3, W, kb, X, dd, y, ys, first); break;
-    default: kt_tile(K, R, 4, W, kb, X, dd, y, ys, first); break;
+    case 1: kt_tile(K, R, 1, W, kb, X, xst, dd, ddr, ddk, y, ys, first); break;
+    case 2: kt_tile(K, R, 2, W, kb, X, xst, dd, ddr, ddk, y, ys, first); break;
+    case 3: kt_tile(K, R, 3, W, kb, X, xst, dd, ddr, ddk, y, ys, first); break;
+    default: kt_tile(K, R, 4, W, kb, X, xst, dd, ddr, ddk, y, ys, first); break;
+    }
+}
+
+/* Rows r0, r0 + 1 (those below nrows) of k-block k0 (kb super-blocks)
+ * decoded into W[r * kb + b], dd[(r * kb + b) * ddt + t] = their d times the
+ * tokens' D[b * dst + t], then the register tiles of the nt tokens
+ * (X[t * xst + b]) on them; y[t * ys + r0 + r] (+)= the products. */
+GI void kt_rows(const int K, const void *w, size_t rb, int64_t nrows, int64_t r0, int64_t k0, int kb, int nt,
+                const float *D, int dst, const xk *X, int xst, kq_dec *W, float *dd, int ddt, float *y,
+                int64_t ys) {
+    const size_t bs = kq_bsize(K);
+    const int64_t pfr = kq_pf((size_t)kb * bs);
+    const int nr = nrows - r0 < KT_R ? (int)(nrows - r0) : KT_R;
+    for (int r = 0; r < nr; r++) {
+        const char *wr = (const char *)w + (size_t)(r0 + r) * rb + (size_t)k0 * bs;
+        if (r0 + r + pfr < nrows) pf_rows(wr + pfr * rb, rb, 1, (size_t)kb * bs);
+        for (int b = 0; b < kb; b++) {
+            kq_decode(K, wr + (size_t)b * bs, &W[r * kb + b]);
+            const __m256 dwv = _mm256_set1_ps(W[r * kb + b].dwf);
+            for (int t = 0; t < nt; t += 8)
+                _mm256_store_ps(dd + (r * kb + b) * ddt + t, _mm256_mul_ps(dwv, _mm256_load_ps(D + b * dst + t)));
+        }
+    }
+    const int nin = (nt + KT_T - 1) / KT_T;
+    for (int i = 0; i < nin; i++) {
+        int t = (int)kt_part(nt, nin, i), n_t = (int)kt_part(nt, nin, i + 1) - t;
+        float *yt = y + t * ys + r0;
+        if (nr == 2) kt_tiles(K, 2, n_t, W, kb, X + t * xst, xst, dd + t, kb * ddt, ddt, yt, ys, k0 == 0);
+        else kt_tiles(K, 1, n_t, W, kb, X + t * xst, xst, dd + t, kb * ddt, ddt, yt, ys, k0 == 0);
     }
 }
 
@@ -543,7 +574,6 @@ GI void kt_tiles(const int K, const int R, int nt, const kq_dec *W, int kb, cons
  * 4 tokens */
 GI void kt_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                 size_t rb, const void *const *x) {
-    const size_t bs = kq_bsize(K);
     xk X[KT_TK * KT_KB] __attribute__((aligned(32)));
     kq_dec Wd[KT_R * KT_KB];
     float D[KT_KB * KT_TK] __attribute__((aligned(32)));
@@ -557,32 +587,71 @@ GI void kt_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, i
             const pk_block_q8_K *xs[KT_TK];
             for (int t = 0; t < nt; t++) xs[t] = (const pk_block_q8_K *)x[t0 + t] + k0;
             prep_k(K, KT_TK, nt, xs, kb, X, D);
-            const int64_t pfr = kq_pf((size_t)kb * bs);
-            const int nin = (nt + KT_T - 1) / KT_T;
-            for (int64_t r0 = 0; r0 < nrows; r0 += KT_R) {
-                const int nr = nrows - r0 < KT_R ? (int)(nrows - r0) : KT_R;
-                for (int r = 0; r < nr; r++) {
-                    const char *wr = (const char *)w + (size_t)(r0 + r) * rb + (size_t)k0 * bs;
-                    if (r0 + r + pfr < nrows) pf_rows(wr + pfr * rb, rb, 1, (size_t)kb * bs);
-                    for (int b = 0; b < kb; b++) {
-                        kq_decode(K, wr + (size_t)b * bs, &Wd[r * kb + b]);
-                        const __m256 dwv = _mm256_set1_ps(Wd[r * kb + b].dwf);
-                        for (int i = 0; i < nt; i += 8)
-                            _mm256_store_ps(dd + (r * KT_KB + b) * KT_TK + i,
-                                            _mm256_mul_ps(dwv, _mm256_load_ps(D + b * KT_TK + i)));
-                    }
-                }
-                float *yr = y + t0 * ys + r0;
-                for (int i = 0; i < nin; i++) {
-                    int t = (int)kt_part(nt, nin, i), n_t = (int)kt_part(nt, nin, i + 1) - t;
-                    if (nr == 2) kt_tiles(K, 2, n_t, Wd, kb, X + t * kb, dd + t, yr + t * ys, ys, k0 == 0);
-                    else kt_tiles(K, 1, n_t, Wd, kb, X + t * kb, dd + t, yr + t * ys, ys, k0 == 0);
-                }
-            }
+            for (int64_t r0 = 0; r0 < nrows; r0 += KT_R)
+                kt_rows(K, w, rb, nrows, r0, k0, kb, nt, D, KT_TK, X, kb, Wd, dd, KT_TK, y + t0 * ys, ys);
         }
     }
 }
 
+/* kt_gemm for many tokens: the activations of a chunk of up to KA_T tokens
+ * (balanced) prepared once for all super-blocks into the thread's scratch
+ * (up to KA_BYTES, to stay in a 512 KB L2 beside the weights), then per
+ * pair of rows and k-block of up to KA_KB super-blocks the rows decoded
+ * once into L1 and the register tiles of every token of the chunk run on
+ * them, their activations streaming from L2: a row's super-block is
+ * decoded once per chunk instead of once per KT_TK tokens, and summed over
+ * 8 super-blocks before its horizontal sum instead of 4. Decoding was ~29%
+ * of the signed kinds' time (bench_gemm IQ2_S with the decode skipped:
+ * 52 -> 75 G multiply-adds/s). bench/ab_gemm on Zen 3 (one core; kt_gemm
+ * as B): IQ2_S / IQ2_XXS 1.19-1.26x from 24 to 96 tokens on 512 x 2048,
+ * IQ2_S 1.23x, IQ3_S 1.29x, Q4_K 1.09x, Q2_K 1.07x at 512 x 1024 x 2048;
+ * KA_KB 4, 96 KB or 128 tokens / 320 KB measured 0.88-0.98x of these
+ * (bench/results/2026-12-07-epyc-zen3-iq-kernels.md). NULL scratch: kt_gemm. */
+enum { KA_T = 64, KA_KB = 8, KA_BYTES = 160 * 1024 };
+GI void ka_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                size_t rb, const void *const *x) {
+    const int64_t nb = n / PK_QK_K;
+    int64_t tmax = KA_BYTES / ((int64_t)sizeof(xk) * nb);
+    tmax = tmax > KA_T ? KA_T : tmax < KT_TK ? KT_TK : tmax;
+    const int64_t nch = (ntok + tmax - 1) / tmax;
+    const int64_t cap = (ntok + nch - 1) / nch;   /* tokens per chunk, at most */
+    const int tk = (int)((cap + 7) & ~(int64_t)7);   /* D's row: whole registers */
+    char *s = pk_thread_scratch(sizeof(xk) * (size_t)(cap * nb) + sizeof(float) * (size_t)(nb * (tk + KT_TK)));
+    if (!s) { kt_gemm(K, n, nrows, ntok, y, ys, w, rb, x); return; }
+    xk *X = (xk *)s;   /* X[t * nb + b] */
+    float *D = (float *)(s + sizeof(xk) * (size_t)(cap * nb));   /* D[b * tk + t], the tokens' d */
+    float *Dg = D + nb * tk;   /* one prep_k group's: Dg[b * KT_TK + t] */
+    kq_dec Wd[KT_R * KA_KB];
+    float dd[KT_R * KA_KB * KA_T] __attribute__((aligned(32)));
+    for (int64_t c = 0; c < nch; c++) {
+        const int64_t t0 = kt_part(ntok, nch, c);
+        const int nt = (int)(kt_part(ntok, nch, c + 1) - t0);
+        memset(D, 0, sizeof(float) * (size_t)(nb * tk));
+        for (int i = 0; i < nt; i += KT_TK) {
+            const pk_block_q8_K *xs[KT_TK];
+            const int m = nt - i < KT_TK ? nt - i : KT_TK;
+            for (int t = 0; t < m; t++) xs[t] = (const pk_block_q8_K *)x[t0 + i + t];
+            prep_k(K, KT_TK, m, xs, (int)nb, X + (int64_t)i * nb, Dg);
+            for (int64_t b = 0; b < nb; b++) memcpy(D + b * tk + i, Dg + b * KT_TK, sizeof(float) * (size_t)m);
+        }
+        for (int64_t k0 = 0; k0 < nb; k0 += KA_KB) {
+            const int kb = nb - k0 < KA_KB ? (int)(nb - k0) : KA_KB;
+            for (int64_t r0 = 0; r0 < nrows; r0 += KT_R)
+                kt_rows(K, w, rb, nrows, r0, k0, kb, nt, D + k0 * tk, tk, X + k0, (int)nb, Wd, dd, KA_T,
+                        y + t0 * ys, ys);
+        }
+    }
+}
+
+/* the 2-row kernel: ka_gemm from KT_TK + 1 tokens on (below, both decode
+ * each row once per call) */
+GI void kt_gemm_any(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
+                    size_t rb, const void *const *x) {
+#ifndef KA_OFF
+    if (ntok > KT_TK) { ka_gemm(K, n, nrows, ntok, y, ys, w, rb, x); return; }
+#endif
+    kt_gemm(K, n, nrows, ntok, y, ys, w, rb, x);
+}
 #ifdef K8_ON   /* the 8-row kernel from k8_min_tok tokens on, else the per-row one */
 #include "kernels/x86/kri8.h"
 GI int kq_k8(const int K) {
@@ -618,15 +687,15 @@ GI int kt_use(const int K, int64_t n, int64_t ntok) {
 }
 GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,
                 size_t rb, const void *const *x) {
-    if (kt_use(K, n, ntok)) kt_gemm(K, n, nrows, ntok, y, ys, w, rb, x);
+    if (kt_use(K, n, ntok)) kt_gemm_any(K, n, nrows, ntok, y, ys, w, rb, x);
     else kq_row_fn(K)(n, nrows, ntok, y, ys, w, rb, x);
 }
 #endif
-RI_ENTRY(iq2_xxs, kt_gemm, KQ_IQ2_XXS)   /* the signed kinds: the 2-row kernel alone */
-RI_ENTRY(iq2_xs, kt_gemm, KQ_IQ2_XS)
-RI_ENTRY(iq3_xxs, kt_gemm, KQ_IQ3_XXS)
-RI_ENTRY(iq3_s, kt_gemm, KQ_IQ3_S)
-RI_ENTRY(iq2_s, kt_gemm, KQ_IQ2_S)
+RI_ENTRY(iq2_xxs, kt_gemm_any, KQ_IQ2_XXS)   /* the signed kinds: the 2-row kernel alone */
+RI_ENTRY(iq2_xs, kt_gemm_any, KQ_IQ2_XS)
+RI_ENTRY(iq3_xxs, kt_gemm_any, KQ_IQ3_XXS)
+RI_ENTRY(iq3_s, kt_gemm_any, KQ_IQ3_S)
+RI_ENTRY(iq2_s, kt_gemm_any, KQ_IQ2_S)
 RI_ENTRY(q4_K, kq_gemm, KQ_Q4_K)
 RI_ENTRY(q5_K, kq_gemm, KQ_Q5_K)
 RI_ENTRY(q6_K, kq_gemm, KQ_Q6_K)

@@ -7,6 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the length of the valid UTF-8 sequence at s[i] (of n bytes), 0 if none */
+static size_t utf8_seq(const char *s, size_t i, size_t n) {
+    unsigned char c = (unsigned char)s[i];
+    size_t need = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    int ok = need > 0 && i + need <= n;
+    for (size_t t = 1; ok && t < need; t++) ok = ((unsigned char)s[i + t] & 0xC0) == 0x80;
+    if (ok && need == 3) {  /* overlong and surrogates */
+        unsigned char c1 = (unsigned char)s[i + 1];
+        if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = 0;
+    }
+    if (ok && need == 4) {
+        unsigned char c1 = (unsigned char)s[i + 1];
+        if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) ok = 0;
+    }
+    return ok ? need : 0;
+}
+
+/* A refusal is one line of UTF-8: a request's own text quoted in it
+ * ("'tool_choice' of type \"f\nction\"", or cut by a %.64s in the middle of
+ * a character) keeps its characters but not its line breaks, nor a broken
+ * sequence: control characters become spaces, invalid bytes '?'. */
+static void one_line_utf8(char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t m = utf8_seq(s, i, n);
+        if (m == 1 && ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)) s[i] = ' ';
+        else if (!m) { s[i] = '?'; m = 1; }
+        i += m;
+    }
+}
+
 void api_fail(api_error *e, int status, const char *param, const char *fmt, ...) {
     e->status = status;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
@@ -15,12 +46,8 @@ void api_fail(api_error *e, int status, const char *param, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
-    /* A refusal is one line: a request's own text quoted in it ("'tool_choice'
-     * of type \"f\nction\"") keeps its bytes but not its line breaks. */
-    for (char *c = e->msg; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
-    for (char *c = e->param; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+    one_line_utf8(e->msg);
+    one_line_utf8(e->param);
 }
 
 const char *api_kind(const json_t *v) {
@@ -72,19 +99,8 @@ char *api_utf8_sanitize(const char *s, size_t n, size_t *out_len) {
     if (!o) return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t need = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        int ok = need > 0 && i + need <= n;
-        for (size_t t = 1; ok && t < need; t++) ok = ((unsigned char)s[i + t] & 0xC0) == 0x80;
-        if (ok && need == 3) {  /* overlong and surrogates */
-            unsigned char c1 = (unsigned char)s[i + 1];
-            if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = 0;
-        }
-        if (ok && need == 4) {
-            unsigned char c1 = (unsigned char)s[i + 1];
-            if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) ok = 0;
-        }
-        if (ok) { memcpy(o + k, s + i, need); k += need; i += need; }
+        size_t m = utf8_seq(s, i, n);
+        if (m) { memcpy(o + k, s + i, m); k += m; i += m; }
         else { memcpy(o + k, "\xEF\xBF\xBD", 3); k += 3; i++; }
     }
     o[k] = 0;

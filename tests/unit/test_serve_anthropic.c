@@ -274,6 +274,11 @@ static const struct refusal { const char *body; int count; const char *param, *w
     {.body = "{" M U1 "}", .count = 1, .param = "max_tokens",
      .what = "max_tokens: not a field of a count_tokens request"},
     {.body = "{'model':'m','messages':[]}", .count = 1, .param = "messages", .what = "messages must not be empty"},
+    /* a refusal is one line of UTF-8 however the request's text is cut:
+       the line break quoted as a space, the 'é' cut at 40 bytes as '?' */
+    {.body = "{" M U1 ",'tool_choice':{'type':'a\\nb'}}", .param = "tool_choice", .what = "type 'a b' is not"},
+    {.body = "{" M U1 ",'tool_choice':{'type':'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\u00e9'}}", .param = "tool_choice",
+     .what = "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa?' is not"},
 };
 
 static void test_refusals(void) {

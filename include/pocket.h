@@ -473,8 +473,8 @@ int pk_sampler_set_grammar(pk_sampler *s, pk_grammar *g, pk_error *err);
 /* Finish within n more accepted tokens (n <= 0: no limit, the default):
  * once the fewest bytes that complete the grammar reach the tokens left,
  * only tokens that bring the end closer are allowed (the model's best ones
- * first, else a one-byte token on the shortest way), so a run stopped at n
- * tokens is complete. */
+ * first, else the longest token on a shortest way), so a run stopped at n
+ * tokens is complete when the close fits in them. */
 void pk_sampler_grammar_limit(pk_sampler *s, int n);
 enum {
     PK_GRAMMAR_NONE = 0,     /* no grammar attached */

@@ -321,7 +321,7 @@ static int grammar_fits(pk_sampler *s, int32_t t) {
 
 /* With a limit: pick by the chain, and while the pick would leave too
  * little room to finish, take it out and pick again (rarely more than
- * once); after 16 tries, the one-byte token on the shortest way. */
+ * once); after 16 tries, the closing token (the longest on a shortest way). */
 static int32_t grammar_pick_in_time(pk_sampler *s, float *w) {
     if (s->g_limit - s->g_count <= 0) return chain_pick(s, w);   /* past the limit: nothing to keep */
     for (int tries = 0; tries < 16; tries++) {
@@ -356,7 +356,7 @@ static int32_t grammar_eog(const pk_sampler *s) {
 }
 
 /* Closing in time: keep, of the (at most 64) best allowed tokens, those
- * that bring the end closer; if none does, the one-byte token on the
+ * that bring the end closer; if none does, the longest token on a
  * shortest way. Returns that forced token, or -1 (w masked in place). */
 static int32_t grammar_close(pk_sampler *s, float *w, uint32_t d) {
     cand_list L;

@@ -73,7 +73,9 @@ uint32_t pk_grammar_distance(pk_grammar *g, uint32_t st);
  * words; end-of-generation tokens not included), owned by g and valid until
  * the next call on g; NULL without a vocabulary or when a limit was hit. */
 const uint64_t *pk_grammar_mask(pk_grammar *g, uint32_t st);
-/* A token of one byte that takes st one byte closer to the end, or -1. */
+/* A token on a shortest way from st to the end (each of its bytes one byte
+ * closer): the longest found by following the first such byte down the
+ * vocabulary's trie, or -1. */
 int32_t pk_grammar_closing_token(pk_grammar *g, uint32_t st);
 /* The message of the limit hit while matching, or NULL. */
 const char *pk_grammar_overflow(const pk_grammar *g);

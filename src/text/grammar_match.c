@@ -586,12 +586,29 @@ int32_t pk_grammar_closing_token(pk_grammar *g, uint32_t st) {
     if (!g->vt || !st) return -1;
     uint32_t d = pk_grammar_distance(g, st);
     if (d == 0 || d >= MISS - 1) return -1;
-    for (int b = 0; b < 256; b++) {
-        if (g->vt->byte_tok[b] < 0) continue;
-        uint32_t y = step(g, st, (uint8_t)b);
-        if (y && pk_grammar_distance(g, y) < d) return g->vt->byte_tok[b];
+    /* down the trie, at each node the first child whose byte takes the
+       state one byte closer (a shortest way goes on); the token of the
+       deepest node that has one */
+    const pk_vtrie *v = g->vt;
+    uint32_t ni = 0, s = st;
+    int32_t best = -1;
+    for (uint32_t depth = 0; depth < d && depth < v->max_len; depth++) {
+        const vnode *n = &v->node[ni];
+        uint32_t next = MISS, y = 0, ds = pk_grammar_distance(g, s);
+        for (uint32_t c = n->child; c < n->child + n->n_child; c++) {
+            uint32_t z = step(g, s, v->node[c].byte);
+            if (g->overflow) return best;
+            if (z && pk_grammar_distance(g, z) < ds) { next = c; y = z; break; }
+        }
+        if (next == MISS) break;
+        ni = next;
+        s = y;
+        const vnode *cn = &v->node[ni];
+        uint32_t own_end = cn->n_child ? v->node[cn->child].lo : cn->hi;
+        for (uint32_t i = cn->lo; i < own_end; i++)
+            if (!v->eog[v->sid[i]]) { best = v->sid[i]; break; }
     }
-    return -1;
+    return best;
 }
 
 /* ---- local walks ------------------------------------------------------------------ */

@@ -214,6 +214,44 @@ static void test_masks(void) {
         TEST_COND("JSON complete", pk_grammar_can_end(g, st) && !pk_grammar_must_end(g, st) && pk_grammar_distance(g, st) == 0);
         pk_grammar_free(g);
     }
+    /* the closing path takes whole tokens: a 33-byte literal closes in far
+       fewer tokens than bytes, and a sampler limited to 12 tokens (every
+       logit equal, so the model never heads for the end) ends complete */
+    static const char lit[] = "And God said, Let there be light.";
+    g = compile("root ::= [a-z ]* \"And God said, Let there be light.\"\n", v);
+    if (g) {
+        uint32_t st = pk_grammar_start(g);
+        int n = 0;
+        char piece[64];
+        while (st && pk_grammar_distance(g, st) > 0 && n < 64) {
+            int32_t c = pk_grammar_closing_token(g, st);
+            int pl = c >= 0 ? pk_token_to_piece(t, c, piece, sizeof piece, 0) : -1;
+            st = pl > 0 ? pk_grammar_advance(g, st, piece, (size_t)pl) : 0;
+            n++;
+        }
+        TEST_CHECK(st && pk_grammar_can_end(g, st) && n <= 12, "closing path: %d tokens for the %zu bytes, %s", n,
+                   strlen(lit), st ? "complete" : "dead");
+        pk_sampler_params sp = pk_sampler_default_params();
+        pk_sampler *s = pk_sampler_new(&sp, pk_vtrie_n_vocab(v), &err);
+        float *logits = calloc((size_t)pk_vtrie_n_vocab(v), sizeof *logits);
+        if (s && logits && !pk_sampler_set_grammar(s, g, &err)) {
+            pk_sampler_grammar_limit(s, 12);
+            int k = 0;
+            for (; k < 12; k++) {
+                int32_t id = pk_sampler_sample(s, logits);
+                if (pk_vtrie_is_eog(v, id)) break;
+                pk_sampler_accept(s, id);
+            }
+            int gs = pk_sampler_grammar_status(s, NULL);
+            TEST_CHECK(gs == PK_GRAMMAR_CAN_END || gs == PK_GRAMMAR_MUST_END,
+                       "a 12-token limit on a 33-byte close: grammar status %d after %d tokens", gs, k);
+        } else {
+            TEST_CHECK(0, "sampler with the grammar: %s", err.msg);
+        }
+        free(logits);
+        pk_sampler_free(s);
+        pk_grammar_free(g);
+    }
     g = compile("root ::= \"x\"\n", v);
     if (g) {
         uint32_t st = pk_grammar_advance(g, pk_grammar_start(g), "x", 1);

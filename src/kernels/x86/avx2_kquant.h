@@ -475,11 +475,11 @@ GI void kt_pin(const int R, const int T, __m256i a[KT_R][KT_T]) {
         for (int t = 0; t < T; t++) __asm__("" : "+x"(a[r][t]));
 }
 
-/* R rows (W[r * kb + b]) x T tokens (X[t * kb + b]) over kb super-blocks;
- * dd[(r * KT_KB + b) * KT_TK + t] the factors d * dx; y[t * ys + r] (+)=
- * the products. */
+/* R rows (W[r * kb + b]) x T tokens (X[t * xst + b]) over kb super-blocks;
+ * dd[(r * kb + b) * ddk + t] the factors d * dx; y[t * ys + r] (+)= the
+ * products. */
 GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, const xk *X, int xst,
-                const float *dd, const int ddr, const int ddk, float *y, int64_t ys, int first) {
+                const float *dd, int ddk, float *y, int64_t ys, int first) {
     __m256 F[KT_R][KT_T];
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) F[r][t] = _mm256_setzero_ps();
@@ -512,7 +512,7 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
             const kq_dec *k = &W[r * kb + b];
             for (int t = 0; t < T; t++) {
                 const xk *xp = &X[t * xst + b];
-                const __m256 ddv = _mm256_broadcast_ss(&dd[r * ddr + b * ddk + t]);
+                const __m256 ddv = _mm256_broadcast_ss(&dd[(r * kb + b) * ddk + t]);
                 if (kq_signed(K)) {
                     F[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[r][t]), ddv, F[r][t]);
                     continue;
@@ -530,12 +530,12 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
 
 /* kt_tile for R (1, 2) rows and nt (1 .. KT_T) tokens: one specialised copy per count */
 GI void kt_tiles(const int K, const int R, int nt, const kq_dec *W, int kb, const xk *X, int xst, const float *dd,
-                 const int ddr, const int ddk, float *y, int64_t ys, int first) {
+                 int ddk, float *y, int64_t ys, int first) {
     switch (nt) {
-    case 1: kt_tile(K, R, 1, W, kb, X, xst, dd, ddr, ddk, y, ys, first); break;
-    case 2: kt_tile(K, R, 2, W, kb, X, xst, dd, ddr, ddk, y, ys, first); break;
-    case 3: kt_tile(K, R, 3, W, kb, X, xst, dd, ddr, ddk, y, ys, first); break;
-    default: kt_tile(K, R, 4, W, kb, X, xst, dd, ddr, ddk, y, ys, first); break;
+    case 1: kt_tile(K, R, 1, W, kb, X, xst, dd, ddk, y, ys, first); break;
+    case 2: kt_tile(K, R, 2, W, kb, X, xst, dd, ddk, y, ys, first); break;
+    case 3: kt_tile(K, R, 3, W, kb, X, xst, dd, ddk, y, ys, first); break;
+    default: kt_tile(K, R, 4, W, kb, X, xst, dd, ddk, y, ys, first); break;
     }
 }
 
@@ -563,8 +563,8 @@ GI void kt_rows(const int K, const void *w, size_t rb, int64_t nrows, int64_t r0
     for (int i = 0; i < nin; i++) {
         int t = (int)kt_part(nt, nin, i), n_t = (int)kt_part(nt, nin, i + 1) - t;
         float *yt = y + t * ys + r0;
-        if (nr == 2) kt_tiles(K, 2, n_t, W, kb, X + t * xst, xst, dd + t, kb * ddt, ddt, yt, ys, k0 == 0);
-        else kt_tiles(K, 1, n_t, W, kb, X + t * xst, xst, dd + t, kb * ddt, ddt, yt, ys, k0 == 0);
+        if (nr == 2) kt_tiles(K, 2, n_t, W, kb, X + t * xst, xst, dd + t, ddt, yt, ys, k0 == 0);
+        else kt_tiles(K, 1, n_t, W, kb, X + t * xst, xst, dd + t, ddt, yt, ys, k0 == 0);
     }
 }
 

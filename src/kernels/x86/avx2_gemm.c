@@ -46,11 +46,9 @@
  *     activations + 128 as unsigned bytes, the 128 * level sums subtracted
  *     once per row super-block: 8 vpmaddubsw + 8 vpmaddwd per super-block
  *     and token;
- *   - IQ1_S, IQ1_M (grid points of -1, 0, 1 and a delta per group): the
- *     K-quants' per-row kernel, levels + 1 in {0, 1, 2} at decode
- *     (kernels/x86/avx2_iq1.h), the activations in the same order, the
- *     deltas through group sums: 8 vpmaddubsw + 3 (IQ1_M: 4) vpmaddwd per
- *     super-block and token;
+ *   - IQ1_S, IQ1_M (grid points of -1, 0, 1 and a delta of +-1/8 per
+ *     group): as the signed kinds, eight times the levels (8 g +- 1, so
+ *     |level| <= 9) at decode, the scale per sub-block (IQ1_M: per half);
  *   - Q4_1, Q5_1, IQ4_NL: weights widened to int16 at decode,
  *     activations widened once per token tile, products by vpmaddwd (no
  *     sign fix-up per token); four blocks' sums are reduced with horizontal
@@ -142,9 +140,6 @@ enum {
 #endif
 #ifndef TK_Q6_K
 #define TK_Q6_K 16
-#endif
-#ifndef TK_IQ1
-#define TK_IQ1 16   /* IQ1_S, IQ1_M */
 #endif
 
 GI float f16f(uint16_t h) { return _cvtsh_ss(h); }

@@ -1,7 +1,8 @@
 /* kernels/x86/avx2_iq1.h - IQ1_S / IQ1_M super-blocks decoded for vpmaddubsw,
- * shared by the AVX2 gemv (kernels/x86/avx2_gemv.h) and prompt kernels
- * (kernels/x86/avx2_kquant.h). Not a translation unit: included inside an
- * AVX2 ISA guard, after <immintrin.h>.
+ * by the AVX2 gemv (kernels/x86/avx2_gemv.h); the prompt kernels
+ * (kernels/x86/avx2_kquant.h, kq_iq1) take its grid indices and scales
+ * alone. Not a translation unit: included inside an AVX2 ISA guard, after
+ * <immintrin.h>.
  *
  * The sum over a super-block is taken 8 times over, as the exact integer
  *   8 * sum(ls' * (l + 1) * x) + sum(ls' * (s - 8) * x)

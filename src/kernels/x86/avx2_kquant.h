@@ -1,7 +1,7 @@
 /* kernels/x86/avx2_kquant.h - the AVX2 / AVX-VNNI prompt kernels of the K-quants
  * (Q2_K .. Q6_K, IQ4_XS) and the i-quants below 4 bits x Q8_K activations:
  * per-row kernels over a tile of tokens, 2-row kernels (Q2_K, Q3_K, Q4_K on
- * plain AVX2; IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S, IQ2_S on both) and, with
+ * plain AVX2; IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S, IQ2_S, IQ1_S, IQ1_M on both) and, with
  * K8_ON, the 8-row interleaved ones of kri8.h. Part of
  * avx2_gemm.c: included there once, inside its ISA guard, after the byte
  * permutations and the tile sizes (TK_*) it uses; not a header of its own. */
@@ -14,11 +14,10 @@
 /* One token's super-block, prepared for a kind of kernel (1: Q6_K, 2: Q5_K,
  * 3: Q4_K, 4: Q3_K, 5: Q2_K, 6: IQ2_XXS, 7: IQ2_XS, 8: IQ1_S, 9: IQ1_M, 10-12:
  * IQ3_XXS, IQ3_S, IQ2_S): the levels permuted (kind 1 perm1, 2 perm2, 3-5
- * perm3; kinds 6, 7, 10-12: in order, +
- * 128 as unsigned bytes; 8, 9: iq1_xorder); P = d * bsums (kind 5: per 16,
- * kinds 2-4: per 32); the level offsets' int16 lane sums c (kind 1: 32 * the
- * lane's activations summed over registers 0..3 | 4..7; kind 4: 4 * the sum
- * over all 8 registers), kind 8's bsums, kind 9's sums of 8 (iq1_sums8); and d. */
+ * perm3; the signed kinds 6-12: in order, + 128 as unsigned bytes); P = d *
+ * bsums (kind 5: per 16, kinds 2-4: per 32); the level offsets' int16 lane
+ * sums c (kind 1: 32 * the lane's activations summed over registers 0..3 |
+ * 4..7; kind 4: 4 * the sum over all 8 registers); and d. */
 typedef struct {
     int8_t q[256];
     float P[16];
@@ -38,7 +37,6 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
             if (kind == 1) perm1(v);
             else if (kind == 2) perm2(v);
             else if (kind >= 3 && kind <= 5) perm3(v);
-            else if (kind == 8 || kind == 9) iq1_xorder(s->qs, v);
             else for (int k = 0; k < 8; k++) v[k] = _mm256_xor_si256(v[k], _mm256_set1_epi8((char)0x80));
             for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(o->q + 32 * k), v[k]);
             if (kind == 1) {   /* 32 * pair sums, summed over 4 registers: |.| <= 32512 */
@@ -55,13 +53,6 @@ static void prep_k(int kind, int tk, int nt, const pk_block_q8_K *const *xs, int
                 __m256i c = _mm256_setzero_si256();
                 for (int k = 0; k < 8; k++) c = _mm256_add_epi16(c, _mm256_maddubs_epi16(k4, v[k]));
                 _mm256_store_si256((__m256i *)o->c, c);
-            } else if (kind == 8) {
-                _mm256_store_si256((__m256i *)o->c, ld(s->bsums));
-            } else if (kind == 9) {
-                __m256i g[2];
-                iq1_sums8(s->qs, g);
-                _mm256_store_si256((__m256i *)o->c, g[0]);
-                _mm256_store_si256((__m256i *)(o->c + 16), g[1]);
             }
             __m256i bs = ld(s->bsums);
             __m256 d = _mm256_set1_ps(s->d);
@@ -119,7 +110,7 @@ GI int kq_iq1k(const int K) { return K == KQ_IQ1_S || K == KQ_IQ1_M; }
 GI int kq_latk(const int K) { return K >= KQ_IQ3_XXS; }
 GI int kq_iql(const int K) { return K == KQ_IQ3_XXS ? IQL_IQ3_XXS : K == KQ_IQ3_S ? IQL_IQ3_S : IQL_IQ2_S; }
 /* signed levels against the activations + 128: IQ2_XXS, IQ2_XS and the lattice types */
-GI int kq_signed(const int K) { return kq_iq2k(K) || kq_latk(K); }
+GI int kq_signed(const int K) { return kq_iq2k(K) || kq_latk(K) || kq_iq1k(K); }
 
 GI size_t kq_bsize(const int K) {
     return K == KQ_IQ3_XXS ? sizeof(pk_block_iq3_xxs) : K == KQ_IQ3_S ? sizeof(pk_block_iq3_s)
@@ -130,7 +121,7 @@ GI size_t kq_bsize(const int K) {
 }
 /* the token tile on rows of more than 3 super-blocks */
 GI int kq_tkl(const int K) {
-    return kq_iq1k(K) ? TK_IQ1 : K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
+    return K == KQ_Q2_K ? TK_Q2_K : K == KQ_Q3_K ? TK_Q3_K : K == KQ_Q4_K ? TK_Q4_K : K == KQ_Q5_K ? TK_Q5_K : TK_Q6_K;
 }
 
 /* One row's super-block, decoded: the 8 permuted level registers v, the
@@ -138,8 +129,7 @@ GI int kq_tkl(const int K) {
  * 4..7; IQ2_XXS, IQ2_XS: sc, register by register), the float mins (Q4_K,
  * Q5_K: mins0 per sub-block; Q2_K: mins0 | mins1 for sub-blocks 0..7 |
  * 8..15, both times dmin), the signed kinds' corr and d (IQ2_XXS, IQ2_XS: / 8;
- * the lattice types: times iql_factor;
- * IQ1_S, IQ1_M: sc[0..3] iq1_w's S, sc[4..5] its C, d / 8). */
+ * the lattice types: times iql_factor; IQ1_S, IQ1_M: / 8, kq_iq1). */
 typedef struct {
     __m256i v[8];
     __m256i S, SB;
@@ -199,6 +189,61 @@ GI void kq_lattice(const int L, const void *w, kq_dec *o) {
     o->dwf = iql_factor(L) * f16f(d);
 }
 
+/* IQ1_S, IQ1_M as the signed kinds: eight times each level, 8 g + 1 or
+ * 8 g - 1 (|.| <= 9) for the grid point's g in {-1, 0, 1} and the group's
+ * delta sign (so the product with the activations is exact in integers),
+ * register s sub-block s in order; sc[s] its int16 scales 2 ls + 1 (IQ1_M:
+ * one per half of the sub-block, its 128-bit lane; IQ1_S one per
+ * sub-block); corr as kq_iq2; dwf = d / 8. */
+GI void kq_iq1(const int M, const void *wv, kq_dec *o) {
+    const uint64_t *grid = pk_iq1s_grid();
+    uint16_t idx[32] __attribute__((aligned(32)));
+    int16_t ls[16] __attribute__((aligned(32)));
+    uint16_t d16;
+    if (M) {
+        const pk_block_iq1_m *w = wv;
+        __m256i neg[2];
+        iq1_m_index(w, idx, neg);
+        _mm256_store_si256((__m256i *)(void *)ls, iq1_m_scales(w));
+        d16 = pk_iq1_m_d(w->scales);
+    } else {
+        const pk_block_iq1_s *w = wv;
+        iq1_s_index(w, idx);
+        _mm_store_si128((__m128i *)(void *)ls, iq1_s_scales(w));
+        d16 = w->d;
+    }
+    iq1_stored();
+    /* IQ1_M: the delta sign of group 4s + g is bit 3 (g even) or 7 of qh[2s + g / 2] */
+    const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m256i bit = _mm256_setr_epi64x(0x0808080808080808ll, (long long)0x8080808080808080ull,
+                                           0x0808080808080808ll, (long long)0x8080808080808080ull);
+    __m256i c = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++) {
+        const uint16_t *i = idx + 4 * s;
+        __m256i g = _mm256_setr_epi64x((long long)grid[i[0]], (long long)grid[i[1]], (long long)grid[i[2]],
+                                       (long long)grid[i[3]]);
+        __m256i neg;   /* -1 in the bytes of a group whose delta is negative */
+        if (M) {
+            uint16_t h;
+            memcpy(&h, ((const pk_block_iq1_m *)wv)->qh + 2 * s, 2);
+            __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi16((short)h), pick), bit);
+            neg = _mm256_cmpeq_epi8(b, bit);
+            o->sc[s] = _mm256_setr_m128i(_mm_set1_epi16(ls[2 * s]), _mm_set1_epi16(ls[2 * s + 1]));
+        } else {
+            uint16_t h;
+            memcpy(&h, ((const pk_block_iq1_s *)wv)->qh + s, 2);
+            neg = _mm256_srai_epi16(_mm256_set1_epi16((short)h), 15);
+            o->sc[s] = _mm256_set1_epi16(ls[s]);
+        }
+        o->v[s] = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), _mm256_or_si256(neg, _mm256_set1_epi8(1)));
+        c = _mm256_add_epi32(c, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), o->v[s]), o->sc[s]));
+    }
+    o->corr = _mm256_slli_epi32(c, 7);
+    o->dwf = 0.125f * f16f(d16);
+}
+
 /* Q4_K, Q5_K: the 8 nibble registers, natural register 2h = low nibbles of
  * qs[32h..], 2h+1 = high nibbles (sub-blocks 2h, 2h+1) */
 GI void kq_nibbles(const uint8_t *qs, __m256i *v) {
@@ -250,22 +295,8 @@ GI void kq_decode(const int K, const void *wv, kq_dec *o) {
         kq_iq2(K == KQ_IQ2_XS, wv, o);
     } else if (kq_latk(K)) {
         kq_lattice(kq_iql(K), wv, o);
-    } else if (kq_iq1k(K)) {   /* IQ1_S, IQ1_M: kernels/x86/avx2_iq1.h */
-        iq1_w d;
-        uint16_t d16;
-        if (K == KQ_IQ1_S) {
-            iq1_s_prep(wv, &d);
-            d16 = ((const pk_block_iq1_s *)wv)->d;
-        } else {
-            iq1_m_prep(wv, &d);
-            d16 = pk_iq1_m_d(((const pk_block_iq1_m *)wv)->scales);
-        }
-        iq1_fetch(pk_iq1s_grid(), &d, v);
-        const int m = K == KQ_IQ1_M;   /* IQ1_S sets S[0..1] and C[0] alone */
-        for (int i = 0; i < 2 + 2 * m; i++) o->sc[i] = d.S[i];
-        o->sc[4] = d.C[0];
-        if (m) o->sc[5] = d.C[1];
-        o->dwf = 0.125f * f16f(d16);
+    } else if (kq_iq1k(K)) {
+        kq_iq1(K == KQ_IQ1_M, wv, o);
     } else if (K == KQ_Q4_K) {
         const pk_block_q4_K *wb = wv;
         uint8_t sc[8], mn[8];
@@ -337,11 +368,6 @@ GI void kq_decode(const int K, const void *wv, kq_dec *o) {
  * prepared block, dd the super-block factor d * dx */
 GI __m256 kq_body(const int K, const kq_dec *k, const xk *xp, const float *dd, __m256 acc) {
     const __m256i *v = k->v;
-    if (kq_iq1k(K)) {
-        const __m256i *xq = (const __m256i *)(const void *)xp->q, *gs = (const __m256i *)(const void *)xp->c;
-        __m256i s = iq1_sum(K == KQ_IQ1_M, v, k->sc, k->sc + 4, xq, gs);
-        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_broadcast_ss(dd), acc);
-    }
     if (K == KQ_Q4_K) {
         __m256i s16 = _mm256_add_epi16(mb4(v, xp->q), mb4(v + 4, xp->q + 128));
         __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, k->S));
@@ -430,8 +456,6 @@ RI_ENTRY(row_q5_K, kq_row, KQ_Q5_K)
 RI_ENTRY(row_q6_K, kq_row, KQ_Q6_K)
 RI_ENTRY(row_q3_K, kq_row, KQ_Q3_K)
 RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
-RI_ENTRY(iq1_s, kq_row, KQ_IQ1_S)
-RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
 
 /* ---- the 2-row kernels (Q2_K, Q3_K, Q4_K on plain AVX2; the signed kinds) -------
  * kq_tile keeps one decoded row in registers and takes each token's
@@ -451,7 +475,7 @@ RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
  * and 1.28-1.4x from 32 on, or on Q4_K's rows of 2048 (where kq_tile's
  * 32-token tile overflows a 32 KB L1), but 0.94-1.02x on rows of 2048 with
  * kq_tile's 16-token tile. kt_use picks by that.
- * The signed kinds (IQ2_XXS, IQ2_XS, the lattice types) take the 2-row
+ * The signed kinds (IQ2_XXS, IQ2_XS, the lattice types, IQ1_S, IQ1_M) take the 2-row
  * kernel alone: per register j of levels each of the R x T vpmaddubsw pairs
  * goes through vpmaddwd with its row's scales sc[j] into int32 accumulators
  * that start at -corr (14 registers: the accumulators, 2 rows' levels and
@@ -463,7 +487,11 @@ RI_ENTRY(iq1_m, kq_row, KQ_IQ1_M)
  * from 8 to 256 tokens on 512 x 2048 and 2048 x 512; a buffer of 32 tokens
  * (each row decoded half as often, 2 super-blocks per k-block) measured the
  * same as 16. Above KT_TK tokens ka_gemm runs the same tiles on rows decoded
- * once per chunk of up to 64 tokens (below). */
+ * once per chunk of up to 64 tokens (below). IQ1_S and IQ1_M joined them
+ * from a per-row kernel of their own (levels + 1 against activations in the
+ * grid's order, the deltas through group sums): slower from 24 tokens on and
+ * on a dense prompt's matrices, a few percent faster at 16 tokens and fewer
+ * (bench/results/2026-12-07-epyc-zen3-iq1-prompt.md). */
 enum { KT_R = 2, KT_T = 4, KT_KB = 4, KT_TK = 16 };   /* rows, tokens per tile; super-blocks, tokens per buffer */
 
 GI int64_t kt_part(int64_t n, int64_t parts, int64_t i) { return i * (n / parts) + (i < n % parts ? i : n % parts); }
@@ -696,6 +724,8 @@ RI_ENTRY(iq2_xs, kt_gemm_any, KQ_IQ2_XS)
 RI_ENTRY(iq3_xxs, kt_gemm_any, KQ_IQ3_XXS)
 RI_ENTRY(iq3_s, kt_gemm_any, KQ_IQ3_S)
 RI_ENTRY(iq2_s, kt_gemm_any, KQ_IQ2_S)
+RI_ENTRY(iq1_s, kt_gemm_any, KQ_IQ1_S)
+RI_ENTRY(iq1_m, kt_gemm_any, KQ_IQ1_M)
 RI_ENTRY(q4_K, kq_gemm, KQ_Q4_K)
 RI_ENTRY(q5_K, kq_gemm, KQ_Q5_K)
 RI_ENTRY(q6_K, kq_gemm, KQ_Q6_K)

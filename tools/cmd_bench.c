@@ -8,6 +8,10 @@
  * Method. Tokens are pseudo-random ids in [0, n_vocab) from a fixed seed.
  * pp: decode -p tokens in one pk_decode call from an empty context.
  * tg: decode -n tokens one pk_decode call at a time from an empty context.
+ * With -d D both start after D other tokens instead (as llama-bench's
+ * "pp512 @ d4096"): the context is filled once, untimed, and cut back to
+ * them before each run (pk_context_truncate; a model with recurrent layers
+ * returns to a checkpoint taken there).
  * Each test gets one untimed warm-up run, then -r timed draws.
  *
  * A/B. The kernel table is fixed per process, so with --ab every draw runs
@@ -38,7 +42,7 @@
 #define MAX_DRAWS 1000
 
 static const char *bench_help =
-    "usage: pocket bench [-m MODEL] [-p 512] [-n 64] [-r 5] [-t N] [-c N] [-b N] [--mem SIZE] [--json OUT]\n"
+    "usage: pocket bench [-m MODEL] [-p 512] [-n 64] [-d 0] [-r 5] [-t N] [-c N] [-b N] [--mem SIZE] [--json OUT]\n"
     "                    [--ab \"FLAGS_A\" \"FLAGS_B\"] [--ppl-file TEXT] [--no-bw] [--bw-refresh]\n"
     "                    [--profile]\n"
     "\n"
@@ -50,8 +54,10 @@ static const char *bench_help =
     "and configuration (type mix, threads, context size).\n"
     "\n"
     "  -p N, -n N        prompt and generation lengths (0 skips that test)\n"
+    "  -d N              depth: both tests start after N other tokens in the\n"
+    "                    context (filled once, untimed), not from an empty one\n"
     "  -r N              timed draws per test (default 5)\n"
-    "  -t N, -c N        threads (default: all cores), context size (default p + n)\n"
+    "  -t N, -c N        threads (default: all cores), context size (default d + p + n)\n"
     "  -b N              prompt tokens per forward pass (default: the library's)\n"
     "  -ctk T, -ctv T    KV cache type of the keys / values: f32, f16 (default), q8_0\n"
     "  --json OUT        also write everything (every draw) as JSON to OUT\n"
@@ -137,6 +143,7 @@ typedef struct cres {
 typedef struct bench {
     const char *model, *json, *ppl_file;
     int n_prompt, n_gen, reps, no_bw, bw_refresh, ab, profile;
+    int n_depth;          /* -d: tokens in the context before each test */
     int mem_set, expert_slots;   /* --mem, --expert-slots: passed to --ab's children */
     uint64_t mem;
     cfg base, c[2];
@@ -374,14 +381,27 @@ static int32_t *bench_tokens(int n, int V) {
     return t;
 }
 
-/* One pp (gen = 0) or tg (gen = 1) run of n tokens from an empty context;
- * returns tok/s, adds the engine's token and weight-byte counts. */
-static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint64_t *tokens,
-                       uint64_t *bytes, uint64_t *state, cres *xr, const char *dev) {
+/* The context holding the depth tokens dt[0..nd) alone: cut back to them,
+ * or (when they are not reachable: the first run, a model with recurrent
+ * layers and no checkpoint there) filled again, untimed, and a checkpoint
+ * kept at their end. */
+static void to_depth(pk_context *c, const int32_t *dt, int nd) {
+    pk_error err = {0};
+    if (pk_context_truncate(c, nd) == nd) return;
+    pk_context_reset(c);
+    if (pk_decode(c, dt, nd, &err)) die("%s", err.msg);
+    pk_context_checkpoint(c);
+}
+
+/* One pp (gen = 0) or tg (gen = 1) run of n tokens after the depth tokens
+ * dtok[0..nd) (nd 0: from an empty context); returns tok/s, adds the
+ * engine's token and weight-byte counts. */
+static double run_once(pk_context *c, const int32_t *dtok, int nd, const int32_t *toks, int n, int gen,
+                       uint64_t *tokens, uint64_t *bytes, uint64_t *state, cres *xr, const char *dev) {
     pk_error err = {0};
     pk_stats s0, s1;
     st_dev_count d0, d1;
-    pk_context_reset(c);
+    to_depth(c, dtok, nd);
     pk_context_stats(c, &s0);
     const int dev_ok = dev && st_dev_counters(dev, &d0) == 0;
     double t0 = now();
@@ -414,14 +434,15 @@ static double run_once(pk_context *c, const int32_t *toks, int n, int gen, uint6
 }
 
 static int default_ctx(const bench *b, const cfg *c) {
-    return c->n_ctx ? c->n_ctx : b->n_prompt + b->n_gen;
+    return c->n_ctx ? c->n_ctx : b->n_depth + b->n_prompt + b->n_gen;
 }
 
 /* One more run of test gen (0: pp, 1: tg) with the phases timed, into r. */
-static void run_profiled(pk_context *c, const int32_t *toks, int n, int gen, cres *r) {
+static void run_profiled(pk_context *c, const int32_t *dt, int nd, const int32_t *toks, int n, int gen, cres *r) {
     pk_profile_phase ph[PROF_MAX];
+    to_depth(c, dt, nd);   /* a refill is not profiled */
     pk_context_profile(c, 1);
-    const double tps = run_once(c, toks, n, gen, NULL, NULL, NULL, NULL, NULL);
+    const double tps = run_once(c, dt, nd, toks, n, gen, NULL, NULL, NULL, NULL, NULL);
     pk_context_profile(c, 0);
     int np = pk_context_profile_get(c, ph, PROF_MAX);
     if (np > PROF_MAX) np = PROF_MAX;
@@ -447,27 +468,31 @@ static void run_local(const bench *b, const pk_model *m, const cfg *c, int reps,
     cp.n_batch = c->n_batch;
     cp.type_k = c->type_k;
     cp.type_v = c->type_v;
-    if (cp.n_ctx < b->n_prompt || cp.n_ctx < b->n_gen)
-        die("bench: -c %d is smaller than the test (-p %d, -n %d)", cp.n_ctx, b->n_prompt, b->n_gen);
+    if (cp.n_ctx < b->n_depth + b->n_prompt || cp.n_ctx < b->n_depth + b->n_gen)
+        die("bench: -c %d is smaller than the test (-d %d, -p %d, -n %d)", cp.n_ctx, b->n_depth, b->n_prompt,
+            b->n_gen);
     pk_context *ctx;
     if (pk_context_new(m, &cp, &ctx, &err)) die("%s", err.msg);
     int n_max = b->n_prompt > b->n_gen ? b->n_prompt : b->n_gen;
     /* the warm-up and every draw get tokens of their own: under a memory
-       budget a draw must not find its experts cached by the one before */
-    int32_t *toks = bench_tokens(n_max * (reps + 1), pk_model_n_vocab(m));
+       budget a draw must not find its experts cached by the one before;
+       the depth tokens come after them */
+    int32_t *toks = bench_tokens(n_max * (reps + 1) + b->n_depth, pk_model_n_vocab(m));
+    const int32_t *dt = toks + (size_t)n_max * (reps + 1);
+    const int nd = b->n_depth;
     if (b->n_prompt) {
-        run_once(ctx, toks, b->n_prompt, 0, NULL, NULL, NULL, NULL, NULL);  /* warm-up */
+        run_once(ctx, dt, nd, toks, b->n_prompt, 0, NULL, NULL, NULL, NULL, NULL);  /* warm-up */
         for (int i = 0; i < reps; i++)
-            push(&r->pp, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_prompt, 0, &r->pp_tokens, &r->pp_bytes,
-                                  NULL, NULL, NULL));
-        if (b->profile) run_profiled(ctx, toks, b->n_prompt, 0, r);
+            push(&r->pp, run_once(ctx, dt, nd, toks + (size_t)(i + 1) * n_max, b->n_prompt, 0, &r->pp_tokens,
+                                  &r->pp_bytes, NULL, NULL, NULL));
+        if (b->profile) run_profiled(ctx, dt, nd, toks, b->n_prompt, 0, r);
     }
     if (b->n_gen) {
-        run_once(ctx, toks, b->n_gen, 1, NULL, NULL, NULL, NULL, NULL);
+        run_once(ctx, dt, nd, toks, b->n_gen, 1, NULL, NULL, NULL, NULL, NULL);
         for (int i = 0; i < reps; i++)
-            push(&r->tg, run_once(ctx, toks + (size_t)(i + 1) * n_max, b->n_gen, 1, &r->tg_tokens, &r->tg_bytes,
-                                  &r->tg_state, r, b->plan.streaming ? b->model : NULL));
-        if (b->profile) run_profiled(ctx, toks, b->n_gen, 1, r);
+            push(&r->tg, run_once(ctx, dt, nd, toks + (size_t)(i + 1) * n_max, b->n_gen, 1, &r->tg_tokens,
+                                  &r->tg_bytes, &r->tg_state, r, b->plan.streaming ? b->model : NULL));
+        if (b->profile) run_profiled(ctx, dt, nd, toks, b->n_gen, 1, r);
     }
     pk_stats st;
     pk_context_stats(ctx, &st);
@@ -604,10 +629,10 @@ static double kv_num(const char *line, const char *key) {
 }
 
 /* argv for a child: bench --single|--single-ppl ... with c's -t and -c. */
-static void child_args(const bench *b, const cfg *c, int ppl, char **a, char bufs[8][32]) {
+static void child_args(const bench *b, const cfg *c, int ppl, char **a, char bufs[9][32]) {
     int k = 0;
     static char exe[] = "pocket", cmd[] = "bench", single[] = "--single", sppl[] = "--single-ppl",
-                fm[] = "-m", fp[] = "-p", fn[] = "-n", ft[] = "-t", fc[] = "-c", fb[] = "-b",
+                fm[] = "-m", fp[] = "-p", fn[] = "-n", fd[] = "-d", ft[] = "-t", fc[] = "-c", fb[] = "-b",
                 fctk[] = "-ctk", fctv[] = "-ctv", fmem[] = "--mem", fxs[] = "--expert-slots";
     a[k++] = exe;
     a[k++] = cmd;
@@ -619,6 +644,7 @@ static void child_args(const bench *b, const cfg *c, int ppl, char **a, char buf
     snprintf(bufs[1], 32, "%d", b->n_gen);
     a[k++] = fp; a[k++] = bufs[0];
     a[k++] = fn; a[k++] = bufs[1];
+    if (b->n_depth) { snprintf(bufs[8], 32, "%d", b->n_depth); a[k++] = fd; a[k++] = bufs[8]; }
     if (c->n_threads) { snprintf(bufs[2], 32, "%d", c->n_threads); a[k++] = ft; a[k++] = bufs[2]; }
     if (c->n_ctx) { snprintf(bufs[3], 32, "%d", c->n_ctx); a[k++] = fc; a[k++] = bufs[3]; }
     if (c->n_batch) { snprintf(bufs[4], 32, "%d", c->n_batch); a[k++] = fb; a[k++] = bufs[4]; }
@@ -631,7 +657,7 @@ static void child_args(const bench *b, const cfg *c, int ppl, char **a, char buf
 
 /* Interleaved A B A B ... child draws, then each configuration's perplexity. */
 static void run_ab(bench *b) {
-    char *args[32], bufs[8][32], line[1024], v[64];
+    char *args[32], bufs[9][32], line[1024], v[64];
     for (int rep = 0; rep < b->reps; rep++)
         for (int k = 0; k < 2; k++) {
             child_args(b, &b->c[k], 0, args, bufs);
@@ -697,7 +723,11 @@ static double bytes_per_tok(uint64_t bytes, uint64_t tokens) {
     return tokens ? (double)bytes / tokens : 0;
 }
 
-static void test_name(char *out, size_t cap, int gen, int n) { snprintf(out, cap, "%s%d", gen ? "tg" : "pp", n); }
+/* "pp512", "tg64"; after -d tokens "pp512 @ d4096" (llama-bench's names) */
+static void test_name(char *out, size_t cap, int gen, int n, int depth) {
+    if (depth) snprintf(out, cap, "%s%d @ d%d", gen ? "tg" : "pp", n, depth);
+    else snprintf(out, cap, "%s%d", gen ? "tg" : "pp", n);
+}
 
 static void json_series(FILE *f, const char *name, const series *s, int n_tokens) {
     stats st = stats_of(s);
@@ -742,9 +772,9 @@ static void write_json(const bench *b) {
                "\"bytes_per_token_info\": %llu, \"type_mix\": %s},\n",
             (long long)b->mi.n_params, (long long)b->mi.n_params_active, (unsigned long long)b->mi.file_bytes,
             (unsigned long long)b->tensor_bytes, (unsigned long long)b->mi.bytes_per_token, b->types_json);
-    fprintf(f, "  \"settings\": {\"n_prompt\": %d, \"n_gen\": %d, \"repetitions\": %d, \"token_seed\": %u, "
-               "\"warmup_runs\": 1, \"ab\": %s, \"ppl_file\": ",
-            b->n_prompt, b->n_gen, b->reps, TOKEN_SEED, b->ab ? "true" : "false");
+    fprintf(f, "  \"settings\": {\"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"repetitions\": %d, "
+               "\"token_seed\": %u, \"warmup_runs\": 1, \"ab\": %s, \"ppl_file\": ",
+            b->n_prompt, b->n_gen, b->n_depth, b->reps, TOKEN_SEED, b->ab ? "true" : "false");
     if (b->ppl_file) json_str(f, b->ppl_file); else fputs("null", f);
     fputs("},\n  \"configs\": [\n", f);
     for (int k = 0; k < nc; k++) {
@@ -766,13 +796,13 @@ static void write_json(const bench *b) {
         fputs(",\n     \"tests\": [", f);
         int first = 1;
         if (b->n_prompt) {
-            test_name(tn, sizeof tn, 0, b->n_prompt);
+            test_name(tn, sizeof tn, 0, b->n_prompt, b->n_depth);
             json_series(f, tn, &r->pp, b->n_prompt);
             first = 0;
         }
         if (b->n_gen) {
             if (!first) fputs(",\n               ", f);
-            test_name(tn, sizeof tn, 1, b->n_gen);
+            test_name(tn, sizeof tn, 1, b->n_gen, b->n_depth);
             json_series(f, tn, &r->tg, b->n_gen);
         }
         fputs("],\n     \"decode\": {\"bytes_per_token\": ", f);
@@ -820,7 +850,7 @@ static void write_json(const bench *b) {
         if (b->profile) {
             for (int gen = 0; gen < 2; gen++) {
                 char ptn[32];
-                test_name(ptn, sizeof ptn, gen, r->prof[gen].tokens);
+                test_name(ptn, sizeof ptn, gen, r->prof[gen].tokens, b->n_depth);
                 fputs(gen ? ", " : "{", f);
                 json_str(f, gen ? "tg" : "pp");
                 if (!r->prof[gen].n) {
@@ -859,7 +889,7 @@ static void write_json(const bench *b) {
             const series *sa = gen ? &b->r[0].tg : &b->r[0].pp, *sb = gen ? &b->r[1].tg : &b->r[1].pp;
             welch w = welch_of(sa, sb);
             char tn[32];
-            test_name(tn, sizeof tn, gen, gen ? b->n_gen : b->n_prompt);
+            test_name(tn, sizeof tn, gen, gen ? b->n_gen : b->n_prompt, b->n_depth);
             fputs(first ? "\n    {\"test\": " : ",\n    {\"test\": ", f);
             first = 0;
             json_str(f, tn);
@@ -903,7 +933,7 @@ static void print_profile(const bench *b) {
         if (!n) continue;
         const double total = r->prof[gen].secs;
         char tn[32];
-        test_name(tn, sizeof tn, gen, ntok);
+        test_name(tn, sizeof tn, gen, ntok, b->n_depth);
         printf("\nprofile of one %s run (%.1f ms per token; %s", tn, 1e3 * total / ntok,
                gen ? "one token per forward pass" : "the prompt in batches");
         if (r->have_bw) printf("; bandwidth probe %.2f GB/s", r->bw.best_gbs);
@@ -943,8 +973,10 @@ static void print_report(const bench *b) {
     printf("machine: %s, %ld cores, %s, load average %.2f %.2f %.2f at start\n", b->cpu, b->cores, b->os,
            b->load[0], b->load[1], b->load[2]);
     printf("model:   %s (%s), types %s\n", b->model, b->mi.arch, b->types);
-    printf("tests:   -p %d -n %d -r %d, random tokens (seed %u), 1 untimed warm-up per test%s\n", b->n_prompt,
-           b->n_gen, b->reps, TOKEN_SEED, b->ab ? ", child process per draw, A B interleaved" : "");
+    printf("tests:   -p %d -n %d -r %d", b->n_prompt, b->n_gen, b->reps);
+    if (b->n_depth) printf(" -d %d (each test after %d other tokens)", b->n_depth, b->n_depth);
+    printf(", random tokens (seed %u), 1 untimed warm-up per test%s\n", TOKEN_SEED,
+           b->ab ? ", child process per draw, A B interleaved" : "");
     for (int k = 0; k < nc; k++)
         if (b->ab)
             printf("config %s: \"%s\" -> kernels %s, %d thread%s, n_ctx %d, n_batch %s, kv cache %s/%s\n",
@@ -962,7 +994,7 @@ static void print_report(const bench *b) {
     for (int gen = 0; gen < 2; gen++) {
         int n = gen ? b->n_gen : b->n_prompt;
         if (!n) continue;
-        test_name(tn, sizeof tn, gen, n);
+        test_name(tn, sizeof tn, gen, n, b->n_depth);
         for (int k = 0; k < nc; k++) {
             stats st = stats_of(gen ? &b->r[k].tg : &b->r[k].pp);
             char ts[64], params[32];
@@ -977,7 +1009,7 @@ static void print_report(const bench *b) {
     for (int gen = 0; gen < 2; gen++) {
         int n = gen ? b->n_gen : b->n_prompt;
         if (!n) continue;
-        test_name(tn, sizeof tn, gen, n);
+        test_name(tn, sizeof tn, gen, n, b->n_depth);
         for (int k = 0; k < nc; k++) {
             const series *s = gen ? &b->r[k].tg : &b->r[k].pp;
             stats st = stats_of(s);
@@ -1082,7 +1114,7 @@ static void print_report(const bench *b) {
             const series *sa = gen ? &b->r[0].tg : &b->r[0].pp, *sb = gen ? &b->r[1].tg : &b->r[1].pp;
             welch w = welch_of(sa, sb);
             double ma = stats_of(sa).mean;
-            test_name(tn, sizeof tn, gen, n);
+            test_name(tn, sizeof tn, gen, n, b->n_depth);
             printf("difference B - A, %s: %+.2f tok/s (%+.1f%%)", tn, w.diff, ma > 0 ? 100 * w.diff / ma : 0);
             if (w.ok)
                 printf(", 95%% interval [%+.2f, %+.2f] (Welch t, df %.1f, t %.3f)%s\n", w.lo, w.hi, w.df, w.q,
@@ -1114,6 +1146,7 @@ int cmd_bench(int argc, char **argv) {
         if (is_help(a)) { fputs(bench_help, stdout); free(b); return 0; }
         else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) b->n_prompt = (int)parse_long(a, VAL(), 0, 1 << 20);
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) b->n_gen = (int)parse_long(a, VAL(), 0, 1 << 20);
+        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) b->n_depth = (int)parse_long(a, VAL(), 0, 1 << 20);
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) b->reps = (int)parse_long(a, VAL(), 1, MAX_DRAWS);
         else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) b->base.n_batch = (int)parse_long(a, VAL(), 1, 1 << 20);
         else if (!strcmp(a, "--json")) b->json = VAL();
@@ -1147,17 +1180,18 @@ int cmd_bench(int argc, char **argv) {
     b->mem_set = o.mem_set;
     b->mem = o.mem;
     b->expert_slots = o.expert_slots;
-    if (b->base.n_ctx && (b->base.n_ctx < b->n_prompt || b->base.n_ctx < b->n_gen))
-        die("bench: -c %d is smaller than the test (-p %d, -n %d)", b->base.n_ctx, b->n_prompt, b->n_gen);
+    if (b->base.n_ctx && (b->base.n_ctx < b->n_depth + b->n_prompt || b->base.n_ctx < b->n_depth + b->n_gen))
+        die("bench: -c %d is smaller than the test (-d %d, -p %d, -n %d)", b->base.n_ctx, b->n_depth, b->n_prompt,
+            b->n_gen);
     if (b->ab) {
         if (single || single_ppl) die("bench: --ab cannot run inside a child draw");
         if (b->profile) die("bench: --profile times one configuration; it does not combine with --ab");
         parse_ab_flags("A", ab_a, &b->base, &b->c[0]);
         parse_ab_flags("B", ab_b, &b->base, &b->c[1]);
         for (int k = 0; k < 2; k++)
-            if (b->c[k].n_ctx && (b->c[k].n_ctx < b->n_prompt || b->c[k].n_ctx < b->n_gen))
-                die("bench: configuration %s: -c %d is smaller than the test (-p %d, -n %d)", b->c[k].label,
-                    b->c[k].n_ctx, b->n_prompt, b->n_gen);
+            if (b->c[k].n_ctx && (b->c[k].n_ctx < b->n_depth + b->n_prompt || b->c[k].n_ctx < b->n_depth + b->n_gen))
+                die("bench: configuration %s: -c %d is smaller than the test (-d %d, -p %d, -n %d)", b->c[k].label,
+                    b->c[k].n_ctx, b->n_depth, b->n_prompt, b->n_gen);
     } else {
         b->c[0] = b->base;
     }

@@ -2,7 +2,8 @@
 # pocket bench on the bundled model: the JSON report parses, holds every
 # draw (2 per test with -r 2) with finite positive tok/s, and the weight
 # bytes per generated token counted by the engine match `pocket info` within
-# 1%; --profile's phases account for every weight byte of a token; an --ab run prints a difference line with its interval; bad input gives
+# 1%; --profile's phases account for every weight byte of a token; -d runs
+# the tests after other tokens; an --ab run prints a difference line with its interval; bad input gives
 # one "pocket: error:" line and exit 1. No timing assertions: speeds are only
 # checked to be finite and positive.
 set -u
@@ -137,6 +138,39 @@ else
     fail "bench --profile: exit $?"; sed 's/^/    /' "$tmp/bench.err"
 fi
 
+# -d: both tests start after D other tokens. On the bundled model (attention
+# alone: cut back to them before each run) the tg draws' state ledger is that
+# of positions D..D+n-1; on the qwen35moe fixture (Gated DeltaNet: back to a
+# checkpoint at D) the runs and their names.
+. tests/lib/fixtures.sh
+Q35=$(fixture_model qwen35moe)
+JD="$tmp/bench-depth.json"; rm -f "$JD"
+for model in "$M" "$Q35"; do
+    if "$P" bench -m "$model" -d 24 -p 8 -n 4 -r 2 -t 2 --no-bw --json "$JD" >"$tmp/bench.out" 2>"$tmp/bench.err"; then
+        grep -q "^| .* | pp8 @ d24 |" "$tmp/bench.out" || fail "-d 24: no 'pp8 @ d24' row ($model)"
+        if "$PYTHON" - "$JD" "$model" "$M" "$tmp/info.txt" <<'PY'
+import json, re, sys
+d, model, bundled = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+infotxt = open(sys.argv[4]).read()
+c = d["configs"][0]
+assert d["settings"]["n_depth"] == 24, d["settings"]
+assert [t["test"] for t in c["tests"]] == ["pp8 @ d24", "tg4 @ d24"], [t["test"] for t in c["tests"]]
+assert c["n_ctx"] == 24 + 8 + 4, c["n_ctx"]
+if model == bundled:   # the default F16 cache: position p reads p + 1 rows, writes one
+    L = int(re.search(r"^layers +(\d+)", infotxt, re.M).group(1))
+    m = re.search(r"(\d+) kv heads, head dim (\d+) \(v (\d+)\)", infotxt)
+    kvrow = int(m.group(1)) * 2.0 * (int(m.group(2)) + int(m.group(3)))
+    want = L * kvrow * sum(p + 2 for p in range(24, 28)) / 4
+    got = c["decode"]["state_bytes_per_token"]
+    print("-d 24: state bytes/token engine %.1f, positions 24..27 %.1f" % (got, want))
+    assert abs(got - want) < 0.5, "the tg draws did not start at position 24"
+PY
+        then echo "ok   -d 24 ($model)"; else fail "-d 24 JSON ($model)"; fi
+    else
+        fail "bench -d 24 ($model): exit $?"; sed 's/^/    /' "$tmp/bench.err"
+    fi
+done
+
 expect_error "--profile with --ab" "--profile" "$P" bench -m "$M" --no-bw --profile --ab "-t 1" "-t 2"
 expect_error "missing model" "$tmp/nope.gguf" "$P" bench -m "$tmp/nope.gguf" --no-bw
 expect_error "zero repetitions" "-r" "$P" bench -m "$M" -r 0 --no-bw
@@ -147,6 +181,7 @@ expect_error "bad cache type" "-ctk: unknown KV cache type 'bf16'" "$P" bench -m
 expect_error "--ab bad kernel name" "POCKET_KERNELS" "$P" bench -m "$M" --no-bw --ab "POCKET_KERNELS=sse9" "-t 1"
 expect_error "nothing to measure" "nothing to measure" "$P" bench -m "$M" -p 0 -n 0 --no-bw
 expect_error "context too small" "-c 4" "$P" bench -m "$M" -p 16 -n 8 -c 4 --no-bw
+expect_error "context too small for the depth" "-d 30" "$P" bench -m "$M" -d 30 -p 16 -n 8 -c 40 --no-bw
 expect_error "unknown option" "--bogus" "$P" bench --bogus
 
 [ $fails -eq 0 ] && echo "all bench checks passed"

@@ -4,10 +4,17 @@
  *   jinja_value.c  values: the render's allocator, strings, lists, dicts,
  *                  equality, order, str() / repr() / json.dumps() as Python
  *                  writes them, JSON (jansson) to values
- *   jinja_parse.c  lexer (Jinja2's whitespace rules) and parser to the tree
+ *   jinja_lex.c    lexer (Jinja2's whitespace rules), the template's arena
+ *   jinja_parse.c  parser to the tree: helpers, statements, entry; its
+ *                  expressions are jinja_parse_expr.c, and what the three
+ *                  parser files share is jinja_parse_int.h
  *   jinja.c        the evaluator: statements, expressions, scopes, macros,
  *                  loops, limits; pk_jinja_render
- *   jinja_lib.c    filters, tests, methods of str / list / dict, globals
+ *   jinja_ops.c    attributes, items, slices, iteration, operators
+ *   jinja_lib.c    filters, tests
+ *   jinja_method.c methods of str / list / dict, globals, argument binding
+ *   jinja_str.c    the library's strings: code points, case, sorting,
+ *                  str % args, string operations
  *
  * Memory: every block a render allocates goes through jmalloc into one list
  * (the registry) that the render frees as a whole when it ends, so an error
@@ -87,7 +94,7 @@ typedef struct jmacro {
 
 typedef struct jmethod {
     jobj h;
-    int id;                     /* M_* (jinja_lib.c) */
+    int id;                     /* M_* (jinja_method.c) */
     jv self;
 } jmethod;
 
@@ -247,12 +254,12 @@ size_t jcp_count(const char *s, size_t n);
 /* Byte offset of code point i of s[0..n) (n if past the end). */
 size_t jcp_offset(const char *s, size_t n, size_t i);
 
-/* ---- jinja_parse.c -------------------------------------------------------------------- */
+/* ---- jinja_lex.c, jinja_parse.c -------------------------------------------------------- */
 int jparse(pk_jinja *t, int flags, pk_error *err);
 struct jarena *jarena_new(void);
 void *jarena_alloc(struct jarena *a, size_t n);
 void jarena_free(struct jarena *a);
-/* The id of filter / test / global called name, or -1 (jinja_lib.c). */
+/* The id of filter / test / global called name, or -1 (jinja_lib.c, jinja_method.c). */
 int jfilter_id(const char *name, size_t n);
 int jtest_id(const char *name, size_t n);
 int jglobal_id(const char *name, size_t n);
@@ -261,14 +268,26 @@ int jglobal_id(const char *name, size_t n);
 jv jeval(jrender *r, jdict *sc, const jnode *n);
 /* Call a callable value with evaluated arguments (references borrowed). */
 jv jcall_value(jrender *r, const jnode *at, jv f, jv *args, int nargs, const jstr **kwn, jv *kwv, int nkw);
+
+/* ---- jinja_ops.c ----------------------------------------------------------------------- */
 jv jget_attr(jrender *r, const jnode *at, jv obj, const jstr *name);
 jv jget_item(jrender *r, const jnode *at, jv obj, jv key);
+/* obj[a:b:c] (None for a bound not given) */
+jv jdo_slice(jrender *r, const jnode *at, jv obj, jv a, jv b, jv c);
 /* The elements of an iterable as a list (a new reference); fails for
  * values that are not iterable. */
 jlist *jiter_list(jrender *r, const jnode *at, jv v);
 _Noreturn void jfail_undef(jrender *r, const jnode *at, jv u);
+/* An undefined value: why (JU_*), the type of the object it came from, the name */
+jv jundef_of(int why, int parent_type, const jstr *name);
+static inline int jv_is_num(jv v) { return v.t == JV_BOOL || v.t == JV_INT || v.t == JV_FLOAT; }
+/* a OP b for the arithmetic operators and ~ (OP_ADD .. OP_CONCAT) */
+jv jbinop(jrender *r, const jnode *at, int op, jv a, jv b);
+/* a OP b for the comparisons (OP_EQ .. OP_NOTIN) */
+int jcompare(jrender *r, const jnode *at, int op, jv a, jv b);
+_Noreturn void joverflow(jrender *r, const jnode *at);
 
-/* ---- jinja_lib.c ----------------------------------------------------------------------- */
+/* ---- jinja_lib.c, jinja_method.c, jinja_str.c ------------------------------------------ */
 /* Arguments of a filter, test, method or global call after binding. */
 typedef struct jargs {
     jv *pos;
@@ -288,5 +307,40 @@ jv jhtml_escape(jrender *r, jv s);
 /* Python's str % args */
 jv jpy_format(jrender *r, const jnode *at, jv fmt, jv args);
 const char *jglobal_name(int id);
+/* The index of s[0..len) in names[0..n), or -1. */
+int jname_in(const char *const *names, int n, const char *s, size_t len);
+
+/* argument binding (jinja_method.c): a parameter not given is jv_missing() */
+static inline jv jv_missing(void) { jv v = {.t = JV_TYPES}; return v; }
+static inline int jv_given(jv v) { return v.t != JV_TYPES; }
+void jbind(jrender *r, const jnode *at, const char *fname, const jargs *a, const char *const *params, jv *out);
+int jarg_bool(jv v, int def);
+int64_t jarg_int(jrender *r, const jnode *at, jv v, int64_t def, const char *what);
+jstr *jarg_str(jrender *r, const jnode *at, jv v, const char *what);
+
+/* strings (jinja_str.c) */
+uint32_t jnext_cp(const char *s, size_t n, size_t *i);
+/* CASE_WORDS is Jinja2's title filter (not str.title): after the start and
+ * after each of - ( { [ < and white space, upper case; else lower case. */
+enum { CASE_UPPER, CASE_LOWER, CASE_TITLE, CASE_CAPITALIZE, CASE_SWAP, CASE_WORDS };
+jv jcase_map(jrender *r, const char *s, size_t n, int mode);
+jv jsoft_str(jrender *r, const jnode *at, jv v);
+jv jwith_flags(jv v, int flags);
+jlist *jnew_list(jrender *r, int kind);
+jv jtuple2(jrender *r, jv a, jv b);
+int64_t jpy_len(jrender *r, const jnode *at, jv v);
+jv jget_path_default(jrender *r, const jnode *at, jv item, jv attr, jv def);
+jv jget_path(jrender *r, const jnode *at, jv item, jv attr);
+jv jsort_key(jrender *r, const jnode *at, jv item, jv attr, int case_sensitive);
+jv jsorted_list(jrender *r, const jnode *at, jv *keys, jv *items, size_t n, int reverse, int kind);
+jv jstr_format(jrender *r, const jnode *at, jstr *f, const jargs *a);
+jv jstr_strip(jrender *r, jv v, const jstr *chars, int which);
+jv jstr_replace(jrender *r, jstr *s, jstr *old, jstr *new_, int64_t count);
+jv jstr_split(jrender *r, const jnode *at, jstr *s, const jstr *sep, int64_t maxsplit, int from_right);
+int64_t jstr_find(jrender *r, jstr *s, jstr *sub, int64_t start, int64_t end, int from_right);
+int64_t jstr_count(jrender *r, jstr *s, jstr *sub);
+jv jstr_splitlines(jrender *r, jstr *s, int keepends);
+int jstr_all(jstr *s, int kind);
+jv jstr_pad(jrender *r, jstr *s, int64_t width, jstr *fill, int how);
 
 #endif

@@ -1,8 +1,9 @@
 /* bench_att.c - micro-benchmark of the attention kernels of a long prompt:
  * GFLOP/s of one core for the scores S = Q K^T (att_kq) and the values
  * O = P V (att_pv) of one chunk of queries against nk cached positions of
- * one kv head, per cache type (F16, Q8_0: the kernels of kernels/kernels.h;
- * F32: sgemm on the keys transposed, as engine/kinds/attention.c calls it)
+ * one kv head, per cache type (F16: att_kqt on keys in transposed tiles and
+ * att_pv; Q8_0: att_kq and att_pv; F32: sgemm on the keys transposed; as
+ * engine/kinds/attention.c calls them)
  * and kernel variant, beside the FMA peak of the core (independent 8-lane
  * FMA chains: 16 flops per instruction). The shape defaults to POCKET-35B's
  * gated attention: head dim 256, 8 query heads per kv head, 16 tokens per
@@ -92,7 +93,9 @@ static void run(const job *j) {
             if (j->kq) j->K->sgemm(j->M, nb, j->n, j->A, j->lda, (const float *)j->B + p0, j->ldb, j->C + sc, j->ldc);
             else j->K->sgemm(j->M, j->n, nb, j->A + sc, j->lda, (const float *)j->B + (size_t)p0 * j->ldb, j->ldb,
                              j->C, j->ldc);
-        } else if (j->kq)
+        } else if (j->kq && j->t == PK_TYPE_F16)
+            j->K->att_kqt(j->M, p0, nb, j->n, j->A, j->lda, (const uint16_t *)j->B, j->C + sc, j->ldc);
+        else if (j->kq)
             j->K->att_kq[j->t](j->M, nb, j->n, j->A, j->lda, (const uint8_t *)j->B + (size_t)p0 * j->stride,
                                j->stride, j->C + sc, j->ldc);
         else
@@ -163,11 +166,18 @@ int main(int argc, char **argv) {
         const pk_type_traits *tt = pk_type_get(t);
         const size_t stride = pk_row_size(t, n);
         char *K = rand_rows(tt, n, nkmax, stride), *V = rand_rows(tt, n, nkmax, stride);
-        float *KT = NULL;
+        void *KT = NULL;
         if (t == PK_TYPE_F32) {   /* the F32 cache keeps keys transposed: [dim][position] */
-            KT = malloc((size_t)n * nkmax * sizeof(float));
+            float *kt = malloc((size_t)n * nkmax * sizeof(float));
             for (int p = 0; p < nkmax; p++)
-                for (int e = 0; e < n; e++) KT[(size_t)e * nkmax + p] = ((float *)K)[(size_t)p * n + e];
+                for (int e = 0; e < n; e++) kt[(size_t)e * nkmax + p] = ((float *)K)[(size_t)p * n + e];
+            KT = kt;
+        } else if (t == PK_TYPE_F16) {   /* the F16 cache: tiles of PK_KT positions transposed (engine/kv.h) */
+            uint16_t *kt = calloc((size_t)(nkmax + PK_KT - 1) / PK_KT * PK_KT * (size_t)n, sizeof(uint16_t));
+            for (int p = 0; p < nkmax; p++)
+                for (int e = 0; e < n; e++)
+                    kt[((size_t)(p / PK_KT) * n + e) * PK_KT + p % PK_KT] = ((uint16_t *)K)[(size_t)p * n + e];
+            KT = kt;
         }
         for (int a = 0; a < nnk; a++) {
             const int nk = nkl[a];
@@ -177,10 +187,10 @@ int main(int argc, char **argv) {
             for (int k = 0; k < nl; k++) {
                 const pk_kernels *L = list[k];
                 if (!listed(isas, L->isa)) continue;
-                if (t != PK_TYPE_F32 && (!L->att_kq[t] || !L->att_pv[t])) continue;
+                if (t != PK_TYPE_F32 && ((t == PK_TYPE_F16 ? !L->att_kqt : !L->att_kq[t]) || !L->att_pv[t])) continue;
                 const int lds = bk > 0 ? bk : nk;
                 job kq = {.K = L, .t = t, .kq = 1, .M = M, .nk = nk, .n = n, .bk = bk, .A = Q, .lda = n,
-                          .B = KT ? (const void *)KT : K, .stride = stride, .ldb = nkmax, .C = S, .ldc = lds};
+                          .B = KT ? KT : K, .stride = stride, .ldb = nkmax, .C = S, .ldc = lds};
                 job pv = {.K = L, .t = t, .kq = 0, .M = M, .nk = nk, .n = n, .bk = bk, .A = S, .lda = lds, .B = V,
                           .stride = stride, .ldb = n, .C = O, .ldc = n};
                 float *S0 = malloc((size_t)M * nk * sizeof(float));

@@ -53,7 +53,8 @@ int pk_kv_init(pk_kv *kv, int n_layer, const pk_kv_need *need, int n_ctx, int ty
         a->v_row = a->v_head * (size_t)n->n_head_kv;
         a->k_off = k_bytes;
         a->v_off = v_bytes;
-        k_bytes += a->k_row * (size_t)n_ctx;
+        /* F16 keys in whole tiles of PK_KT positions (pk_kv_kt16) */
+        k_bytes += a->k_row * (type_k == PK_TYPE_F16 ? pk_kv_ctx_tiles(kv) * PK_KT : (size_t)n_ctx);
         v_bytes += a->v_row * (size_t)n_ctx;
         kv->row_bytes += a->k_row + a->v_row;
     }

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "kernels/kernels.h"
 
 /* What a layer keeps per sequence (a mixer kind's memory method). */
 enum pk_mem_kind {
@@ -63,7 +64,9 @@ typedef struct pk_kv {
     int *kind;             /* [n_layer] enum pk_mem_kind */
     int *slot;             /* [n_layer] index among the layers of the same kind (-1: none) */
     uint8_t *k;            /* per attention layer, at its k_off: F32: [k_dim][n_ctx]
-                              floats; else [kv head][n_ctx] rows of k_head bytes */
+                              floats; F16: per kv head, tiles of PK_KT positions
+                              transposed, [n_ctx / PK_KT rounded up][head dim][PK_KT]
+                              (pk_kv_kt16); Q8_0: [kv head][n_ctx] rows of k_head bytes */
     uint8_t *v;            /* per attention layer, at its v_off: F32: [n_ctx][v_dim]
                               floats; else [kv head][n_ctx] rows of v_head bytes */
     float *conv, *ssm;     /* [DeltaNet layers][...] */
@@ -90,7 +93,18 @@ static inline float *pk_kv_kt(const pk_kv *kv, int l, int i) {
 static inline float *pk_kv_v(const pk_kv *kv, int l, int pos) {
     return (float *)(kv->v + kv->att[l].v_off) + (size_t)pos * kv->att[l].v_dim;
 }
-/* keys / values of the other types: kv head g of layer l at position pos
+/* F16 keys: the tiles of kv head g of layer l (kernels/kernels.h, PK_KT):
+ * element e of position p at [((p / PK_KT) hd + e) PK_KT + p % PK_KT] */
+static inline size_t pk_kv_ctx_tiles(const pk_kv *kv) { return ((size_t)kv->n_ctx + PK_KT - 1) / PK_KT; }
+static inline uint16_t *pk_kv_kt16(const pk_kv *kv, int l, int g) {
+    const size_t hd = (size_t)kv->att[l].k_dim / (size_t)kv->att[l].n_head_kv;
+    return (uint16_t *)(void *)(kv->k + kv->att[l].k_off) + (size_t)g * pk_kv_ctx_tiles(kv) * PK_KT * hd;
+}
+static inline uint16_t *pk_kv_kt16_at(const pk_kv *kv, int l, int g, int p) {
+    const size_t hd = (size_t)kv->att[l].k_dim / (size_t)kv->att[l].n_head_kv;
+    return pk_kv_kt16(kv, l, g) + (size_t)(p / PK_KT) * hd * PK_KT + (size_t)(p % PK_KT);
+}
+/* keys (Q8_0) / values of the other types: kv head g of layer l at position pos
  * (k_head / v_head bytes; the rows of positions pos, pos + 1, ... follow) */
 static inline uint8_t *pk_kv_k(const pk_kv *kv, int l, int g, int pos) {
     return kv->k + kv->att[l].k_off + ((size_t)g * kv->n_ctx + pos) * kv->att[l].k_head;

@@ -39,7 +39,7 @@
 #include <unistd.h>
 #include "engine/context.h"
 
-enum { HEADER_BYTES = 96, STATE_VERSION = 1 };
+enum { HEADER_BYTES = 96, STATE_VERSION = 2 };   /* 2: F16 keys in transposed tiles */
 static const char MAGIC[8] = {'P', 'K', 'S', 'T', 'A', 'T', 'E', 0};
 
 /* ---- truncation and checkpoints ------------------------------------------------ */
@@ -187,6 +187,14 @@ static void walk(pk_context *c, int n_tok, const int *slots, int n_ck, region_fn
         if (kv->kind[l] == PK_MEM_KV) {
             if (kv->type_k == PK_TYPE_F32)
                 for (int i = 0; i < a->k_dim; i++) fn(ud, pk_kv_kt(kv, l, i), n * sizeof(float));
+            else if (kv->type_k == PK_TYPE_F16)   /* the whole tiles, then the last one's positions */
+                for (int g = 0; g < a->n_head_kv; g++) {
+                    const size_t hd = (size_t)(a->k_dim / a->n_head_kv), full = n / PK_KT, rem = n % PK_KT;
+                    uint16_t *t = pk_kv_kt16(kv, l, g);
+                    if (full) fn(ud, t, full * PK_KT * hd * sizeof(uint16_t));
+                    for (size_t e = 0; rem && e < hd; e++)
+                        fn(ud, t + (full * hd + e) * PK_KT, rem * sizeof(uint16_t));
+                }
             else
                 for (int g = 0; g < a->n_head_kv; g++) fn(ud, pk_kv_k(kv, l, g, 0), n * a->k_head);
             if (kv->type_v == PK_TYPE_F32)

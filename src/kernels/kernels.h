@@ -63,11 +63,24 @@ typedef void (*pk_delta_step_fn)(float *S, int d, const float *q, const float *k
  * Type by type the numerics (what is exact, where rounding enters) are
  * stated in kernels/ref.c; variants reassociate within a row's dot
  * product (kq) and may fuse multiply-adds, agreeing with the reference to
- * float rounding. F32 caches use sgemm (keys transposed) instead. */
+ * float rounding. The engine's F32 keys use sgemm (keys transposed) and its
+ * F16 keys att_kqt (below) instead. */
 typedef void (*pk_att_kq_fn)(int M, int nk, int n, const float *Q, int64_t ldq, const void *K,
                              size_t stride, float *S, int64_t lds);
 typedef void (*pk_att_pv_fn)(int M, int nk, int n, const float *P, int64_t ldp, const void *V,
                              size_t stride, float *O, int64_t ldo);
+/* Scores over F16 keys kept in tiles of PK_KT positions, transposed (one kv
+ * head: the element e of position p at K[((p / PK_KT) n + e) PK_KT + p %
+ * PK_KT], engine/kv.h): S[m * lds + j] = dot(Q[m * ldq ...], key p0 + j)
+ * for m < M, j < nk. Every score is one fused multiply-add chain over the n
+ * elements in order from zero (vector lanes are positions): the same
+ * whatever M, p0 and nk, so batched and one-token attention agree bitwise,
+ * and every variant gives the reference's bits. Whole tiles are read: the
+ * positions of the tiles holding p0 and p0 + nk - 1 must be readable
+ * (their values do not matter). */
+#define PK_KT 16
+typedef void (*pk_att_kqt_fn)(int M, int p0, int nk, int n, const float *Q, int64_t ldq, const uint16_t *K,
+                              float *S, int64_t lds);
 
 typedef struct pk_kernels {
     const char *isa;                          /* variant name (kernels/kernels.c list) */
@@ -92,6 +105,7 @@ typedef struct pk_kernels {
     /* attention over F16 / Q8_0 caches, by cache element type; NULL: unsupported */
     pk_att_kq_fn att_kq[PK_TYPE_COUNT];
     pk_att_pv_fn att_pv[PK_TYPE_COUNT];
+    pk_att_kqt_fn att_kqt;                    /* scores over F16 keys in transposed tiles */
 } pk_kernels;
 
 /* Every slot of pk_kernels but isa, for code that walks them all (the merge
@@ -100,7 +114,7 @@ typedef struct pk_kernels {
  * (kernels/kernels.c checks that the sizes agree). */
 #define PK_KERNEL_SLOTS(F, T)                                                          \
     T(vec_dot) T(gemv) T(quantize) T(gemm) F(sgemm) F(exp_sub) F(silu_mul) F(gelu_mul) \
-    F(softcap) F(delta_step) T(att_kq) T(att_pv)
+    F(softcap) F(delta_step) T(att_kq) T(att_pv) F(att_kqt)
 
 /* A row of the declared variant list (kernels/kernels.c). */
 typedef struct pk_kernel_variant {
@@ -208,6 +222,12 @@ static inline void pk_kern_att_kq(const pk_kernels *k, int type, int M, int nk, 
                                   const void *K, size_t stride, float *S, int64_t lds) {
     PK_ASSERT(pk_kern_att_ok(k->att_kq[type] != NULL, type, M, nk, n, Q, ldq, n, S, lds, nk, stride));
     k->att_kq[type](M, nk, n, Q, ldq, K, stride, S, lds);
+}
+static inline void pk_kern_att_kqt(const pk_kernels *k, int M, int p0, int nk, int n, const float *Q, int64_t ldq,
+                                   const uint16_t *K, float *S, int64_t lds) {
+    PK_ASSERT(M >= 0 && p0 >= 0 && nk >= 0 && n > 0 && ldq >= n && lds >= nk &&
+              pk_kern_apart(S, pk_kern_span(M, nk, lds), Q, pk_kern_span(M, n, ldq)));
+    k->att_kqt(M, p0, nk, n, Q, ldq, K, S, lds);
 }
 static inline void pk_kern_att_pv(const pk_kernels *k, int type, int M, int nk, int n, const float *P, int64_t ldp,
                                   const void *V, size_t stride, float *O, int64_t ldo) {

@@ -533,6 +533,22 @@ static void att_kq_f16(int M, int nk, int n, const float *Q, int64_t ldq, const 
     }
 }
 
+/* F16 keys in transposed tiles (pk_att_kqt_fn): each score one fmaf chain
+ * over the elements in order, as the SIMD lanes compute it */
+static void att_kqt(int M, int p0, int nk, int n, const float *Q, int64_t ldq, const uint16_t *K, float *S,
+                    int64_t lds) {
+    for (int j = 0; j < nk; j++) {
+        const int p = p0 + j;
+        const uint16_t *k = K + (size_t)(p / PK_KT) * (size_t)n * PK_KT + p % PK_KT;
+        for (int m = 0; m < M; m++) {
+            const float *q = Q + m * ldq;
+            float sum = 0.0f;
+            for (int e = 0; e < n; e++) sum = fmaf(q[e], pk_fp16_to_fp32(k[(size_t)e * PK_KT]), sum);
+            S[m * lds + j] = sum;
+        }
+    }
+}
+
 static void att_kq_q8_0(int M, int nk, int n, const float *Q, int64_t ldq, const void *K, size_t stride,
                         float *S, int64_t lds) {
     for (int p = 0; p < nk; p++) {
@@ -600,6 +616,7 @@ const pk_kernels pk_kernels_ref_table = {
     .gelu_mul = pk_gelu_mul,
     .softcap = softcap,
     .delta_step = delta_step,
+    .att_kqt = att_kqt,
     .att_kq = {[PK_TYPE_F16] = att_kq_f16, [PK_TYPE_Q8_0] = att_kq_q8_0},
     .att_pv = {[PK_TYPE_F16] = att_pv_f16, [PK_TYPE_Q8_0] = att_pv_q8_0},
     .vec_dot = {

@@ -27,7 +27,7 @@ HOST_BUILD=${HOST_BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 QEMU=${QEMU:-qemu-aarch64}
 CPUS=${CPUS:-cortex-a53 neoverse-n1 max}
-KERNEL_TESTS="test_kernels test_kernels_quant test_gemm test_kernels_iq1"
+KERNEL_TESTS="test_kernels test_kernels_quant test_gemm test_kernels_iq1 test_kv"
 OTHER_TESTS="test_platform test_tokenizer test_chat"
 SCRIPTS="ref/t_forward_ref.sh ref/t_qwen35_ref.sh ref/t_qwen3next_ref.sh ref/t_gptoss_ref.sh ref/t_moerows_ref.sh cli/t_batch.sh ref/t_reference_greedy.sh ref/t_perplexity.sh"
 export BUILD PYTHON HOST_BUILD

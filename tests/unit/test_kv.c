@@ -1,6 +1,6 @@
 /* test_kv.c - the KV cache types: the attention kernels over F16 and Q8_0
- * caches (att_kq / att_pv of every usable kernel table) and the cache
- * type names of the public API.
+ * caches (att_kq / att_pv / att_kqt of every usable kernel table) and the
+ * cache type names of the public API.
  *
  * For every variant, type, and odd sizes (head dims with and without SIMD
  * tails, 1..37 positions, 1..6 queries, rows strided as in the cache):
@@ -202,6 +202,57 @@ static void test_vs_ref(const pk_kernels *k, const pk_kernels *ref, int t, int n
     free(c);
 }
 
+/* att_kqt (F16 keys in transposed tiles): positions p0 .. p0 + nk - 1 of a
+ * cache of np positions written as engine/kv.h lays them out, against the
+ * exact dot over the same F16 elements (float rounding), the reference's
+ * bits (the contract: one FMA chain per score), and one query alone = the
+ * same query among others (bitwise); the scores' row tails stay untouched */
+static void test_kqt(const pk_kernels *k, const pk_kernels *ref, int n, int p0, int nk, int M) {
+    const int np = p0 + nk, ntile = (np + PK_KT - 1) / PK_KT;
+    uint16_t *K = calloc((size_t)ntile * PK_KT * (size_t)n, sizeof(uint16_t));
+    double *deq = malloc(sizeof(double) * (size_t)np * (size_t)n);
+    for (int i = 0; i < ntile * PK_KT * n; i++) K[i] = pk_fp32_to_fp16(rndf() * 1e4f);   /* unused slots: noise */
+    for (int p = 0; p < np; p++)
+        for (int e = 0; e < n; e++) {
+            const uint16_t h = pk_fp32_to_fp16(p == 3 ? 100.0f * rndf() : rndf());
+            K[((size_t)(p / PK_KT) * n + e) * PK_KT + p % PK_KT] = h;
+            deq[(size_t)p * n + e] = pk_fp16_to_fp32(h);
+        }
+    enum { LDS = MAXP + 3 };
+    static float Q[MAXM][MAXN], S[MAXM][LDS], R[MAXM][LDS], S1[LDS];
+    for (int m = 0; m < M; m++)
+        for (int j = 0; j < n; j++) Q[m][j] = rndf();
+    for (int m = 0; m < MAXM; m++)
+        for (int j = 0; j < LDS; j++) S[m][j] = R[m][j] = -7.0f;
+    k->att_kqt(M, p0, nk, n, &Q[0][0], MAXN, K, &S[0][0], LDS);
+    ref->att_kqt(M, p0, nk, n, &Q[0][0], MAXN, K, &R[0][0], LDS);
+    int bad = 0, same = 1, untouched = 1;
+    for (int m = 0; m < M; m++) {
+        for (int j = 0; j < nk; j++) {
+            double exact = 0, mag = 0;
+            for (int e = 0; e < n; e++) {
+                exact += (double)Q[m][e] * deq[(size_t)(p0 + j) * n + e];
+                mag += fabs((double)Q[m][e] * deq[(size_t)(p0 + j) * n + e]);
+            }
+            bad += fabs(S[m][j] - exact) > 1e-5 * mag + 1e-30;
+        }
+        untouched &= S[m][nk] == -7.0f;
+        same &= !memcmp(S[m], R[m], sizeof(float) * (size_t)nk);
+    }
+    TEST_CHECK(bad == 0, "%s att_kqt n %d p0 %d nk %d M %d: %d scores off the exact dot", k->isa, n, p0, nk, M, bad);
+    TEST_CHECK(same, "%s att_kqt n %d p0 %d nk %d M %d: not the reference's bits", k->isa, n, p0, nk, M);
+    TEST_CHECK(untouched, "%s att_kqt n %d p0 %d nk %d M %d: wrote past the row", k->isa, n, p0, nk, M);
+    int alone = 1;
+    for (int m = 0; m < M; m++) {
+        k->att_kqt(1, p0, nk, n, &Q[m][0], MAXN, K, S1, LDS);
+        alone &= !memcmp(S1, S[m], sizeof(float) * (size_t)nk);
+    }
+    TEST_CHECK(alone, "%s att_kqt n %d p0 %d nk %d M %d: a query alone differs from the same query among others",
+               k->isa, n, p0, nk, M);
+    free(K);
+    free(deq);
+}
+
 static void test_names(void) {
     TEST_COND("f32", pk_cache_type_parse("f32") == PK_CACHE_F32);
     TEST_COND("F16", pk_cache_type_parse("F16") == PK_CACHE_F16);
@@ -227,6 +278,18 @@ int main(void) {
     const int nks[] = {1, 2, 7, 13, 37, 530};   /* 530: past a 512-position block */
     for (int i = 0; i < nl; i++) {
         fprintf(stderr, "kernels: %s\n", list[i]->isa);
+        /* F16 keys in transposed tiles: head dims odd and even, ranges that
+           start and end inside a tile or on its edges */
+        const int kqt_dims[] = {128, 64, 3, 80, 160};   /* <= MAXN */
+        const int kqt_p0[] = {0, 5, 16, 37};
+        const int kqt_nk[] = {1, 11, 16, 27, 48, 100, 530};
+        for (int d = 0; d < 5; d++)
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 7; b++)
+                    for (int M = 1; M <= MAXM; M += (M < 4 ? 1 : M < 8 ? 2 : 3))
+                        test_kqt(list[i], list[0], kqt_dims[d], kqt_p0[a], kqt_nk[b], M);
+        if (i > 0)
+            TEST_CHECK(list[i]->att_kqt != list[0]->att_kqt, "%s: att_kqt falls back to the reference", list[i]->isa);
         for (int ti = 0; ti < 2; ti++) {
             const int t = types[ti];
             const int *dims = t == PK_TYPE_F16 ? dims_f16 : dims_q8;

@@ -145,8 +145,9 @@ static double sum_row(const float *x, int n) {
  * block holding the chunk's first visible position, and in it from that
  * position), each as matrix products over the block's keys and values:
  *   S = Q K^T   (Q scaled by the layer's scale; an F32 cache holds K
- *                transposed, for sgemm; a typed cache, F16 or Q8_0, each kv
- *                head's keys by position, for att_kq);
+ *                transposed, for sgemm; an F16 cache each kv head's keys in
+ *                transposed tiles of PK_KT positions, for att_kqt; a Q8_0
+ *                cache each kv head's keys by position, for att_kq);
  *   per row (online softmax): the block's largest score among the row's
  *       positions raises the running maximum mx; P = exp(S - mx) on its
  *       positions, 0 elsewhere; l = l alpha + sum P (in double), alpha =
@@ -193,6 +194,8 @@ static void att_run(void *arg, int chunk) {
         const int s0 = p0 > first0 ? p0 : first0, bk = (nk - p0 < ATT_BLOCK ? nk : p0 + ATT_BLOCK) - s0;
         if (kv->type_k == PK_TYPE_F32)
             pk_kern_sgemm(c->kern, M, bk, hd, Q, hd, pk_kv_kt(kv, t->layer, g * hd) + s0, kv->n_ctx, S, ATT_BLOCK);
+        else if (kv->type_k == PK_TYPE_F16)
+            pk_kern_att_kqt(c->kern, M, s0, bk, hd, Q, hd, pk_kv_kt16(kv, t->layer, g), S, ATT_BLOCK);
         else   /* a typed cache, read in its type (kernels/kernels.h) */
             pk_kern_att_kq(c->kern, kv->type_k, M, bk, hd, Q, hd, pk_kv_k(kv, t->layer, g, s0),
                            kv->att[t->layer].k_head, S, ATT_BLOCK);
@@ -309,6 +312,13 @@ static int att_forward(pk_context *c, const pk_block *bk, const pk_layer *L, int
             float *kt = pk_kv_kt(&c->kv, il, i) + pos0;
             for (int b = 0; b < B; b++) kt[b] = w.kb[(size_t)b * kd + i];
         }
+    else if (tk == PK_TYPE_F16)   /* transposed tiles: element e of a position PK_KT apart */
+        for (int g = 0; g < nkv; g++)
+            for (int b = 0; b < B; b++) {
+                uint16_t *kt = pk_kv_kt16_at(&c->kv, il, g, pos0 + b);
+                const float *k = w.kb + (size_t)b * kd + (size_t)g * hd;
+                for (int e = 0; e < hd; e++) kt[(size_t)e * PK_KT] = pk_fp32_to_fp16(k[e]);
+            }
     else
         for (int g = 0; g < nkv; g++)
             for (int b = 0; b < B; b++)

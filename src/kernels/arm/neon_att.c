@@ -145,7 +145,7 @@ AI void pv_q8_0_tile(const int MT, int nk, const float *P, int64_t ldp, const ui
 
 /* ---- scores over F16 keys in transposed tiles (pk_att_kqt_fn) ---------------- */
 
-/* R query rows (1..4) x one tile of PK_KT = 16 positions (four 4-lane
+/* kqt_tile of kernels/kqt_driver.h: R query rows (1..4) x one tile of PK_KT = 16 positions (four 4-lane
  * vectors): per element e, four widened key vectors and R query elements
  * feed 4R fused multiply-adds (the reference's fmaf chain per lane) */
 AI void kqt_tile(const int R, int n, const float *Q, int64_t ldq, const uint16_t *Kt, float *out, int64_t ldo) {
@@ -164,41 +164,8 @@ AI void kqt_tile(const int R, int n, const float *Q, int64_t ldq, const uint16_t
         for (int h = 0; h < 4; h++) vst1q_f32(out + r * ldo + 4 * h, a[r][h]);
 }
 
-/* R rows against tiles t0..t1-1; a tile only partly in [p0, p0 + nk) goes
- * through a buffer and its positions in the range are copied out */
-AI void kqt_rows(const int R, int p0, int nk, int t0, int t1, int n, const float *Q, int64_t ldq, const uint16_t *K,
-                 float *S, int64_t lds) {
-    for (int t = t0; t < t1; t++) {
-        const uint16_t *Kt = K + (size_t)t * (size_t)n * PK_KT;
-        const int first = t * PK_KT - p0;
-        if (first >= 0 && first + PK_KT <= nk) {
-            kqt_tile(R, n, Q, ldq, Kt, S + first, lds);
-            continue;
-        }
-        float edge[4 * PK_KT];
-        kqt_tile(R, n, Q, ldq, Kt, edge, PK_KT);
-        const int lo = first < 0 ? -first : 0, hi = first + PK_KT > nk ? nk - first : PK_KT;
-        for (int r = 0; r < R; r++)
-            for (int j = lo; j < hi; j++) S[r * lds + first + j] = edge[r * PK_KT + j];
-    }
-}
-
-static void att_kqt(int M, int p0, int nk, int n, const float *Q, int64_t ldq, const uint16_t *K, float *S,
-                    int64_t lds) {
-    if (nk <= 0) return;
-    const int t_end = (p0 + nk - 1) / PK_KT + 1;
-    for (int t0 = p0 / PK_KT; t0 < t_end; t0 += 3) {   /* 3 tiles in L1 for every row tile */
-        const int t1 = t_end - t0 < 3 ? t_end : t0 + 3;
-        int m = 0;
-        for (; m + 4 <= M; m += 4) kqt_rows(4, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds);
-        switch (M - m) {
-        case 3: kqt_rows(3, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds); break;
-        case 2: kqt_rows(2, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds); break;
-        case 1: kqt_rows(1, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds); break;
-        default: break;
-        }
-    }
-}
+enum { KQT_R = 4 };
+#include "kernels/kqt_driver.h"
 
 const pk_kernels pk_kernels_neon_att = {
     .att_kqt = att_kqt,

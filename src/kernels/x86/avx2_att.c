@@ -229,7 +229,7 @@ AI void att_pv(const int T, int M, int nk, int n, const float *P, int64_t ldp, c
 
 /* ---- scores over F16 keys in transposed tiles ---------------------------------- */
 
-/* R query rows (1..6) x one tile of PK_KT = 16 positions (two 8-lane
+/* kqt_tile of kernels/kqt_driver.h: R query rows (1..6) x one tile of PK_KT = 16 positions (two 8-lane
  * vectors): per element e, R broadcasts of a query element and two widened
  * key vectors feed 2R FMAs; no horizontal sums (the lanes are positions) */
 AI void kqt_tile(const int R, int n, const float *Q, int64_t ldq, const uint16_t *Kt, float *out, int64_t ldo) {
@@ -250,46 +250,8 @@ AI void kqt_tile(const int R, int n, const float *Q, int64_t ldq, const uint16_t
     }
 }
 
-/* R rows against tiles t0..t1-1; a tile only partly in [p0, p0 + nk) goes
- * through a buffer and its positions in the range are copied out */
-AI void kqt_rows(const int R, int p0, int nk, int t0, int t1, int n, const float *Q, int64_t ldq, const uint16_t *K,
-                 float *S, int64_t lds) {
-    for (int t = t0; t < t1; t++) {
-        const uint16_t *Kt = K + (size_t)t * (size_t)n * PK_KT;
-        const int first = t * PK_KT - p0;   /* S's column of the tile's first position */
-        if (first >= 0 && first + PK_KT <= nk) {
-            kqt_tile(R, n, Q, ldq, Kt, S + first, lds);
-            continue;
-        }
-        float edge[6 * PK_KT];
-        kqt_tile(R, n, Q, ldq, Kt, edge, PK_KT);
-        const int lo = first < 0 ? -first : 0, hi = first + PK_KT > nk ? nk - first : PK_KT;
-        for (int r = 0; r < R; r++)
-            for (int j = lo; j < hi; j++) S[r * lds + first + j] = edge[r * PK_KT + j];
-    }
-}
-
-enum { KQT_BLOCK = 3 };   /* tiles read by every row tile while in L1 (12-24 KiB at heads of 128-256) */
-
-static void att_kqt(int M, int p0, int nk, int n, const float *Q, int64_t ldq, const uint16_t *K, float *S,
-                    int64_t lds) {
-    if (nk <= 0) return;
-    const int t_end = (p0 + nk - 1) / PK_KT + 1;
-    /* rows in tiles of 6; 8 rows left (a decoded token of an 8-head group) as 4 + 4 */
-    const int m6 = M % 6 == 2 && M >= 8 ? M - 8 : M / 6 * 6;
-    for (int t0 = p0 / PK_KT; t0 < t_end; t0 += KQT_BLOCK) {
-        const int t1 = t_end - t0 < KQT_BLOCK ? t_end : t0 + KQT_BLOCK;
-        int m = 0;
-        for (; m < m6; m += 6) kqt_rows(6, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds);
-        for (; M - m >= 4; m += 4) kqt_rows(4, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds);
-        switch (M - m) {
-        case 3: kqt_rows(3, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds); break;
-        case 2: kqt_rows(2, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds); break;
-        case 1: kqt_rows(1, p0, nk, t0, t1, n, Q + m * ldq, ldq, K, S + m * lds, lds); break;
-        default: break;
-        }
-    }
-}
+enum { KQT_R = 6 };
+#include "kernels/kqt_driver.h"
 
 /* the table's entries: pk_att_kq_fn and pk_att_pv_fn share one signature */
 #define ATT_ENTRY(name, fn, T)                                                                            \

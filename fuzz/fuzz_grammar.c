@@ -15,7 +15,9 @@
  * reference to itself); sampling under a grammar with synthetic logits and
  * a limit of 48 tokens never picks a token the grammar refuses (the status
  * is never FAILED but for the grammar's documented limits), and the text it
- * makes checks as the status says (complete: pk_grammar_check 1; open: 0);
+ * makes checks as the status says (complete: pk_grammar_check 1; open: 0),
+ * and it is complete whenever the closing walk from the start
+ * (pk_grammar_closing_tokens) fits in the 48 tokens;
  * a complete text under a schema's grammar is JSON (jansson parses it).
  */
 #include <jansson.h>
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "pocket.h"
+#include "text/grammar.h"
 
 static pk_model *model;
 static float *logits;
@@ -64,6 +67,7 @@ static int walk(pk_grammar *g, unsigned seed, char *out, size_t cap, size_t *len
     pk_sampler *s = pk_sampler_new(&sp, n_vocab, &err);
     if (!s || pk_sampler_set_grammar(s, g, &err)) { fprintf(stderr, "%s\n", err.msg); abort(); }
     pk_sampler_grammar_limit(s, 48);
+    uint32_t close0 = pk_grammar_closing_tokens(g, pk_grammar_start(g));
     *len = 0;
     for (int i = 0; i < 48; i++) {
         for (int k = 0; k < n_vocab; k++) logits[k] = (float)(mix(((uint64_t)seed << 32) ^ (uint64_t)(i * n_vocab + k)) % 1000) / 100.0f;
@@ -81,6 +85,10 @@ static int walk(pk_grammar *g, unsigned seed, char *out, size_t cap, size_t *len
     if (st == PK_GRAMMAR_FAILED && !strstr(msg, "parse stacks") && !strstr(msg, "closer to its end") &&
         !strstr(msg, "continues the output")) {
         fprintf(stderr, "sampling failed: %s\n", msg);
+        abort();
+    }
+    if (st == PK_GRAMMAR_OPEN && close0 <= 48) {
+        fprintf(stderr, "open after 48 tokens, but the closing walk from the start takes %u: %s\n", close0, out);
         abort();
     }
     pk_sampler_free(s);

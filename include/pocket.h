@@ -471,10 +471,12 @@ int pk_json_schema_to_rules(const char *schema, size_t len, int flags, const cha
  * been compiled for a model with s's vocabulary size (else PK_ERR_ARG). */
 int pk_sampler_set_grammar(pk_sampler *s, pk_grammar *g, pk_error *err);
 /* Finish within n more accepted tokens (n <= 0: no limit, the default):
- * once the fewest bytes that complete the grammar reach the tokens left,
- * only tokens that bring the end closer are allowed (the model's best ones
- * first, else the longest token on a shortest way), so a run stopped at n
- * tokens is complete when the close fits in them. */
+ * a token is taken only if the grammar can still be completed in the
+ * tokens left after it, counted along the closing walk (the longest token
+ * on a shortest way, again and again); once that walk takes every token
+ * left, only tokens that keep it in time are allowed (the model's best
+ * ones first, else the walk's next token), so a run stopped at n tokens is
+ * complete when the walk fits in them. */
 void pk_sampler_grammar_limit(pk_sampler *s, int n);
 enum {
     PK_GRAMMAR_NONE = 0,     /* no grammar attached */

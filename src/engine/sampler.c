@@ -308,15 +308,22 @@ static void step_presence(pk_sampler *s, float *logits) {
 
 static int32_t chain_pick(pk_sampler *s, float *w);
 static int32_t grammar_eog(const pk_sampler *s);
+static void grammar_fail(pk_sampler *s, const char *msg);
 
-/* Whether token t keeps the grammar able to finish within the limit: after
- * it, the fewest bytes to the end fit in the tokens left (each token is at
- * least one byte). An end-of-generation token fits when complete. */
+/* Whether the grammar can finish from state y in `left` tokens: the fewest
+ * bytes to the end fit (each token is at least one byte), or else the
+ * walk along closing tokens (longer ones, counted once per state) does. */
+static int grammar_fits_in(pk_grammar *g, uint32_t y, int left) {
+    if (!y || left < 0) return 0;
+    if (pk_grammar_distance(g, y) <= (uint32_t)left) return 1;
+    return pk_grammar_closing_tokens(g, y) <= (uint32_t)left;
+}
+
+/* Whether token t keeps the grammar able to finish within the limit. An
+ * end-of-generation token fits when complete. */
 static int grammar_fits(pk_sampler *s, int32_t t) {
     if (pk_vtrie_is_eog(pk_grammar_vtrie(s->g), t)) return pk_grammar_can_end(s->g, s->gst);
-    int left = s->g_limit - s->g_count - 1;
-    uint32_t y = pk_grammar_advance_token(s->g, s->gst, t);
-    return y && left >= 0 && pk_grammar_distance(s->g, y) <= (uint32_t)left;
+    return grammar_fits_in(s->g, pk_grammar_advance_token(s->g, s->gst, t), s->g_limit - s->g_count - 1);
 }
 
 /* With a limit: pick by the chain, and while the pick would leave too
@@ -331,7 +338,12 @@ static int32_t grammar_pick_in_time(pk_sampler *s, float *w) {
         w[t] = -INFINITY;
     }
     int32_t t = pk_grammar_closing_token(s->g, s->gst);
-    return t >= 0 ? t : grammar_eog(s);
+    if (t < 0) {
+        const char *o = pk_grammar_overflow(s->g);
+        grammar_fail(s, o ? o : "grammar: no token of the vocabulary brings the output closer to its end");
+        return grammar_eog(s);
+    }
+    return t;
 }
 
 static void grammar_fail(pk_sampler *s, const char *msg) {
@@ -355,10 +367,12 @@ static int32_t grammar_eog(const pk_sampler *s) {
     return n ? e[0] : 0;
 }
 
-/* Closing in time: keep, of the (at most 64) best allowed tokens, those
- * that bring the end closer; if none does, the longest token on a
- * shortest way. Returns that forced token, or -1 (w masked in place). */
-static int32_t grammar_close(pk_sampler *s, float *w, uint32_t d) {
+/* Closing in time (the closing walk takes every token left): keep, of the
+ * (at most 64) best allowed tokens, those after which the grammar can still
+ * finish in the tokens left; if none can, the longest token on a shortest
+ * way (the walk's next). Returns that forced token, or -1 (w masked in
+ * place). */
+static int32_t grammar_close(pk_sampler *s, float *w, int left) {
     cand_list L;
     step_candidates(s, w, &L);
     int m = L.n < 64 ? L.n : 64, kept = 0;
@@ -366,14 +380,15 @@ static int32_t grammar_close(pk_sampler *s, float *w, uint32_t d) {
     for (int i = 0; i < m; i++) {
         int32_t t = L.c[i].id;
         uint32_t y = pk_vtrie_is_eog(pk_grammar_vtrie(s->g), t) ? 0 : pk_grammar_advance_token(s->g, s->gst, t);
-        if (y && pk_grammar_distance(s->g, y) < d) { L.c[kept++] = L.c[i]; continue; }
+        if (grammar_fits_in(s->g, y, left - 1)) L.c[kept++] = L.c[i];
     }
     for (int i = 0; i < s->n_vocab; i++) w[i] = -INFINITY;
     for (int i = 0; i < kept; i++) w[L.c[i].id] = L.c[i].logit;
     if (kept) return -1;
     int32_t t = pk_grammar_closing_token(s->g, s->gst);
     if (t < 0) {
-        grammar_fail(s, "grammar: no token of the vocabulary brings the output closer to its end");
+        const char *o = pk_grammar_overflow(s->g);
+        grammar_fail(s, o ? o : "grammar: no token of the vocabulary brings the output closer to its end");
         return grammar_eog(s);
     }
     return t;
@@ -410,7 +425,8 @@ static int32_t step_grammar(pk_sampler *s, float *w) {
     if (s->g_limit > 0) {
         uint32_t d = pk_grammar_distance(g, s->gst);
         int left = s->g_limit - s->g_count;
-        if (d > 0 && (int64_t)d >= left) return grammar_close(s, w, d);
+        if (d > 0 && (int64_t)d >= left && pk_grammar_closing_tokens(g, s->gst) >= (uint32_t)(left > 0 ? left : 0))
+            return grammar_close(s, w, left);
         if (d == 0 && left <= 0 && n_eog) return eog[0];
     }
     if (!any) {

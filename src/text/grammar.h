@@ -77,6 +77,10 @@ const uint64_t *pk_grammar_mask(pk_grammar *g, uint32_t st);
  * closer): the longest found by following the first such byte down the
  * vocabulary's trie, or -1. */
 int32_t pk_grammar_closing_token(pk_grammar *g, uint32_t st);
+/* The tokens of the walk from st along closing tokens to the end (0:
+ * complete; UINT32_MAX - 1: no such walk): a count of tokens that surely
+ * completes the grammar, at most its distance in bytes. */
+uint32_t pk_grammar_closing_tokens(pk_grammar *g, uint32_t st);
 /* The message of the limit hit while matching, or NULL. */
 const char *pk_grammar_overflow(const pk_grammar *g);
 /* The vocabulary a grammar was compiled for (NULL: none). */

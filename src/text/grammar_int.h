@@ -52,6 +52,7 @@ typedef struct gstate {
     uint32_t off, n;         /* nodes in the pool */
     uint64_t first[4];       /* bytes any stack can take next */
     uint32_t dist;           /* min bytes to complete (UINT32_MAX unknown, 0 complete) */
+    uint32_t ctok;           /* tokens of the closing walk (UINT32_MAX unknown, - 1: none) */
     int32_t mask;            /* slot in the mask cache, -1 none */
     uint8_t has_first, has_end, has_unknown;
 } gstate;

@@ -415,6 +415,7 @@ static uint32_t intern(pk_grammar *g, uint32_t n) {
     st->off = (uint32_t)g->n_pool;
     st->n = n;
     st->dist = MISS;
+    st->ctok = MISS;
     st->mask = -1;
     memcpy(g->pool + g->n_pool, g->out, (size_t)n * sizeof *g->out);
     g->n_pool += n;
@@ -484,6 +485,7 @@ int pk_grammar_match_init(pk_grammar *g, pk_error *err) {
     g->n_node = 2;
     memset(&g->st[0], 0, sizeof g->st[0]);     /* the dead state */
     g->st[0].dist = MISS;
+    g->st[0].ctok = MISS - 1;
     g->st[0].mask = -1;
     g->st[0].has_first = 1;
     g->st_next[0] = MISS;
@@ -609,6 +611,37 @@ int32_t pk_grammar_closing_token(pk_grammar *g, uint32_t st) {
             if (!v->eog[v->sid[i]]) { best = v->sid[i]; break; }
     }
     return best;
+}
+
+uint32_t pk_grammar_closing_tokens(pk_grammar *g, uint32_t st) {
+    if (!g->vt || !st) return MISS - 1;
+    /* follow closing tokens to a state whose count is known (or complete),
+       then give each state on the way its count */
+    uint32_t *path = NULL, s = st, base = MISS - 1;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (g->st[s].ctok != MISS) { base = g->st[s].ctok; break; }
+        uint32_t d = pk_grammar_distance(g, s);
+        if (d == 0) { g->st[s].ctok = base = 0; break; }
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            uint32_t *np = realloc(path, nc * sizeof *np);
+            if (!np) { overflow(g, "out of memory"); base = MISS - 1; break; }
+            path = np;
+            cap = nc;
+        }
+        path[n++] = s;
+        int32_t t = d >= MISS - 1 ? -1 : pk_grammar_closing_token(g, s);
+        uint32_t y = t < 0 ? 0 : pk_grammar_advance_token(g, s, t);
+        if (!y || g->overflow || pk_grammar_distance(g, y) >= d) { base = MISS; break; }   /* no way on */
+        s = y;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t c = (uint64_t)base + (n - i);
+        g->st[path[i]].ctok = base >= MISS - 1 || c >= MISS - 1 ? MISS - 1 : (uint32_t)c;
+    }
+    free(path);
+    return g->st[st].ctok;
 }
 
 /* ---- local walks ------------------------------------------------------------------ */

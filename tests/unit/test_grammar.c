@@ -237,14 +237,24 @@ static void test_masks(void) {
         if (s && logits && !pk_sampler_set_grammar(s, g, &err)) {
             pk_sampler_grammar_limit(s, 12);
             int k = 0;
+            char out[256];
+            size_t no = 0;
             for (; k < 12; k++) {
                 int32_t id = pk_sampler_sample(s, logits);
                 if (pk_vtrie_is_eog(v, id)) break;
                 pk_sampler_accept(s, id);
+                int pl = pk_token_to_piece(t, id, out + no, sizeof out - 1 - no, 0);
+                if (pl > 0 && (size_t)pl < sizeof out - 1 - no) no += (size_t)pl;
             }
+            out[no] = 0;
             int gs = pk_sampler_grammar_status(s, NULL);
             TEST_CHECK(gs == PK_GRAMMAR_CAN_END || gs == PK_GRAMMAR_MUST_END,
                        "a 12-token limit on a 33-byte close: grammar status %d after %d tokens", gs, k);
+            /* the limit counts the close in tokens, not bytes: with 12
+               tokens for a 9-token close the output starts free ([a-z ]),
+               not with the literal at once */
+            TEST_CHECK(out[0] && out[0] != 'A' && k > n, "a 12-token limit on a %d-token close: '%s' in %d tokens", n,
+                       out, k);
         } else {
             TEST_CHECK(0, "sampler with the grammar: %s", err.msg);
         }

@@ -116,8 +116,8 @@ static void make_row(int t, const float *f, uint8_t *row, int64_t n) {
 static void test_type(const pk_kernels *k, int t, int64_t n, int kind) {
     const pk_type_traits *tw = pk_type_get(t), *tx = pk_type_get(tw->vec_dot_type);
     static const int rows_list[] = { 1, 3, 8, 13, 16, 37 };
-    static const int tok_list[] = { 1, 2, 3, 5, 8, 12, 15, 16, 17, 31, 33, 64, 101 };
-    enum { MAXR = 37, MAXT = 101 };
+    static const int tok_list[] = { 1, 2, 3, 5, 8, 12, 15, 16, 17, 31, 33, 64, 101, 203 };
+    enum { MAXR = 37, MAXT = 203 };
     size_t rs = pk_row_size(t, n), xs = pk_row_size(tw->vec_dot_type, n);
     size_t rb = rs + 3 * tw->type_size + 4;           /* rows not densely packed */
     uint8_t *w = malloc(rb * MAXR);

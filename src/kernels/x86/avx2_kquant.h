@@ -1,6 +1,6 @@
 /* kernels/x86/avx2_kquant.h - the AVX2 / AVX-VNNI prompt kernels of the K-quants
  * (Q2_K .. Q6_K, IQ4_XS) and the i-quants below 4 bits x Q8_K activations:
- * per-row kernels over a tile of tokens, 2-row kernels (Q2_K, Q3_K, Q4_K on
+ * per-row kernels over a tile of tokens, 2-row kernels (Q2_K .. Q6_K on
  * plain AVX2; IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S, IQ2_S, IQ1_S, IQ1_M on both) and, with
  * K8_ON, the 8-row interleaved ones of kri8.h. Part of
  * avx2_gemm.c: included there once, inside its ISA guard, after the byte
@@ -111,6 +111,8 @@ GI int kq_latk(const int K) { return K >= KQ_IQ3_XXS; }
 GI int kq_iql(const int K) { return K == KQ_IQ3_XXS ? IQL_IQ3_XXS : K == KQ_IQ3_S ? IQL_IQ3_S : IQL_IQ2_S; }
 /* signed levels against the activations + 128: IQ2_XXS, IQ2_XS and the lattice types */
 GI int kq_signed(const int K) { return kq_iq2k(K) || kq_latk(K) || kq_iq1k(K); }
+/* two halves of level registers with scales of their own (S, SB) */
+GI int kq_halves(const int K) { return K == KQ_Q5_K || K == KQ_Q6_K; }
 
 GI size_t kq_bsize(const int K) {
     return K == KQ_IQ3_XXS ? sizeof(pk_block_iq3_xxs) : K == KQ_IQ3_S ? sizeof(pk_block_iq3_s)
@@ -451,13 +453,23 @@ GI void kq_row(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, in
     if (n <= 3 * PK_QK_K) kq_tile(K, TK_MAX, n, nrows, ntok, y, ys, w, rb, x);
     else kq_tile(K, kq_tkl(K), n, nrows, ntok, y, ys, w, rb, x);
 }
+/* out of line: inlined into kq_gemm beside the 2-row kernel (Q5_K, Q6_K),
+ * gcc 12 compiled them 1.4x slower (bench/ab_gemm, Q6_K at 8-17 tokens) */
+#define KQ_ROW_DECL(NAME) \
+    static void gemm_##NAME(int64_t, int64_t, int64_t, float *, int64_t, const void *, size_t, const void *const *) \
+        __attribute__((noinline));
+KQ_ROW_DECL(row_q4_K)
+KQ_ROW_DECL(row_q5_K)
+KQ_ROW_DECL(row_q6_K)
+KQ_ROW_DECL(row_q3_K)
+KQ_ROW_DECL(row_q2_K)
 RI_ENTRY(row_q4_K, kq_row, KQ_Q4_K)
 RI_ENTRY(row_q5_K, kq_row, KQ_Q5_K)
 RI_ENTRY(row_q6_K, kq_row, KQ_Q6_K)
 RI_ENTRY(row_q3_K, kq_row, KQ_Q3_K)
 RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
 
-/* ---- the 2-row kernels (Q2_K, Q3_K, Q4_K on plain AVX2; the signed kinds) -------
+/* ---- the 2-row kernels (Q2_K .. Q6_K on plain AVX2; the signed kinds) -----------
  * kq_tile keeps one decoded row in registers and takes each token's
  * activations from L1 as the memory operand of its vpmaddubsw: one load per
  * product, besides the spills of a register file too small for the 8
@@ -474,7 +486,11 @@ RI_ENTRY(row_q2_K, kq_row, KQ_Q2_K)
  * on 2048 x 512; Q3_K and Q4_K 1.03-1.06x on rows of 512 below 32 tokens
  * and 1.28-1.4x from 32 on, or on Q4_K's rows of 2048 (where kq_tile's
  * 32-token tile overflows a 32 KB L1), but 0.94-1.02x on rows of 2048 with
- * kq_tile's 16-token tile. kt_use picks by that.
+ * kq_tile's 16-token tile. kt_use picks by that. Q5_K and Q6_K, whose
+ * registers 0..3 and 4..7 have lane scales of their own, run the register
+ * steps in two halves, each summed in int16 and put through its vpmaddwd
+ * (Q6_K: minus its offset sums c) into an int32 sum per tile element: kq_body's
+ * int32 sums, then its epilogue.
  * The signed kinds (IQ2_XXS, IQ2_XS, the lattice types, IQ1_S, IQ1_M) take the 2-row
  * kernel alone: per register j of levels each of the R x T vpmaddubsw pairs
  * goes through vpmaddwd with its row's scales sc[j] into int32 accumulators
@@ -513,28 +529,44 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
         for (int t = 0; t < T; t++) F[r][t] = _mm256_setzero_ps();
     for (int b = 0; b < kb; b++) {
         __m256i a[KT_R][KT_T];   /* the signed kinds: int32 from -corr; else int16 sums */
+        __m256i I[KT_R][KT_T];   /* Q5_K, Q6_K: the int32 sums of the halves so far */
         for (int r = 0; r < R; r++) {
             const __m256i c = kq_signed(K) ? _mm256_sub_epi32(_mm256_setzero_si256(), W[r * kb + b].corr)
                                            : _mm256_setzero_si256();
-            for (int t = 0; t < T; t++) a[r][t] = c;
+            for (int t = 0; t < T; t++) a[r][t] = c, I[r][t] = _mm256_setzero_si256();
         }
-        /* a loop, not unrolled: the accumulators stay in registers (unrolled,
-           GCC hoists all 8 registers' products and spills them) */
+        /* Q5_K, Q6_K: registers 0..3 and 4..7 have their own lane scales (S,
+           SB): two halves, each summed in int16 and put through its vpmaddwd */
+        for (int h = 0; h < (kq_halves(K) ? 2 : 1); h++) {
+            const int j0 = kq_halves(K) ? 4 * h : 0, j1 = kq_halves(K) ? j0 + 4 : 8;
+            /* a loop, not unrolled: the accumulators stay in registers (unrolled,
+               GCC hoists all 8 registers' products and spills them) */
 #pragma GCC unroll 1
-        for (int j = 0; j < 8; j++) {
-            __m256i w[KT_R], s[KT_R];
-            for (int r = 0; r < R; r++) {
-                w[r] = _mm256_load_si256(&W[r * kb + b].v[j]);
-                if (kq_signed(K)) s[r] = _mm256_load_si256(&W[r * kb + b].sc[j]);
+            for (int j = j0; j < j1; j++) {
+                __m256i w[KT_R], s[KT_R];
+                for (int r = 0; r < R; r++) {
+                    w[r] = _mm256_load_si256(&W[r * kb + b].v[j]);
+                    if (kq_signed(K)) s[r] = _mm256_load_si256(&W[r * kb + b].sc[j]);
+                }
+                for (int t = 0; t < T; t++) {
+                    __m256i x = _mm256_load_si256((const __m256i *)(X[t * xst + b].q + 32 * j));
+                    __asm__("" : "+x"(x));   /* one load for the R products, not one memory operand each */
+                    for (int r = 0; r < R; r++)
+                        a[r][t] = kq_signed(K) ? _mm256_add_epi32(a[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w[r]), s[r]))
+                                               : _mm256_add_epi16(a[r][t], _mm256_maddubs_epi16(w[r], x));
+                }
+                kt_pin(R, T, a);
             }
-            for (int t = 0; t < T; t++) {
-                __m256i x = _mm256_load_si256((const __m256i *)(X[t * xst + b].q + 32 * j));
-                __asm__("" : "+x"(x));   /* one load for the R products, not one memory operand each */
-                for (int r = 0; r < R; r++)
-                    a[r][t] = kq_signed(K) ? _mm256_add_epi32(a[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w[r]), s[r]))
-                                           : _mm256_add_epi16(a[r][t], _mm256_maddubs_epi16(w[r], x));
-            }
-            kt_pin(R, T, a);
+            if (!kq_halves(K)) break;
+            for (int r = 0; r < R; r++)   /* kq_body's int32 sum: the halves' vpmaddwd added */
+                for (int t = 0; t < T; t++) {
+                    __m256i s16 = a[r][t];
+                    if (K == KQ_Q6_K)
+                        s16 = _mm256_sub_epi16(s16, _mm256_load_si256((const __m256i *)(X[t * xst + b].c + 16 * h)));
+                    const __m256i i32 = _mm256_madd_epi16(s16, h ? W[r * kb + b].SB : W[r * kb + b].S);
+                    I[r][t] = _mm256_add_epi32(I[r][t], i32);
+                    a[r][t] = _mm256_setzero_si256();
+                }
         }
         for (int r = 0; r < R; r++) {
             const kq_dec *k = &W[r * kb + b];
@@ -543,6 +575,11 @@ GI void kt_tile(const int K, const int R, const int T, const kq_dec *W, int kb, 
                 const __m256 ddv = _mm256_broadcast_ss(&dd[(r * kb + b) * ddk + t]);
                 if (kq_signed(K)) {
                     F[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[r][t]), ddv, F[r][t]);
+                    continue;
+                }
+                if (kq_halves(K)) {
+                    F[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[r][t]), ddv, F[r][t]);
+                    if (K == KQ_Q5_K) F[r][t] = _mm256_fnmadd_ps(k->mins0, _mm256_load_ps(xp->P), F[r][t]);
                     continue;
                 }
                 __m256i s16 = a[r][t];
@@ -709,8 +746,18 @@ GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, i
 #else
 /* the 2-row kernel where it measured faster than the per-row one (above):
  * Q2_K always; Q3_K and Q4_K where the per-row kernel's token tile is 32
- * (rows of up to 3 super-blocks; Q4_K's longer rows from 17 tokens on) */
+ * (rows of up to 3 super-blocks; Q4_K's longer rows from 17 tokens on);
+ * Q5_K and Q6_K (in two halves, ka_gemm's decode once per 64 tokens) on
+ * rows of up to 3 super-blocks from 24 (Q5_K) or 32 (Q6_K) tokens, Q5_K's
+ * longer rows from 48: bench/ab_gemm on Zen 3 (one core, against the
+ * per-row kernel built with the library's flags; bench/results/
+ * 2026-12-07-epyc-zen3-other-files.md): Q6_K on 2048 x 512 1.01 / 1.09 /
+ * 1.03 / 1.10 / 1.14x at 24 / 32 / 48 / 64 / 128 tokens, but on rows of
+ * 2048 0.91 / 0.92 / 1.01x at 48 / 128 / 512 (kept per-row); Q5_K 1.02x
+ * at 24 tokens on 2048 x 512, 1.34 / 1.46 / 1.47x at 48 / 64 / 512 on 1024
+ * x 2048. */
 GI int kt_use(const int K, int64_t n, int64_t ntok) {
+    if (kq_halves(K)) return n <= 3 * PK_QK_K ? ntok >= (K == KQ_Q6_K ? 32 : 24) : K == KQ_Q5_K && ntok >= 48;
     return K == KQ_Q2_K || ((K == KQ_Q3_K || K == KQ_Q4_K) && n <= 3 * PK_QK_K) || (K == KQ_Q4_K && ntok > 16);
 }
 GI void kq_gemm(const int K, int64_t n, int64_t nrows, int64_t ntok, float *y, int64_t ys, const void *w,

@@ -313,6 +313,7 @@ typedef struct stream {
     int cur;                    /* the choice being fed */
     json_t *lp_pending;         /* its log-probabilities, for the next chunk */
     serve_access acc;           /* the request's access log line (acc.status 0: none to write) */
+    double last_out;            /* when bytes last went to the client (now()) */
 } stream;
 
 /* Route ids. */

@@ -877,4 +877,5 @@ const serve_api serve_api_anthropic = {
     .stream_chunk = anthropic_stream_chunk,
     .stream_free = anthropic_stream_free,
     .error = anthropic_error,
+    .keepalive = "event: ping\ndata: {\"type\": \"ping\"}\n\n",   /* Anthropic's own keep-alive */
 };

@@ -117,6 +117,10 @@ typedef struct serve_api {
     void (*stream_free)(void *st);
     /* the API's error object for a refusal (new reference) */
     json_t *(*error)(const api_error *e);
+    /* bytes its clients ignore, sent on a stream that has been silent for a
+       while (a long prompt): HTTP clients cut a response whose body stalls
+       (Node's fetch after 300 s); NULL: none (NDJSON has no such line) */
+    const char *keepalive;
 } serve_api;
 
 extern const serve_api serve_api_openai_chat;        /* tools/serve_openai.c: /v1/chat/completions */

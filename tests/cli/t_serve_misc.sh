@@ -5,10 +5,11 @@
 # /props, /slots, CORS (headers and preflights with --cors ORIGIN, with
 # --cors '*' and without --cors, and a real cross-origin page in headless
 # Chromium), and the access log lines (a 200, a streamed 200, a 400, a 404, a
-# 401; --quiet keeps only the refusals). Three servers on the bundled model:
+# 401; --quiet keeps only the refusals), keep-alive bytes on a silent stream
+# (OpenAI's SSE comment, Anthropic's ping). Three servers on the bundled model:
 #   A  --api-key --alias pocket-test --cors <the page's origin>,https://app.example.org --parallel 2
 #   B  --quiet, no --cors, no key
-#   C  --cors '*'
+#   C  --cors '*', keep-alive bytes after 20 ms of silence (POCKET_SERVE_KEEPALIVE_MS)
 # plus a small node server for the page (another origin). Needs node + npm
 # (openai, playwright-core in $BUILD/tmp/node) and Debian's chromium, as
 # t_serve.sh: when they cannot be had, the test says why and fails.
@@ -37,7 +38,9 @@ start_server "$tmp/a.log" $common --parallel 2 --api-key "$KEY" --alias pocket-t
 SA=$SERVER_PID PA=$SERVER_PORT
 start_server "$tmp/b.log" $common --quiet
 SB=$SERVER_PID PB=$SERVER_PORT
+export POCKET_SERVE_KEEPALIVE_MS=20   # C: keep-alive bytes after 20 ms of silence (misc.mjs)
 start_server "$tmp/c.log" $common --cors '*'
+unset POCKET_SERVE_KEEPALIVE_MS
 SC=$SERVER_PID PC=$SERVER_PORT
 
 fails=0

@@ -2,7 +2,7 @@
 // servers): --alias and any model name, models.retrieve through the official
 // `openai` client, x-api-key, /tokenize, /detokenize, /props, /slots, CORS
 // (headers, preflights, a real cross-origin page in headless Chromium), and
-// the access log lines. Server A: --api-key, --alias pocket-test, --cors
+// the access log lines, keep-alive bytes on a silent stream. Server A: --api-key, --alias pocket-test, --cors
 // $POCKET_PAGE and https://app.example.org, --parallel 2, -c 512; B: --quiet,
 // no --cors, no key; C: --cors '*'.
 import fs from 'node:fs';
@@ -277,5 +277,41 @@ const nfB = await get(URL_B, '/quiet-404');
 l = await logLine(logB, new RegExp(`access ${T} GET /quiet-404 404 \\d+ ms error: `));
 const linesB = fs.readFileSync(logB, 'utf8').split('\n').filter((x) => / access /.test(x));
 check(nfB.status === 404 && l && linesB.every((x) => / [45]\d\d \d+ ms/.test(x)), '--quiet: the 404 logged, no 200 line', linesB);
+
+// ---- keep-alive on a silent stream (C runs with POCKET_SERVE_KEEPALIVE_MS=20 and
+// one sequence): a streamed request queued behind a long generation is silent
+// until its turn; it gets the API's keep-alive bytes meanwhile (an SSE comment
+// for OpenAI, Anthropic's ping event), which the official client ignores
+const cli = new OpenAI({ baseURL: URL_C + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
+const postC = (path, body) => fetch(URL_C + path, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                                   body: JSON.stringify(body) });
+const long = () => cli.chat.completions.create({ messages, max_tokens: 300, temperature: 0 });
+let busy = long();
+await sleep(30);
+const ka = await postC('/v1/chat/completions', { messages, max_tokens: 4, temperature: 0, stream: true });
+const kaText = await ka.text();
+await busy;
+const kaData = kaText.split('\n').filter((x) => x.startsWith('data: ') && x !== 'data: [DONE]');
+check(ka.status === 200 && /(^|\n): keep-alive\n\n/.test(kaText) && kaData.length >= 2 &&
+      kaData.every((x) => { try { JSON.parse(x.slice(6)); return true; } catch (e) { return false; } }) && /data: \[DONE\]/.test(kaText),
+      'keep-alive: a queued OpenAI stream gets ": keep-alive" comments, its chunks intact',
+      kaText.slice(0, 600));
+busy = long();
+await sleep(30);
+let sdkText = '', sdkChunks = 0;
+const sdkStream = await cli.chat.completions.create({ messages, max_tokens: 4, temperature: 0, stream: true });
+for await (const c of sdkStream) { sdkChunks++; sdkText += (c.choices[0] && c.choices[0].delta.content) || ''; }
+await busy;
+const plain = await cli.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
+check(sdkChunks >= 2 && sdkText === plain.choices[0].message.content,
+      'keep-alive: the openai client streams through the comments (the same text as unstreamed)', { sdkText, plain: plain.choices[0].message.content });
+busy = long();
+await sleep(30);
+const an = await postC('/v1/messages', { model: 'x', max_tokens: 4, messages, stream: true });
+const anText = await an.text();
+await busy;
+check(an.status === 200 && /event: ping\ndata: \{"type": "ping"\}\n\n/.test(anText) &&
+      anText.indexOf('event: ping') > anText.indexOf('event: message_start') && /event: message_stop/.test(anText),
+      'keep-alive: a queued Anthropic stream gets ping events after message_start', anText.slice(0, 600));
 
 finish('misc.mjs');

@@ -214,6 +214,11 @@ int cmd_serve(int argc, char **argv) {
     }
     S.n_parallel = (int)parallel;
     S.n_queue = (int)queue;
+    {   /* 15 s; POCKET_SERVE_KEEPALIVE_MS overrides it (tests) */
+        const char *e = getenv("POCKET_SERVE_KEEPALIVE_MS");
+        long ms = e ? strtol(e, NULL, 10) : 0;
+        S.keepalive_s = ms > 0 ? (double)ms / 1000.0 : 15.0;
+    }
     S.max_body = (size_t)max_body;
     S.created = (long)time(NULL);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

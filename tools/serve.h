@@ -234,6 +234,7 @@ extern struct server {
     serve_info info;            /* what the translators see */
     grammar_entry grammars[MAX_GRAMMARS];   /* under mu */
     int n_ctx, n_parallel, n_queue, n_threads;
+    double keepalive_s;         /* silence on a stream before the API's keep-alive bytes (0: none) */
     int n_ckpt, recurrent;      /* --ctx-checkpoints; the model has recurrent layers */
     uint64_t ckpt_bytes;        /* bytes of one checkpoint */
     pcache *cache;              /* --cache-ram / --cache-dir (NULL: neither) */

@@ -16,19 +16,6 @@
 #include "serve.h"
 
 #define WAIT_MS 50              /* how often a waiting connection polls its socket */
-/* seconds of silence on a stream before the API's keep-alive bytes
-   (POCKET_SERVE_KEEPALIVE_MS overrides, for tests) */
-#define KEEPALIVE_S 15.0
-
-static double keepalive_s(void) {
-    static double s = -1.0;
-    if (s < 0) {
-        const char *e = getenv("POCKET_SERVE_KEEPALIVE_MS");
-        long ms = e ? strtol(e, NULL, 10) : 0;
-        s = ms > 0 ? (double)ms / 1000.0 : KEEPALIVE_S;
-    }
-    return s;
-}
 
 /* A valid UTF-8 copy of s[0..n) (tools/serve_api.c). */
 static char *utf8_sanitize(const char *s, size_t n, size_t *out_len) {
@@ -503,7 +490,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 pthread_mutex_unlock(&S.mu);
                 return MHD_CONTENT_READER_END_WITH_ERROR;
             }
-            if (st->api->keepalive && now() - st->last_out >= keepalive_s()) {
+            if (st->api->keepalive && S.keepalive_s > 0 && now() - st->last_out >= S.keepalive_s) {
                 pthread_mutex_unlock(&S.mu);
                 api_puts(&st->out, st->api->keepalive);
                 if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;

@@ -626,19 +626,19 @@ uint32_t pk_grammar_closing_tokens(pk_grammar *g, uint32_t st) {
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 16;
             uint32_t *np = realloc(path, nc * sizeof *np);
-            if (!np) { overflow(g, "out of memory"); base = MISS - 1; break; }
+            if (!np) { overflow(g, "out of memory"); break; }
             path = np;
             cap = nc;
         }
         path[n++] = s;
         int32_t t = d >= MISS - 1 ? -1 : pk_grammar_closing_token(g, s);
         uint32_t y = t < 0 ? 0 : pk_grammar_advance_token(g, s, t);
-        if (!y || g->overflow || pk_grammar_distance(g, y) >= d) { base = MISS; break; }   /* no way on */
+        if (!y || g->overflow || pk_grammar_distance(g, y) >= d) break;   /* no way on: base stays "none" */
         s = y;
     }
     for (size_t i = 0; i < n; i++) {
         uint64_t c = (uint64_t)base + (n - i);
-        g->st[path[i]].ctok = base >= MISS - 1 || c >= MISS - 1 ? MISS - 1 : (uint32_t)c;
+        g->st[path[i]].ctok = c >= MISS - 1 ? MISS - 1 : (uint32_t)c;
     }
     free(path);
     return g->st[st].ctok;

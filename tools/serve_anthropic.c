@@ -868,6 +868,9 @@ static int anthropic_stream_chunk(void *p, const json_t *chunk, const char *err,
     return out->oom ? -1 : 0;
 }
 
+/* Anthropic's own keep-alive event */
+static void anthropic_ping(void *st, api_buf *out) { api_puts(out, "event: ping\ndata: {\"type\": \"ping\"}\n\n"); }
+
 const serve_api serve_api_anthropic = {
     .name = "anthropic",
     .stream_type = "text/event-stream",
@@ -877,5 +880,5 @@ const serve_api serve_api_anthropic = {
     .stream_chunk = anthropic_stream_chunk,
     .stream_free = anthropic_stream_free,
     .error = anthropic_error,
-    .keepalive = "event: ping\ndata: {\"type\": \"ping\"}\n\n",   /* Anthropic's own keep-alive */
+    .keepalive = anthropic_ping,
 };

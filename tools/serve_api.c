@@ -82,6 +82,8 @@ void api_put(api_buf *b, const char *s, size_t n) {
 
 void api_puts(api_buf *b, const char *s) { api_put(b, s, strlen(s)); }
 
+void api_sse_keepalive(void *st, api_buf *b) { api_puts(b, ": keep-alive\n\n"); }
+
 void api_put_json(api_buf *b, const char *prefix, json_t *v, const char *suffix) {
     char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);

@@ -91,6 +91,8 @@ typedef struct api_buf {
 
 void api_put(api_buf *b, const char *s, size_t n);
 void api_puts(api_buf *b, const char *s);
+/* the SSE comment ": keep-alive" (a keepalive of the OpenAI-style streams) */
+void api_sse_keepalive(void *st, api_buf *b);
 /* prefix, v as compact JSON (v stolen; NULL: oom), suffix: "data: " v "\n\n"
    for server-sent events, "" v "\n" for NDJSON. */
 void api_put_json(api_buf *b, const char *prefix, json_t *v, const char *suffix);
@@ -117,10 +119,11 @@ typedef struct serve_api {
     void (*stream_free)(void *st);
     /* the API's error object for a refusal (new reference) */
     json_t *(*error)(const api_error *e);
-    /* bytes its clients ignore, sent on a stream that has been silent for a
-       while (a long prompt): HTTP clients cut a response whose body stalls
-       (Node's fetch after 300 s); NULL: none (NDJSON has no such line) */
-    const char *keepalive;
+    /* writes bytes its clients ignore (or read as an empty piece of the
+       answer), sent on a stream that has been silent for a while (a long
+       prompt): HTTP clients cut a response whose body stalls (Node's fetch
+       after 300 s); NULL: none */
+    void (*keepalive)(void *st, api_buf *out);
 } serve_api;
 
 extern const serve_api serve_api_openai_chat;        /* tools/serve_openai.c: /v1/chat/completions */

@@ -492,7 +492,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             }
             if (st->api->keepalive && S.keepalive_s > 0 && now() - st->last_out >= S.keepalive_s) {
                 pthread_mutex_unlock(&S.mu);
-                api_puts(&st->out, st->api->keepalive);
+                st->api->keepalive(st->ast, &st->out);
                 if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
                 break;
             }

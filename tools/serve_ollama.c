@@ -777,6 +777,15 @@ static int stream_chunk(void *p, const json_t *chunk, const char *err, api_buf *
     return out->oom ? -1 : 0;
 }
 
+/* A line with nothing in it yet (an empty piece of the answer, which Ollama's
+   clients add to the text as they do any other): NDJSON has no comment line,
+   and a long prompt would leave the body silent past the clients' timeouts. */
+static void keepalive(void *p, api_buf *out) {
+    ostream *st = p;
+    if (!st || st->ended) return;
+    api_put_json(out, "", answer_object(st->chat, st->model, 0), "\n");
+}
+
 static json_t *ollama_error(const api_error *e) { return json_pack("{s:s}", "error", e->msg); }
 
 const serve_api serve_api_ollama_chat = {
@@ -788,6 +797,7 @@ const serve_api serve_api_ollama_chat = {
     .stream_chunk = stream_chunk,
     .stream_free = stream_free,
     .error = ollama_error,
+    .keepalive = keepalive,
 };
 
 const serve_api serve_api_ollama_generate = {
@@ -799,6 +809,7 @@ const serve_api serve_api_ollama_generate = {
     .stream_chunk = stream_chunk,
     .stream_free = stream_free,
     .error = ollama_error,
+    .keepalive = keepalive,
 };
 
 /* ---- the model endpoints ----------------------------------------------------------- */

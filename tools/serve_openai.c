@@ -74,7 +74,7 @@ static void oai_stream_free(void *st) { free(st); }
 #define OPENAI_API(req)                                                                       \
     {.name = "openai", .stream_type = "text/event-stream", .request = req, .response = identity_response, \
      .stream_new = oai_stream_new, .stream_chunk = oai_stream_chunk, .stream_free = oai_stream_free,   \
-     .error = oai_error, .keepalive = ": keep-alive\n\n"}
+     .error = oai_error, .keepalive = api_sse_keepalive}
 
 const serve_api serve_api_openai_chat = OPENAI_API(chat_request);
 const serve_api serve_api_openai_completions = OPENAI_API(text_request);

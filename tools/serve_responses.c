@@ -864,5 +864,5 @@ const serve_api serve_api_responses = {
     .stream_chunk = rs_stream_chunk,
     .stream_free = rs_stream_free,
     .error = rs_error,
-    .keepalive = ": keep-alive\n\n",
+    .keepalive = api_sse_keepalive,
 };

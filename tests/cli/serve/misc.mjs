@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import { URL_, KEY, requireNode, check, finish, post, readSSE, auth, sleep } from './common.mjs';
 
 const OpenAI = requireNode('openai');
+const { Ollama } = requireNode('ollama');
 const URL_B = process.env.POCKET_URL_B, URL_C = process.env.POCKET_URL_C, PAGE = process.env.POCKET_PAGE;
 const ID = 'pocket-test';
 const client = new OpenAI({ baseURL: URL_ + '/v1', apiKey: KEY, maxRetries: 0, timeout: 60000 });
@@ -281,7 +282,8 @@ check(nfB.status === 404 && l && linesB.every((x) => / [45]\d\d \d+ ms/.test(x))
 // ---- keep-alive on a silent stream (C runs with POCKET_SERVE_KEEPALIVE_MS=20 and
 // one sequence): a streamed request queued behind a long generation is silent
 // until its turn; it gets the API's keep-alive bytes meanwhile (an SSE comment
-// for OpenAI, Anthropic's ping event), which the official client ignores
+// for OpenAI, Anthropic's ping event, an Ollama line with empty content),
+// which the official clients ignore
 const cli = new OpenAI({ baseURL: URL_C + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
 const postC = (path, body) => fetch(URL_C + path, { method: 'POST', headers: { 'Content-Type': 'application/json' },
                                                    body: JSON.stringify(body) });
@@ -313,5 +315,28 @@ await busy;
 check(an.status === 200 && /event: ping\ndata: \{"type": "ping"\}\n\n/.test(anText) &&
       anText.indexOf('event: ping') > anText.indexOf('event: message_start') && /event: message_stop/.test(anText),
       'keep-alive: a queued Anthropic stream gets ping events after message_start', anText.slice(0, 600));
+
+busy = long();
+await sleep(30);
+const ol = await postC('/api/chat', { model: 'x', messages, stream: true, options: { num_predict: 4, temperature: 0 } });
+const olText = await ol.text();
+await busy;
+const olLines = olText.split('\n').filter((x) => x);
+let olObjs = [];
+try { olObjs = olLines.map((x) => JSON.parse(x)); } catch (e) { olObjs = []; }
+const olEmpty = olObjs.filter((o) => !o.done && o.message && o.message.content === '' && !o.message.tool_calls);
+check(ol.status === 200 && olObjs.length === olLines.length && olEmpty.length >= 2 && olObjs[olObjs.length - 1].done === true &&
+      olObjs.some((o) => !o.done && o.message.content !== ''),
+      'keep-alive: a queued Ollama chat stream gets lines with empty content, its pieces intact', olText.slice(0, 600));
+const ollamaC = new Ollama({ host: URL_C });
+busy = long();
+await sleep(30);
+let olSdk = '';
+for await (const p of await ollamaC.generate({ model: 'x', prompt: 'And God said', stream: true, options: { num_predict: 4, temperature: 0 } }))
+    olSdk += p.response;
+await busy;
+const olPlain = await ollamaC.generate({ model: 'x', prompt: 'And God said', stream: false, options: { num_predict: 4, temperature: 0 } });
+check(olSdk !== '' && olSdk === olPlain.response,
+      'keep-alive: the ollama client streams /api/generate through them (the same text as unstreamed)', { olSdk, plain: olPlain.response });
 
 finish('misc.mjs');

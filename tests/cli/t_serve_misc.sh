@@ -11,14 +11,14 @@
 #   B  --quiet, no --cors, no key
 #   C  --cors '*', keep-alive bytes after 20 ms of silence (POCKET_SERVE_KEEPALIVE_MS)
 # plus a small node server for the page (another origin). Needs node + npm
-# (openai, playwright-core in $BUILD/tmp/node) and Debian's chromium, as
+# (openai, playwright-core, ollama in $BUILD/tmp/node) and Debian's chromium, as
 # t_serve.sh: when they cannot be had, the test says why and fails.
 set -u
 . tests/lib/serve_node.sh   # fail, need_npm, start_server
 BUILD=${BUILD:-build}
 tmp="$BUILD/tmp/serve-misc"; rm -rf "$tmp"; mkdir -p "$tmp"
 NODE_DIR="$BUILD/tmp/node"
-need_npm openai@7 playwright-core@1
+need_npm openai@7 playwright-core@1 ollama@0
 P="$BUILD/pocket" KEY="pocket-misc-key-$$"
 CHROMIUM=/usr/bin/chromium
 [ -x "$CHROMIUM" ] || fail "$CHROMIUM is missing: run 'sudo apt-get install chromium' (t_serve.sh installs it as root)"

@@ -9,6 +9,15 @@
 # `make test-aarch64` cross-builds into build-aarch64/ and runs the tests under
 # qemu-aarch64 on three emulated CPUs (tests/lib/run_aarch64.sh).
 
+# Builds run one job per core unless the command line says otherwise (-jN);
+# the tests themselves run one at a time (each uses every core).
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+ifneq ($(filter clean,$(MAKECMDGOALS)),)
+.NOTPARALLEL:   # `make clean all`: the clean first
+endif
+
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O3
@@ -125,7 +134,8 @@ $(ARM)/dotprod.o $(ARM)/dotprod_%.o: CFLAGS += $(ISA_dotprod)
 $(ARM)/i8mm.o $(ARM)/i8mm_%.o: CFLAGS += $(ISA_i8mm)
 endif
 
-$(BUILD)/obj/%.o: src/%.c $(HDR) include/pocket.h
+# (deps first: a fresh machine gets the headers before anything compiles)
+$(BUILD)/obj/%.o: src/%.c $(HDR) include/pocket.h | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 # kernels/x86/avxvnni.c is kernels/x86/avx2_gemm.c built again with AVX-VNNI (it includes it)
@@ -190,7 +200,8 @@ sanitize:
 # ---- fuzzing -------------------------------------------------------------------
 # `make fuzz FUZZ_SECONDS=N`: build every fuzz/fuzz_*.c harness with clang's
 # libFuzzer + ASan + UBSan (and the PK_ASSERT contracts) into $(FUZZ_BUILD),
-# then run each for N seconds (default 30) on its committed seeds
+# then run each for N seconds (default 30; as many at once as make runs
+# jobs, one per core by default) on its committed seeds
 # (fuzz/corpus/NAME). New inputs go to $(FUZZ_BUILD)/corpus/NAME, crashes to
 # $(FUZZ_BUILD)/crash-NAME-*; any crash fails the target. Needs clang and
 # libFuzzer (Debian: clang, libclang-rt-14-dev; installed when root).
@@ -222,18 +233,19 @@ $(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(LIB) $(wildcard tools/*.c) $(wildcard tool
 	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(call fuzz_tools,$*) $(LIB) -o $@ \
 	  -fsanitize=fuzzer $(FUZZ_SAN) $(LDLIBS)
 
-fuzz: fuzz-build
-	@fail=0; for h in $(notdir $(FUZZ_BIN)); do \
-	  name=$${h#fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus/$$name; \
-	  echo "fuzz $$name: $(FUZZ_SECONDS) s"; \
-	  if nice $(FUZZ_BUILD)/$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	       -artifact_prefix=$(FUZZ_BUILD)/crash-$$name- $(FUZZ_BUILD)/corpus/$$name fuzz/corpus/$$name \
-	       >$(FUZZ_BUILD)/$$name.log 2>&1; then \
-	    grep -E "^stat::number_of_executed_units|^stat::average_exec_per_sec" $(FUZZ_BUILD)/$$name.log | tr '\n' ' '; echo; \
-	  else \
-	    echo "FAIL fuzz $$name:"; tail -n 40 $(FUZZ_BUILD)/$$name.log; fail=1; \
-	  fi; \
-	done; exit $$fail
+# each harness a target of its own, so they run side by side (one per core)
+FUZZ_RUNS := $(patsubst fuzz/fuzz_%.c,fuzz-run-%,$(FUZZ_SRC))
+.PHONY: $(FUZZ_RUNS)
+fuzz: $(FUZZ_RUNS)
+$(FUZZ_RUNS): fuzz-run-%: fuzz-build
+	@mkdir -p $(FUZZ_BUILD)/corpus/$*; \
+	if nice $(FUZZ_BUILD)/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	     -artifact_prefix=$(FUZZ_BUILD)/crash-$*- $(FUZZ_BUILD)/corpus/$* fuzz/corpus/$* \
+	     >$(FUZZ_BUILD)/$*.log 2>&1; then \
+	  echo "fuzz $*: $(FUZZ_SECONDS) s $$(grep -E '^stat::number_of_executed_units|^stat::average_exec_per_sec' $(FUZZ_BUILD)/$*.log | tr '\n' ' ')"; \
+	else \
+	  echo "FAIL fuzz $*:"; tail -n 40 $(FUZZ_BUILD)/$*.log; exit 1; \
+	fi
 
 # ---- AArch64 under emulation ------------------------------------------------
 # `make test-aarch64`: cross-build with $(A64_CC) against an arm64 Debian tree

@@ -9,9 +9,10 @@
 # `make test-aarch64` cross-builds into build-aarch64/ and runs the tests under
 # qemu-aarch64 on three emulated CPUs (tests/lib/run_aarch64.sh).
 
-# Builds run one job per core unless the command line says otherwise (-jN);
-# the tests themselves run one at a time (each uses every core).
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+# Builds run one job per core unless the command line says otherwise (-jN
+# wins); the tests themselves run one at a time (each uses every core).
+# Sub-makes share the top make's jobs.
+ifeq ($(MAKELEVEL),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 ifneq ($(filter clean,$(MAKECMDGOALS)),)

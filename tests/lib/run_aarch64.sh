@@ -89,8 +89,10 @@ suite() {
     # t_batch runs each variant this CPU adds to the smaller CPUs before it
     # (each variant once over the CPUs: the whole of t_batch per variant under
     # emulation would take most of the time budget), but not ref: the
-    # portable C that make test's t_batch runs natively (a quarter of the
-    # emulated CPUs' t_batch time); the kernel tests above still run it
+    # portable C that make test's t_batch runs natively (cortex-a53's t_batch
+    # took 211 s without it, 667-728 s with it in busier runs;
+    # bench/results/2026-12-08-epyc-zen3.md); the kernel tests above still
+    # run it
     mine=$(usable "$cpu"); new=""
     for x in $mine; do
         case " $2 ref " in *" $x "*) ;; *) new="$new $x" ;; esac
